@@ -1,0 +1,43 @@
+# flowsched_cc_library(NAME <name> SRCS ... DEPS ...) builds flowsched_<name>
+# with the alias flowsched::<name> and our warning set.
+# flowsched_cc_test(NAME <name> SRCS ... DEPS ... [LABELS ...]) builds a gtest
+# binary and registers each test case with ctest.
+
+set(FLOWSCHED_WARNINGS
+    -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Woverloaded-virtual
+    -Wold-style-cast -Wimplicit-fallthrough)
+
+function(flowsched_target_options target)
+  target_compile_options(${target} PRIVATE ${FLOWSCHED_WARNINGS})
+  if(FLOWSCHED_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}
+                                              ${PROJECT_BINARY_DIR}/proto)
+endfunction()
+
+function(flowsched_cc_library)
+  cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
+  add_library(flowsched_${ARG_NAME} STATIC ${ARG_SRCS})
+  add_library(flowsched::${ARG_NAME} ALIAS flowsched_${ARG_NAME})
+  flowsched_target_options(flowsched_${ARG_NAME})
+  target_link_libraries(flowsched_${ARG_NAME} PUBLIC ${ARG_DEPS})
+endfunction()
+
+function(flowsched_cc_test)
+  cmake_parse_arguments(ARG "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
+  if(NOT FLOWSCHED_BUILD_TESTS)
+    return()
+  endif()
+  add_executable(${ARG_NAME} ${ARG_SRCS})
+  flowsched_target_options(${ARG_NAME})
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS unit)
+  endif()
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  gtest_discover_tests(${ARG_NAME} DISCOVERY_TIMEOUT 60
+                       PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+endfunction()

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package flowsched needs to build, run and test.
+# Idempotent: it asks apt only for what is missing, so a second run is quick.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  librdkafka-dev libprotobuf-dev protobuf-compiler librocksdb-dev
+  libspdlog-dev libfmt-dev libabsl-dev libcli11-dev
+  googletest libgtest-dev libgmock-dev libbenchmark-dev liblemon-dev
+  kcat
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
