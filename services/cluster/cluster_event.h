@@ -1,0 +1,56 @@
+#pragma once
+
+// A decoded, syntactically valid cluster event. Whether it fits the current
+// state (known ids, no duplicates) is decided by ClusterState::Apply.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "services/cluster/cluster_types.h"
+
+namespace flowsched::cluster {
+
+struct JobSubmitted {
+  JobId job;
+  std::string name;
+  int32_t priority = 0;
+  std::vector<TaskSpec> tasks;
+};
+struct TaskSubmitted { JobId job; TaskSpec task; };
+struct TaskFinished { JobId job; TaskId task; };
+struct TaskFailed { JobId job; TaskId task; std::string reason; };
+struct TaskKilled { JobId job; TaskId task; };
+struct TaskUpdated {
+  JobId job;
+  TaskId task;
+  Resources request;
+  int32_t priority = 0;
+};
+struct MachineAdded {
+  MachineId machine;
+  std::string rack;
+  Resources capacity;
+  uint32_t task_slots = 0;
+  std::map<std::string, std::string> labels;
+};
+struct MachineRemoved { MachineId machine; };
+struct MachineFailed { MachineId machine; std::string reason; };
+struct MachineUsage { MachineId machine; Resources used; };
+struct TaskUsage { JobId job; TaskId task; Resources used; };
+
+using EventBody =
+    std::variant<JobSubmitted, TaskSubmitted, TaskFinished, TaskFailed,
+                 TaskKilled, TaskUpdated, MachineAdded, MachineRemoved,
+                 MachineFailed, MachineUsage, TaskUsage>;
+
+struct ClusterEvent {
+  std::string event_id;
+  int64_t event_time_us = 0;
+  std::string source;
+  EventBody body;
+};
+
+}  // namespace flowsched::cluster

@@ -1,0 +1,346 @@
+#include "services/cluster/cluster_state.h"
+
+#include <utility>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "services/common/status_macros.h"
+
+namespace flowsched::cluster {
+namespace {
+
+template <typename... Fs>
+struct Overloaded : Fs... {
+  using Fs::operator()...;
+};
+template <typename... Fs>
+Overloaded(Fs...) -> Overloaded<Fs...>;
+
+}  // namespace
+
+const Job* ClusterState::FindJob(JobId id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+const Task* ClusterState::FindTask(TaskId id) const {
+  auto it = tasks_.find(id);
+  return it == tasks_.end() ? nullptr : &it->second;
+}
+const Machine* ClusterState::FindMachine(MachineId id) const {
+  auto it = machines_.find(id);
+  return it == machines_.end() ? nullptr : &it->second;
+}
+
+absl::Status ClusterState::Apply(const ClusterEvent& event, int64_t now_us,
+                                 ChangeSet& changes) {
+  const int64_t time_us = event.event_time_us > 0 ? event.event_time_us : now_us;
+  return std::visit(
+      Overloaded{
+          [&](const JobSubmitted& e) {
+            return ApplyJobSubmitted(e, time_us, changes);
+          },
+          [&](const TaskSubmitted& e) {
+            return ApplyTaskSubmitted(e, time_us, changes);
+          },
+          [&](const TaskFinished& e) {
+            return ApplyTaskEnded(e.job, e.task, /*retry=*/false, changes);
+          },
+          [&](const TaskFailed& e) {
+            return ApplyTaskEnded(e.job, e.task, /*retry=*/true, changes);
+          },
+          [&](const TaskKilled& e) {
+            return ApplyTaskEnded(e.job, e.task, /*retry=*/false, changes);
+          },
+          [&](const TaskUpdated& e) { return ApplyTaskUpdated(e, changes); },
+          [&](const MachineAdded& e) { return ApplyMachineAdded(e, changes); },
+          [&](const MachineRemoved& e) {
+            return ApplyMachineGone(e.machine, changes);
+          },
+          [&](const MachineFailed& e) {
+            return ApplyMachineGone(e.machine, changes);
+          },
+          [&](const MachineUsage& e) { return ApplyMachineUsage(e, changes); },
+          [&](const TaskUsage& e) { return ApplyTaskUsage(e); },
+      },
+      event.body);
+}
+
+absl::Status ClusterState::ApplyJobSubmitted(const JobSubmitted& e,
+                                             int64_t time_us,
+                                             ChangeSet& changes) {
+  if (jobs_.contains(e.job)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("job ", e.job.value(), " already exists"));
+  }
+  if (e.tasks.size() > limits_.max_tasks_per_job) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job ", e.job.value(), " has ", e.tasks.size(),
+                     " tasks; the limit is ", limits_.max_tasks_per_job));
+  }
+  // Validate every task before adding anything.
+  for (const TaskSpec& spec : e.tasks) {
+    if (tasks_.contains(spec.id)) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("task ", spec.id.value(), " of job ", e.job.value(),
+                       " already exists"));
+    }
+  }
+  Job& job = jobs_[e.job];
+  job.id = e.job;
+  job.name = e.name;
+  job.priority = e.priority;
+  for (const TaskSpec& spec : e.tasks) {
+    Task& task = tasks_[spec.id];
+    task.spec = spec;
+    task.job = e.job;
+    task.submit_time_us = time_us;
+    job.tasks.insert(spec.id);
+    changes.tasks.insert(spec.id);
+  }
+  changes.jobs.insert(e.job);
+  return absl::OkStatus();
+}
+
+absl::Status ClusterState::ApplyTaskSubmitted(const TaskSubmitted& e,
+                                              int64_t time_us,
+                                              ChangeSet& changes) {
+  auto job_it = jobs_.find(e.job);
+  if (job_it == jobs_.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "task ", e.task.id.value(), " names unknown job ", e.job.value()));
+  }
+  if (tasks_.contains(e.task.id)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("task ", e.task.id.value(), " already exists"));
+  }
+  if (job_it->second.tasks.size() >= limits_.max_tasks_per_job) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job ", e.job.value(), " already has ",
+                     job_it->second.tasks.size(), " tasks; the limit is ",
+                     limits_.max_tasks_per_job));
+  }
+  Task& task = tasks_[e.task.id];
+  task.spec = e.task;
+  task.job = e.job;
+  task.submit_time_us = time_us;
+  job_it->second.tasks.insert(e.task.id);
+  changes.tasks.insert(e.task.id);
+  changes.jobs.insert(e.job);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Task*> ClusterState::TaskOfJob(JobId job, TaskId task) {
+  auto it = tasks_.find(task);
+  if (it == tasks_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("unknown task ", task.value(), " of job ", job.value()));
+  }
+  if (it->second.job != job) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("task ", task.value(), " belongs to job ",
+                     it->second.job.value(), ", not ", job.value()));
+  }
+  return &it->second;
+}
+
+void ClusterState::Unplace(Task& task, ChangeSet& changes) {
+  if (!task.running()) return;
+  auto machine_it = machines_.find(task.machine);
+  if (machine_it != machines_.end()) {
+    machine_it->second.running.erase(task.spec.id);
+    changes.machines.insert(task.machine);
+  }
+  task.machine = MachineId(0);
+  task.start_time_us = 0;
+  --running_count_;
+  changes.tasks.insert(task.spec.id);
+}
+
+absl::Status ClusterState::ApplyTaskEnded(JobId job, TaskId task_id,
+                                          bool retry, ChangeSet& changes) {
+  FLOWSCHED_ASSIGN_OR_RETURN(Task * task, TaskOfJob(job, task_id));
+  Unplace(*task, changes);
+  changes.tasks.insert(task_id);
+  if (retry) return absl::OkStatus();  // waits to be placed again
+  tasks_.erase(task_id);
+  auto job_it = jobs_.find(job);
+  job_it->second.tasks.erase(task_id);
+  changes.jobs.insert(job);
+  // A job lives as long as it has tasks; this keeps state bounded for
+  // workloads of many short jobs.
+  if (job_it->second.tasks.empty()) jobs_.erase(job_it);
+  return absl::OkStatus();
+}
+
+absl::Status ClusterState::ApplyTaskUpdated(const TaskUpdated& e,
+                                            ChangeSet& changes) {
+  FLOWSCHED_ASSIGN_OR_RETURN(Task * task, TaskOfJob(e.job, e.task));
+  task->spec.request = e.request;
+  task->spec.priority = e.priority;
+  changes.tasks.insert(e.task);
+  return absl::OkStatus();
+}
+
+absl::Status ClusterState::ApplyMachineAdded(const MachineAdded& e,
+                                             ChangeSet& changes) {
+  if (machines_.contains(e.machine)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("machine ", e.machine.value(), " already exists"));
+  }
+  Machine& machine = machines_[e.machine];
+  machine.id = e.machine;
+  machine.rack = e.rack;
+  machine.capacity = e.capacity;
+  machine.task_slots = e.task_slots;
+  machine.labels = e.labels;
+  total_slots_ += e.task_slots;
+  changes.machines.insert(e.machine);
+  return absl::OkStatus();
+}
+
+absl::Status ClusterState::ApplyMachineGone(MachineId id, ChangeSet& changes) {
+  auto it = machines_.find(id);
+  if (it == machines_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("unknown machine ", id.value()));
+  }
+  // Its tasks wait to be placed elsewhere.
+  for (TaskId task_id : it->second.running) {
+    Task& task = tasks_.at(task_id);
+    task.machine = MachineId(0);
+    task.start_time_us = 0;
+    --running_count_;
+    changes.tasks.insert(task_id);
+  }
+  total_slots_ -= it->second.task_slots;
+  machines_.erase(it);
+  changes.machines.insert(id);
+  return absl::OkStatus();
+}
+
+absl::Status ClusterState::ApplyMachineUsage(const MachineUsage& e,
+                                             ChangeSet& changes) {
+  auto it = machines_.find(e.machine);
+  if (it == machines_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("usage for unknown machine ", e.machine.value()));
+  }
+  it->second.used = e.used;
+  changes.machines.insert(e.machine);
+  return absl::OkStatus();
+}
+
+absl::Status ClusterState::ApplyTaskUsage(const TaskUsage& e) {
+  FLOWSCHED_ASSIGN_OR_RETURN(Task * task, TaskOfJob(e.job, e.task));
+  task->used = e.used;
+  return absl::OkStatus();
+}
+
+absl::Status ClusterState::Place(TaskId task_id, MachineId machine_id,
+                                 int64_t now_us, ChangeSet& changes) {
+  auto task_it = tasks_.find(task_id);
+  if (task_it == tasks_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("place: task ", task_id.value(), " is gone"));
+  }
+  Task& task = task_it->second;
+  if (task.running()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("place: task ", task_id.value(), " already runs on ",
+                     task.machine.value()));
+  }
+  auto machine_it = machines_.find(machine_id);
+  if (machine_it == machines_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("place: machine ", machine_id.value(), " is gone"));
+  }
+  Machine& machine = machine_it->second;
+  if (machine.free_slots() == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "place: machine ", machine_id.value(), " has no free slot"));
+  }
+  machine.running.insert(task_id);
+  task.machine = machine_id;
+  task.start_time_us = now_us;
+  ++task.placements;
+  ++running_count_;
+  changes.tasks.insert(task_id);
+  changes.machines.insert(machine_id);
+  return absl::OkStatus();
+}
+
+absl::Status ClusterState::Preempt(TaskId task_id, ChangeSet& changes) {
+  auto task_it = tasks_.find(task_id);
+  if (task_it == tasks_.end() || !task_it->second.running()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("preempt: task ", task_id.value(), " is not running"));
+  }
+  Unplace(task_it->second, changes);
+  return absl::OkStatus();
+}
+
+absl::Status ClusterState::Migrate(TaskId task_id, MachineId from,
+                                   MachineId to, int64_t now_us,
+                                   ChangeSet& changes) {
+  auto task_it = tasks_.find(task_id);
+  if (task_it == tasks_.end() || task_it->second.machine != from) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "migrate: task ", task_id.value(), " no longer runs on ",
+        from.value()));
+  }
+  auto to_it = machines_.find(to);
+  if (to_it == machines_.end() || to_it->second.free_slots() == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "migrate: machine ", to.value(), " is gone or full"));
+  }
+  Unplace(task_it->second, changes);
+  return Place(task_id, to, now_us, changes);
+}
+
+absl::Status ClusterState::RestoreJob(Job job) {
+  if (jobs_.contains(job.id)) {
+    return absl::DataLossError(
+        absl::StrCat("stored job ", job.id.value(), " appears twice"));
+  }
+  job.tasks.clear();
+  jobs_.emplace(job.id, std::move(job));
+  return absl::OkStatus();
+}
+
+absl::Status ClusterState::RestoreMachine(Machine machine) {
+  if (machines_.contains(machine.id)) {
+    return absl::DataLossError(absl::StrCat("stored machine ",
+                                            machine.id.value(),
+                                            " appears twice"));
+  }
+  machine.running.clear();
+  total_slots_ += machine.task_slots;
+  machines_.emplace(machine.id, std::move(machine));
+  return absl::OkStatus();
+}
+
+absl::Status ClusterState::RestoreTask(Task task) {
+  const TaskId id = task.spec.id;
+  auto job_it = jobs_.find(task.job);
+  if (job_it == jobs_.end() || tasks_.contains(id)) {
+    return absl::DataLossError(absl::StrCat(
+        "stored task ", id.value(), " is a duplicate or names unknown job ",
+        task.job.value()));
+  }
+  if (task.running()) {
+    auto machine_it = machines_.find(task.machine);
+    if (machine_it == machines_.end() ||
+        machine_it->second.free_slots() == 0) {
+      return absl::DataLossError(
+          absl::StrCat("stored task ", id.value(), " runs on machine ",
+                       task.machine.value(), " that is unknown or full"));
+    }
+    machine_it->second.running.insert(id);
+    ++running_count_;
+  }
+  job_it->second.tasks.insert(id);
+  tasks_.emplace(id, std::move(task));
+  return absl::OkStatus();
+}
+
+}  // namespace flowsched::cluster

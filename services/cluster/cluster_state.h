@@ -1,0 +1,93 @@
+#pragma once
+
+// The graph manager's view of the cluster: jobs, tasks, machines and where
+// each task runs. Every mutation checks the whole event against the current
+// state first and only then changes anything, so a rejected event leaves no
+// partial state behind.
+//
+// Thread-safety: none; owned and used by the graph manager's single loop.
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "services/cluster/change_set.h"
+#include "services/cluster/cluster_event.h"
+#include "services/cluster/cluster_types.h"
+#include "services/cluster/validation_limits.h"
+
+namespace flowsched::cluster {
+
+class ClusterState {
+ public:
+  explicit ClusterState(ValidationLimits limits = {}) : limits_(limits) {}
+
+  // Applies one decoded event at time `now_us` (used when the event carries
+  // no time). Records what it touched in `changes`.
+  // Returns AlreadyExists for a duplicate job, task or machine,
+  // FailedPrecondition for an unknown job, task or machine or a task that
+  // does not belong to the named job, and InvalidArgument for a job that
+  // would grow past the task limit. On error nothing changed.
+  absl::Status Apply(const ClusterEvent& event, int64_t now_us,
+                     ChangeSet& changes);
+
+  // Decisions of a solver round. FailedPrecondition when the decision went
+  // stale (the task finished, moved or the machine left or filled up).
+  absl::Status Place(TaskId task, MachineId machine, int64_t now_us,
+                     ChangeSet& changes);
+  absl::Status Preempt(TaskId task, ChangeSet& changes);
+  absl::Status Migrate(TaskId task, MachineId from, MachineId to,
+                       int64_t now_us, ChangeSet& changes);
+
+  // Restores entities from storage without any event semantics.
+  // REQUIRES: jobs before their tasks, machines before tasks that run there.
+  absl::Status RestoreJob(Job job);
+  absl::Status RestoreMachine(Machine machine);
+  absl::Status RestoreTask(Task task);
+
+  [[nodiscard]] const Job* FindJob(JobId id) const;
+  [[nodiscard]] const Task* FindTask(TaskId id) const;
+  [[nodiscard]] const Machine* FindMachine(MachineId id) const;
+
+  [[nodiscard]] const std::map<JobId, Job>& jobs() const { return jobs_; }
+  [[nodiscard]] const std::map<TaskId, Task>& tasks() const { return tasks_; }
+  [[nodiscard]] const std::map<MachineId, Machine>& machines() const {
+    return machines_;
+  }
+  [[nodiscard]] size_t running_task_count() const { return running_count_; }
+  [[nodiscard]] size_t waiting_task_count() const {
+    return tasks_.size() - running_count_;
+  }
+  [[nodiscard]] uint64_t total_slots() const { return total_slots_; }
+  [[nodiscard]] const ValidationLimits& limits() const { return limits_; }
+
+ private:
+  absl::Status ApplyJobSubmitted(const JobSubmitted& e, int64_t time_us,
+                                 ChangeSet& changes);
+  absl::Status ApplyTaskSubmitted(const TaskSubmitted& e, int64_t time_us,
+                                  ChangeSet& changes);
+  absl::Status ApplyTaskEnded(JobId job, TaskId task, bool retry,
+                              ChangeSet& changes);
+  absl::Status ApplyTaskUpdated(const TaskUpdated& e, ChangeSet& changes);
+  absl::Status ApplyMachineAdded(const MachineAdded& e, ChangeSet& changes);
+  absl::Status ApplyMachineGone(MachineId machine, ChangeSet& changes);
+  absl::Status ApplyMachineUsage(const MachineUsage& e, ChangeSet& changes);
+  absl::Status ApplyTaskUsage(const TaskUsage& e);
+
+  // Finds a task and checks that it belongs to `job`.
+  absl::StatusOr<Task*> TaskOfJob(JobId job, TaskId task);
+  void Unplace(Task& task, ChangeSet& changes);
+
+  ValidationLimits limits_;
+  std::map<JobId, Job> jobs_;
+  std::map<TaskId, Task> tasks_;
+  std::map<MachineId, Machine> machines_;
+  size_t running_count_ = 0;
+  uint64_t total_slots_ = 0;
+};
+
+}  // namespace flowsched::cluster

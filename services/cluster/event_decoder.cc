@@ -1,0 +1,263 @@
+#include "services/cluster/event_decoder.h"
+
+#include <limits>
+#include <set>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "flowsched/v1/events.pb.h"
+#include "services/common/status_macros.h"
+
+namespace flowsched::cluster {
+namespace {
+
+absl::Status Invalid(absl::string_view what) {
+  return absl::InvalidArgumentError(what);
+}
+
+absl::Status CheckString(absl::string_view field, const std::string& value,
+                         const ValidationLimits& limits) {
+  if (value.size() > limits.max_string_bytes) {
+    return Invalid(absl::StrCat(field, " is ", value.size(),
+                                " bytes; the limit is ",
+                                limits.max_string_bytes));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckRange(absl::string_view field, int64_t value, int64_t max) {
+  if (value < 0 || value > max) {
+    return Invalid(absl::StrCat(field, " = ", value, " is outside [0, ", max,
+                                "]"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Resources> DecodeResources(absl::string_view field,
+                                          const v1::Resources& message,
+                                          const ValidationLimits& limits) {
+  FLOWSCHED_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".cpu_millis"),
+                                       message.cpu_millis(),
+                                       limits.max_cpu_millis));
+  FLOWSCHED_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".memory_bytes"),
+                                       message.memory_bytes(),
+                                       limits.max_memory_bytes));
+  FLOWSCHED_RETURN_IF_ERROR(
+      CheckRange(absl::StrCat(field, ".network_bytes_per_sec"),
+                 message.network_bytes_per_sec(),
+                 limits.max_network_bytes_per_sec));
+  return Resources{message.cpu_millis(), message.memory_bytes(),
+                   message.network_bytes_per_sec()};
+}
+
+absl::Status CheckId(absl::string_view field, uint64_t id) {
+  if (id == 0) return Invalid(absl::StrCat(field, " must not be 0"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TaskSpec> DecodeTask(const v1::TaskSpec& message,
+                                    const ValidationLimits& limits) {
+  FLOWSCHED_RETURN_IF_ERROR(CheckId("task.task_id", message.task_id()));
+  TaskSpec spec;
+  spec.id = TaskId(message.task_id());
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      spec.request, DecodeResources("task.request", message.request(), limits));
+  spec.priority = message.priority();
+  FLOWSCHED_RETURN_IF_ERROR(CheckRange("task.input_bytes",
+                                       message.input_bytes(),
+                                       limits.max_input_bytes));
+  spec.input_bytes = message.input_bytes();
+  if (static_cast<uint64_t>(message.input_size()) >
+      limits.max_locality_entries) {
+    return Invalid(absl::StrCat("task ", message.task_id(), " has ",
+                                message.input_size(),
+                                " input locality entries; the limit is ",
+                                limits.max_locality_entries));
+  }
+  for (const v1::DataLocality& entry : message.input()) {
+    FLOWSCHED_RETURN_IF_ERROR(CheckRange("task.input.bytes", entry.bytes(),
+                                         limits.max_input_bytes));
+    FLOWSCHED_RETURN_IF_ERROR(
+        CheckString("task.input.rack", entry.rack(), limits));
+    if (entry.machine_id() == 0 && entry.rack().empty()) {
+      return Invalid("task.input entry names neither a machine nor a rack");
+    }
+    spec.input.push_back(
+        DataLocality{MachineId(entry.machine_id()), entry.rack(), entry.bytes()});
+  }
+  return spec;
+}
+
+absl::StatusOr<EventBody> DecodeBody(const v1::ClusterEvent& message,
+                                     const ValidationLimits& limits) {
+  switch (message.event_case()) {
+    case v1::ClusterEvent::kJobSubmitted: {
+      const v1::JobSubmitted& m = message.job_submitted();
+      FLOWSCHED_RETURN_IF_ERROR(CheckId("job_submitted.job_id", m.job_id()));
+      FLOWSCHED_RETURN_IF_ERROR(CheckString("job_submitted.name", m.name(),
+                                            limits));
+      // Check the announced size before touching the task list, so a job
+      // that claims a billion tasks is refused without work.
+      const uint64_t announced =
+          m.task_count() != 0 ? m.task_count()
+                              : static_cast<uint64_t>(m.tasks_size());
+      if (announced > limits.max_tasks_per_job ||
+          static_cast<uint64_t>(m.tasks_size()) > limits.max_tasks_per_job) {
+        return Invalid(absl::StrCat("job ", m.job_id(), " announces ",
+                                    announced, " tasks; the limit is ",
+                                    limits.max_tasks_per_job));
+      }
+      if (m.task_count() != 0 &&
+          m.task_count() != static_cast<uint64_t>(m.tasks_size())) {
+        return Invalid(absl::StrCat("job ", m.job_id(), " announces ",
+                                    m.task_count(), " tasks but carries ",
+                                    m.tasks_size()));
+      }
+      JobSubmitted job{JobId(m.job_id()), m.name(), m.priority(), {}};
+      job.tasks.reserve(static_cast<size_t>(m.tasks_size()));
+      std::set<uint64_t> seen;
+      for (const v1::TaskSpec& task : m.tasks()) {
+        FLOWSCHED_ASSIGN_OR_RETURN(TaskSpec spec, DecodeTask(task, limits));
+        if (!seen.insert(spec.id.value()).second) {
+          return Invalid(absl::StrCat("job ", m.job_id(),
+                                      " lists task ", spec.id.value(),
+                                      " twice"));
+        }
+        job.tasks.push_back(std::move(spec));
+      }
+      return job;
+    }
+    case v1::ClusterEvent::kTaskSubmitted: {
+      const v1::TaskSubmitted& m = message.task_submitted();
+      FLOWSCHED_RETURN_IF_ERROR(CheckId("task_submitted.job_id", m.job_id()));
+      if (!m.has_task()) return Invalid("task_submitted has no task");
+      FLOWSCHED_ASSIGN_OR_RETURN(TaskSpec spec, DecodeTask(m.task(), limits));
+      return TaskSubmitted{JobId(m.job_id()), std::move(spec)};
+    }
+    case v1::ClusterEvent::kTaskFinished: {
+      const v1::TaskFinished& m = message.task_finished();
+      FLOWSCHED_RETURN_IF_ERROR(CheckId("task_finished.job_id", m.job_id()));
+      FLOWSCHED_RETURN_IF_ERROR(CheckId("task_finished.task_id", m.task_id()));
+      return TaskFinished{JobId(m.job_id()), TaskId(m.task_id())};
+    }
+    case v1::ClusterEvent::kTaskFailed: {
+      const v1::TaskFailed& m = message.task_failed();
+      FLOWSCHED_RETURN_IF_ERROR(CheckId("task_failed.job_id", m.job_id()));
+      FLOWSCHED_RETURN_IF_ERROR(CheckId("task_failed.task_id", m.task_id()));
+      FLOWSCHED_RETURN_IF_ERROR(
+          CheckString("task_failed.reason", m.reason(), limits));
+      return TaskFailed{JobId(m.job_id()), TaskId(m.task_id()), m.reason()};
+    }
+    case v1::ClusterEvent::kTaskKilled: {
+      const v1::TaskKilled& m = message.task_killed();
+      FLOWSCHED_RETURN_IF_ERROR(CheckId("task_killed.job_id", m.job_id()));
+      FLOWSCHED_RETURN_IF_ERROR(CheckId("task_killed.task_id", m.task_id()));
+      return TaskKilled{JobId(m.job_id()), TaskId(m.task_id())};
+    }
+    case v1::ClusterEvent::kTaskUpdated: {
+      const v1::TaskUpdated& m = message.task_updated();
+      FLOWSCHED_RETURN_IF_ERROR(CheckId("task_updated.job_id", m.job_id()));
+      FLOWSCHED_RETURN_IF_ERROR(CheckId("task_updated.task_id", m.task_id()));
+      FLOWSCHED_ASSIGN_OR_RETURN(
+          Resources request,
+          DecodeResources("task_updated.request", m.request(), limits));
+      return TaskUpdated{JobId(m.job_id()), TaskId(m.task_id()), request,
+                         m.priority()};
+    }
+    case v1::ClusterEvent::kMachineAdded: {
+      const v1::MachineAdded& m = message.machine_added();
+      FLOWSCHED_RETURN_IF_ERROR(
+          CheckId("machine_added.machine_id", m.machine_id()));
+      FLOWSCHED_RETURN_IF_ERROR(
+          CheckString("machine_added.rack", m.rack(), limits));
+      if (m.task_slots() == 0 || m.task_slots() > limits.max_task_slots) {
+        return Invalid(absl::StrCat("machine_added.task_slots = ",
+                                    m.task_slots(), " is outside [1, ",
+                                    limits.max_task_slots, "]"));
+      }
+      if (static_cast<uint64_t>(m.labels_size()) > limits.max_labels) {
+        return Invalid(absl::StrCat("machine ", m.machine_id(), " has ",
+                                    m.labels_size(),
+                                    " labels; the limit is ",
+                                    limits.max_labels));
+      }
+      FLOWSCHED_ASSIGN_OR_RETURN(
+          Resources capacity,
+          DecodeResources("machine_added.capacity", m.capacity(), limits));
+      MachineAdded added{MachineId(m.machine_id()), m.rack(), capacity,
+                         m.task_slots(), {}};
+      for (const auto& [key, value] : m.labels()) {
+        FLOWSCHED_RETURN_IF_ERROR(
+            CheckString("machine_added.labels key", key, limits));
+        FLOWSCHED_RETURN_IF_ERROR(
+            CheckString("machine_added.labels value", value, limits));
+        added.labels.emplace(key, value);
+      }
+      return added;
+    }
+    case v1::ClusterEvent::kMachineRemoved: {
+      const v1::MachineRemoved& m = message.machine_removed();
+      FLOWSCHED_RETURN_IF_ERROR(
+          CheckId("machine_removed.machine_id", m.machine_id()));
+      return MachineRemoved{MachineId(m.machine_id())};
+    }
+    case v1::ClusterEvent::kMachineFailed: {
+      const v1::MachineFailed& m = message.machine_failed();
+      FLOWSCHED_RETURN_IF_ERROR(
+          CheckId("machine_failed.machine_id", m.machine_id()));
+      FLOWSCHED_RETURN_IF_ERROR(
+          CheckString("machine_failed.reason", m.reason(), limits));
+      return MachineFailed{MachineId(m.machine_id()), m.reason()};
+    }
+    case v1::ClusterEvent::kMachineUsage: {
+      const v1::MachineUsage& m = message.machine_usage();
+      FLOWSCHED_RETURN_IF_ERROR(
+          CheckId("machine_usage.machine_id", m.machine_id()));
+      FLOWSCHED_ASSIGN_OR_RETURN(
+          Resources used,
+          DecodeResources("machine_usage.used", m.used(), limits));
+      return MachineUsage{MachineId(m.machine_id()), used};
+    }
+    case v1::ClusterEvent::kTaskUsage: {
+      const v1::TaskUsage& m = message.task_usage();
+      FLOWSCHED_RETURN_IF_ERROR(CheckId("task_usage.job_id", m.job_id()));
+      FLOWSCHED_RETURN_IF_ERROR(CheckId("task_usage.task_id", m.task_id()));
+      FLOWSCHED_ASSIGN_OR_RETURN(
+          Resources used, DecodeResources("task_usage.used", m.used(), limits));
+      return TaskUsage{JobId(m.job_id()), TaskId(m.task_id()), used};
+    }
+    case v1::ClusterEvent::EVENT_NOT_SET:
+      break;
+  }
+  return Invalid("ClusterEvent carries no event");
+}
+
+}  // namespace
+
+absl::StatusOr<ClusterEvent> EventDecoder::Decode(
+    std::string_view bytes) const {
+  v1::ClusterEvent message;
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return Invalid(absl::StrCat("undecodable ClusterEvent (", bytes.size(),
+                                " bytes)"));
+  }
+  return FromProto(message);
+}
+
+absl::StatusOr<ClusterEvent> EventDecoder::FromProto(
+    const v1::ClusterEvent& message) const {
+  FLOWSCHED_RETURN_IF_ERROR(
+      CheckString("event_id", message.event_id(), limits_));
+  FLOWSCHED_RETURN_IF_ERROR(CheckString("source", message.source(), limits_));
+  if (message.event_time_us() < 0) {
+    return Invalid(absl::StrCat("event_time_us = ", message.event_time_us(),
+                                " is negative"));
+  }
+  FLOWSCHED_ASSIGN_OR_RETURN(EventBody body, DecodeBody(message, limits_));
+  return ClusterEvent{message.event_id(), message.event_time_us(),
+                      message.source(), std::move(body)};
+}
+
+}  // namespace flowsched::cluster

@@ -1,0 +1,212 @@
+#include "services/cluster/event_decoder.h"
+
+#include <string>
+
+#include "flowsched/v1/events.pb.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/common/status_matchers.h"
+
+namespace flowsched::cluster {
+namespace {
+
+using ::flowsched::testing::IsOk;
+using ::flowsched::testing::StatusIs;
+
+v1::ClusterEvent JobEvent(uint64_t job, int tasks) {
+  v1::ClusterEvent event;
+  event.set_event_id("e1");
+  event.set_event_time_us(1000);
+  auto* m = event.mutable_job_submitted();
+  m->set_job_id(job);
+  m->set_name("job");
+  for (int i = 0; i < tasks; ++i) {
+    auto* t = m->add_tasks();
+    t->set_task_id(job * 1000 + static_cast<uint64_t>(i) + 1);
+    t->mutable_request()->set_cpu_millis(500);
+  }
+  return event;
+}
+
+class EventDecoderTest : public ::testing::Test {
+ protected:
+  EventDecoder decoder_{ValidationLimits{}};
+};
+
+TEST_F(EventDecoderTest, ProtobufRoundTripOfEveryEventType) {
+  std::vector<v1::ClusterEvent> events;
+  events.push_back(JobEvent(7, 3));
+  v1::ClusterEvent e;
+  e.mutable_task_submitted()->set_job_id(7);
+  e.mutable_task_submitted()->mutable_task()->set_task_id(99);
+  events.push_back(e);
+  e.Clear();
+  e.mutable_task_finished()->set_job_id(7);
+  e.mutable_task_finished()->set_task_id(99);
+  events.push_back(e);
+  e.Clear();
+  e.mutable_task_failed()->set_job_id(7);
+  e.mutable_task_failed()->set_task_id(99);
+  events.push_back(e);
+  e.Clear();
+  e.mutable_task_killed()->set_job_id(7);
+  e.mutable_task_killed()->set_task_id(99);
+  events.push_back(e);
+  e.Clear();
+  e.mutable_task_updated()->set_job_id(7);
+  e.mutable_task_updated()->set_task_id(99);
+  events.push_back(e);
+  e.Clear();
+  auto* added = e.mutable_machine_added();
+  added->set_machine_id(3);
+  added->set_rack("r1");
+  added->set_task_slots(4);
+  (*added->mutable_labels())["zone"] = "a";
+  events.push_back(e);
+  e.Clear();
+  e.mutable_machine_removed()->set_machine_id(3);
+  events.push_back(e);
+  e.Clear();
+  e.mutable_machine_failed()->set_machine_id(3);
+  events.push_back(e);
+  e.Clear();
+  e.mutable_machine_usage()->set_machine_id(3);
+  events.push_back(e);
+  e.Clear();
+  e.mutable_task_usage()->set_job_id(7);
+  e.mutable_task_usage()->set_task_id(99);
+  events.push_back(e);
+
+  for (const v1::ClusterEvent& event : events) {
+    std::string bytes = event.SerializeAsString();
+    v1::ClusterEvent parsed;
+    ASSERT_TRUE(parsed.ParseFromString(bytes));
+    EXPECT_EQ(parsed.SerializeAsString(), bytes);
+    auto decoded = decoder_.Decode(bytes);
+    ASSERT_THAT(decoded, IsOk()) << event.ShortDebugString();
+    EXPECT_EQ(static_cast<int>(decoded->body.index()),
+              static_cast<int>(event.event_case()) -
+                  (event.event_case() >= v1::ClusterEvent::kMachineAdded
+                       ? 20 - 6
+                       : 10));
+  }
+}
+
+TEST_F(EventDecoderTest, JobSubmittedKeepsTasksAndResources) {
+  auto decoded = decoder_.FromProto(JobEvent(5, 2));
+  ASSERT_THAT(decoded, IsOk());
+  const auto& job = std::get<JobSubmitted>(decoded->body);
+  EXPECT_EQ(job.job, JobId(5));
+  ASSERT_EQ(job.tasks.size(), 2u);
+  EXPECT_EQ(job.tasks[1].id, TaskId(5002));
+  EXPECT_EQ(job.tasks[0].request.cpu_millis, 500);
+  EXPECT_EQ(decoded->event_time_us, 1000);
+}
+
+TEST_F(EventDecoderTest, RejectsUndecodableBytes) {
+  EXPECT_THAT(decoder_.Decode(std::string("\xff\xff\xff\x01garbage", 11)),
+              StatusIs(absl::StatusCode::kInvalidArgument, "undecodable"));
+}
+
+TEST_F(EventDecoderTest, RejectsEmptyEvent) {
+  EXPECT_THAT(decoder_.Decode(""),
+              StatusIs(absl::StatusCode::kInvalidArgument, "no event"));
+}
+
+TEST_F(EventDecoderTest, RejectsZeroIds) {
+  EXPECT_THAT(decoder_.FromProto(JobEvent(0, 1)),
+              StatusIs(absl::StatusCode::kInvalidArgument, "job_id"));
+  v1::ClusterEvent e;
+  e.mutable_task_finished()->set_job_id(1);
+  EXPECT_THAT(decoder_.FromProto(e),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "task_finished.task_id"));
+  e.Clear();
+  e.mutable_machine_removed();
+  EXPECT_THAT(decoder_.FromProto(e),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "machine_removed.machine_id"));
+}
+
+TEST_F(EventDecoderTest, RejectsNegativeAndAbsurdResources) {
+  v1::ClusterEvent e = JobEvent(1, 1);
+  e.mutable_job_submitted()->mutable_tasks(0)->mutable_request()->set_cpu_millis(
+      -5);
+  EXPECT_THAT(decoder_.FromProto(e),
+              StatusIs(absl::StatusCode::kInvalidArgument, "cpu_millis = -5"));
+  v1::ClusterEvent m;
+  auto* added = m.mutable_machine_added();
+  added->set_machine_id(1);
+  added->set_task_slots(2);
+  added->mutable_capacity()->set_memory_bytes(int64_t{1} << 62);
+  EXPECT_THAT(decoder_.FromProto(m),
+              StatusIs(absl::StatusCode::kInvalidArgument, "memory_bytes"));
+}
+
+TEST_F(EventDecoderTest, RejectsBadSlotCounts) {
+  v1::ClusterEvent m;
+  m.mutable_machine_added()->set_machine_id(1);
+  EXPECT_THAT(decoder_.FromProto(m),
+              StatusIs(absl::StatusCode::kInvalidArgument, "task_slots = 0"));
+  m.mutable_machine_added()->set_task_slots(1u << 30);
+  EXPECT_THAT(decoder_.FromProto(m),
+              StatusIs(absl::StatusCode::kInvalidArgument, "task_slots"));
+}
+
+TEST_F(EventDecoderTest, RejectsJobAnnouncingABillionTasks) {
+  v1::ClusterEvent e = JobEvent(1, 1);
+  e.mutable_job_submitted()->set_task_count(1'000'000'000);
+  EXPECT_THAT(decoder_.FromProto(e),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "announces 1000000000 tasks"));
+}
+
+TEST_F(EventDecoderTest, RejectsTaskCountMismatchAndDuplicateTasks) {
+  v1::ClusterEvent e = JobEvent(1, 2);
+  e.mutable_job_submitted()->set_task_count(3);
+  EXPECT_THAT(decoder_.FromProto(e),
+              StatusIs(absl::StatusCode::kInvalidArgument, "carries 2"));
+  e = JobEvent(1, 2);
+  e.mutable_job_submitted()->mutable_tasks(1)->set_task_id(1001);
+  EXPECT_THAT(decoder_.FromProto(e),
+              StatusIs(absl::StatusCode::kInvalidArgument, "twice"));
+}
+
+TEST_F(EventDecoderTest, RejectsTooManyTasksPerJobLimit) {
+  ValidationLimits limits;
+  limits.max_tasks_per_job = 2;
+  EventDecoder strict(limits);
+  EXPECT_THAT(strict.FromProto(JobEvent(1, 3)),
+              StatusIs(absl::StatusCode::kInvalidArgument, "limit is 2"));
+}
+
+TEST_F(EventDecoderTest, RejectsOversizeStrings) {
+  v1::ClusterEvent e = JobEvent(1, 1);
+  e.mutable_job_submitted()->set_name(std::string(10'000, 'x'));
+  EXPECT_THAT(decoder_.FromProto(e),
+              StatusIs(absl::StatusCode::kInvalidArgument, "name"));
+}
+
+TEST_F(EventDecoderTest, RejectsLocalityWithoutPlace) {
+  v1::ClusterEvent e = JobEvent(1, 1);
+  e.mutable_job_submitted()->mutable_tasks(0)->add_input()->set_bytes(10);
+  EXPECT_THAT(decoder_.FromProto(e),
+              StatusIs(absl::StatusCode::kInvalidArgument, "neither"));
+}
+
+TEST_F(EventDecoderTest, RejectsTaskSubmittedWithoutTask) {
+  v1::ClusterEvent e;
+  e.mutable_task_submitted()->set_job_id(4);
+  EXPECT_THAT(decoder_.FromProto(e),
+              StatusIs(absl::StatusCode::kInvalidArgument, "has no task"));
+}
+
+TEST_F(EventDecoderTest, RejectsNegativeEventTime) {
+  v1::ClusterEvent e = JobEvent(1, 1);
+  e.set_event_time_us(-1);
+  EXPECT_THAT(decoder_.FromProto(e),
+              StatusIs(absl::StatusCode::kInvalidArgument, "negative"));
+}
+
+}  // namespace
+}  // namespace flowsched::cluster
