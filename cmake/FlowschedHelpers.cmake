@@ -5,7 +5,9 @@
 
 set(FLOWSCHED_WARNINGS
     -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Woverloaded-virtual
-    -Wold-style-cast -Wimplicit-fallthrough)
+    -Wold-style-cast -Wimplicit-fallthrough
+    # Designated initializers leave defaulted members out on purpose.
+    -Wno-missing-field-initializers)
 
 function(flowsched_target_options target)
   target_compile_options(${target} PRIVATE ${FLOWSCHED_WARNINGS})

@@ -1,0 +1,287 @@
+#include "services/flow/flow_network.h"
+
+#include <algorithm>
+#include <functional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace flowsched::flow {
+namespace {
+
+// Pops the smallest id from a min-heap kept with std::push_heap(greater).
+template <typename T>
+T PopMin(std::vector<T>& heap) {
+  std::pop_heap(heap.begin(), heap.end(), std::greater<T>());
+  T value = heap.back();
+  heap.pop_back();
+  return value;
+}
+template <typename T>
+void PushMin(std::vector<T>& heap, T value) {
+  heap.push_back(value);
+  std::push_heap(heap.begin(), heap.end(), std::greater<T>());
+}
+
+}  // namespace
+
+void FlowNetwork::PlaceNode(NodeId id, const NodeData& data) {
+  NodeSlot& slot = nodes_[id];
+  slot.data = data;
+  slot.first_out = kNil;
+  slot.first_in = kNil;
+  ++live_nodes_;
+  total_supply_ += data.supply;
+}
+
+NodeId FlowNetwork::AddNode(const NodeData& data) {
+  NodeId id = kNoNode;
+  while (!free_nodes_.empty()) {
+    NodeId candidate = PopMin(free_nodes_);
+    if (!IsLive(candidate)) {
+      id = candidate;
+      break;
+    }
+  }
+  if (id == kNoNode) {
+    id = static_cast<NodeId>(nodes_.size());
+    nodes_.emplace_back();
+  }
+  PlaceNode(id, data);
+  Record({.type = GraphChange::Type::kAddNode, .node = id, .data = data});
+  return id;
+}
+
+absl::Status FlowNetwork::AddNodeWithId(NodeId id, const NodeData& data) {
+  if (id >= kMaxNodeId) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node id ", id, " exceeds the limit ", kMaxNodeId));
+  }
+  if (data.kind == NodeKind::kUnused ||
+      static_cast<uint8_t>(data.kind) > kMaxNodeKind) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node ", id, " has invalid kind ", static_cast<int>(data.kind)));
+  }
+  if (IsLive(id)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", id, " already exists"));
+  }
+  while (nodes_.size() <= id) {
+    const NodeId fresh = static_cast<NodeId>(nodes_.size());
+    nodes_.emplace_back();
+    if (fresh != id) PushMin(free_nodes_, fresh);
+  }
+  PlaceNode(id, data);
+  Record({.type = GraphChange::Type::kAddNode, .node = id, .data = data});
+  return absl::OkStatus();
+}
+
+absl::Status FlowNetwork::UpdateNode(NodeId id, int64_t supply,
+                                     uint64_t running_on) {
+  if (!IsLive(id)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("update of unknown node ", id));
+  }
+  NodeData& data = nodes_[id].data;
+  if (data.supply == supply && data.running_on == running_on) {
+    return absl::OkStatus();
+  }
+  total_supply_ += supply - data.supply;
+  data.supply = supply;
+  data.running_on = running_on;
+  Record({.type = GraphChange::Type::kUpdateNode, .node = id, .data = data});
+  return absl::OkStatus();
+}
+
+void FlowNetwork::UnlinkArc(ArcSlot slot) {
+  ArcEntry& arc = arcs_[slot];
+  if (arc.prev_out != kNil) {
+    arcs_[arc.prev_out].next_out = arc.next_out;
+  } else {
+    nodes_[arc.src].first_out = arc.next_out;
+  }
+  if (arc.next_out != kNil) arcs_[arc.next_out].prev_out = arc.prev_out;
+  if (arc.prev_in != kNil) {
+    arcs_[arc.prev_in].next_in = arc.next_in;
+  } else {
+    nodes_[arc.dst].first_in = arc.next_in;
+  }
+  if (arc.next_in != kNil) arcs_[arc.next_in].prev_in = arc.prev_in;
+  arc_index_.erase(ArcKey(arc.src, arc.dst));
+  arc.live = false;
+  PushMin(free_arcs_, slot);
+}
+
+absl::Status FlowNetwork::RemoveNode(NodeId id) {
+  if (!IsLive(id)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("removal of unknown node ", id));
+  }
+  while (nodes_[id].first_out != kNil) UnlinkArc(nodes_[id].first_out);
+  while (nodes_[id].first_in != kNil) UnlinkArc(nodes_[id].first_in);
+  total_supply_ -= nodes_[id].data.supply;
+  nodes_[id].data = NodeData{};
+  --live_nodes_;
+  PushMin(free_nodes_, id);
+  Record({.type = GraphChange::Type::kRemoveNode, .node = id});
+  return absl::OkStatus();
+}
+
+absl::Status FlowNetwork::SetArc(NodeId src, NodeId dst, int64_t capacity,
+                                 int64_t cost) {
+  if (!IsLive(src) || !IsLive(dst)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("arc ", src, "->", dst, " names an unknown node"));
+  }
+  if (src == dst) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("arc ", src, "->", dst, " is a self-loop"));
+  }
+  if (capacity < 0 || capacity > solver::kMaxArcCapacity ||
+      cost < -solver::kMaxArcCost || cost > solver::kMaxArcCost) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("arc ", src, "->", dst, " capacity ", capacity, " cost ",
+                     cost, " is out of range"));
+  }
+  auto [it, inserted] = arc_index_.try_emplace(ArcKey(src, dst), kNil);
+  if (!inserted) {
+    ArcEntry& arc = arcs_[it->second];
+    if (arc.capacity == capacity && arc.cost == cost) return absl::OkStatus();
+    arc.capacity = capacity;
+    arc.cost = cost;
+  } else {
+    ArcSlot slot = kNil;
+    while (!free_arcs_.empty()) {
+      ArcSlot candidate = PopMin(free_arcs_);
+      if (!arcs_[candidate].live) {
+        slot = candidate;
+        break;
+      }
+    }
+    if (slot == kNil) {
+      slot = static_cast<ArcSlot>(arcs_.size());
+      arcs_.emplace_back();
+    }
+    it->second = slot;
+    ArcEntry& arc = arcs_[slot];
+    arc = ArcEntry{.src = src, .dst = dst, .capacity = capacity, .cost = cost,
+                   .prev_out = kNil, .next_out = nodes_[src].first_out,
+                   .prev_in = kNil, .next_in = nodes_[dst].first_in,
+                   .live = true};
+    if (arc.next_out != kNil) arcs_[arc.next_out].prev_out = slot;
+    if (arc.next_in != kNil) arcs_[arc.next_in].prev_in = slot;
+    nodes_[src].first_out = slot;
+    nodes_[dst].first_in = slot;
+  }
+  Record({.type = GraphChange::Type::kSetArc, .src = src, .dst = dst,
+          .capacity = capacity, .cost = cost});
+  return absl::OkStatus();
+}
+
+absl::Status FlowNetwork::RemoveArc(NodeId src, NodeId dst) {
+  auto it = arc_index_.find(ArcKey(src, dst));
+  if (it == arc_index_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("removal of unknown arc ", src, "->", dst));
+  }
+  UnlinkArc(it->second);
+  Record({.type = GraphChange::Type::kRemoveArc, .src = src, .dst = dst});
+  return absl::OkStatus();
+}
+
+absl::Status FlowNetwork::Apply(const GraphChange& change) {
+  switch (change.type) {
+    case GraphChange::Type::kAddNode:
+      return AddNodeWithId(change.node, change.data);
+    case GraphChange::Type::kRemoveNode:
+      return RemoveNode(change.node);
+    case GraphChange::Type::kUpdateNode:
+      return UpdateNode(change.node, change.data.supply,
+                        change.data.running_on);
+    case GraphChange::Type::kSetArc:
+      return SetArc(change.src, change.dst, change.capacity, change.cost);
+    case GraphChange::Type::kRemoveArc:
+      return RemoveArc(change.src, change.dst);
+  }
+  return absl::InvalidArgumentError("unknown graph change type");
+}
+
+std::vector<GraphChange> FlowNetwork::TakeChanges() {
+  return std::exchange(changes_, {});
+}
+
+std::vector<GraphChange> FlowNetwork::SnapshotChanges() const {
+  std::vector<GraphChange> out;
+  out.reserve(live_nodes_ + arc_index_.size());
+  for (NodeId id = 0; id < nodes_.size(); ++id) {
+    if (IsLive(id)) {
+      out.push_back({.type = GraphChange::Type::kAddNode, .node = id,
+                     .data = nodes_[id].data});
+    }
+  }
+  for (const ArcEntry& arc : arcs_) {
+    if (arc.live) {
+      out.push_back({.type = GraphChange::Type::kSetArc, .src = arc.src,
+                     .dst = arc.dst, .capacity = arc.capacity,
+                     .cost = arc.cost});
+    }
+  }
+  return out;
+}
+
+std::optional<ArcView> FlowNetwork::FindArc(NodeId src, NodeId dst) const {
+  auto it = arc_index_.find(ArcKey(src, dst));
+  if (it == arc_index_.end()) return std::nullopt;
+  const ArcEntry& arc = arcs_[it->second];
+  return ArcView{it->second, arc.src, arc.dst, arc.capacity, arc.cost};
+}
+
+void FlowNetwork::ForEachOutArc(
+    NodeId id, const std::function<void(const ArcView&)>& fn) const {
+  if (!IsLive(id)) return;
+  for (uint32_t slot = nodes_[id].first_out; slot != kNil;) {
+    const ArcEntry& arc = arcs_[slot];
+    const uint32_t next = arc.next_out;
+    fn(ArcView{slot, arc.src, arc.dst, arc.capacity, arc.cost});
+    slot = next;
+  }
+}
+
+void FlowNetwork::ForEachInArc(
+    NodeId id, const std::function<void(const ArcView&)>& fn) const {
+  if (!IsLive(id)) return;
+  for (uint32_t slot = nodes_[id].first_in; slot != kNil;) {
+    const ArcEntry& arc = arcs_[slot];
+    const uint32_t next = arc.next_in;
+    fn(ArcView{slot, arc.src, arc.dst, arc.capacity, arc.cost});
+    slot = next;
+  }
+}
+
+void FlowNetwork::ForEachNode(
+    const std::function<void(NodeId, const NodeData&)>& fn) const {
+  for (NodeId id = 0; id < nodes_.size(); ++id) {
+    if (IsLive(id)) fn(id, nodes_[id].data);
+  }
+}
+
+void FlowNetwork::ExportProblem(solver::McmfProblem& problem,
+                                std::vector<ArcSlot>& arc_slots) const {
+  problem.node_count = static_cast<uint32_t>(nodes_.size());
+  problem.supply.assign(nodes_.size(), 0);
+  for (NodeId id = 0; id < nodes_.size(); ++id) {
+    if (IsLive(id)) problem.supply[id] = nodes_[id].data.supply;
+  }
+  problem.arcs.clear();
+  problem.arcs.reserve(arc_index_.size());
+  arc_slots.clear();
+  arc_slots.reserve(arc_index_.size());
+  for (ArcSlot slot = 0; slot < arcs_.size(); ++slot) {
+    const ArcEntry& arc = arcs_[slot];
+    if (!arc.live) continue;
+    problem.arcs.push_back({arc.src, arc.dst, arc.capacity, arc.cost});
+    arc_slots.push_back(slot);
+  }
+}
+
+}  // namespace flowsched::flow

@@ -1,0 +1,142 @@
+#pragma once
+
+// The flow network the graph manager maintains and the solver worker
+// mirrors. Nodes are dense slot ids that are reused after removal; arcs are
+// identified by (src, dst) with O(1) lookup, and kept in contiguous slots
+// threaded on per-node intrusive lists so that adding or removing an arc is
+// O(1) even at the cluster aggregator with 150,000 in-arcs.
+//
+// Every mutation can be recorded as a GraphChange (the delta for the next
+// solver round); a change that sets the value an element already has is not
+// recorded, so only real changes reach the solver.
+//
+// Thread-safety: none. Owned by one service loop.
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "services/flow/graph_change.h"
+#include "services/solver/mcmf_problem.h"
+
+namespace flowsched::flow {
+
+using ArcSlot = uint32_t;
+
+struct ArcView {
+  ArcSlot slot;
+  NodeId src;
+  NodeId dst;
+  int64_t capacity;
+  int64_t cost;
+};
+
+class FlowNetwork {
+ public:
+  FlowNetwork() = default;
+  FlowNetwork(const FlowNetwork&) = delete;
+  FlowNetwork& operator=(const FlowNetwork&) = delete;
+  FlowNetwork(FlowNetwork&&) = default;
+  FlowNetwork& operator=(FlowNetwork&&) = default;
+
+  // Records changes from now on (graph manager) or not (solver replica).
+  void set_record_changes(bool record) { record_changes_ = record; }
+
+  // Adds a node in the lowest free slot. Lowest-first reuse makes ids a
+  // function of the set of live nodes, not of the order of removals, so a
+  // network restored from storage hands out the same ids as the original.
+  NodeId AddNode(const NodeData& data);
+  // Adds a node with a given id. FailedPrecondition if the id is live,
+  // InvalidArgument if it is >= kMaxNodeId or the kind is invalid.
+  absl::Status AddNodeWithId(NodeId id, const NodeData& data);
+  // Changes supply and running_on. FailedPrecondition for a dead node.
+  absl::Status UpdateNode(NodeId id, int64_t supply, uint64_t running_on);
+  // Removes the node and every arc at it. FailedPrecondition if dead.
+  absl::Status RemoveNode(NodeId id);
+  // Adds the arc or sets its capacity and cost. FailedPrecondition if an
+  // end is dead; InvalidArgument for a self-loop, negative capacity or
+  // values beyond solver::kMaxArcCost / kMaxArcCapacity.
+  absl::Status SetArc(NodeId src, NodeId dst, int64_t capacity, int64_t cost);
+  // FailedPrecondition if there is no such arc.
+  absl::Status RemoveArc(NodeId src, NodeId dst);
+  // Applies one change with the checks above.
+  absl::Status Apply(const GraphChange& change);
+
+  // Returns and clears the recorded changes.
+  std::vector<GraphChange> TakeChanges();
+  [[nodiscard]] bool has_changes() const { return !changes_.empty(); }
+  // The whole network as changes that rebuild it from empty: nodes in id
+  // order, then arcs in slot order.
+  [[nodiscard]] std::vector<GraphChange> SnapshotChanges() const;
+
+  [[nodiscard]] bool IsLive(NodeId id) const {
+    return id < nodes_.size() && nodes_[id].data.kind != NodeKind::kUnused;
+  }
+  // REQUIRES: IsLive(id).
+  [[nodiscard]] const NodeData& node(NodeId id) const {
+    return nodes_[id].data;
+  }
+  [[nodiscard]] std::optional<ArcView> FindArc(NodeId src, NodeId dst) const;
+
+  void ForEachOutArc(NodeId id, const std::function<void(const ArcView&)>& fn)
+      const;
+  void ForEachInArc(NodeId id, const std::function<void(const ArcView&)>& fn)
+      const;
+  void ForEachNode(
+      const std::function<void(NodeId, const NodeData&)>& fn) const;
+
+  [[nodiscard]] size_t node_slot_count() const { return nodes_.size(); }
+  [[nodiscard]] size_t arc_slot_count() const { return arcs_.size(); }
+  [[nodiscard]] size_t node_count() const { return live_nodes_; }
+  [[nodiscard]] size_t arc_count() const { return arc_index_.size(); }
+  [[nodiscard]] int64_t total_supply() const { return total_supply_; }
+
+  // Writes the network as a dense problem: one solver node per node slot
+  // (dead slots have zero supply and no arcs) and one solver arc per live
+  // arc, in slot order; `arc_slots[i]` is the slot of problem arc i.
+  void ExportProblem(solver::McmfProblem& problem,
+                     std::vector<ArcSlot>& arc_slots) const;
+
+ private:
+  static constexpr uint32_t kNil = std::numeric_limits<uint32_t>::max();
+  struct NodeSlot {
+    NodeData data;
+    uint32_t first_out = kNil;
+    uint32_t first_in = kNil;
+  };
+  struct ArcEntry {
+    NodeId src = kNoNode;
+    NodeId dst = kNoNode;
+    int64_t capacity = 0;
+    int64_t cost = 0;
+    uint32_t prev_out = kNil, next_out = kNil;
+    uint32_t prev_in = kNil, next_in = kNil;
+    bool live = false;
+  };
+  static uint64_t ArcKey(NodeId src, NodeId dst) {
+    return (uint64_t{src} << 32) | dst;
+  }
+  void Record(const GraphChange& change) {
+    if (record_changes_) changes_.push_back(change);
+  }
+  void PlaceNode(NodeId id, const NodeData& data);
+  void UnlinkArc(ArcSlot slot);
+
+  std::vector<NodeSlot> nodes_;
+  // Min-heaps of free slots, with lazy deletion: an entry may be stale
+  // (slot reused through AddNodeWithId) and is skipped when popped.
+  std::vector<NodeId> free_nodes_;
+  std::vector<ArcEntry> arcs_;
+  std::vector<ArcSlot> free_arcs_;
+  absl::flat_hash_map<uint64_t, ArcSlot> arc_index_;
+  size_t live_nodes_ = 0;
+  int64_t total_supply_ = 0;
+  bool record_changes_ = false;
+  std::vector<GraphChange> changes_;
+};
+
+}  // namespace flowsched::flow

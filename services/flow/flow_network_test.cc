@@ -1,0 +1,137 @@
+#include "services/flow/flow_network.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/common/status_matchers.h"
+
+namespace flowsched::flow {
+namespace {
+
+using ::flowsched::testing::IsOk;
+using ::flowsched::testing::StatusIs;
+
+NodeData Task(uint64_t id) {
+  return {.kind = NodeKind::kTask, .supply = 1, .entity_id = id};
+}
+
+TEST(FlowNetworkTest, ReusesTheLowestFreeNodeId) {
+  FlowNetwork net;
+  NodeId a = net.AddNode(Task(1));
+  NodeId b = net.AddNode(Task(2));
+  NodeId c = net.AddNode(Task(3));
+  ASSERT_THAT(net.RemoveNode(c), IsOk());
+  ASSERT_THAT(net.RemoveNode(a), IsOk());
+  EXPECT_EQ(net.AddNode(Task(4)), a);
+  EXPECT_EQ(net.AddNode(Task(5)), c);
+  EXPECT_EQ(net.node(b).entity_id, 2u);
+  EXPECT_EQ(net.node_count(), 3u);
+  EXPECT_EQ(net.total_supply(), 3);
+}
+
+TEST(FlowNetworkTest, RemovingANodeRemovesItsArcs) {
+  FlowNetwork net;
+  NodeId a = net.AddNode(Task(1));
+  NodeId x = net.AddNode({.kind = NodeKind::kClusterAggregator});
+  NodeId s = net.AddNode({.kind = NodeKind::kSink, .supply = -1});
+  ASSERT_THAT(net.SetArc(a, x, 1, 0), IsOk());
+  ASSERT_THAT(net.SetArc(x, s, 5, 3), IsOk());
+  ASSERT_THAT(net.RemoveNode(x), IsOk());
+  EXPECT_EQ(net.arc_count(), 0u);
+  EXPECT_FALSE(net.FindArc(a, x).has_value());
+  int out = 0;
+  net.ForEachOutArc(a, [&](const ArcView&) { ++out; });
+  EXPECT_EQ(out, 0);
+}
+
+TEST(FlowNetworkTest, RecordsOnlyRealChanges) {
+  FlowNetwork net;
+  net.set_record_changes(true);
+  NodeId a = net.AddNode(Task(1));
+  NodeId s = net.AddNode({.kind = NodeKind::kSink, .supply = -1});
+  ASSERT_THAT(net.SetArc(a, s, 1, 7), IsOk());
+  EXPECT_EQ(net.TakeChanges().size(), 3u);
+  ASSERT_THAT(net.SetArc(a, s, 1, 7), IsOk());
+  ASSERT_THAT(net.UpdateNode(a, 1, 0), IsOk());
+  EXPECT_FALSE(net.has_changes());
+  ASSERT_THAT(net.SetArc(a, s, 1, 8), IsOk());
+  auto changes = net.TakeChanges();
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].cost, 8);
+}
+
+TEST(FlowNetworkTest, RejectsBadEdits) {
+  FlowNetwork net;
+  NodeId a = net.AddNode(Task(1));
+  EXPECT_THAT(net.SetArc(a, a, 1, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument, "self-loop"));
+  EXPECT_THAT(net.SetArc(a, 9, 1, 0),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "unknown node"));
+  NodeId b = net.AddNode(Task(2));
+  EXPECT_THAT(net.SetArc(a, b, -1, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument, "out of range"));
+  EXPECT_THAT(net.SetArc(a, b, 1, solver::kMaxArcCost + 1),
+              StatusIs(absl::StatusCode::kInvalidArgument, "out of range"));
+  EXPECT_THAT(net.RemoveArc(a, b),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "unknown arc"));
+  EXPECT_THAT(net.AddNodeWithId(a, Task(3)),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "exists"));
+  EXPECT_THAT(net.AddNodeWithId(kMaxNodeId, Task(3)),
+              StatusIs(absl::StatusCode::kInvalidArgument, "limit"));
+  EXPECT_THAT(net.AddNodeWithId(5, NodeData{}),
+              StatusIs(absl::StatusCode::kInvalidArgument, "kind"));
+}
+
+TEST(FlowNetworkTest, ReplicaFollowsDeltasAndSnapshots) {
+  FlowNetwork primary;
+  primary.set_record_changes(true);
+  FlowNetwork replica;
+  NodeId s = primary.AddNode({.kind = NodeKind::kSink, .supply = -3});
+  std::vector<NodeId> tasks;
+  for (uint64_t i = 1; i <= 3; ++i) {
+    tasks.push_back(primary.AddNode(Task(i)));
+    ASSERT_THAT(primary.SetArc(tasks.back(), s, 1, static_cast<int64_t>(i)),
+                IsOk());
+  }
+  for (const GraphChange& c : primary.TakeChanges()) {
+    ASSERT_THAT(replica.Apply(c), IsOk());
+  }
+  ASSERT_THAT(primary.RemoveNode(tasks[1]), IsOk());
+  ASSERT_THAT(primary.UpdateNode(s, -2, 0), IsOk());
+  NodeId again = primary.AddNode(Task(9));
+  EXPECT_EQ(again, tasks[1]);
+  ASSERT_THAT(primary.SetArc(again, s, 1, 42), IsOk());
+  for (const GraphChange& c : primary.TakeChanges()) {
+    ASSERT_THAT(replica.Apply(c), IsOk());
+  }
+  EXPECT_EQ(replica.SnapshotChanges(), primary.SnapshotChanges());
+
+  FlowNetwork from_snapshot;
+  for (const GraphChange& c : primary.SnapshotChanges()) {
+    ASSERT_THAT(from_snapshot.Apply(c), IsOk());
+  }
+  EXPECT_EQ(from_snapshot.SnapshotChanges(), primary.SnapshotChanges());
+  EXPECT_EQ(from_snapshot.total_supply(), 1);
+}
+
+TEST(FlowNetworkTest, ExportSkipsDeadSlots) {
+  FlowNetwork net;
+  NodeId a = net.AddNode(Task(1));
+  NodeId b = net.AddNode(Task(2));
+  NodeId s = net.AddNode({.kind = NodeKind::kSink, .supply = -2});
+  ASSERT_THAT(net.SetArc(a, s, 1, 1), IsOk());
+  ASSERT_THAT(net.SetArc(b, s, 1, 2), IsOk());
+  ASSERT_THAT(net.RemoveNode(a), IsOk());
+  ASSERT_THAT(net.UpdateNode(s, -1, 0), IsOk());
+  solver::McmfProblem problem;
+  std::vector<ArcSlot> slots;
+  net.ExportProblem(problem, slots);
+  EXPECT_EQ(problem.node_count, 3u);
+  EXPECT_EQ(problem.supply[a], 0);
+  ASSERT_EQ(problem.arcs.size(), 1u);
+  EXPECT_EQ(problem.arcs[0].src, b);
+  EXPECT_EQ(problem.arcs[0].cost, 2);
+  EXPECT_EQ(slots.size(), 1u);
+}
+
+}  // namespace
+}  // namespace flowsched::flow

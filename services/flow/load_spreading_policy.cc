@@ -1,0 +1,75 @@
+#include "services/flow/load_spreading_policy.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "services/common/status_macros.h"
+
+namespace flowsched::flow {
+
+absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
+                                       const cluster::ClusterState& state,
+                                       NetworkBuilder& builder) {
+  FlowNetwork& network = builder.network();
+  const NodeId sink = builder.EnsureSink();
+  const NodeId aggregator = builder.EnsureClusterAggregator();
+
+  // Jobs and machines first: task arcs point at their nodes.
+  for (JobId job_id : changes.jobs) {
+    const cluster::Job* job = state.FindJob(job_id);
+    if (job == nullptr) {
+      builder.RemoveJobNode(job_id);
+      continue;
+    }
+    const NodeId node = builder.EnsureJobNode(job_id);
+    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(
+        node, {{sink, static_cast<int64_t>(job->tasks.size()), 0}}));
+  }
+  for (MachineId machine_id : changes.machines) {
+    const cluster::Machine* machine = state.FindMachine(machine_id);
+    if (machine == nullptr) {
+      builder.RemoveMachineNode(machine_id);
+      continue;
+    }
+    const NodeId node = builder.EnsureMachineNode(machine_id);
+    const auto slots = static_cast<int64_t>(machine->task_slots);
+    FLOWSCHED_RETURN_IF_ERROR(network.SetArc(
+        aggregator, node, slots,
+        params_.per_task_cost * static_cast<int64_t>(machine->running.size())));
+    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, {{sink, slots, 0}}));
+  }
+  for (TaskId task_id : changes.tasks) {
+    const cluster::Task* task = state.FindTask(task_id);
+    if (task == nullptr) {
+      builder.RemoveTaskNode(task_id);
+      continue;
+    }
+    const NodeId node = builder.EnsureTaskNode(task_id, 1, task->machine);
+    const NodeId job_node = builder.FindJobNode(task->job);
+    if (job_node == kNoNode) {
+      return absl::InternalError(absl::StrCat(
+          "task ", task_id.value(), " has no node for job ",
+          task->job.value()));
+    }
+    std::vector<DesiredArc> arcs;
+    if (task->running()) {
+      const NodeId machine_node = builder.FindMachineNode(task->machine);
+      if (machine_node == kNoNode) {
+        return absl::InternalError(
+            absl::StrCat("task ", task_id.value(), " runs on machine ",
+                         task->machine.value(), " that has no node"));
+      }
+      arcs.push_back({job_node, 1, params_.preemption_cost});
+      arcs.push_back({machine_node, 1, 0});
+    } else {
+      arcs.push_back({job_node, 1, params_.unscheduled_cost});
+      arcs.push_back({aggregator, 1, 0});
+    }
+    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, arcs));
+  }
+  // The sink drains one unit per task.
+  return network.UpdateNode(
+      sink, -static_cast<int64_t>(builder.task_node_count()), 0);
+}
+
+}  // namespace flowsched::flow

@@ -1,0 +1,45 @@
+#pragma once
+
+// Firmament's load-spreading policy (OSDI 2016, section 3.3, figure 6a):
+// every waiting task has an arc to the cluster aggregator X, and the arc
+// from X to each machine costs in proportion to the tasks already running
+// there, so a machine only takes more tasks once the others have as many.
+//
+//   task --(0)--> X --(per_task_cost * running(m), slots)--> M --(slots)--> S
+//   task --(unscheduled_cost)--> U_job --(tasks of job)--> S
+//   running task --(0)--> its machine; --(preemption_cost)--> U_job
+//
+// Running tasks keep a zero-cost arc to their machine and no arc to X, so
+// the policy never migrates; leaving a running task unscheduled costs more
+// than leaving a waiting one, so it never preempts for nothing.
+
+#include <cstdint>
+
+#include "services/flow/scheduling_policy.h"
+
+namespace flowsched::flow {
+
+struct LoadSpreadingParams {
+  int64_t per_task_cost = 10;
+  // Must exceed per_task_cost * the largest slot count so that a free slot
+  // is always better than waiting.
+  int64_t unscheduled_cost = 100'000;
+  int64_t preemption_cost = 200'000;
+};
+
+class LoadSpreadingPolicy final : public SchedulingPolicy {
+ public:
+  explicit LoadSpreadingPolicy(LoadSpreadingParams params = {})
+      : params_(params) {}
+  [[nodiscard]] std::string_view name() const override {
+    return "load-spreading";
+  }
+  absl::Status Sync(const cluster::ChangeSet& changes,
+                    const cluster::ClusterState& state,
+                    NetworkBuilder& builder) override;
+
+ private:
+  LoadSpreadingParams params_;
+};
+
+}  // namespace flowsched::flow

@@ -1,0 +1,166 @@
+#include "services/flow/network_builder.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "services/common/status_macros.h"
+
+namespace flowsched::flow {
+
+absl::Status NetworkBuilder::RestoreFromNetwork() {
+  sink_ = cluster_agg_ = kNoNode;
+  jobs_.clear();
+  machines_.clear();
+  tasks_.clear();
+  racks_.clear();
+  absl::Status status;
+  network_.ForEachNode([&](NodeId id, const NodeData& data) {
+    if (!status.ok()) return;
+    bool unique = true;
+    switch (data.kind) {
+      case NodeKind::kSink:
+        unique = sink_ == kNoNode;
+        sink_ = id;
+        break;
+      case NodeKind::kClusterAggregator:
+        unique = cluster_agg_ == kNoNode;
+        cluster_agg_ = id;
+        break;
+      case NodeKind::kJobUnscheduled:
+        unique = jobs_.emplace(JobId(data.entity_id), id).second;
+        break;
+      case NodeKind::kMachine:
+        unique = machines_.emplace(MachineId(data.entity_id), id).second;
+        break;
+      case NodeKind::kTask:
+        unique = tasks_.emplace(TaskId(data.entity_id), id).second;
+        break;
+      case NodeKind::kRack:
+        // Rack nodes carry no name in the network; policies that use them
+        // re-register racks through EnsureRackNode after a restore.
+        break;
+      default:
+        break;
+    }
+    if (!unique) {
+      status = absl::DataLossError(
+          absl::StrCat("restored network has a second node for kind ",
+                       static_cast<int>(data.kind), " entity ",
+                       data.entity_id, " (node ", id, ")"));
+    }
+  });
+  return status;
+}
+
+NodeId NetworkBuilder::EnsureSink() {
+  if (sink_ == kNoNode) sink_ = network_.AddNode({.kind = NodeKind::kSink});
+  return sink_;
+}
+
+NodeId NetworkBuilder::EnsureClusterAggregator() {
+  if (cluster_agg_ == kNoNode) {
+    cluster_agg_ = network_.AddNode({.kind = NodeKind::kClusterAggregator});
+  }
+  return cluster_agg_;
+}
+
+NodeId NetworkBuilder::EnsureJobNode(JobId job) {
+  auto [it, inserted] = jobs_.try_emplace(job, kNoNode);
+  if (inserted) {
+    it->second = network_.AddNode(
+        {.kind = NodeKind::kJobUnscheduled, .entity_id = job.value()});
+  }
+  return it->second;
+}
+
+NodeId NetworkBuilder::EnsureMachineNode(MachineId machine) {
+  auto [it, inserted] = machines_.try_emplace(machine, kNoNode);
+  if (inserted) {
+    it->second = network_.AddNode(
+        {.kind = NodeKind::kMachine, .entity_id = machine.value()});
+  }
+  return it->second;
+}
+
+NodeId NetworkBuilder::EnsureRackNode(const std::string& rack) {
+  auto [it, inserted] = racks_.try_emplace(rack, kNoNode);
+  if (inserted) it->second = network_.AddNode({.kind = NodeKind::kRack});
+  return it->second;
+}
+
+NodeId NetworkBuilder::EnsureTaskNode(TaskId task, int64_t supply,
+                                      MachineId running_on) {
+  auto [it, inserted] = tasks_.try_emplace(task, kNoNode);
+  if (inserted) {
+    it->second = network_.AddNode({.kind = NodeKind::kTask,
+                                   .supply = supply,
+                                   .entity_id = task.value(),
+                                   .running_on = running_on.value()});
+  } else {
+    // The node is live by construction of the map.
+    network_.UpdateNode(it->second, supply, running_on.value()).IgnoreError();
+  }
+  return it->second;
+}
+
+void NetworkBuilder::RemoveJobNode(JobId job) {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return;
+  network_.RemoveNode(it->second).IgnoreError();  // live by construction
+  jobs_.erase(it);
+}
+
+void NetworkBuilder::RemoveMachineNode(MachineId machine) {
+  auto it = machines_.find(machine);
+  if (it == machines_.end()) return;
+  network_.RemoveNode(it->second).IgnoreError();  // live by construction
+  machines_.erase(it);
+}
+
+void NetworkBuilder::RemoveTaskNode(TaskId task) {
+  auto it = tasks_.find(task);
+  if (it == tasks_.end()) return;
+  network_.RemoveNode(it->second).IgnoreError();  // live by construction
+  tasks_.erase(it);
+}
+
+void NetworkBuilder::RemoveRackNode(const std::string& rack) {
+  auto it = racks_.find(rack);
+  if (it == racks_.end()) return;
+  network_.RemoveNode(it->second).IgnoreError();  // live by construction
+  racks_.erase(it);
+}
+
+absl::Status NetworkBuilder::SetOutArcs(NodeId node,
+                                        const std::vector<DesiredArc>& desired) {
+  std::vector<NodeId> stale;
+  network_.ForEachOutArc(node, [&](const ArcView& arc) {
+    const bool wanted =
+        std::any_of(desired.begin(), desired.end(),
+                    [&](const DesiredArc& d) { return d.dst == arc.dst; });
+    if (!wanted) stale.push_back(arc.dst);
+  });
+  for (NodeId dst : stale) {
+    FLOWSCHED_RETURN_IF_ERROR(network_.RemoveArc(node, dst));
+  }
+  for (const DesiredArc& arc : desired) {
+    FLOWSCHED_RETURN_IF_ERROR(
+        network_.SetArc(node, arc.dst, arc.capacity, arc.cost));
+  }
+  return absl::OkStatus();
+}
+
+NodeId NetworkBuilder::FindJobNode(JobId job) const {
+  auto it = jobs_.find(job);
+  return it == jobs_.end() ? kNoNode : it->second;
+}
+NodeId NetworkBuilder::FindMachineNode(MachineId machine) const {
+  auto it = machines_.find(machine);
+  return it == machines_.end() ? kNoNode : it->second;
+}
+NodeId NetworkBuilder::FindTaskNode(TaskId task) const {
+  auto it = tasks_.find(task);
+  return it == tasks_.end() ? kNoNode : it->second;
+}
+
+}  // namespace flowsched::flow

@@ -1,0 +1,73 @@
+#pragma once
+
+// Keeps the mapping between cluster entities and flow network nodes and
+// offers the structural edits every scheduling policy needs: ensure a node
+// for an entity, remove it, and set a node's out-arcs to a desired list
+// (only differences become graph changes).
+//
+// Ownership: refers to a FlowNetwork it does not own.
+// Thread-safety: none.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "services/common/strong_id.h"
+#include "services/flow/flow_network.h"
+
+namespace flowsched::flow {
+
+struct DesiredArc {
+  NodeId dst = kNoNode;
+  int64_t capacity = 0;
+  int64_t cost = 0;
+};
+
+class NetworkBuilder {
+ public:
+  explicit NetworkBuilder(FlowNetwork& network) : network_(network) {}
+
+  // Rebuilds the entity maps from the nodes of a restored network.
+  // DataLoss if two nodes claim the same entity or a singleton repeats.
+  absl::Status RestoreFromNetwork();
+
+  NodeId EnsureSink();
+  NodeId EnsureClusterAggregator();
+  NodeId EnsureJobNode(JobId job);
+  NodeId EnsureMachineNode(MachineId machine);
+  NodeId EnsureRackNode(const std::string& rack);
+  // Creates the task node or updates its supply and running_on.
+  NodeId EnsureTaskNode(TaskId task, int64_t supply, MachineId running_on);
+
+  void RemoveJobNode(JobId job);
+  void RemoveMachineNode(MachineId machine);
+  void RemoveTaskNode(TaskId task);
+  void RemoveRackNode(const std::string& rack);
+
+  // Makes the out-arcs of `node` exactly `desired` (by destination).
+  // REQUIRES: every destination is live and listed once.
+  absl::Status SetOutArcs(NodeId node, const std::vector<DesiredArc>& desired);
+
+  [[nodiscard]] NodeId sink() const { return sink_; }
+  [[nodiscard]] NodeId cluster_aggregator() const { return cluster_agg_; }
+  [[nodiscard]] NodeId FindJobNode(JobId job) const;
+  [[nodiscard]] NodeId FindMachineNode(MachineId machine) const;
+  [[nodiscard]] NodeId FindTaskNode(TaskId task) const;
+  [[nodiscard]] size_t task_node_count() const { return tasks_.size(); }
+  [[nodiscard]] FlowNetwork& network() { return network_; }
+  [[nodiscard]] const FlowNetwork& network() const { return network_; }
+
+ private:
+  FlowNetwork& network_;
+  NodeId sink_ = kNoNode;
+  NodeId cluster_agg_ = kNoNode;
+  absl::flat_hash_map<JobId, NodeId> jobs_;
+  absl::flat_hash_map<MachineId, NodeId> machines_;
+  absl::flat_hash_map<TaskId, NodeId> tasks_;
+  std::map<std::string, NodeId> racks_;
+};
+
+}  // namespace flowsched::flow

@@ -1,0 +1,98 @@
+#include "services/flow/placement_extractor.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/common/status_matchers.h"
+
+namespace flowsched::flow {
+namespace {
+
+using ::flowsched::testing::IsOk;
+using ::flowsched::testing::StatusIs;
+
+// Firmament figure 5 style: three tasks, X, two machines, one unscheduled
+// aggregator. Flow: t1 -> X -> m1, t2 -> m2 directly, t3 -> U.
+class PlacementExtractorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sink_ = net_.AddNode({.kind = NodeKind::kSink, .supply = -3});
+    x_ = net_.AddNode({.kind = NodeKind::kClusterAggregator});
+    m1_ = net_.AddNode({.kind = NodeKind::kMachine, .entity_id = 101});
+    m2_ = net_.AddNode({.kind = NodeKind::kMachine, .entity_id = 102});
+    u_ = net_.AddNode({.kind = NodeKind::kJobUnscheduled, .entity_id = 1});
+    for (uint64_t i = 1; i <= 3; ++i) {
+      t_.push_back(net_.AddNode({.kind = NodeKind::kTask,
+                                 .supply = 1,
+                                 .entity_id = i,
+                                 .running_on = i == 2 ? 102u : 0u}));
+    }
+    Arc(t_[0], x_, 1);
+    Arc(t_[0], u_, 0);
+    Arc(t_[1], m2_, 1);
+    Arc(t_[1], u_, 0);
+    Arc(t_[2], x_, 0);
+    Arc(t_[2], u_, 1);
+    Arc(x_, m1_, 1);
+    Arc(x_, m2_, 0);
+    Arc(m1_, sink_, 1);
+    Arc(m2_, sink_, 1);
+    Arc(u_, sink_, 1);
+  }
+  void Arc(NodeId src, NodeId dst, int64_t flow) {
+    ASSERT_THAT(net_.SetArc(src, dst, 5, 0), IsOk());
+    auto slot = net_.FindArc(src, dst)->slot;
+    if (flow_.size() <= slot) flow_.resize(slot + 1, 0);
+    flow_[slot] = flow;
+  }
+  FlowNetwork net_;
+  NodeId sink_, x_, m1_, m2_, u_;
+  std::vector<NodeId> t_;
+  std::vector<int64_t> flow_;
+};
+
+TEST_F(PlacementExtractorTest, TracesFlowThroughAggregatorsToTasks) {
+  auto placements = ExtractPlacements(net_, flow_);
+  ASSERT_THAT(placements, IsOk());
+  ASSERT_EQ(placements->size(), 3u);
+  EXPECT_EQ((*placements)[0].task_id, 1u);
+  EXPECT_EQ((*placements)[0].machine_id, 101u);
+  EXPECT_EQ((*placements)[1].machine_id, 102u);
+  EXPECT_EQ((*placements)[1].running_on, 102u);
+  EXPECT_EQ((*placements)[2].machine_id, 0u);
+}
+
+TEST_F(PlacementExtractorTest, ManyTasksThroughOneAggregatorGetDistinctSlots) {
+  // Two more tasks through X onto m2.
+  std::vector<NodeId> extra;
+  for (uint64_t i = 4; i <= 5; ++i) {
+    extra.push_back(net_.AddNode(
+        {.kind = NodeKind::kTask, .supply = 1, .entity_id = i}));
+    Arc(extra.back(), x_, 1);
+  }
+  flow_[net_.FindArc(x_, m2_)->slot] = 2;
+  flow_[net_.FindArc(m2_, sink_)->slot] = 3;
+  auto placements = ExtractPlacements(net_, flow_);
+  ASSERT_THAT(placements, IsOk());
+  int on_m1 = 0, on_m2 = 0;
+  for (const auto& p : *placements) {
+    on_m1 += p.machine_id == 101;
+    on_m2 += p.machine_id == 102;
+  }
+  EXPECT_EQ(on_m1, 1);
+  EXPECT_EQ(on_m2, 3);
+}
+
+TEST_F(PlacementExtractorTest, RejectsShortFlowVector) {
+  EXPECT_THAT(ExtractPlacements(net_, {}),
+              StatusIs(absl::StatusCode::kInternal, "arc slots"));
+}
+
+TEST_F(PlacementExtractorTest, RejectsTaskWithTwoUnits) {
+  flow_[net_.FindArc(t_[0], x_)->slot] = 2;
+  flow_[net_.FindArc(x_, m2_)->slot] = 1;
+  EXPECT_THAT(ExtractPlacements(net_, flow_),
+              StatusIs(absl::StatusCode::kInternal, "machine units"));
+}
+
+}  // namespace
+}  // namespace flowsched::flow
