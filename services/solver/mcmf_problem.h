@@ -10,9 +10,10 @@
 
 namespace flowsched::solver {
 
-// Largest |cost| and capacity an arc may carry. With at most 2^31 arcs the
-// total cost stays far from int64 overflow, and potentials (bounded by the
-// sum of |costs| along a simple path) do too.
+// Largest |cost| and capacity an arc may carry. Potentials stay bounded by
+// node_count * kMaxArcCost. The total cost can still overflow int64 in
+// theory (2^40 units at cost 2^30); solvers detect that and return
+// OutOfRange rather than a wrong answer.
 inline constexpr int64_t kMaxArcCost = int64_t{1} << 30;
 inline constexpr int64_t kMaxArcCapacity = int64_t{1} << 40;
 

@@ -1,0 +1,94 @@
+#include "services/solver/flow_checker.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "services/common/status_macros.h"
+#include "services/solver/int128.h"
+#include "services/solver/problem_validator.h"
+
+namespace flowsched::solver {
+namespace {
+
+// fmt 9 cannot format Int128 portably; the values printed here are sums
+// that usually fit int64, and saturating keeps the message readable if not.
+std::string Int128ToString(Int128 value) {
+  if (value > std::numeric_limits<int64_t>::max()) return "> 2^63";
+  if (value < std::numeric_limits<int64_t>::min()) return "< -2^63";
+  return std::to_string(static_cast<int64_t>(value));
+}
+
+}  // namespace
+
+absl::Status CheckOptimalFlow(const McmfProblem& problem,
+                              const McmfSolution& solution) {
+  FLOWSCHED_RETURN_IF_ERROR(ValidateProblem(problem));
+  if (solution.outcome != McmfOutcome::kOptimal) {
+    return absl::InternalError("solution outcome is not kOptimal");
+  }
+  if (solution.flow.size() != problem.arcs.size()) {
+    return absl::InternalError(
+        fmt::format("solution has {} flows for {} arcs", solution.flow.size(),
+                    problem.arcs.size()));
+  }
+  if (solution.potentials.size() != problem.node_count) {
+    return absl::InternalError(fmt::format(
+        "solution has {} potentials for {} nodes",
+        solution.potentials.size(), problem.node_count));
+  }
+
+  // All arithmetic is Int128: flows, potentials and total cost come from
+  // the code under suspicion and may hold any int64 value.
+  std::vector<Int128> balance(problem.node_count, 0);
+  Int128 total_cost = 0;
+  for (size_t i = 0; i < problem.arcs.size(); ++i) {
+    const McmfArc& arc = problem.arcs[i];
+    const int64_t flow = solution.flow[i];
+    if (flow < 0 || flow > arc.capacity) {
+      return absl::InternalError(
+          fmt::format("arc {} ({} -> {}) has flow {} outside [0, {}]", i,
+                      arc.src, arc.dst, flow, arc.capacity));
+    }
+    balance[arc.src] += flow;
+    balance[arc.dst] -= flow;
+    total_cost += static_cast<Int128>(flow) * arc.cost;
+
+    const Int128 reduced_cost =
+        static_cast<Int128>(arc.cost) - solution.potentials[arc.src] +
+        solution.potentials[arc.dst];
+    if (flow < arc.capacity && reduced_cost < 0) {
+      return absl::InternalError(fmt::format(
+          "complementary slackness fails on arc {} ({} -> {}): flow {} < "
+          "capacity {} but reduced cost {} < 0",
+          i, arc.src, arc.dst, flow, arc.capacity,
+          Int128ToString(reduced_cost)));
+    }
+    if (flow > 0 && reduced_cost > 0) {
+      return absl::InternalError(fmt::format(
+          "complementary slackness fails on arc {} ({} -> {}): flow {} > 0 "
+          "but reduced cost {} > 0",
+          i, arc.src, arc.dst, flow, Int128ToString(reduced_cost)));
+    }
+  }
+  for (uint32_t v = 0; v < problem.node_count; ++v) {
+    if (balance[v] != problem.supply[v]) {
+      return absl::InternalError(fmt::format(
+          "flow conservation fails at node {}: outflow - inflow = {} but "
+          "supply is {}",
+          v, Int128ToString(balance[v]), problem.supply[v]));
+    }
+  }
+  if (total_cost != solution.total_cost) {
+    return absl::InternalError(
+        fmt::format("total_cost is {} but the flow costs {}",
+                    solution.total_cost, Int128ToString(total_cost)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace flowsched::solver

@@ -1,0 +1,62 @@
+#include "services/solver/problem_validator.h"
+
+#include <fmt/format.h>
+
+#include "services/solver/int128.h"
+
+namespace flowsched::solver {
+
+absl::Status ValidateProblem(const McmfProblem& problem) {
+  if (problem.supply.size() != problem.node_count) {
+    return absl::InvalidArgumentError(
+        fmt::format("supply has {} entries but node_count is {}",
+                    problem.supply.size(), problem.node_count));
+  }
+  if (problem.arcs.size() > kMaxArcCount) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{} arcs exceed the limit of {}", problem.arcs.size(), kMaxArcCount));
+  }
+  // |supply| <= 2^40 and node_count < 2^32 keep the running sum below 2^72,
+  // which only a 128-bit integer holds.
+  Int128 supply_sum = 0;
+  for (uint32_t v = 0; v < problem.node_count; ++v) {
+    const int64_t supply = problem.supply[v];
+    if (supply > kMaxNodeSupply || supply < -kMaxNodeSupply) {
+      return absl::InvalidArgumentError(
+          fmt::format("node {} has supply {} outside [-{}, {}]", v, supply,
+                      kMaxNodeSupply, kMaxNodeSupply));
+    }
+    supply_sum += supply;
+  }
+  if (supply_sum != 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("supplies sum to {} instead of 0",
+                    static_cast<long long>(supply_sum)));
+  }
+  for (size_t i = 0; i < problem.arcs.size(); ++i) {
+    const McmfArc& arc = problem.arcs[i];
+    if (arc.src >= problem.node_count) {
+      return absl::InvalidArgumentError(
+          fmt::format("arc {} has src {} but node_count is {}", i, arc.src,
+                      problem.node_count));
+    }
+    if (arc.dst >= problem.node_count) {
+      return absl::InvalidArgumentError(
+          fmt::format("arc {} has dst {} but node_count is {}", i, arc.dst,
+                      problem.node_count));
+    }
+    if (arc.capacity < 0 || arc.capacity > kMaxArcCapacity) {
+      return absl::InvalidArgumentError(
+          fmt::format("arc {} has capacity {} outside [0, {}]", i,
+                      arc.capacity, kMaxArcCapacity));
+    }
+    if (arc.cost > kMaxArcCost || arc.cost < -kMaxArcCost) {
+      return absl::InvalidArgumentError(
+          fmt::format("arc {} has cost {} outside [-{}, {}]", i, arc.cost,
+                      kMaxArcCost, kMaxArcCost));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace flowsched::solver

@@ -1,0 +1,28 @@
+#pragma once
+
+// Structural checks every solver runs before touching a problem, so that the
+// algorithms themselves may assume in-range indices and bounded numbers.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "services/solver/mcmf_problem.h"
+
+namespace flowsched::solver {
+
+// Solvers index residual arcs (two per input arc) with uint32_t, so 2 *
+// kMaxArcCount must stay below 2^32.
+inline constexpr size_t kMaxArcCount = (size_t{1} << 31) - 1;
+
+// Largest |supply| of one node; equal to the arc capacity bound so a node's
+// supply can always be carried by a single arc.
+inline constexpr int64_t kMaxNodeSupply = kMaxArcCapacity;
+
+// Returns OK, or InvalidArgument naming the first offending node or arc index
+// and its value. Checks: supply.size() == node_count, arcs.size() <=
+// kMaxArcCount, arc endpoints < node_count, 0 <= capacity <= kMaxArcCapacity,
+// |cost| <= kMaxArcCost, |supply| <= kMaxNodeSupply, and supplies summing to 0.
+absl::Status ValidateProblem(const McmfProblem& problem);
+
+}  // namespace flowsched::solver

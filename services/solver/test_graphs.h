@@ -1,0 +1,56 @@
+#pragma once
+
+// Seeded generators of min-cost flow problems for solver tests and
+// benchmarks. Every generator is a pure function of its arguments, so a
+// failing seed reproduces exactly.
+
+#include <cstdint>
+
+#include "services/solver/mcmf_problem.h"
+
+namespace flowsched::solver::testgen {
+
+struct RandomNetworkOptions {
+  uint32_t node_count = 20;
+  uint32_t arc_count = 60;
+  int64_t max_capacity = 20;
+  int64_t min_cost = -10;  // negative values produce negative-cost arcs
+  int64_t max_cost = 50;
+  double zero_capacity_fraction = 0.05;
+  double parallel_arc_fraction = 0.1;  // copy endpoints of an earlier arc
+  double self_loop_fraction = 0.02;
+};
+
+// Feasible by construction: supplies are the net outflow of a random flow
+// that respects the capacities.
+McmfProblem RandomFeasibleNetwork(uint64_t seed,
+                                  const RandomNetworkOptions& options);
+
+// Supplies drawn independently of the arcs (|supply| <= max_supply, summing
+// to zero), so many of these problems are infeasible.
+McmfProblem RandomSupplyNetwork(uint64_t seed,
+                                const RandomNetworkOptions& options,
+                                int64_t max_supply);
+
+// A Quincy-style scheduling network. Node layout, in index order:
+//   tasks (supply 1 each), one unscheduled aggregator per job, the cluster
+//   aggregator X, rack aggregators, machines, and the sink (supply -tasks).
+// Arcs: task -> its job's aggregator -> sink; task -> X -> rack -> machine
+// -> sink with slot capacities; and per task up to max_preferences direct
+// arcs to machines or racks.
+struct SchedulingOptions {
+  uint32_t task_count = 100;
+  uint32_t job_count = 5;
+  uint32_t machine_count = 20;
+  uint32_t rack_count = 4;
+  double utilisation = 0.8;  // tasks / total slots
+  uint32_t max_preferences = 3;
+  // If below 1, each job aggregator -> sink arc carries only this fraction
+  // of the job's tasks (rounded down), which makes the network infeasible
+  // whenever too few slots are left for the rest.
+  double unscheduled_fraction = 1.0;
+};
+
+McmfProblem SchedulingNetwork(uint64_t seed, const SchedulingOptions& options);
+
+}  // namespace flowsched::solver::testgen
