@@ -1,0 +1,234 @@
+#include "services/bus/consumer.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include <array>
+#include <chrono>
+
+#include "fmt/format.h"
+#include "services/common/status_macros.h"
+#include "spdlog/spdlog.h"
+
+namespace flowsched::bus {
+namespace {
+
+struct PartitionListDeleter {
+  void operator()(rd_kafka_topic_partition_list_t* list) const {
+    rd_kafka_topic_partition_list_destroy(list);
+  }
+};
+struct MessageDeleter {
+  void operator()(rd_kafka_message_t* message) const {
+    rd_kafka_message_destroy(message);
+  }
+};
+using MessagePtr = std::unique_ptr<rd_kafka_message_t, MessageDeleter>;
+struct TopicDeleter {
+  void operator()(rd_kafka_topic_t* topic) const {
+    rd_kafka_topic_destroy(topic);
+  }
+};
+
+constexpr int kWarmMetadataTimeoutMs = 2000;
+
+// Errors that retrying will not fix; everything else librdkafka retries by
+// itself and we only log.
+bool IsPermanentConsumeError(rd_kafka_resp_err_t err) {
+  switch (err) {
+    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR__AUTHENTICATION:
+    case RD_KAFKA_RESP_ERR__FATAL:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string_view Bytes(const void* data, size_t size) {
+  if (data == nullptr) {
+    return {};
+  }
+  return {static_cast<const char*>(data), size};
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Consumer>> Consumer::Create(
+    const KafkaOptions& options, std::string group_id) {
+  if (options.brokers.empty()) {
+    return absl::InvalidArgumentError("KafkaOptions.brokers is empty");
+  }
+  if (group_id.empty()) {
+    return absl::InvalidArgumentError("Consumer: empty group_id");
+  }
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      KafkaConfPtr conf,
+      BuildKafkaConfig(options, {
+                                    {"group.id", group_id},
+                                    {"enable.auto.commit", "false"},
+                                    {"enable.auto.offset.store", "false"},
+                                    {"auto.offset.reset", "earliest"},
+                                    // Latency matters more than batching
+                                    // for scheduler events.
+                                    {"fetch.wait.max.ms", "100"},
+                                    {"fetch.error.backoff.ms", "100"},
+                                    {"reconnect.backoff.ms", "100"},
+                                    {"reconnect.backoff.max.ms", "2000"},
+                                }));
+  auto consumer = std::make_unique<Consumer>(Token());
+  std::array<char, 512> errstr{};
+  rd_kafka_t* rk =
+      rd_kafka_new(RD_KAFKA_CONSUMER, conf.get(), errstr.data(), errstr.size());
+  if (rk == nullptr) {
+    return absl::InvalidArgumentError(
+        fmt::format("cannot create Kafka consumer: {}", errstr.data()));
+  }
+  // rd_kafka_new took ownership of conf.
+  static_cast<void>(conf.release());
+  consumer->rk_.reset(rk);
+  // One queue for messages, errors and logs, served by Poll().
+  rd_kafka_poll_set_consumer(rk);
+  return consumer;
+}
+
+Consumer::~Consumer() {
+  if (rk_ != nullptr) {
+    // Never joined a group, so this only stops the fetchers.
+    rd_kafka_consumer_close(rk_.get());
+  }
+}
+
+absl::Status Consumer::Assign(
+    const std::vector<TopicPartitionOffset>& partitions) {
+  std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionListDeleter> list(
+      rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size())));
+  for (const TopicPartitionOffset& tpo : partitions) {
+    if (tpo.topic.empty() || tpo.partition < 0 ||
+        (tpo.offset < 0 && tpo.offset != kOffsetBeginning &&
+         tpo.offset != kOffsetEnd)) {
+      return absl::InvalidArgumentError(
+          fmt::format("Assign: bad topic/partition/offset {}[{}]@{}", tpo.topic,
+                      tpo.partition, tpo.offset));
+    }
+    rd_kafka_topic_partition_list_add(list.get(), tpo.topic.c_str(),
+                                      tpo.partition)
+        ->offset = tpo.offset;
+  }
+  WarmMetadata(partitions);
+  // Records fetched under the old assignment are dropped by librdkafka's
+  // version barrier, but an error we stashed belongs to the old one too.
+  pending_error_ = absl::OkStatus();
+  const rd_kafka_resp_err_t err = rd_kafka_assign(rk_.get(), list.get());
+  return KafkaErrorToStatus(err, "Assign");
+}
+
+void Consumer::WarmMetadata(
+    const std::vector<TopicPartitionOffset>& partitions) {
+  // Without known leaders librdkafka parks each partition's offset lookup
+  // on a fixed ~500 ms retry timer; fetching metadata for new topics first
+  // makes the first records arrive in milliseconds instead. Best effort:
+  // on failure the timer path still works.
+  for (const TopicPartitionOffset& tpo : partitions) {
+    if (!known_topics_.insert(tpo.topic).second) {
+      continue;
+    }
+    std::unique_ptr<rd_kafka_topic_t, TopicDeleter> topic(
+        rd_kafka_topic_new(rk_.get(), tpo.topic.c_str(), nullptr));
+    const rd_kafka_metadata_t* raw = nullptr;
+    const rd_kafka_resp_err_t err = rd_kafka_metadata(
+        rk_.get(), /*all_topics=*/0, topic.get(), &raw, kWarmMetadataTimeoutMs);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      spdlog::debug("Kafka consumer: metadata for {}: {}", tpo.topic,
+                    rd_kafka_err2str(err));
+      known_topics_.erase(tpo.topic);
+      continue;
+    }
+    rd_kafka_metadata_destroy(raw);
+  }
+}
+
+absl::StatusOr<std::vector<Record>> Consumer::Poll(size_t max_records,
+                                                   int timeout_ms) {
+  if (!pending_error_.ok()) {
+    return std::exchange(pending_error_, absl::OkStatus());
+  }
+  std::vector<Record> records;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (records.size() < max_records) {
+    int wait_ms = 0;
+    if (records.empty()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      wait_ms = static_cast<int>(std::max<int64_t>(0, left.count()));
+    }
+    MessagePtr message(rd_kafka_consumer_poll(rk_.get(), wait_ms));
+    if (message == nullptr) {
+      if (!records.empty() || wait_ms == 0) {
+        break;
+      }
+      continue;
+    }
+    if (message->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      Record& record = records.emplace_back();
+      record.topic = rd_kafka_topic_name(message->rkt);
+      record.partition = message->partition;
+      record.offset = message->offset;
+      record.key = Bytes(message->key, message->key_len);
+      record.value = Bytes(message->payload, message->len);
+      rd_kafka_timestamp_type_t type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
+      record.timestamp_ms = rd_kafka_message_timestamp(message.get(), &type);
+      continue;
+    }
+    const std::string where =
+        message->rkt != nullptr
+            ? fmt::format("{} [{}]", rd_kafka_topic_name(message->rkt),
+                          message->partition)
+            : std::string("consumer");
+    if (message->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+      spdlog::debug("Kafka consumer: {} reached end at offset {}", where,
+                    message->offset);
+      continue;
+    }
+    absl::Status status;
+    std::array<char, 512> errstr{};
+    if (rd_kafka_fatal_error(rk_.get(), errstr.data(), errstr.size()) !=
+        RD_KAFKA_RESP_ERR_NO_ERROR) {
+      status = absl::InternalError(
+          fmt::format("Kafka consumer fatal error: {}", errstr.data()));
+    } else if (IsPermanentConsumeError(message->err)) {
+      status = absl::UnavailableError(
+          fmt::format("Kafka consumer: {}: {}", where,
+                      rd_kafka_message_errstr(message.get())));
+    } else {
+      spdlog::warn("Kafka consumer: {}: {} ({})", where,
+                   rd_kafka_message_errstr(message.get()),
+                   rd_kafka_err2name(message->err));
+      continue;
+    }
+    if (records.empty()) {
+      return status;
+    }
+    pending_error_ = std::move(status);
+    break;
+  }
+  return records;
+}
+
+absl::StatusOr<std::pair<int64_t, int64_t>> Consumer::Watermarks(
+    std::string_view topic, int32_t partition, int timeout_ms) {
+  int64_t low = -1;
+  int64_t high = -1;
+  const std::string topic_name(topic);
+  const rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
+      rk_.get(), topic_name.c_str(), partition, &low, &high, timeout_ms);
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return KafkaErrorToStatus(
+        err, fmt::format("Watermarks for {} [{}]", topic, partition));
+  }
+  return std::make_pair(low, high);
+}
+
+}  // namespace flowsched::bus

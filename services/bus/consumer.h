@@ -1,0 +1,91 @@
+#pragma once
+
+// Kafka consumer without group-managed subscriptions: the caller assigns
+// partitions with explicit offsets (kept in its own store) and polls.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "services/bus/kafka_options.h"
+
+namespace flowsched::bus {
+
+// Same values as librdkafka's RD_KAFKA_OFFSET_BEGINNING / _END.
+inline constexpr int64_t kOffsetBeginning = -2;
+inline constexpr int64_t kOffsetEnd = -1;
+
+struct Record {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t offset = 0;
+  std::string key;
+  std::string value;
+  // Producer or broker timestamp; -1 when the broker has none (Kafka 0.9).
+  int64_t timestamp_ms = -1;
+};
+
+struct TopicPartitionOffset {
+  std::string topic;
+  int32_t partition = 0;
+  // An absolute offset, kOffsetBeginning or kOffsetEnd.
+  int64_t offset = kOffsetBeginning;
+};
+
+// Not thread-safe: one thread polls a Consumer.
+class Consumer {
+ public:
+  // group.id is set because librdkafka requires one, but the group is never
+  // joined and offsets are never committed (enable.auto.commit=false).
+  // auto.offset.reset=earliest, fetch.wait.max.ms=100,
+  // fetch.error.backoff.ms=100.
+  static absl::StatusOr<std::unique_ptr<Consumer>> Create(
+      const KafkaOptions& options, std::string group_id);
+
+  Consumer(const Consumer&) = delete;
+  Consumer& operator=(const Consumer&) = delete;
+  ~Consumer();
+
+  // Replaces the whole assignment; an empty list unassigns everything.
+  // The first time a topic is assigned, fetches its metadata (blocking up to
+  // 2 s) so that fetching starts at once.
+  absl::Status Assign(const std::vector<TopicPartitionOffset>& partitions);
+
+  // Returns up to max_records. Waits up to timeout_ms for the first record,
+  // then returns as soon as the local queue is empty. An empty vector means
+  // nothing arrived in time. Partition EOF and transient broker errors are
+  // logged, not returned; a fatal client error is Internal, an
+  // authorization failure Unavailable (reported after any records already
+  // collected, on the next call).
+  absl::StatusOr<std::vector<Record>> Poll(size_t max_records, int timeout_ms);
+
+  // (low, high) watermark offsets from the partition leader; high is the
+  // offset the next produced record will get.
+  absl::StatusOr<std::pair<int64_t, int64_t>> Watermarks(std::string_view topic,
+                                                         int32_t partition,
+                                                         int timeout_ms);
+
+ private:
+  struct Token {
+    explicit Token() = default;
+  };
+
+ public:
+  explicit Consumer(Token /*token*/) {}
+
+ private:
+  void WarmMetadata(const std::vector<TopicPartitionOffset>& partitions);
+
+  KafkaHandlePtr rk_;
+  absl::Status pending_error_;
+  std::set<std::string> known_topics_;
+};
+
+}  // namespace flowsched::bus

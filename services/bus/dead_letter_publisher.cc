@@ -1,0 +1,50 @@
+#include "services/bus/dead_letter_publisher.h"
+
+#include <utility>
+
+#include "flowsched/v1/dead_letter.pb.h"
+#include "fmt/format.h"
+#include "services/common/status_macros.h"
+
+namespace flowsched::bus {
+namespace {
+
+const Clock& SystemClockInstance() {
+  static const SystemClock clock;
+  return clock;
+}
+
+}  // namespace
+
+DeadLetterPublisher::DeadLetterPublisher(Producer& producer, std::string topic,
+                                         std::string service,
+                                         const Clock* clock)
+    : producer_(producer),
+      topic_(std::move(topic)),
+      service_(std::move(service)),
+      clock_(clock != nullptr ? *clock : SystemClockInstance()) {}
+
+absl::Status DeadLetterPublisher::Publish(const Record& original,
+                                          const absl::Status& reason) {
+  flowsched::v1::DeadLetter letter;
+  letter.set_topic(original.topic);
+  letter.set_partition(original.partition);
+  letter.set_offset(original.offset);
+  letter.set_key(original.key);
+  letter.set_original(original.value);
+  letter.set_reason(std::string(reason.message()));
+  letter.set_code(absl::StatusCodeToString(reason.code()));
+  letter.set_service(service_);
+  letter.set_rejected_time_us(clock_.NowMicros());
+  std::string bytes;
+  if (!letter.SerializeToString(&bytes)) {
+    return absl::InternalError("DeadLetter: protobuf serialization failed");
+  }
+  FLOWSCHED_RETURN_IF_ERROR(producer_.Produce(
+      topic_, kAnyPartition,
+      fmt::format("{}/{}", original.topic, original.partition), bytes));
+  published_.fetch_add(1);
+  return absl::OkStatus();
+}
+
+}  // namespace flowsched::bus
