@@ -117,8 +117,16 @@ absl::Status FlowNetwork::RemoveNode(NodeId id) {
     return absl::FailedPreconditionError(
         absl::StrCat("removal of unknown node ", id));
   }
-  while (nodes_[id].first_out != kNil) UnlinkArc(nodes_[id].first_out);
-  while (nodes_[id].first_in != kNil) UnlinkArc(nodes_[id].first_in);
+  // Each arc removal is recorded on its own so that stores keyed by arc
+  // (RocksDB) and replicas see every arc go, not only the node.
+  for (uint32_t* head : {&nodes_[id].first_out, &nodes_[id].first_in}) {
+    while (*head != kNil) {
+      const ArcEntry& arc = arcs_[*head];
+      Record({.type = GraphChange::Type::kRemoveArc, .src = arc.src,
+              .dst = arc.dst});
+      UnlinkArc(*head);
+    }
+  }
   total_supply_ -= nodes_[id].data.supply;
   nodes_[id].data = NodeData{};
   --live_nodes_;

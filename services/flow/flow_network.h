@@ -55,7 +55,8 @@ class FlowNetwork {
   absl::Status AddNodeWithId(NodeId id, const NodeData& data);
   // Changes supply and running_on. FailedPrecondition for a dead node.
   absl::Status UpdateNode(NodeId id, int64_t supply, uint64_t running_on);
-  // Removes the node and every arc at it. FailedPrecondition if dead.
+  // Removes the node and every arc at it (recorded as arc removals followed
+  // by the node removal). FailedPrecondition if dead.
   absl::Status RemoveNode(NodeId id);
   // Adds the arc or sets its capacity and cost. FailedPrecondition if an
   // end is dead; InvalidArgument for a self-loop, negative capacity or

@@ -1,0 +1,413 @@
+#include "services/graph_manager/graph_manager.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include <unistd.h>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "flowsched/v1/placements.pb.h"
+#include "flowsched/v1/rounds.pb.h"
+#include "services/codec/round_codec.h"
+#include "services/common/status_macros.h"
+#include "services/graph_manager/state_persister.h"
+#include "spdlog/spdlog.h"
+
+namespace flowsched::graph_manager {
+namespace {
+
+constexpr int kMetadataTimeoutMs = 10'000;
+constexpr int kFlushTimeoutMs = 10'000;
+// Bounds the timing history kept for status reports.
+constexpr size_t kMaxTimings = 10'000;
+
+void PushTiming(std::vector<double>& values, double value) {
+  if (values.size() >= kMaxTimings) {
+    values.erase(values.begin(), values.begin() + kMaxTimings / 2);
+  }
+  values.push_back(value);
+}
+
+}  // namespace
+
+GraphManager::GraphManager(GraphManagerOptions options, const Clock& clock)
+    : options_(std::move(options)),
+      clock_(clock),
+      decoder_(options_.limits),
+      state_(options_.limits) {}
+
+absl::StatusOr<std::unique_ptr<GraphManager>> GraphManager::Create(
+    GraphManagerOptions options, const Clock& clock) {
+  if (options.data_dir.empty()) {
+    return absl::InvalidArgumentError("graph manager needs a data directory");
+  }
+  auto manager =
+      std::unique_ptr<GraphManager>(new GraphManager(std::move(options), clock));
+  FLOWSCHED_RETURN_IF_ERROR(manager->Open());
+  return manager;
+}
+
+absl::Status GraphManager::Open() {
+  FLOWSCHED_ASSIGN_OR_RETURN(policy_, flow::MakePolicy(options_.policy));
+  std::error_code ec;
+  std::filesystem::create_directories(options_.data_dir, ec);
+  if (ec) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot create data directory ", options_.data_dir, ": ",
+        ec.message()));
+  }
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      store_, storage::StateStore::Open(options_.data_dir + "/state",
+                                        storage::StateStore::OpenOptions{}));
+  FLOWSCHED_RETURN_IF_ERROR(RestoreState(*store_, state_, network_, meta_));
+  FLOWSCHED_RETURN_IF_ERROR(builder_.RestoreFromNetwork());
+  network_.set_record_changes(true);
+
+  // A new epoch per start: results cut by an older instance are told apart.
+  meta_.set_epoch(meta_.epoch() + 1);
+  if (meta_.next_round_id() == 0) meta_.set_next_round_id(1);
+  storage::StateBatch batch;
+  StageMeta(meta_, batch);
+  FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
+  spdlog::info(
+      "graph manager epoch {} restored {} machines, {} jobs, {} tasks, "
+      "network of {} nodes and {} arcs",
+      meta_.epoch(), state_.machines().size(), state_.jobs().size(),
+      state_.tasks().size(), network_.node_count(), network_.arc_count());
+
+  bus::KafkaOptions kafka = options_.kafka;
+  kafka.client_id = "flowsched-graph-manager";
+  FLOWSCHED_ASSIGN_OR_RETURN(producer_, bus::Producer::Create(kafka));
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      consumer_, bus::Consumer::Create(kafka, "flowsched-graph-manager"));
+  dead_letters_ = std::make_unique<bus::DeadLetterPublisher>(
+      *producer_, options_.topics.dead_letters, "graph-manager", &clock_);
+  FLOWSCHED_RETURN_IF_ERROR(AssignInputs());
+  if (meta_.in_flight_round_id() != 0) {
+    // Results of the round cut before the restart may still arrive.
+    collector_.Expect(meta_.in_flight_round_id(),
+                      meta_.in_flight_graph_epoch(),
+                      static_cast<uint32_t>(placement_partitions_));
+    round_sent_steady_us_ = SteadyMicros();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GraphManager::AssignInputs() {
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      const int event_partitions,
+      producer_->PartitionCount(options_.topics.events, kMetadataTimeoutMs));
+  FLOWSCHED_ASSIGN_OR_RETURN(placement_partitions_,
+                             producer_->PartitionCount(
+                                 options_.topics.placements,
+                                 kMetadataTimeoutMs));
+  FLOWSCHED_ASSIGN_OR_RETURN(auto event_offsets,
+                             store_->LoadOffsets(options_.topics.events));
+  FLOWSCHED_ASSIGN_OR_RETURN(auto placement_offsets,
+                             store_->LoadOffsets(options_.topics.placements));
+  std::vector<bus::TopicPartitionOffset> assignment;
+  for (int32_t p = 0; p < event_partitions; ++p) {
+    auto it = event_offsets.find(p);
+    assignment.push_back({options_.topics.events, p,
+                          it == event_offsets.end() ? bus::kOffsetBeginning
+                                                    : it->second});
+  }
+  for (int32_t p = 0; p < placement_partitions_; ++p) {
+    auto it = placement_offsets.find(p);
+    int64_t offset = 0;
+    if (it != placement_offsets.end()) {
+      offset = it->second;
+    } else {
+      // Nothing applied yet: only results published from now on matter.
+      FLOWSCHED_ASSIGN_OR_RETURN(
+          auto marks, consumer_->Watermarks(options_.topics.placements, p,
+                                            kMetadataTimeoutMs));
+      offset = marks.second;
+    }
+    assignment.push_back({options_.topics.placements, p, offset});
+  }
+  spdlog::info("consuming {} event and {} placement partitions",
+               event_partitions, placement_partitions_);
+  return consumer_->Assign(assignment);
+}
+
+absl::Status GraphManager::Run(const std::atomic<bool>& stop) {
+  int backoff_ms = 50;
+  MaybeWriteStatus(/*force=*/true);
+  while (!stop.load()) {
+    auto records =
+        consumer_->Poll(options_.max_batch_records, options_.poll_timeout_ms);
+    if (!records.ok()) {
+      spdlog::warn("poll failed, retrying in {} ms: {}", backoff_ms,
+                   records.status().ToString());
+      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+      backoff_ms = std::min(backoff_ms * 2, 2000);
+      continue;
+    }
+    backoff_ms = 50;
+    if (!records->empty()) FLOWSCHED_RETURN_IF_ERROR(ProcessRecords(*records));
+    CheckRoundTimeout();
+    FLOWSCHED_RETURN_IF_ERROR(MaybeCutRound());
+    MaybeWriteStatus(/*force=*/false);
+  }
+  producer_->Flush(kFlushTimeoutMs).IgnoreError();  // best effort at exit
+  MaybeWriteStatus(/*force=*/true);
+  spdlog::info("graph manager stopped");
+  return absl::OkStatus();
+}
+
+absl::Status GraphManager::ProcessRecords(
+    const std::vector<bus::Record>& records) {
+  cluster::ChangeSet changes;
+  storage::StateBatch batch;
+  for (const bus::Record& record : records) {
+    if (record.topic == options_.topics.events) {
+      ApplyEventRecord(record, changes);
+    } else if (record.topic == options_.topics.placements) {
+      HandlePlacementRecord(record, changes);
+    }
+    batch.SetOffset(record.topic, record.partition, record.offset + 1);
+  }
+  return CommitChanges(changes, std::move(batch));
+}
+
+void GraphManager::ApplyEventRecord(const bus::Record& record,
+                                    cluster::ChangeSet& changes) {
+  absl::Status status;
+  auto event = decoder_.Decode(record.value);
+  if (event.ok()) {
+    cluster::ChangeSet event_changes;
+    status = state_.Apply(*event, clock_.NowMicros(), event_changes);
+    if (status.ok()) {
+      changes.Merge(event_changes);
+      meta_.set_events_applied(meta_.events_applied() + 1);
+      if (const auto* job = std::get_if<cluster::JobSubmitted>(&event->body)) {
+        meta_.set_tasks_submitted(meta_.tasks_submitted() + job->tasks.size());
+      } else if (std::holds_alternative<cluster::TaskSubmitted>(event->body)) {
+        meta_.set_tasks_submitted(meta_.tasks_submitted() + 1);
+      }
+      return;
+    }
+  } else {
+    status = event.status();
+  }
+  meta_.set_events_rejected(meta_.events_rejected() + 1);
+  spdlog::warn("event {}/{}@{} rejected: {}", record.topic, record.partition,
+               record.offset, status.ToString());
+  absl::Status published = dead_letters_->Publish(record, status);
+  if (!published.ok()) {
+    spdlog::error("could not publish dead letter for {}/{}@{}: {}",
+                  record.topic, record.partition, record.offset,
+                  published.ToString());
+  }
+}
+
+void GraphManager::HandlePlacementRecord(const bus::Record& record,
+                                         cluster::ChangeSet& changes) {
+  v1::PlacementRecord message;
+  if (!message.ParseFromString(record.value)) {
+    spdlog::warn("undecodable placement record {}/{}@{}", record.topic,
+                 record.partition, record.offset);
+    dead_letters_
+        ->Publish(record, absl::InvalidArgumentError(
+                              "undecodable PlacementRecord"))
+        .IgnoreError();  // logged above; the record is skipped either way
+    return;
+  }
+  if (message.has_resync_request()) {
+    spdlog::info("solver worker epoch {} asks for a snapshot: {}",
+                 message.resync_request().epoch(),
+                 message.resync_request().reason());
+    // The asking solver cannot answer the round in flight.
+    collector_.Clear();
+    need_snapshot_ = true;
+    return;
+  }
+  if (collector_.Add(record.partition, message)) ApplyDecisions(changes);
+}
+
+void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {
+  std::vector<v1::PlacementDecision> decisions =
+      collector_.complete_decisions();
+  const v1::RoundComplete& summary = collector_.complete_summary();
+  // Partitions interleave arbitrarily; apply in task order so the outcome
+  // does not depend on it.
+  std::sort(decisions.begin(), decisions.end(),
+            [](const auto& a, const auto& b) { return a.task_id() < b.task_id(); });
+  uint64_t applied = 0, stale = 0;
+  const int64_t now_us = clock_.NowMicros();
+  for (const v1::PlacementDecision& d : decisions) {
+    absl::Status status;
+    switch (d.action()) {
+      case v1::ACTION_PLACE:
+        status = state_.Place(TaskId(d.task_id()), MachineId(d.machine_id()),
+                              now_us, changes);
+        break;
+      case v1::ACTION_PREEMPT:
+        status = state_.Preempt(TaskId(d.task_id()), changes);
+        break;
+      case v1::ACTION_MIGRATE:
+        status = state_.Migrate(TaskId(d.task_id()),
+                                MachineId(d.previous_machine_id()),
+                                MachineId(d.machine_id()), now_us, changes);
+        break;
+      default:
+        status = absl::InvalidArgumentError("decision without action");
+    }
+    if (status.ok()) {
+      ++applied;
+    } else {
+      ++stale;
+      spdlog::debug("decision {} not applied: {}", d.idempotency_key(),
+                    status.ToString());
+    }
+  }
+  meta_.set_decisions_applied(meta_.decisions_applied() + applied);
+  meta_.set_decisions_stale(meta_.decisions_stale() + stale);
+  meta_.set_rounds_completed(meta_.rounds_completed() + 1);
+  meta_.set_last_applied_round_id(summary.round_id());
+  meta_.set_in_flight_round_id(0);
+  meta_.set_in_flight_graph_epoch(0);
+  const double latency_ms =
+      static_cast<double>(SteadyMicros() - round_sent_steady_us_) / 1000.0;
+  PushTiming(solve_ms_, summary.solve_ms());
+  PushTiming(round_trip_ms_, latency_ms);
+  spdlog::info(
+      "round {} applied: {} decisions ({} stale), cost {}, solve {:.2f} ms "
+      "({}), round trip {:.2f} ms",
+      summary.round_id(), applied, stale, summary.total_cost(),
+      summary.solve_ms(), summary.algorithm(), latency_ms);
+}
+
+absl::Status GraphManager::CommitChanges(const cluster::ChangeSet& changes,
+                                         storage::StateBatch batch) {
+  if (!changes.empty()) {
+    absl::Status synced = policy_->Sync(changes, state_, builder_);
+    if (!synced.ok()) {
+      return absl::InternalError(
+          absl::StrCat("policy ", std::string(policy_->name()),
+                       " failed to update the network: ", synced.message()));
+    }
+  }
+  std::vector<flow::GraphChange> network_changes = network_.TakeChanges();
+  StageEntities(changes, state_, batch);
+  StageNetwork(network_changes, network_, batch);
+  StageMeta(meta_, batch);
+  absl::Status committed = store_->Commit(std::move(batch));
+  if (!committed.ok()) {
+    // Memory is ahead of disk now; only a restart from disk is safe.
+    return absl::Status(committed.code(),
+                        absl::StrCat("state commit failed: ",
+                                     committed.message()));
+  }
+  pending_changes_.insert(pending_changes_.end(),
+                          std::make_move_iterator(network_changes.begin()),
+                          std::make_move_iterator(network_changes.end()));
+  return absl::OkStatus();
+}
+
+void GraphManager::CheckRoundTimeout() {
+  if (!collector_.expecting()) return;
+  const int64_t waited_us = SteadyMicros() - round_sent_steady_us_;
+  if (waited_us < int64_t{options_.round_timeout_ms} * 1000) return;
+  spdlog::warn("round {} got no complete answer in {} ms; re-cutting as a "
+               "snapshot", collector_.round_id(), waited_us / 1000);
+  ++rounds_timed_out_;
+  collector_.Clear();
+  meta_.set_in_flight_round_id(0);
+  need_snapshot_ = true;
+}
+
+absl::Status GraphManager::MaybeCutRound() {
+  if (collector_.expecting()) return absl::OkStatus();
+  if (!need_snapshot_ && pending_changes_.empty()) return absl::OkStatus();
+
+  v1::SolverRound round;
+  const uint64_t round_id = meta_.next_round_id();
+  round.set_round_id(round_id);
+  round.set_epoch(meta_.epoch());
+  round.set_snapshot(need_snapshot_);
+  round.set_base_round_id(meta_.last_published_round_id());
+  round.set_cut_time_us(clock_.NowMicros());
+  const std::vector<flow::GraphChange> snapshot =
+      need_snapshot_ ? network_.SnapshotChanges()
+                     : std::vector<flow::GraphChange>{};
+  for (const flow::GraphChange& change :
+       need_snapshot_ ? snapshot : pending_changes_) {
+    codec::EncodeChange(change, *round.add_changes());
+  }
+  absl::Status sent = producer_->Produce(options_.topics.rounds, 0, "round",
+                                         round.SerializeAsString());
+  if (sent.ok()) sent = producer_->Flush(kFlushTimeoutMs);
+  if (!sent.ok()) {
+    // The solver may or may not get it; a snapshot next time is safe
+    // either way.
+    spdlog::warn("publishing round {} failed: {}", round_id, sent.ToString());
+    need_snapshot_ = true;
+    pending_changes_.clear();
+    meta_.set_next_round_id(round_id + 1);
+    return absl::OkStatus();
+  }
+  if (need_snapshot_) ++snapshots_published_;
+  ++rounds_published_;
+  spdlog::debug("published round {} ({} with {} changes)", round_id,
+                need_snapshot_ ? "snapshot" : "delta", round.changes_size());
+  need_snapshot_ = false;
+  pending_changes_.clear();
+  round_sent_steady_us_ = SteadyMicros();
+  collector_.Expect(round_id, meta_.epoch(),
+                    static_cast<uint32_t>(placement_partitions_));
+  meta_.set_next_round_id(round_id + 1);
+  meta_.set_last_published_round_id(round_id);
+  meta_.set_in_flight_round_id(round_id);
+  meta_.set_in_flight_graph_epoch(meta_.epoch());
+  storage::StateBatch batch;
+  StageMeta(meta_, batch);
+  return store_->Commit(std::move(batch));
+}
+
+v1::GraphManagerStatus GraphManager::BuildStatus() const {
+  v1::GraphManagerStatus s;
+  s.set_epoch(meta_.epoch());
+  s.set_policy(std::string(policy_->name()));
+  s.set_machines(state_.machines().size());
+  s.set_total_slots(state_.total_slots());
+  s.set_jobs(state_.jobs().size());
+  s.set_tasks(state_.tasks().size());
+  s.set_tasks_running(state_.running_task_count());
+  s.set_tasks_waiting(state_.waiting_task_count());
+  s.set_tasks_submitted(meta_.tasks_submitted());
+  s.set_events_applied(meta_.events_applied());
+  s.set_events_rejected(meta_.events_rejected());
+  s.set_rounds_published(rounds_published_);
+  s.set_rounds_completed(meta_.rounds_completed());
+  s.set_rounds_timed_out(rounds_timed_out_);
+  s.set_snapshots_published(snapshots_published_);
+  s.set_decisions_applied(meta_.decisions_applied());
+  s.set_decisions_stale(meta_.decisions_stale());
+  s.set_network_nodes(network_.node_count());
+  s.set_network_arcs(network_.arc_count());
+  s.set_round_in_flight(collector_.expecting());
+  SummarizeTimings(solve_ms_, *s.mutable_solve());
+  SummarizeTimings(round_trip_ms_, *s.mutable_round_trip());
+  s.set_updated_time_us(clock_.NowMicros());
+  s.set_pid(::getpid());
+  return s;
+}
+
+void GraphManager::MaybeWriteStatus(bool force) {
+  const int64_t now = SteadyMicros();
+  if (!force &&
+      now - last_status_steady_us_ < int64_t{options_.status_interval_ms} * 1000) {
+    return;
+  }
+  last_status_steady_us_ = now;
+  absl::Status written =
+      WriteStatusFile(options_.data_dir + "/status.json", BuildStatus());
+  if (!written.ok()) spdlog::warn("{}", written.ToString());
+}
+
+}  // namespace flowsched::graph_manager

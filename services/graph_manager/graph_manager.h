@@ -1,0 +1,111 @@
+#pragma once
+
+// The graph manager service: consumes cluster events, keeps the cluster
+// state and the flow network (through the configured policy), persists both
+// with the consumed offsets in one RocksDB batch per applied batch of
+// records, publishes solver rounds (deltas, or snapshots when a solver needs
+// one), and applies each round's decisions once, rejecting stale ones.
+//
+// Lifecycle: Create() opens the store and recovers; Run() loops until the
+// stop flag is set or a non-retryable error (disk) occurs.
+// Thread-safety: single-threaded; Run() owns everything.
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "flowsched/v1/state.pb.h"
+#include "flowsched/v1/status.pb.h"
+#include "services/bus/consumer.h"
+#include "services/bus/dead_letter_publisher.h"
+#include "services/bus/kafka_options.h"
+#include "services/bus/producer.h"
+#include "services/bus/topics.h"
+#include "services/cluster/cluster_state.h"
+#include "services/cluster/event_decoder.h"
+#include "services/common/clock.h"
+#include "services/flow/flow_network.h"
+#include "services/flow/network_builder.h"
+#include "services/flow/scheduling_policy.h"
+#include "services/graph_manager/round_collector.h"
+#include "services/graph_manager/status_report.h"
+#include "storage/state_store.h"
+
+namespace flowsched::graph_manager {
+
+struct GraphManagerOptions {
+  bus::KafkaOptions kafka;
+  bus::TopicNames topics;
+  std::string data_dir;  // RocksDB in <data_dir>/state, status.json beside
+  std::string policy = "load-spreading";
+  cluster::ValidationLimits limits;
+  size_t max_batch_records = 5000;
+  int poll_timeout_ms = 20;
+  int round_timeout_ms = 15000;
+  int status_interval_ms = 200;
+};
+
+class GraphManager {
+ public:
+  // Opens (or creates) the data directory, restores the last durable state
+  // and connects to the brokers. InvalidArgument for bad options or an
+  // unknown policy, DataLoss for a corrupt store, Unavailable when the
+  // brokers cannot be reached.
+  static absl::StatusOr<std::unique_ptr<GraphManager>> Create(
+      GraphManagerOptions options, const Clock& clock);
+
+  // Runs until `stop` is set. Returns OK after a clean stop, or the error
+  // that made continuing unsafe (a failed RocksDB commit, a policy bug).
+  absl::Status Run(const std::atomic<bool>& stop);
+
+
+ private:
+  GraphManager(GraphManagerOptions options, const Clock& clock);
+  absl::Status Open();
+  absl::Status AssignInputs();
+  absl::Status ProcessRecords(const std::vector<bus::Record>& records);
+  void ApplyEventRecord(const bus::Record& record, cluster::ChangeSet& changes);
+  void HandlePlacementRecord(const bus::Record& record,
+                             cluster::ChangeSet& changes);
+  void ApplyDecisions(cluster::ChangeSet& changes);
+  absl::Status CommitChanges(const cluster::ChangeSet& changes,
+                             storage::StateBatch batch);
+  absl::Status MaybeCutRound();
+  void CheckRoundTimeout();
+  void MaybeWriteStatus(bool force);
+  [[nodiscard]] v1::GraphManagerStatus BuildStatus() const;
+
+  GraphManagerOptions options_;
+  const Clock& clock_;
+  std::unique_ptr<storage::StateStore> store_;
+  std::unique_ptr<bus::Producer> producer_;
+  std::unique_ptr<bus::Consumer> consumer_;
+  std::unique_ptr<bus::DeadLetterPublisher> dead_letters_;
+  cluster::EventDecoder decoder_;
+  cluster::ClusterState state_;
+  flow::FlowNetwork network_;
+  flow::NetworkBuilder builder_{network_};
+  std::unique_ptr<flow::SchedulingPolicy> policy_;
+  v1::GraphManagerMeta meta_;
+  RoundCollector collector_;
+  int32_t placement_partitions_ = 0;
+
+  // Network changes since the last published round.
+  std::vector<flow::GraphChange> pending_changes_;
+  bool need_snapshot_ = true;
+  int64_t round_sent_steady_us_ = 0;
+  int64_t last_status_steady_us_ = 0;
+  // Counters kept only in memory (per epoch) and timing history.
+  uint64_t rounds_published_ = 0;
+  uint64_t rounds_timed_out_ = 0;
+  uint64_t snapshots_published_ = 0;
+  std::vector<double> solve_ms_;
+  std::vector<double> round_trip_ms_;
+};
+
+}  // namespace flowsched::graph_manager

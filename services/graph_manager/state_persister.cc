@@ -1,0 +1,161 @@
+#include "services/graph_manager/state_persister.h"
+
+#include <set>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "services/codec/round_codec.h"
+#include "services/common/status_macros.h"
+#include "services/graph_manager/state_records.h"
+#include "storage/keys.h"
+
+namespace flowsched::graph_manager {
+namespace {
+
+constexpr std::string_view kMetaName = "graph_manager";
+
+}  // namespace
+
+void StageEntities(const cluster::ChangeSet& changes,
+                   const cluster::ClusterState& state,
+                   storage::StateBatch& batch) {
+  for (JobId id : changes.jobs) {
+    const cluster::Job* job = state.FindJob(id);
+    const std::string key = storage::JobKey(id.value());
+    if (job == nullptr) {
+      batch.Delete(key);
+    } else {
+      batch.Put(key, EncodeJob(*job));
+    }
+  }
+  for (TaskId id : changes.tasks) {
+    const cluster::Task* task = state.FindTask(id);
+    const std::string key = storage::TaskKey(id.value());
+    if (task == nullptr) {
+      batch.Delete(key);
+    } else {
+      batch.Put(key, EncodeTask(*task));
+    }
+  }
+  for (MachineId id : changes.machines) {
+    const cluster::Machine* machine = state.FindMachine(id);
+    const std::string key = storage::MachineKey(id.value());
+    if (machine == nullptr) {
+      batch.Delete(key);
+    } else {
+      batch.Put(key, EncodeMachine(*machine));
+    }
+  }
+}
+
+void StageNetwork(const std::vector<flow::GraphChange>& network_changes,
+                  const flow::FlowNetwork& network,
+                  storage::StateBatch& batch) {
+  std::set<flow::NodeId> nodes;
+  std::set<std::pair<flow::NodeId, flow::NodeId>> arcs;
+  for (const flow::GraphChange& change : network_changes) {
+    switch (change.type) {
+      case flow::GraphChange::Type::kAddNode:
+      case flow::GraphChange::Type::kUpdateNode:
+        nodes.insert(change.node);
+        break;
+      case flow::GraphChange::Type::kRemoveNode:
+        // Its arcs were recorded as kRemoveArc just before.
+        nodes.insert(change.node);
+        break;
+      case flow::GraphChange::Type::kSetArc:
+      case flow::GraphChange::Type::kRemoveArc:
+        arcs.emplace(change.src, change.dst);
+        break;
+    }
+  }
+  for (flow::NodeId id : nodes) {
+    if (network.IsLive(id)) {
+      v1::NodeRecord record;
+      codec::EncodeNode(id, network.node(id), *record.mutable_node());
+      batch.Put(storage::NodeKey(id), record.SerializeAsString());
+    } else {
+      batch.Delete(storage::NodeKey(id));
+    }
+  }
+  for (const auto& [src, dst] : arcs) {
+    auto arc = network.FindArc(src, dst);
+    if (arc.has_value()) {
+      v1::ArcRecord record;
+      record.mutable_arc()->set_src(src);
+      record.mutable_arc()->set_dst(dst);
+      record.mutable_arc()->set_capacity(arc->capacity);
+      record.mutable_arc()->set_cost(arc->cost);
+      batch.Put(storage::ArcKey(src, dst), record.SerializeAsString());
+    } else {
+      batch.Delete(storage::ArcKey(src, dst));
+    }
+  }
+}
+
+void StageMeta(const v1::GraphManagerMeta& meta, storage::StateBatch& batch) {
+  batch.Put(storage::MetaKey(kMetaName), meta.SerializeAsString());
+}
+
+absl::Status RestoreState(const storage::StateStore& store,
+                          cluster::ClusterState& state,
+                          flow::FlowNetwork& network,
+                          v1::GraphManagerMeta& meta) {
+  FLOWSCHED_ASSIGN_OR_RETURN(auto meta_bytes,
+                             store.Get(storage::MetaKey(kMetaName)));
+  if (meta_bytes.has_value() && !meta.ParseFromString(*meta_bytes)) {
+    return absl::DataLossError("stored graph manager meta does not parse");
+  }
+  FLOWSCHED_RETURN_IF_ERROR(store.ScanPrefix(
+      storage::kJobPrefix, [&](std::string_view, std::string_view value) {
+        FLOWSCHED_ASSIGN_OR_RETURN(cluster::Job job, DecodeJob(value));
+        return state.RestoreJob(std::move(job));
+      }));
+  FLOWSCHED_RETURN_IF_ERROR(store.ScanPrefix(
+      storage::kMachinePrefix, [&](std::string_view, std::string_view value) {
+        FLOWSCHED_ASSIGN_OR_RETURN(cluster::Machine machine,
+                                   DecodeMachine(value));
+        return state.RestoreMachine(std::move(machine));
+      }));
+  FLOWSCHED_RETURN_IF_ERROR(store.ScanPrefix(
+      storage::kTaskPrefix, [&](std::string_view, std::string_view value) {
+        FLOWSCHED_ASSIGN_OR_RETURN(cluster::Task task, DecodeTask(value));
+        return state.RestoreTask(std::move(task));
+      }));
+  FLOWSCHED_RETURN_IF_ERROR(store.ScanPrefix(
+      storage::kNodePrefix, [&](std::string_view key, std::string_view value) {
+        v1::NodeRecord record;
+        if (!record.ParseFromArray(value.data(),
+                                   static_cast<int>(value.size()))) {
+          return absl::DataLossError(
+              absl::StrCat("stored node record does not parse (key size ",
+                           key.size(), ")"));
+        }
+        auto change = codec::DecodeNodeAsAdd(record.node());
+        if (!change.ok()) {
+          return absl::DataLossError(absl::StrCat(
+              "stored node is invalid: ", change.status().message()));
+        }
+        return network.Apply(*change);
+      }));
+  return store.ScanPrefix(
+      storage::kArcPrefix, [&](std::string_view, std::string_view value) {
+        v1::ArcRecord record;
+        if (!record.ParseFromArray(value.data(),
+                                   static_cast<int>(value.size()))) {
+          return absl::DataLossError("stored arc record does not parse");
+        }
+        const v1::Arc& arc = record.arc();
+        absl::Status status =
+            network.SetArc(arc.src(), arc.dst(), arc.capacity(), arc.cost());
+        if (!status.ok()) {
+          return absl::DataLossError(absl::StrCat(
+              "stored arc ", arc.src(), "->", arc.dst(),
+              " does not fit the stored nodes: ", status.message()));
+        }
+        return absl::OkStatus();
+      });
+}
+
+}  // namespace flowsched::graph_manager

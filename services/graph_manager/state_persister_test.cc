@@ -1,0 +1,144 @@
+#include "services/graph_manager/state_persister.h"
+
+#include <filesystem>
+#include <random>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/common/status_matchers.h"
+#include "services/flow/load_spreading_policy.h"
+#include "services/flow/network_builder.h"
+#include "storage/keys.h"
+
+namespace flowsched::graph_manager {
+namespace {
+
+using ::flowsched::testing::IsOk;
+using ::flowsched::testing::StatusIs;
+
+class StatePersisterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("flowsched-persister-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    auto store = storage::StateStore::Open(dir_.string(), {});
+    ASSERT_THAT(store, IsOk());
+    store_ = std::move(*store);
+    network_.set_record_changes(true);
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Apply(cluster::EventBody body) {
+    ASSERT_THAT(state_.Apply({"e", 1, "t", body}, 1, changes_), IsOk());
+  }
+  void Commit() {
+    ASSERT_THAT(policy_.Sync(changes_, state_, builder_), IsOk());
+    storage::StateBatch batch;
+    StageEntities(changes_, state_, batch);
+    StageNetwork(network_.TakeChanges(), network_, batch);
+    StageMeta(meta_, batch);
+    ASSERT_THAT(store_->Commit(std::move(batch)), IsOk());
+    changes_.Clear();
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<storage::StateStore> store_;
+  cluster::ClusterState state_;
+  cluster::ChangeSet changes_;
+  flow::FlowNetwork network_;
+  flow::NetworkBuilder builder_{network_};
+  flow::LoadSpreadingPolicy policy_;
+  v1::GraphManagerMeta meta_;
+};
+
+TEST_F(StatePersisterTest, RestoredStateEqualsTheLiveOne) {
+  std::mt19937 rng(7);
+  for (uint64_t m = 1; m <= 6; ++m) {
+    Apply(cluster::MachineAdded{MachineId(m), "r", {}, 2, {{"k", "v"}}});
+  }
+  uint64_t next_task = 1;
+  for (uint64_t j = 1; j <= 5; ++j) {
+    cluster::JobSubmitted job{JobId(j), "job", 1, {}};
+    for (int t = 0; t < 3; ++t) {
+      job.tasks.push_back({.id = TaskId(next_task++), .request = {100, 200, 0},
+                           .priority = 0, .input = {}, .input_bytes = 0});
+    }
+    Apply(job);
+  }
+  Commit();
+  // Place some, finish some, fail a machine: ids get freed and reused.
+  for (uint64_t t = 1; t <= 10; ++t) {
+    ASSERT_THAT(state_.Place(TaskId(t), MachineId((t % 6) + 1), 5, changes_),
+                IsOk());
+  }
+  Commit();
+  Apply(cluster::TaskFinished{JobId(1), TaskId(1)});
+  Apply(cluster::MachineFailed{MachineId(3), "disk"});
+  Commit();
+  Apply(cluster::TaskSubmitted{JobId(2), {.id = TaskId(99), .request = {},
+                                          .priority = 0, .input = {},
+                                          .input_bytes = 0}});
+  Commit();
+
+  cluster::ClusterState restored_state;
+  flow::FlowNetwork restored_network;
+  v1::GraphManagerMeta restored_meta;
+  ASSERT_THAT(RestoreState(*store_, restored_state, restored_network,
+                           restored_meta),
+              IsOk());
+  EXPECT_EQ(restored_state.tasks().size(), state_.tasks().size());
+  EXPECT_EQ(restored_state.running_task_count(), state_.running_task_count());
+  EXPECT_EQ(restored_state.machines().size(), 5u);
+  for (const auto& [id, task] : state_.tasks()) {
+    const cluster::Task* other = restored_state.FindTask(id);
+    ASSERT_NE(other, nullptr);
+    EXPECT_EQ(other->machine, task.machine);
+    EXPECT_EQ(other->spec, task.spec);
+  }
+  EXPECT_EQ(restored_state.FindMachine(MachineId(2))->labels.at("k"), "v");
+  // Same nodes with the same ids, same arcs (order aside).
+  EXPECT_EQ(restored_network.node_count(), network_.node_count());
+  EXPECT_EQ(restored_network.arc_count(), network_.arc_count());
+  network_.ForEachNode([&](flow::NodeId id, const flow::NodeData& data) {
+    ASSERT_TRUE(restored_network.IsLive(id));
+    EXPECT_EQ(restored_network.node(id), data);
+    network_.ForEachOutArc(id, [&](const flow::ArcView& arc) {
+      auto other = restored_network.FindArc(arc.src, arc.dst);
+      ASSERT_TRUE(other.has_value());
+      EXPECT_EQ(other->capacity, arc.capacity);
+      EXPECT_EQ(other->cost, arc.cost);
+    });
+  });
+}
+
+TEST_F(StatePersisterTest, CorruptRecordIsDataLoss) {
+  storage::StateBatch batch;
+  batch.Put(storage::TaskKey(5), "\xff\xff not a record");
+  ASSERT_THAT(store_->Commit(std::move(batch)), IsOk());
+  cluster::ClusterState state;
+  flow::FlowNetwork network;
+  v1::GraphManagerMeta meta;
+  EXPECT_THAT(RestoreState(*store_, state, network, meta),
+              StatusIs(absl::StatusCode::kDataLoss, "task"));
+}
+
+TEST_F(StatePersisterTest, ArcAtUnknownNodeIsDataLoss) {
+  v1::ArcRecord record;
+  record.mutable_arc()->set_src(1);
+  record.mutable_arc()->set_dst(2);
+  storage::StateBatch batch;
+  batch.Put(storage::ArcKey(1, 2), record.SerializeAsString());
+  ASSERT_THAT(store_->Commit(std::move(batch)), IsOk());
+  cluster::ClusterState state;
+  flow::FlowNetwork network;
+  v1::GraphManagerMeta meta;
+  EXPECT_THAT(RestoreState(*store_, state, network, meta),
+              StatusIs(absl::StatusCode::kDataLoss, "stored arc 1->2"));
+}
+
+}  // namespace
+}  // namespace flowsched::graph_manager

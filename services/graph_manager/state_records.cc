@@ -1,0 +1,121 @@
+#include "services/graph_manager/state_records.h"
+
+#include "absl/strings/str_cat.h"
+#include "flowsched/v1/state.pb.h"
+
+namespace flowsched::graph_manager {
+namespace {
+
+void ToProto(const cluster::Resources& r, v1::Resources& out) {
+  out.set_cpu_millis(r.cpu_millis);
+  out.set_memory_bytes(r.memory_bytes);
+  out.set_network_bytes_per_sec(r.network_bytes_per_sec);
+}
+cluster::Resources FromProto(const v1::Resources& r) {
+  return {r.cpu_millis(), r.memory_bytes(), r.network_bytes_per_sec()};
+}
+
+template <typename Message>
+absl::Status Parse(std::string_view bytes, Message& message,
+                   absl::string_view what) {
+  if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::DataLossError(
+        absl::StrCat("stored ", what, " record does not parse (",
+                     bytes.size(), " bytes)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string EncodeJob(const cluster::Job& job) {
+  v1::JobRecord record;
+  record.set_job_id(job.id.value());
+  record.set_name(job.name);
+  record.set_priority(job.priority);
+  return record.SerializeAsString();
+}
+
+std::string EncodeTask(const cluster::Task& task) {
+  v1::TaskRecord record;
+  record.set_task_id(task.spec.id.value());
+  record.set_job_id(task.job.value());
+  v1::TaskSpec* spec = record.mutable_spec();
+  spec->set_task_id(task.spec.id.value());
+  ToProto(task.spec.request, *spec->mutable_request());
+  spec->set_priority(task.spec.priority);
+  spec->set_input_bytes(task.spec.input_bytes);
+  for (const cluster::DataLocality& entry : task.spec.input) {
+    v1::DataLocality* out = spec->add_input();
+    out->set_machine_id(entry.machine.value());
+    out->set_rack(entry.rack);
+    out->set_bytes(entry.bytes);
+  }
+  record.set_machine_id(task.machine.value());
+  record.set_submit_time_us(task.submit_time_us);
+  record.set_start_time_us(task.start_time_us);
+  record.set_placements(task.placements);
+  return record.SerializeAsString();
+}
+
+std::string EncodeMachine(const cluster::Machine& machine) {
+  v1::MachineRecord record;
+  record.set_machine_id(machine.id.value());
+  record.set_rack(machine.rack);
+  ToProto(machine.capacity, *record.mutable_capacity());
+  record.set_task_slots(machine.task_slots);
+  for (const auto& [key, value] : machine.labels) {
+    (*record.mutable_labels())[key] = value;
+  }
+  ToProto(machine.used, *record.mutable_used());
+  return record.SerializeAsString();
+}
+
+absl::StatusOr<cluster::Job> DecodeJob(std::string_view bytes) {
+  v1::JobRecord record;
+  if (auto s = Parse(bytes, record, "job"); !s.ok()) return s;
+  if (record.job_id() == 0) return absl::DataLossError("stored job has id 0");
+  return cluster::Job{JobId(record.job_id()), record.name(),
+                      record.priority(), {}};
+}
+
+absl::StatusOr<cluster::Task> DecodeTask(std::string_view bytes) {
+  v1::TaskRecord record;
+  if (auto s = Parse(bytes, record, "task"); !s.ok()) return s;
+  if (record.task_id() == 0 || record.job_id() == 0) {
+    return absl::DataLossError("stored task has a zero task or job id");
+  }
+  cluster::Task task;
+  task.spec.id = TaskId(record.task_id());
+  task.spec.request = FromProto(record.spec().request());
+  task.spec.priority = record.spec().priority();
+  task.spec.input_bytes = record.spec().input_bytes();
+  for (const v1::DataLocality& entry : record.spec().input()) {
+    task.spec.input.push_back(
+        {MachineId(entry.machine_id()), entry.rack(), entry.bytes()});
+  }
+  task.job = JobId(record.job_id());
+  task.machine = MachineId(record.machine_id());
+  task.submit_time_us = record.submit_time_us();
+  task.start_time_us = record.start_time_us();
+  task.placements = record.placements();
+  return task;
+}
+
+absl::StatusOr<cluster::Machine> DecodeMachine(std::string_view bytes) {
+  v1::MachineRecord record;
+  if (auto s = Parse(bytes, record, "machine"); !s.ok()) return s;
+  if (record.machine_id() == 0) {
+    return absl::DataLossError("stored machine has id 0");
+  }
+  cluster::Machine machine;
+  machine.id = MachineId(record.machine_id());
+  machine.rack = record.rack();
+  machine.capacity = FromProto(record.capacity());
+  machine.task_slots = record.task_slots();
+  machine.labels.insert(record.labels().begin(), record.labels().end());
+  machine.used = FromProto(record.used());
+  return machine;
+}
+
+}  // namespace flowsched::graph_manager

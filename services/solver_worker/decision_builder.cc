@@ -1,0 +1,46 @@
+#include "services/solver_worker/decision_builder.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace flowsched::solver_worker {
+namespace {
+
+uint64_t JobOfTask(const flow::FlowNetwork& network, flow::NodeId task) {
+  uint64_t job = 0;
+  network.ForEachOutArc(task, [&](const flow::ArcView& arc) {
+    const flow::NodeData& dst = network.node(arc.dst);
+    if (dst.kind == flow::NodeKind::kJobUnscheduled) job = dst.entity_id;
+  });
+  return job;
+}
+
+}  // namespace
+
+std::vector<Decision> BuildDecisions(
+    const flow::FlowNetwork& network,
+    const std::vector<flow::TaskPlacement>& placements) {
+  std::vector<Decision> decisions;
+  for (const flow::TaskPlacement& p : placements) {
+    if (p.machine_id == p.running_on) continue;
+    Decision d;
+    d.task_id = p.task_id;
+    d.job_id = JobOfTask(network, p.task_node);
+    d.machine_id = p.machine_id;
+    d.previous_machine_id = p.running_on;
+    if (p.running_on == 0) {
+      d.action = Action::kPlace;
+    } else if (p.machine_id == 0) {
+      d.action = Action::kPreempt;
+    } else {
+      d.action = Action::kMigrate;
+    }
+    decisions.push_back(d);
+  }
+  return decisions;
+}
+
+std::string IdempotencyKey(uint64_t round_id, uint64_t task_id) {
+  return absl::StrCat("r", round_id, "/t", task_id);
+}
+
+}  // namespace flowsched::solver_worker

@@ -1,0 +1,267 @@
+#include "services/solver_worker/solver_worker.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "flowsched/v1/placements.pb.h"
+#include "flowsched/v1/rounds.pb.h"
+#include "services/codec/round_codec.h"
+#include "services/common/status_macros.h"
+#include "services/flow/placement_extractor.h"
+#include "services/solver/flow_checker.h"
+#include "services/solver/solver_registry.h"
+#include "services/solver_worker/decision_builder.h"
+#include "spdlog/spdlog.h"
+
+namespace flowsched::solver_worker {
+namespace {
+
+constexpr int kMetadataTimeoutMs = 10'000;
+constexpr int kFlushTimeoutMs = 10'000;
+
+v1::Action ToProto(Action action) {
+  switch (action) {
+    case Action::kPlace:
+      return v1::ACTION_PLACE;
+    case Action::kPreempt:
+      return v1::ACTION_PREEMPT;
+    case Action::kMigrate:
+      return v1::ACTION_MIGRATE;
+  }
+  return v1::ACTION_UNSPECIFIED;
+}
+
+}  // namespace
+
+SolverWorker::SolverWorker(SolverWorkerOptions options, const Clock& clock)
+    : options_(std::move(options)), clock_(clock) {}
+
+absl::StatusOr<std::unique_ptr<SolverWorker>> SolverWorker::Create(
+    SolverWorkerOptions options, const Clock& clock) {
+  auto worker =
+      std::unique_ptr<SolverWorker>(new SolverWorker(std::move(options), clock));
+  FLOWSCHED_RETURN_IF_ERROR(worker->Open());
+  return worker;
+}
+
+absl::Status SolverWorker::Open() {
+  FLOWSCHED_ASSIGN_OR_RETURN(solver_, solver::MakeSolver(options_.algorithm));
+  // Wall-clock microseconds: a restarted worker gets a larger epoch than
+  // the instance it replaces.
+  epoch_ = static_cast<uint64_t>(clock_.NowMicros());
+  bus::KafkaOptions kafka = options_.kafka;
+  kafka.client_id = "flowsched-solver-worker";
+  FLOWSCHED_ASSIGN_OR_RETURN(producer_, bus::Producer::Create(kafka));
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      consumer_, bus::Consumer::Create(kafka, "flowsched-solver-worker"));
+  dead_letters_ = std::make_unique<bus::DeadLetterPublisher>(
+      *producer_, options_.topics.dead_letters, "solver-worker", &clock_);
+  FLOWSCHED_ASSIGN_OR_RETURN(placement_partitions_,
+                             producer_->PartitionCount(
+                                 options_.topics.placements,
+                                 kMetadataTimeoutMs));
+  // Only rounds cut from now on matter; older ones are superseded by the
+  // snapshot the resync request below asks for.
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      auto marks,
+      consumer_->Watermarks(options_.topics.rounds, 0, kMetadataTimeoutMs));
+  FLOWSCHED_RETURN_IF_ERROR(
+      consumer_->Assign({{options_.topics.rounds, 0, marks.second}}));
+  spdlog::info("solver worker epoch {} using {}; rounds from offset {}",
+               epoch_, solver_->name(), marks.second);
+  RequestResync("solver worker started");
+  return absl::OkStatus();
+}
+
+absl::Status SolverWorker::Run(const std::atomic<bool>& stop) {
+  int backoff_ms = 50;
+  while (!stop.load()) {
+    auto records = consumer_->Poll(64, options_.poll_timeout_ms);
+    if (!records.ok()) {
+      spdlog::warn("poll failed, retrying in {} ms: {}", backoff_ms,
+                   records.status().ToString());
+      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+      backoff_ms = std::min(backoff_ms * 2, 2000);
+      continue;
+    }
+    backoff_ms = 50;
+    for (const bus::Record& record : *records) HandleRoundRecord(record);
+    // Several queued rounds are applied in order, then solved once.
+    if (unsolved_) SolveAndPublish();
+    if (!synced_ && SteadyMicros() - last_resync_steady_us_ >
+                        int64_t{options_.resync_interval_ms} * 1000) {
+      RequestResync("still waiting for a snapshot");
+    }
+  }
+  producer_->Flush(kFlushTimeoutMs).IgnoreError();  // best effort at exit
+  spdlog::info("solver worker stopped after {} rounds", stats_.rounds_solved);
+  return absl::OkStatus();
+}
+
+void SolverWorker::HandleRoundRecord(const bus::Record& record) {
+  v1::SolverRound round;
+  if (!round.ParseFromString(record.value)) {
+    spdlog::warn("undecodable round at {}/{}@{}", record.topic,
+                 record.partition, record.offset);
+    dead_letters_
+        ->Publish(record, absl::InvalidArgumentError("undecodable SolverRound"))
+        .IgnoreError();  // logged; the record is skipped either way
+    return;
+  }
+  absl::Status applied = ApplyRound(round);
+  if (!applied.ok()) {
+    synced_ = false;
+    unsolved_ = false;
+    spdlog::warn("cannot apply round {}: {}", round.round_id(),
+                 applied.ToString());
+    RequestResync(std::string(applied.message()));
+  }
+}
+
+absl::Status SolverWorker::ApplyRound(const v1::SolverRound& round) {
+  if (round.snapshot()) {
+    flow::FlowNetwork fresh;
+    for (const v1::GraphChange& message : round.changes()) {
+      FLOWSCHED_ASSIGN_OR_RETURN(flow::GraphChange change,
+                                 codec::DecodeChange(message));
+      FLOWSCHED_RETURN_IF_ERROR(fresh.Apply(change));
+    }
+    network_ = std::move(fresh);
+  } else {
+    if (!synced_ || round.epoch() != graph_epoch_ ||
+        round.base_round_id() != round_id_) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "delta ", round.round_id(), " of epoch ", round.epoch(),
+          " builds on round ", round.base_round_id(), "; replica has round ",
+          round_id_, " of epoch ", graph_epoch_));
+    }
+    for (const v1::GraphChange& message : round.changes()) {
+      FLOWSCHED_ASSIGN_OR_RETURN(flow::GraphChange change,
+                                 codec::DecodeChange(message));
+      FLOWSCHED_RETURN_IF_ERROR(network_.Apply(change));
+    }
+  }
+  synced_ = true;
+  round_id_ = round.round_id();
+  graph_epoch_ = round.epoch();
+  unsolved_ = true;
+  return absl::OkStatus();
+}
+
+void SolverWorker::RequestResync(const std::string& reason) {
+  last_resync_steady_us_ = SteadyMicros();
+  v1::PlacementRecord record;
+  record.mutable_resync_request()->set_epoch(epoch_);
+  record.mutable_resync_request()->set_have_round_id(round_id_);
+  record.mutable_resync_request()->set_reason(reason);
+  absl::Status sent = producer_->Produce(options_.topics.placements, 0,
+                                         "resync", record.SerializeAsString());
+  if (sent.ok()) sent = producer_->Flush(kFlushTimeoutMs);
+  if (!sent.ok()) {
+    spdlog::warn("resync request not sent: {}", sent.ToString());
+    return;
+  }
+  ++stats_.resyncs_requested;
+}
+
+void SolverWorker::SolveAndPublish() {
+  unsolved_ = false;
+  solver::McmfProblem problem;
+  std::vector<flow::ArcSlot> arc_slots;
+  network_.ExportProblem(problem, arc_slots);
+  const int64_t start_us = SteadyMicros();
+  auto solution = solver_->Solve(problem);
+  const double solve_ms =
+      static_cast<double>(SteadyMicros() - start_us) / 1000.0;
+  absl::Status verdict = solution.ok() ? absl::OkStatus() : solution.status();
+  if (verdict.ok() && solution->outcome != solver::McmfOutcome::kOptimal) {
+    verdict = absl::InternalError("the network of the round is infeasible");
+  }
+  if (verdict.ok()) verdict = solver::CheckOptimalFlow(problem, *solution);
+  std::vector<flow::TaskPlacement> placements;
+  if (verdict.ok()) {
+    std::vector<int64_t> flow_by_slot(network_.arc_slot_count(), 0);
+    for (size_t i = 0; i < arc_slots.size(); ++i) {
+      flow_by_slot[arc_slots[i]] = solution->flow[i];
+    }
+    auto extracted = flow::ExtractPlacements(network_, flow_by_slot);
+    if (extracted.ok()) {
+      placements = std::move(*extracted);
+    } else {
+      verdict = extracted.status();
+    }
+  }
+  if (!verdict.ok()) {
+    // Guarantee 6: nothing unchecked is published. The graph manager times
+    // the round out and sends a snapshot.
+    ++stats_.rounds_rejected;
+    spdlog::error("round {} not published: {}", round_id_, verdict.ToString());
+    return;
+  }
+
+  const std::vector<Decision> decisions = BuildDecisions(network_, placements);
+  const auto partitions = static_cast<uint32_t>(placement_partitions_);
+  std::vector<uint32_t> per_partition(partitions, 0);
+  absl::Status sent;
+  for (const Decision& d : decisions) {
+    const uint64_t keyed_machine =
+        d.machine_id != 0 ? d.machine_id : d.previous_machine_id;
+    const auto partition = static_cast<uint32_t>(keyed_machine % partitions);
+    v1::PlacementRecord record;
+    v1::PlacementDecision* out = record.mutable_decision();
+    out->set_round_id(round_id_);
+    out->set_epoch(epoch_);
+    out->set_graph_epoch(graph_epoch_);
+    out->set_job_id(d.job_id);
+    out->set_task_id(d.task_id);
+    out->set_machine_id(d.machine_id);
+    out->set_action(ToProto(d.action));
+    out->set_previous_machine_id(d.previous_machine_id);
+    out->set_idempotency_key(IdempotencyKey(round_id_, d.task_id));
+    sent.Update(producer_->Produce(options_.topics.placements,
+                                   static_cast<int32_t>(partition),
+                                   absl::StrCat("machine/", keyed_machine),
+                                   record.SerializeAsString()));
+    ++per_partition[partition];
+  }
+  uint64_t placed = 0;
+  for (const auto& p : placements) placed += p.machine_id != 0;
+  for (uint32_t p = 0; p < partitions; ++p) {
+    v1::PlacementRecord record;
+    v1::RoundComplete* marker = record.mutable_round_complete();
+    marker->set_round_id(round_id_);
+    marker->set_epoch(epoch_);
+    marker->set_graph_epoch(graph_epoch_);
+    marker->set_partition(p);
+    marker->set_partition_decisions(per_partition[p]);
+    marker->set_total_decisions(static_cast<uint32_t>(decisions.size()));
+    marker->set_partition_count(partitions);
+    marker->set_total_cost(solution->total_cost);
+    marker->set_solve_ms(solve_ms);
+    marker->set_algorithm(solution->algorithm);
+    marker->set_tasks_placed(placed);
+    marker->set_tasks_unscheduled(placements.size() - placed);
+    sent.Update(producer_->Produce(options_.topics.placements,
+                                   static_cast<int32_t>(p), "round-complete",
+                                   record.SerializeAsString()));
+  }
+  sent.Update(producer_->Flush(kFlushTimeoutMs));
+  if (!sent.ok()) {
+    spdlog::warn("round {} publication incomplete: {}", round_id_,
+                 sent.ToString());
+    return;
+  }
+  ++stats_.rounds_solved;
+  stats_.decisions_published += decisions.size();
+  spdlog::info(
+      "round {}: {} nodes, {} arcs, cost {}, {} decisions, {} placed, "
+      "solve {:.2f} ms",
+      round_id_, network_.node_count(), network_.arc_count(),
+      solution->total_cost, decisions.size(), placed, solve_ms);
+}
+
+}  // namespace flowsched::solver_worker

@@ -1,0 +1,88 @@
+#pragma once
+
+// The solver worker service: mirrors the graph manager's flow network from
+// the rounds topic (snapshots and deltas), solves each round with a
+// min-cost flow algorithm, checks the result (feasible, optimal) and only
+// then publishes the round's decisions, keyed by machine, followed by a
+// RoundComplete marker in every placements partition.
+//
+// When it cannot apply a delta (it started late, missed a round, or the
+// graph manager restarted) it asks for a snapshot with a ResyncRequest.
+//
+// Lifecycle: Create() connects; Run() loops until the stop flag is set.
+// Thread-safety: single-threaded.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "services/bus/consumer.h"
+#include "services/bus/dead_letter_publisher.h"
+#include "services/bus/kafka_options.h"
+#include "services/bus/producer.h"
+#include "services/bus/topics.h"
+#include "services/common/clock.h"
+#include "services/flow/flow_network.h"
+#include "services/solver/mcmf_solver.h"
+
+namespace flowsched::v1 {
+class SolverRound;
+}
+
+namespace flowsched::solver_worker {
+
+struct SolverWorkerOptions {
+  bus::KafkaOptions kafka;
+  bus::TopicNames topics;
+  std::string algorithm = "ssp";
+  int poll_timeout_ms = 20;
+  int resync_interval_ms = 1000;  // at most one ResyncRequest per interval
+};
+
+struct SolverWorkerStats {
+  uint64_t rounds_solved = 0;
+  uint64_t rounds_rejected = 0;  // checker refused or solver failed
+  uint64_t resyncs_requested = 0;
+  uint64_t decisions_published = 0;
+};
+
+class SolverWorker {
+ public:
+  // InvalidArgument for an unknown algorithm; Unavailable if the brokers
+  // cannot be reached.
+  static absl::StatusOr<std::unique_ptr<SolverWorker>> Create(
+      SolverWorkerOptions options, const Clock& clock);
+
+  absl::Status Run(const std::atomic<bool>& stop);
+  [[nodiscard]] const SolverWorkerStats& stats() const { return stats_; }
+
+ private:
+  SolverWorker(SolverWorkerOptions options, const Clock& clock);
+  absl::Status Open();
+  void HandleRoundRecord(const bus::Record& record);
+  absl::Status ApplyRound(const v1::SolverRound& round);
+  void RequestResync(const std::string& reason);
+  void SolveAndPublish();
+
+  SolverWorkerOptions options_;
+  const Clock& clock_;
+  uint64_t epoch_ = 0;
+  std::unique_ptr<bus::Producer> producer_;
+  std::unique_ptr<bus::Consumer> consumer_;
+  std::unique_ptr<bus::DeadLetterPublisher> dead_letters_;
+  std::unique_ptr<solver::McmfSolver> solver_;
+  int32_t placement_partitions_ = 0;
+
+  flow::FlowNetwork network_;
+  bool synced_ = false;
+  uint64_t round_id_ = 0;     // the round the replica reflects
+  uint64_t graph_epoch_ = 0;  // the graph manager epoch that cut it
+  bool unsolved_ = false;
+  int64_t last_resync_steady_us_ = 0;
+  SolverWorkerStats stats_;
+};
+
+}  // namespace flowsched::solver_worker

@@ -1,0 +1,34 @@
+#pragma once
+
+// Flags every flowsched command shares, and how they resolve to a Kafka
+// connection: --brokers wins; otherwise the bootstrap file that the
+// embedded broker started by `flowsched up` wrote into the data directory.
+
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
+#include "services/bus/kafka_options.h"
+#include "services/bus/topics.h"
+
+namespace flowsched::tools {
+
+struct CommonFlags {
+  std::string brokers;
+  std::string data_dir = "flowsched-data";
+  std::string topic_prefix = "flowsched.";
+  bool legacy_broker = false;
+  std::vector<std::string> kafka_settings;  // key=value
+  std::string log_level = "info";
+};
+
+void AddCommonFlags(CLI::App& app, CommonFlags& flags);
+
+[[nodiscard]] std::string BootstrapFile(const CommonFlags& flags);
+// InvalidArgument for a malformed --kafka setting; NotFound when neither
+// --brokers nor a bootstrap file in the data directory names the brokers.
+absl::StatusOr<bus::KafkaOptions> ResolveKafka(const CommonFlags& flags);
+[[nodiscard]] bus::TopicNames Topics(const CommonFlags& flags);
+
+}  // namespace flowsched::tools

@@ -1,0 +1,31 @@
+#pragma once
+
+// Starting and stopping the local deployment of `flowsched up`: embedded
+// broker (unless --brokers points elsewhere), graph manager, solver worker,
+// each a detached process of this same executable with its log in
+// <data-dir>/logs and its pid in <data-dir>/pids.
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "tools/flowsched/common_flags.h"
+
+namespace flowsched::tools {
+
+struct UpOptions {
+  std::string policy = "load-spreading";
+  std::string algorithm = "ssp";
+  int start_timeout_ms = 30'000;
+};
+
+// FailedPrecondition if services of this data directory already run.
+absl::Status StartServices(const CommonFlags& flags, const UpOptions& options);
+absl::Status StopServices(const CommonFlags& flags);
+
+// "broker", "graph-manager", "solver-worker".
+const std::vector<std::string>& ServiceNames();
+// "running (pid N)", "not running" or "stopped (stale pid N)".
+std::string DescribeService(const CommonFlags& flags, const std::string& name);
+
+}  // namespace flowsched::tools

@@ -1,0 +1,81 @@
+// `flowsched up`, `flowsched down`, `flowsched status`: start the embedded
+// broker and both services in the background, stop them, report.
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
+#include "services/graph_manager/status_report.h"
+#include "tools/flowsched/commands.h"
+#include "tools/flowsched/lifecycle.h"
+#include "tools/flowsched/summary.h"
+
+namespace flowsched::tools {
+
+CommandMain AddUpCommand(CLI::App& app, CommonFlags& flags) {
+  auto* cmd = app.add_subcommand(
+      "up",
+      "Start the embedded broker (unless --brokers is given), the graph "
+      "manager and the solver worker in the background");
+  auto options = std::make_shared<UpOptions>();
+  cmd->add_option("--policy", options->policy, "Scheduling policy")
+      ->capture_default_str();
+  cmd->add_option("--algorithm", options->algorithm, "Solver algorithm")
+      ->capture_default_str();
+  return [&flags, options]() {
+    absl::Status status = StartServices(flags, *options);
+    if (!status.ok()) {
+      std::cerr << "flowsched up: " << status.message() << "\n";
+      return 1;
+    }
+    auto kafka = ResolveKafka(flags);
+    fmt::print("flowsched is up: brokers {}, data in {}, logs in {}/logs\n",
+               kafka.ok() ? kafka->brokers : "?", flags.data_dir,
+               flags.data_dir);
+    return 0;
+  };
+}
+
+CommandMain AddDownCommand(CLI::App& app, CommonFlags& flags) {
+  app.add_subcommand("down", "Stop what `flowsched up` started");
+  return [&flags]() {
+    absl::Status status = StopServices(flags);
+    if (!status.ok()) {
+      std::cerr << "flowsched down: " << status.message() << "\n";
+      return 1;
+    }
+    fmt::print("flowsched is down ({})\n", flags.data_dir);
+    return 0;
+  };
+}
+
+CommandMain AddStatusCommand(CLI::App& app, CommonFlags& flags) {
+  auto* cmd = app.add_subcommand(
+      "status", "Print the graph manager's status from <data-dir>/status.json");
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "Print the raw JSON");
+  return [&flags, json]() {
+    const std::string path = flags.data_dir + "/status.json";
+    auto status = graph_manager::ReadStatusFile(path);
+    if (!status.ok()) {
+      std::cerr << "flowsched status: " << status.status().message() << "\n";
+      return 1;
+    }
+    if (*json) {
+      std::ifstream in(path);
+      std::cout << in.rdbuf();
+    } else {
+      PrintSummary(*status, std::cout);
+      for (const std::string& name : ServiceNames()) {
+        fmt::print("  {:<17} {}\n", name, DescribeService(flags, name));
+      }
+    }
+    return 0;
+  };
+}
+
+}  // namespace flowsched::tools

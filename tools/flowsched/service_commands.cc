@@ -1,0 +1,129 @@
+// `flowsched broker`, `flowsched graph-manager`, `flowsched solver-worker`:
+// the long-running processes, normally started by `flowsched up`.
+
+#include <cstdio>
+#include <filesystem>
+
+#include "services/bus/embedded_broker.h"
+#include "services/common/clock.h"
+#include "services/common/logging.h"
+#include "services/graph_manager/graph_manager.h"
+#include "services/solver_worker/solver_worker.h"
+#include "spdlog/spdlog.h"
+#include "tools/flowsched/commands.h"
+#include "tools/flowsched/stop_signal.h"
+
+namespace flowsched::tools {
+
+CommandMain AddBrokerCommand(CLI::App& app, CommonFlags& flags) {
+  auto* cmd = app.add_subcommand(
+      "broker",
+      "Run the embedded Kafka broker (librdkafka's mock cluster) on "
+      "127.0.0.1 until SIGTERM; writes <data-dir>/bootstrap");
+  auto broker_count = std::make_shared<int>(3);
+  cmd->add_option("--broker-count", *broker_count, "Number of brokers")
+      ->check(CLI::Range(1, 9))
+      ->capture_default_str();
+  return [&flags, broker_count]() {
+    InitLogging("broker", flags.log_level);
+    const auto& stop = InstallStopHandlers();
+    std::error_code ec;
+    std::filesystem::create_directories(flags.data_dir, ec);
+    bus::EmbeddedBrokerOptions options;
+    options.broker_count = *broker_count;
+    options.topics = Topics(flags);
+    options.bootstrap_file = BootstrapFile(flags);
+    absl::Status status = bus::ServeEmbeddedBroker(options, stop);
+    if (!status.ok()) {
+      spdlog::error("broker failed: {}", status.ToString());
+      return 1;
+    }
+    return 0;
+  };
+}
+
+CommandMain AddGraphManagerCommand(CLI::App& app, CommonFlags& flags) {
+  auto* cmd = app.add_subcommand(
+      "graph-manager",
+      "Run the graph manager: events -> cluster state -> flow network -> "
+      "rounds; applies decisions");
+  auto options = std::make_shared<graph_manager::GraphManagerOptions>();
+  cmd->add_option("--policy", options->policy, "Scheduling policy")
+      ->capture_default_str();
+  cmd->add_option("--round-timeout-ms", options->round_timeout_ms,
+                  "Re-cut a round as a snapshot when its results take longer")
+      ->check(CLI::Range(100, 3'600'000))
+      ->capture_default_str();
+  cmd->add_option("--max-batch", options->max_batch_records,
+                  "Records applied per RocksDB batch")
+      ->check(CLI::Range(1, 1'000'000))
+      ->capture_default_str();
+  cmd->add_option("--max-tasks-per-job", options->limits.max_tasks_per_job,
+                  "Jobs with more tasks are rejected")
+      ->check(CLI::Range(1, 10'000'000))
+      ->capture_default_str();
+  cmd->add_option("--max-task-slots", options->limits.max_task_slots,
+                  "Machines with more slots are rejected")
+      ->check(CLI::Range(1, 100'000))
+      ->capture_default_str();
+  return [&flags, options]() {
+    InitLogging("graph-manager", flags.log_level);
+    const auto& stop = InstallStopHandlers();
+    auto kafka = ResolveKafka(flags);
+    if (!kafka.ok()) {
+      spdlog::error("{}", kafka.status().ToString());
+      return 2;
+    }
+    options->kafka = *kafka;
+    options->topics = Topics(flags);
+    options->data_dir = flags.data_dir;
+    SystemClock clock;
+    auto manager = graph_manager::GraphManager::Create(*options, clock);
+    if (!manager.ok()) {
+      spdlog::error("graph manager cannot start: {}",
+                    manager.status().ToString());
+      return 1;
+    }
+    absl::Status status = (*manager)->Run(stop);
+    if (!status.ok()) {
+      spdlog::error("graph manager stopped: {}", status.ToString());
+      return 1;
+    }
+    return 0;
+  };
+}
+
+CommandMain AddSolverWorkerCommand(CLI::App& app, CommonFlags& flags) {
+  auto* cmd = app.add_subcommand(
+      "solver-worker",
+      "Run the solver worker: rounds -> min-cost flow -> checked placements");
+  auto options = std::make_shared<solver_worker::SolverWorkerOptions>();
+  cmd->add_option("--algorithm", options->algorithm, "Min-cost flow algorithm")
+      ->capture_default_str();
+  return [&flags, options]() {
+    InitLogging("solver-worker", flags.log_level);
+    const auto& stop = InstallStopHandlers();
+    auto kafka = ResolveKafka(flags);
+    if (!kafka.ok()) {
+      spdlog::error("{}", kafka.status().ToString());
+      return 2;
+    }
+    options->kafka = *kafka;
+    options->topics = Topics(flags);
+    SystemClock clock;
+    auto worker = solver_worker::SolverWorker::Create(*options, clock);
+    if (!worker.ok()) {
+      spdlog::error("solver worker cannot start: {}",
+                    worker.status().ToString());
+      return 1;
+    }
+    absl::Status status = (*worker)->Run(stop);
+    if (!status.ok()) {
+      spdlog::error("solver worker stopped: {}", status.ToString());
+      return 1;
+    }
+    return 0;
+  };
+}
+
+}  // namespace flowsched::tools
