@@ -71,8 +71,11 @@ absl::StatusOr<std::unique_ptr<Consumer>> Consumer::Create(
                                     {"enable.auto.offset.store", "false"},
                                     {"auto.offset.reset", "earliest"},
                                     // Latency matters more than batching
-                                    // for scheduler events.
-                                    {"fetch.wait.max.ms", "100"},
+                                    // for scheduler events: a placement
+                                    // round trip crosses two fetches, and
+                                    // the mock broker holds an empty fetch
+                                    // for the full wait.
+                                    {"fetch.wait.max.ms", "10"},
                                     {"fetch.error.backoff.ms", "100"},
                                     {"reconnect.backoff.ms", "100"},
                                     {"reconnect.backoff.max.ms", "2000"},

@@ -55,6 +55,11 @@ void EncodeChange(const GraphChange& change, v1::GraphChange& out) {
       arc->set_dst(change.dst);
       arc->set_capacity(change.capacity);
       arc->set_cost(change.cost);
+      for (const flow::ArcSegment& piece : change.extra_segments) {
+        v1::ArcSegment* out_piece = arc->add_extra_segments();
+        out_piece->set_capacity(piece.capacity);
+        out_piece->set_cost(piece.cost);
+      }
       break;
     }
     case GraphChange::Type::kRemoveArc:
@@ -91,11 +96,21 @@ absl::StatusOr<GraphChange> DecodeChange(const v1::GraphChange& message) {
       const v1::Arc& arc = message.add_arc();
       if (auto s = CheckId(arc.src()); !s.ok()) return s;
       if (auto s = CheckId(arc.dst()); !s.ok()) return s;
-      return GraphChange{.type = GraphChange::Type::kSetArc,
+      if (static_cast<size_t>(arc.extra_segments_size()) >
+          flow::kMaxArcSegments) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "arc ", arc.src(), "->", arc.dst(), " has ",
+            arc.extra_segments_size(), " pieces"));
+      }
+      GraphChange change{.type = GraphChange::Type::kSetArc,
                          .src = arc.src(),
                          .dst = arc.dst(),
                          .capacity = arc.capacity(),
                          .cost = arc.cost()};
+      for (const v1::ArcSegment& piece : arc.extra_segments()) {
+        change.extra_segments.push_back({piece.capacity(), piece.cost()});
+      }
+      return change;
     }
     case v1::GraphChange::kRemoveArc: {
       const v1::ArcRef& arc = message.remove_arc();

@@ -24,7 +24,8 @@ TEST(RoundCodecTest, EveryChangeTypeRoundTripsThroughBytes) {
        .data = {.kind = flow::NodeKind::kTask, .supply = 1, .entity_id = 77}},
       {.type = GraphChange::Type::kRemoveNode, .node = 9},
       {.type = GraphChange::Type::kSetArc,
-       .src = 4, .dst = 2, .capacity = 5, .cost = -12},
+       .src = 4, .dst = 2, .capacity = 5, .cost = -12,
+       .extra_segments = {{2, -3}, {7, 40}}},
       {.type = GraphChange::Type::kRemoveArc, .src = 4, .dst = 2},
   };
   for (const GraphChange& change : changes) {
@@ -43,6 +44,7 @@ TEST(RoundCodecTest, EveryChangeTypeRoundTripsThroughBytes) {
       EXPECT_EQ(decoded->dst, change.dst);
       EXPECT_EQ(decoded->capacity, change.capacity);
       EXPECT_EQ(decoded->cost, change.cost);
+      EXPECT_EQ(decoded->extra_segments, change.extra_segments);
     } else {
       EXPECT_EQ(*decoded, change);
     }

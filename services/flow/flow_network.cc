@@ -136,7 +136,8 @@ absl::Status FlowNetwork::RemoveNode(NodeId id) {
 }
 
 absl::Status FlowNetwork::SetArc(NodeId src, NodeId dst, int64_t capacity,
-                                 int64_t cost) {
+                                 int64_t cost,
+                                 std::span<const ArcSegment> extra_segments) {
   if (!IsLive(src) || !IsLive(dst)) {
     return absl::FailedPreconditionError(
         absl::StrCat("arc ", src, "->", dst, " names an unknown node"));
@@ -151,12 +152,40 @@ absl::Status FlowNetwork::SetArc(NodeId src, NodeId dst, int64_t capacity,
         absl::StrCat("arc ", src, "->", dst, " capacity ", capacity, " cost ",
                      cost, " is out of range"));
   }
+  if (extra_segments.size() > kMaxArcSegments) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("arc ", src, "->", dst, " has ", extra_segments.size(),
+                     " extra pieces; the limit is ", kMaxArcSegments));
+  }
+  int64_t total_capacity = capacity;
+  int64_t previous_cost = cost;
+  for (const ArcSegment& piece : extra_segments) {
+    if (piece.capacity < 0 || piece.cost > solver::kMaxArcCost ||
+        piece.cost < previous_cost) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "arc ", src, "->", dst, " piece (capacity ", piece.capacity,
+          ", cost ", piece.cost, ") is out of range or cheaper than the "
+          "piece before it"));
+    }
+    previous_cost = piece.cost;
+    total_capacity += piece.capacity;
+    if (total_capacity > solver::kMaxArcCapacity) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "arc ", src, "->", dst, " capacity exceeds ",
+          solver::kMaxArcCapacity));
+    }
+  }
   auto [it, inserted] = arc_index_.try_emplace(ArcKey(src, dst), kNil);
   if (!inserted) {
     ArcEntry& arc = arcs_[it->second];
-    if (arc.capacity == capacity && arc.cost == cost) return absl::OkStatus();
+    if (arc.capacity == capacity && arc.cost == cost &&
+        std::equal(arc.extra.begin(), arc.extra.end(), extra_segments.begin(),
+                   extra_segments.end())) {
+      return absl::OkStatus();
+    }
     arc.capacity = capacity;
     arc.cost = cost;
+    arc.extra.assign(extra_segments.begin(), extra_segments.end());
   } else {
     ArcSlot slot = kNil;
     while (!free_arcs_.empty()) {
@@ -173,6 +202,7 @@ absl::Status FlowNetwork::SetArc(NodeId src, NodeId dst, int64_t capacity,
     it->second = slot;
     ArcEntry& arc = arcs_[slot];
     arc = ArcEntry{.src = src, .dst = dst, .capacity = capacity, .cost = cost,
+                   .extra = {extra_segments.begin(), extra_segments.end()},
                    .prev_out = kNil, .next_out = nodes_[src].first_out,
                    .prev_in = kNil, .next_in = nodes_[dst].first_in,
                    .live = true};
@@ -181,8 +211,12 @@ absl::Status FlowNetwork::SetArc(NodeId src, NodeId dst, int64_t capacity,
     nodes_[src].first_out = slot;
     nodes_[dst].first_in = slot;
   }
-  Record({.type = GraphChange::Type::kSetArc, .src = src, .dst = dst,
-          .capacity = capacity, .cost = cost});
+  if (record_changes_) {
+    changes_.push_back({.type = GraphChange::Type::kSetArc, .src = src,
+                        .dst = dst, .capacity = capacity, .cost = cost,
+                        .extra_segments = {extra_segments.begin(),
+                                           extra_segments.end()}});
+  }
   return absl::OkStatus();
 }
 
@@ -207,7 +241,8 @@ absl::Status FlowNetwork::Apply(const GraphChange& change) {
       return UpdateNode(change.node, change.data.supply,
                         change.data.running_on);
     case GraphChange::Type::kSetArc:
-      return SetArc(change.src, change.dst, change.capacity, change.cost);
+      return SetArc(change.src, change.dst, change.capacity, change.cost,
+                    change.extra_segments);
     case GraphChange::Type::kRemoveArc:
       return RemoveArc(change.src, change.dst);
   }
@@ -231,7 +266,7 @@ std::vector<GraphChange> FlowNetwork::SnapshotChanges() const {
     if (arc.live) {
       out.push_back({.type = GraphChange::Type::kSetArc, .src = arc.src,
                      .dst = arc.dst, .capacity = arc.capacity,
-                     .cost = arc.cost});
+                     .cost = arc.cost, .extra_segments = arc.extra});
     }
   }
   return out;
@@ -241,7 +276,8 @@ std::optional<ArcView> FlowNetwork::FindArc(NodeId src, NodeId dst) const {
   auto it = arc_index_.find(ArcKey(src, dst));
   if (it == arc_index_.end()) return std::nullopt;
   const ArcEntry& arc = arcs_[it->second];
-  return ArcView{it->second, arc.src, arc.dst, arc.capacity, arc.cost};
+  return ArcView{it->second, arc.src, arc.dst, arc.capacity, arc.cost,
+                 arc.extra};
 }
 
 void FlowNetwork::ForEachOutArc(
@@ -250,7 +286,7 @@ void FlowNetwork::ForEachOutArc(
   for (uint32_t slot = nodes_[id].first_out; slot != kNil;) {
     const ArcEntry& arc = arcs_[slot];
     const uint32_t next = arc.next_out;
-    fn(ArcView{slot, arc.src, arc.dst, arc.capacity, arc.cost});
+    fn(ArcView{slot, arc.src, arc.dst, arc.capacity, arc.cost, arc.extra});
     slot = next;
   }
 }
@@ -261,7 +297,7 @@ void FlowNetwork::ForEachInArc(
   for (uint32_t slot = nodes_[id].first_in; slot != kNil;) {
     const ArcEntry& arc = arcs_[slot];
     const uint32_t next = arc.next_in;
-    fn(ArcView{slot, arc.src, arc.dst, arc.capacity, arc.cost});
+    fn(ArcView{slot, arc.src, arc.dst, arc.capacity, arc.cost, arc.extra});
     slot = next;
   }
 }
@@ -289,6 +325,10 @@ void FlowNetwork::ExportProblem(solver::McmfProblem& problem,
     if (!arc.live) continue;
     problem.arcs.push_back({arc.src, arc.dst, arc.capacity, arc.cost});
     arc_slots.push_back(slot);
+    for (const ArcSegment& piece : arc.extra) {
+      problem.arcs.push_back({arc.src, arc.dst, piece.capacity, piece.cost});
+      arc_slots.push_back(slot);
+    }
   }
 }
 

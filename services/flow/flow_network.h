@@ -16,6 +16,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -31,8 +32,9 @@ struct ArcView {
   ArcSlot slot;
   NodeId src;
   NodeId dst;
-  int64_t capacity;
-  int64_t cost;
+  int64_t capacity;  // of the first piece
+  int64_t cost;      // of the first piece
+  std::span<const ArcSegment> extra_segments;  // valid during the callback
 };
 
 class FlowNetwork {
@@ -58,10 +60,13 @@ class FlowNetwork {
   // Removes the node and every arc at it (recorded as arc removals followed
   // by the node removal). FailedPrecondition if dead.
   absl::Status RemoveNode(NodeId id);
-  // Adds the arc or sets its capacity and cost. FailedPrecondition if an
-  // end is dead; InvalidArgument for a self-loop, negative capacity or
-  // values beyond solver::kMaxArcCost / kMaxArcCapacity.
-  absl::Status SetArc(NodeId src, NodeId dst, int64_t capacity, int64_t cost);
+  // Adds the arc or sets its capacity and cost, and optionally further
+  // convex pieces. FailedPrecondition if an end is dead; InvalidArgument
+  // for a self-loop, negative capacity, values beyond solver::kMaxArcCost /
+  // kMaxArcCapacity, more than kMaxArcSegments pieces, or a piece cheaper
+  // than the one before it.
+  absl::Status SetArc(NodeId src, NodeId dst, int64_t capacity, int64_t cost,
+                      std::span<const ArcSegment> extra_segments = {});
   // FailedPrecondition if there is no such arc.
   absl::Status RemoveArc(NodeId src, NodeId dst);
   // Applies one change with the checks above.
@@ -97,8 +102,9 @@ class FlowNetwork {
   [[nodiscard]] int64_t total_supply() const { return total_supply_; }
 
   // Writes the network as a dense problem: one solver node per node slot
-  // (dead slots have zero supply and no arcs) and one solver arc per live
-  // arc, in slot order; `arc_slots[i]` is the slot of problem arc i.
+  // (dead slots have zero supply and no arcs) and one solver arc per piece
+  // of each live arc, in slot order; `arc_slots[i]` is the slot of problem
+  // arc i (several problem arcs share the slot of a convex arc).
   void ExportProblem(solver::McmfProblem& problem,
                      std::vector<ArcSlot>& arc_slots) const;
 
@@ -114,6 +120,7 @@ class FlowNetwork {
     NodeId dst = kNoNode;
     int64_t capacity = 0;
     int64_t cost = 0;
+    std::vector<ArcSegment> extra;
     uint32_t prev_out = kNil, next_out = kNil;
     uint32_t prev_in = kNil, next_in = kNil;
     bool live = false;

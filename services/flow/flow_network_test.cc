@@ -113,6 +113,31 @@ TEST(FlowNetworkTest, ReplicaFollowsDeltasAndSnapshots) {
   EXPECT_EQ(from_snapshot.total_supply(), 1);
 }
 
+TEST(FlowNetworkTest, ConvexArcsExportAsParallelPiecesAndRejectConcavity) {
+  FlowNetwork net;
+  net.set_record_changes(true);
+  NodeId a = net.AddNode(Task(1));
+  NodeId s = net.AddNode({.kind = NodeKind::kSink, .supply = -1});
+  const std::vector<ArcSegment> pieces = {{1, 5}, {3, 9}};
+  ASSERT_THAT(net.SetArc(a, s, 1, 2, pieces), IsOk());
+  solver::McmfProblem problem;
+  std::vector<ArcSlot> slots;
+  net.ExportProblem(problem, slots);
+  ASSERT_EQ(problem.arcs.size(), 3u);
+  EXPECT_EQ(problem.arcs[2].capacity, 3);
+  EXPECT_EQ(problem.arcs[2].cost, 9);
+  EXPECT_EQ(slots[0], slots[2]);
+  net.TakeChanges();
+  ASSERT_THAT(net.SetArc(a, s, 1, 2, pieces), IsOk());
+  EXPECT_FALSE(net.has_changes());  // same pieces: no change
+  const std::vector<ArcSegment> concave = {{1, 1}};
+  EXPECT_THAT(net.SetArc(a, s, 1, 2, concave),
+              StatusIs(absl::StatusCode::kInvalidArgument, "cheaper"));
+  const std::vector<ArcSegment> too_many(kMaxArcSegments + 1, {1, 3});
+  EXPECT_THAT(net.SetArc(a, s, 1, 2, too_many),
+              StatusIs(absl::StatusCode::kInvalidArgument, "limit"));
+}
+
 TEST(FlowNetworkTest, ExportSkipsDeadSlots) {
   FlowNetwork net;
   NodeId a = net.AddNode(Task(1));

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 namespace flowsched::flow {
 
@@ -36,6 +37,18 @@ struct NodeData {
   bool operator==(const NodeData&) const = default;
 };
 
+// One further piece of a convex arc: `capacity` more units at `cost` each.
+// An arc's first piece is its plain capacity and cost; further pieces cost
+// at least as much as the one before, so the k-th unit of flow over the arc
+// costs what the policy meant (e.g. load spreading's k-th task on a
+// machine). Pieces export as parallel solver arcs.
+struct ArcSegment {
+  int64_t capacity = 0;
+  int64_t cost = 0;
+  bool operator==(const ArcSegment&) const = default;
+};
+inline constexpr size_t kMaxArcSegments = 64;
+
 struct GraphChange {
   enum class Type : uint8_t {
     kAddNode,     // node, data
@@ -51,6 +64,7 @@ struct GraphChange {
   NodeId dst = kNoNode;
   int64_t capacity = 0;
   int64_t cost = 0;
+  std::vector<ArcSegment> extra_segments;  // kSetArc: convex pieces
   bool operator==(const GraphChange&) const = default;
 };
 

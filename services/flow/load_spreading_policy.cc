@@ -1,5 +1,6 @@
 #include "services/flow/load_spreading_policy.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -33,9 +34,21 @@ absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
     }
     const NodeId node = builder.EnsureMachineNode(machine_id);
     const auto slots = static_cast<int64_t>(machine->task_slots);
+    const auto running = static_cast<int64_t>(machine->running.size());
+    // The k-th new task on this machine costs per_task_cost * (running + k),
+    // so one round spreads a burst of tasks instead of filling machines in
+    // arbitrary order. Beyond kMaxArcSegments the last piece takes the rest.
+    const int64_t free_slots = std::max<int64_t>(0, slots - running);
+    const int64_t pieces =
+        std::min<int64_t>(free_slots, static_cast<int64_t>(kMaxArcSegments));
+    std::vector<ArcSegment> extra;
+    for (int64_t k = 1; k < pieces; ++k) {
+      extra.push_back({k + 1 == pieces ? free_slots - k : 1,
+                       params_.per_task_cost * (running + k)});
+    }
     FLOWSCHED_RETURN_IF_ERROR(network.SetArc(
-        aggregator, node, slots,
-        params_.per_task_cost * static_cast<int64_t>(machine->running.size())));
+        aggregator, node, pieces == 0 ? 0 : 1, params_.per_task_cost * running,
+        extra));
     FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, {{sink, slots, 0}}));
   }
   for (TaskId task_id : changes.tasks) {

@@ -4,8 +4,13 @@
 // every waiting task has an arc to the cluster aggregator X, and the arc
 // from X to each machine costs in proportion to the tasks already running
 // there, so a machine only takes more tasks once the others have as many.
+// Firmament's single arc per machine spreads only across rounds; here the
+// arc is convex (one piece per further task), so a burst submitted in one
+// round spreads too.
 //
-//   task --(0)--> X --(per_task_cost * running(m), slots)--> M --(slots)--> S
+//   task --(0)--> X --(convex: k-th new task costs
+//                       per_task_cost * (running(m) + k), free slots)--> M
+//   M --(slots)--> S
 //   task --(unscheduled_cost)--> U_job --(tasks of job)--> S
 //   running task --(0)--> its machine; --(preemption_cost)--> U_job
 //

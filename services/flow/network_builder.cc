@@ -145,7 +145,8 @@ absl::Status NetworkBuilder::SetOutArcs(NodeId node,
   }
   for (const DesiredArc& arc : desired) {
     FLOWSCHED_RETURN_IF_ERROR(
-        network_.SetArc(node, arc.dst, arc.capacity, arc.cost));
+        network_.SetArc(node, arc.dst, arc.capacity, arc.cost,
+                        arc.extra_segments));
   }
   return absl::OkStatus();
 }

@@ -24,6 +24,7 @@ struct DesiredArc {
   NodeId dst = kNoNode;
   int64_t capacity = 0;
   int64_t cost = 0;
+  std::vector<ArcSegment> extra_segments;
 };
 
 class NetworkBuilder {

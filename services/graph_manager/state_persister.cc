@@ -87,6 +87,11 @@ void StageNetwork(const std::vector<flow::GraphChange>& network_changes,
       record.mutable_arc()->set_dst(dst);
       record.mutable_arc()->set_capacity(arc->capacity);
       record.mutable_arc()->set_cost(arc->cost);
+      for (const flow::ArcSegment& piece : arc->extra_segments) {
+        v1::ArcSegment* out = record.mutable_arc()->add_extra_segments();
+        out->set_capacity(piece.capacity);
+        out->set_cost(piece.cost);
+      }
       batch.Put(storage::ArcKey(src, dst), record.SerializeAsString());
     } else {
       batch.Delete(storage::ArcKey(src, dst));
@@ -147,8 +152,13 @@ absl::Status RestoreState(const storage::StateStore& store,
           return absl::DataLossError("stored arc record does not parse");
         }
         const v1::Arc& arc = record.arc();
-        absl::Status status =
-            network.SetArc(arc.src(), arc.dst(), arc.capacity(), arc.cost());
+        std::vector<flow::ArcSegment> pieces;
+        for (const v1::ArcSegment& piece : arc.extra_segments()) {
+          pieces.push_back({piece.capacity(), piece.cost()});
+        }
+        absl::Status status = network.SetArc(arc.src(), arc.dst(),
+                                             arc.capacity(), arc.cost(),
+                                             pieces);
         if (!status.ok()) {
           return absl::DataLossError(absl::StrCat(
               "stored arc ", arc.src(), "->", arc.dst(),

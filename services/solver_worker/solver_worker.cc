@@ -186,7 +186,8 @@ void SolverWorker::SolveAndPublish() {
   if (verdict.ok()) {
     std::vector<int64_t> flow_by_slot(network_.arc_slot_count(), 0);
     for (size_t i = 0; i < arc_slots.size(); ++i) {
-      flow_by_slot[arc_slots[i]] = solution->flow[i];
+      // Pieces of a convex arc share its slot.
+      flow_by_slot[arc_slots[i]] += solution->flow[i];
     }
     auto extracted = flow::ExtractPlacements(network_, flow_by_slot);
     if (extracted.ok()) {

@@ -28,10 +28,11 @@ struct DemoOptions {
   bool keep_running = false;
 };
 
-// Waits until the graph manager reports `expected` tasks, all placed.
-// Prints progress once a second.
-bool WaitForPlacement(const CommonFlags& flags, uint64_t expected,
-                      int timeout_s) {
+// Waits until the graph manager has applied all `submitted` tasks and
+// reports `expected` tasks in the cluster, all placed. Prints progress once
+// a second.
+bool WaitForPlacement(const CommonFlags& flags, uint64_t submitted,
+                      uint64_t expected, int timeout_s) {
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   auto next_report = std::chrono::steady_clock::now();
@@ -45,7 +46,8 @@ bool WaitForPlacement(const CommonFlags& flags, uint64_t expected,
                    status->rounds_completed());
         next_report += std::chrono::seconds(1);
       }
-      if (status->tasks() == expected && status->tasks_running() == expected &&
+      if (status->tasks_submitted() == submitted &&
+          status->tasks() == expected && status->tasks_running() == expected &&
           !status->round_in_flight()) {
         return true;
       }
@@ -104,7 +106,7 @@ int RunDemo(CommonFlags& flags, const DemoOptions& options) {
                spec.jobs * spec.tasks_per_job);
     absl::Status sent = SubmitEvents(**producer, topic, wave1);
     const uint64_t wave1_tasks = spec.jobs * spec.tasks_per_job;
-    ok = sent.ok() && WaitForPlacement(flags, wave1_tasks,
+    ok = sent.ok() && WaitForPlacement(flags, wave1_tasks, wave1_tasks,
                                        options.wait_seconds);
     if (ok) {
       // Wave 2: a third of the jobs finish, as many new tasks arrive.
@@ -121,8 +123,9 @@ int RunDemo(CommonFlags& flags, const DemoOptions& options) {
                  finished_jobs * spec.tasks_per_job,
                  finished_jobs * spec.tasks_per_job);
       sent = SubmitEvents(**producer, topic, wave2);
-      ok = sent.ok() && WaitForPlacement(flags, wave1_tasks,
-                                         options.wait_seconds);
+      ok = sent.ok() &&
+           WaitForPlacement(flags, wave1_tasks + finished_jobs * spec.tasks_per_job,
+                            wave1_tasks, options.wait_seconds);
     }
     if (!sent.ok()) std::cerr << "flowsched demo: " << sent.message() << "\n";
   }
