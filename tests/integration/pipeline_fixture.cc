@@ -1,0 +1,120 @@
+#include "tests/integration/pipeline_fixture.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "services/graph_manager/status_report.h"
+
+namespace flowsched::testing {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+}  // namespace
+
+void PipelineTest::SetUp() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  dir_ = (std::filesystem::temp_directory_path() /
+          (std::string("flowsched-it-") + info->name() + "-" +
+           std::to_string(::getpid())))
+             .string();
+  std::filesystem::remove_all(dir_);
+  std::filesystem::create_directories(dir_ + "/cmd");
+  CommandResult up = Flowsched("up");
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+}
+
+void PipelineTest::TearDown() {
+  CommandResult down = Flowsched("down");
+  EXPECT_EQ(down.exit_code, 0) << down.out << down.err;
+  if (HasFailure()) {
+    for (const char* name : {"broker", "graph-manager", "solver-worker"}) {
+      std::string log = ReadFile(dir_ + "/logs/" + name + ".log");
+      if (log.size() > 6000) log = log.substr(log.size() - 6000);
+      std::cerr << "---- " << name << ".log (tail) ----\n" << log << "\n";
+    }
+  } else {
+    std::filesystem::remove_all(dir_);
+  }
+}
+
+CommandResult PipelineTest::Shell(const std::string& command_line,
+                                  const std::string& input) {
+  const std::string base =
+      dir_ + "/cmd/" + std::to_string(++command_counter_);
+  {
+    std::ofstream in(base + ".in");
+    in << input;
+  }
+  const std::string line = command_line + " < " + base + ".in > " + base +
+                           ".out 2> " + base + ".err";
+  const int raw = std::system(line.c_str());
+  CommandResult result;
+  result.exit_code = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  result.out = ReadFile(base + ".out");
+  result.err = ReadFile(base + ".err");
+  return result;
+}
+
+CommandResult PipelineTest::Flowsched(const std::string& args,
+                                      const std::string& input) {
+  return Shell(std::string(FLOWSCHED_BINARY) + " " + args + " --data-dir " +
+                   dir_,
+               input);
+}
+
+void PipelineTest::Submit(const std::string& json_lines) {
+  CommandResult result = Flowsched("submit -", json_lines);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+}
+
+v1::GraphManagerStatus PipelineTest::WaitForStatus(
+    const std::function<bool(const v1::GraphManagerStatus&)>& done,
+    int timeout_s, const std::string& what) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  v1::GraphManagerStatus last;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto status = graph_manager::ReadStatusFile(dir_ + "/status.json");
+    if (status.ok()) {
+      last = *status;
+      if (done(last)) return last;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ADD_FAILURE() << "timed out after " << timeout_s << " s waiting for "
+                << what << "; last status: " << last.ShortDebugString();
+  return last;
+}
+
+std::map<uint64_t, uint64_t> PipelineTest::TaskPlacements() {
+  CommandResult result = Flowsched("inspect tasks");
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  std::map<uint64_t, uint64_t> placements;
+  std::istringstream lines(result.out);
+  std::string header;
+  std::getline(lines, header);
+  uint64_t task = 0, job = 0, machine = 0;
+  while (lines >> task >> job >> machine) placements[task] = machine;
+  return placements;
+}
+
+std::string PipelineTest::Bootstrap() const {
+  std::string line;
+  std::ifstream in(dir_ + "/bootstrap");
+  std::getline(in, line);
+  return line;
+}
+
+}  // namespace flowsched::testing

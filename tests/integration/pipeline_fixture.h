@@ -1,0 +1,50 @@
+#pragma once
+
+// Runs the real flowsched processes for a test: `flowsched up` on a fresh
+// data directory (embedded broker, graph manager, solver worker as separate
+// processes on 127.0.0.1), helpers to call the CLI and kcat, and
+// `flowsched down` afterwards. Logs are printed when a test failed.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "flowsched/v1/status.pb.h"
+#include "gtest/gtest.h"
+
+namespace flowsched::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+class PipelineTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  // Runs `flowsched <args> --data-dir <dir>` with `input` on stdin.
+  CommandResult Flowsched(const std::string& args,
+                          const std::string& input = "");
+  // Runs a shell command line as is.
+  CommandResult Shell(const std::string& command_line,
+                      const std::string& input = "");
+  // Submits JSON lines; expects success.
+  void Submit(const std::string& json_lines);
+  // Polls status.json until `done` holds; fails the test after timeout.
+  v1::GraphManagerStatus WaitForStatus(
+      const std::function<bool(const v1::GraphManagerStatus&)>& done,
+      int timeout_s, const std::string& what);
+  // task id -> machine id (0 while waiting), read from the graph manager's
+  // RocksDB through `flowsched inspect tasks`.
+  std::map<uint64_t, uint64_t> TaskPlacements();
+  [[nodiscard]] std::string Bootstrap() const;
+
+  std::string dir_;
+  int command_counter_ = 0;
+};
+
+}  // namespace flowsched::testing
