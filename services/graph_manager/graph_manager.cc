@@ -324,43 +324,70 @@ void GraphManager::CheckRoundTimeout() {
 absl::Status GraphManager::MaybeCutRound() {
   if (collector_.expecting()) return absl::OkStatus();
   if (!need_snapshot_ && pending_changes_.empty()) return absl::OkStatus();
+  if (SteadyMicros() < next_publish_steady_us_) return absl::OkStatus();
 
-  v1::SolverRound round;
   const uint64_t round_id = meta_.next_round_id();
-  round.set_round_id(round_id);
-  round.set_epoch(meta_.epoch());
-  round.set_snapshot(need_snapshot_);
-  round.set_base_round_id(meta_.last_published_round_id());
-  round.set_cut_time_us(clock_.NowMicros());
-  const std::vector<flow::GraphChange> snapshot =
-      need_snapshot_ ? network_.SnapshotChanges()
-                     : std::vector<flow::GraphChange>{};
-  for (const flow::GraphChange& change :
-       need_snapshot_ ? snapshot : pending_changes_) {
-    codec::EncodeChange(change, *round.add_changes());
+  const bool snapshot = need_snapshot_;
+  v1::SolverRound header;
+  header.set_round_id(round_id);
+  header.set_epoch(meta_.epoch());
+  header.set_snapshot(snapshot);
+  header.set_base_round_id(meta_.last_published_round_id());
+  header.set_cut_time_us(clock_.NowMicros());
+  const std::vector<flow::GraphChange> snapshot_changes =
+      snapshot ? network_.SnapshotChanges() : std::vector<flow::GraphChange>{};
+  const std::vector<flow::GraphChange>& changes =
+      snapshot ? snapshot_changes : pending_changes_;
+
+  // Cut the changes into records below the size limit, then number them.
+  std::vector<v1::SolverRound> parts(1, header);
+  size_t part_bytes = header.ByteSizeLong();
+  for (const flow::GraphChange& change : changes) {
+    v1::GraphChange encoded;
+    codec::EncodeChange(change, encoded);
+    const size_t change_bytes = encoded.ByteSizeLong() + 8;
+    if (part_bytes + change_bytes > options_.max_round_record_bytes &&
+        parts.back().changes_size() > 0) {
+      parts.push_back(header);
+      part_bytes = header.ByteSizeLong();
+    }
+    *parts.back().add_changes() = std::move(encoded);
+    part_bytes += change_bytes;
   }
-  absl::Status sent = producer_->Produce(options_.topics.rounds, 0, "round",
-                                         round.SerializeAsString());
+  absl::Status sent;
+  for (size_t i = 0; i < parts.size() && sent.ok(); ++i) {
+    parts[i].set_part(static_cast<uint32_t>(i));
+    parts[i].set_part_count(static_cast<uint32_t>(parts.size()));
+    sent = producer_->Produce(options_.topics.rounds, 0, "round",
+                              parts[i].SerializeAsString());
+  }
   if (sent.ok()) sent = producer_->Flush(kFlushTimeoutMs);
+  // The round id is used up either way, so a partly published round is
+  // never mistaken for its successor.
+  meta_.set_next_round_id(round_id + 1);
   if (!sent.ok()) {
-    // The solver may or may not get it; a snapshot next time is safe
-    // either way.
-    spdlog::warn("publishing round {} failed: {}", round_id, sent.ToString());
+    // The solver may have some parts or none; a snapshot next time is safe
+    // either way. Back off so a broker outage is not hammered.
+    spdlog::warn("publishing round {} failed, retrying in {} ms: {}", round_id,
+                 publish_backoff_ms_, sent.ToString());
     need_snapshot_ = true;
     pending_changes_.clear();
-    meta_.set_next_round_id(round_id + 1);
+    next_publish_steady_us_ =
+        SteadyMicros() + int64_t{publish_backoff_ms_} * 1000;
+    publish_backoff_ms_ = std::min(publish_backoff_ms_ * 2, 5000);
     return absl::OkStatus();
   }
-  if (need_snapshot_) ++snapshots_published_;
+  publish_backoff_ms_ = 100;
+  if (snapshot) ++snapshots_published_;
   ++rounds_published_;
-  spdlog::debug("published round {} ({} with {} changes)", round_id,
-                need_snapshot_ ? "snapshot" : "delta", round.changes_size());
+  spdlog::debug("published round {} ({} with {} changes in {} records)",
+                round_id, snapshot ? "snapshot" : "delta", changes.size(),
+                parts.size());
   need_snapshot_ = false;
   pending_changes_.clear();
   round_sent_steady_us_ = SteadyMicros();
   collector_.Expect(round_id, meta_.epoch(),
                     static_cast<uint32_t>(placement_partitions_));
-  meta_.set_next_round_id(round_id + 1);
   meta_.set_last_published_round_id(round_id);
   meta_.set_in_flight_round_id(round_id);
   meta_.set_in_flight_graph_epoch(meta_.epoch());

@@ -48,6 +48,8 @@ struct GraphManagerOptions {
   int poll_timeout_ms = 20;
   int round_timeout_ms = 15000;
   int status_interval_ms = 200;
+  // Rounds are split into records of at most this many bytes.
+  size_t max_round_record_bytes = 512 * 1024;
 };
 
 class GraphManager {
@@ -99,6 +101,9 @@ class GraphManager {
   std::vector<flow::GraphChange> pending_changes_;
   bool need_snapshot_ = true;
   int64_t round_sent_steady_us_ = 0;
+  // After a failed publication, no new attempt before this time.
+  int64_t next_publish_steady_us_ = 0;
+  int publish_backoff_ms_ = 100;
   int64_t last_status_steady_us_ = 0;
   // Counters kept only in memory (per epoch) and timing history.
   uint64_t rounds_published_ = 0;

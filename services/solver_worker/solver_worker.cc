@@ -112,14 +112,44 @@ void SolverWorker::HandleRoundRecord(const bus::Record& record) {
         .IgnoreError();  // logged; the record is skipped either way
     return;
   }
-  absl::Status applied = ApplyRound(round);
+  const v1::SolverRound* whole = AssembleRound(std::move(round));
+  if (whole == nullptr) return;
+  absl::Status applied = ApplyRound(*whole);
+  assembling_.reset();  // frees a large snapshot at once
   if (!applied.ok()) {
     synced_ = false;
     unsolved_ = false;
-    spdlog::warn("cannot apply round {}: {}", round.round_id(),
-                 applied.ToString());
+    spdlog::warn("cannot apply a round: {}", applied.ToString());
     RequestResync(std::string(applied.message()));
   }
+}
+
+const v1::SolverRound* SolverWorker::AssembleRound(v1::SolverRound part) {
+  const uint32_t count = std::max<uint32_t>(part.part_count(), 1);
+  if (part.part() == 0) {
+    assembling_ = std::make_unique<v1::SolverRound>(std::move(part));
+  } else if (assembling_ != nullptr &&
+             assembling_->round_id() == part.round_id() &&
+             assembling_->epoch() == part.epoch() &&
+             static_cast<uint32_t>(assembling_->part()) + 1 == part.part()) {
+    assembling_->set_part(part.part());
+    for (v1::GraphChange& change : *part.mutable_changes()) {
+      *assembling_->add_changes() = std::move(change);
+    }
+  } else {
+    // A part is missing (the graph manager died mid-round, or this worker
+    // started in the middle of one). The replica may be behind: resync.
+    spdlog::warn("round {} part {} arrived without its predecessors",
+                 part.round_id(), part.part());
+    assembling_.reset();
+    if (synced_) {
+      synced_ = false;
+      RequestResync("a round arrived incomplete");
+    }
+    return nullptr;
+  }
+  if (assembling_->part() + 1 < count) return nullptr;
+  return assembling_.get();
 }
 
 absl::Status SolverWorker::ApplyRound(const v1::SolverRound& round) {

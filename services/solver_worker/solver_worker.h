@@ -63,6 +63,9 @@ class SolverWorker {
   SolverWorker(SolverWorkerOptions options, const Clock& clock);
   absl::Status Open();
   void HandleRoundRecord(const bus::Record& record);
+  // Collects the parts of a split round; returns the whole round once its
+  // last part arrived, nullptr otherwise (or after a gap, with a resync).
+  const v1::SolverRound* AssembleRound(v1::SolverRound part);
   absl::Status ApplyRound(const v1::SolverRound& round);
   void RequestResync(const std::string& reason);
   void SolveAndPublish();
@@ -76,6 +79,7 @@ class SolverWorker {
   std::unique_ptr<solver::McmfSolver> solver_;
   int32_t placement_partitions_ = 0;
 
+  std::unique_ptr<v1::SolverRound> assembling_;  // parts so far
   flow::FlowNetwork network_;
   bool synced_ = false;
   uint64_t round_id_ = 0;     // the round the replica reflects

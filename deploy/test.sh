@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The README's second command: install what is missing, build, and run the
+# whole test suite twice: a Release build, then a Debug build under
+# AddressSanitizer and UndefinedBehaviorSanitizer. Unit tests and the
+# integration tests (real processes on 127.0.0.1) both run. `ctest -L unit`
+# or `-L integration` inside a build directory runs one kind.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./deploy/install-deps.sh
+jobs=$(nproc)
+
+echo "== Release build and tests"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLOWSCHED_BUILD_TESTS=ON >/dev/null
+cmake --build build -j "$jobs"
+ctest --test-dir build -j "$jobs" --output-on-failure
+
+echo "== Debug build with address,undefined sanitizers and tests"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+  -DFLOWSCHED_SANITIZE=address,undefined -DFLOWSCHED_BUILD_TESTS=ON >/dev/null
+cmake --build build-asan -j "$jobs"
+ctest --test-dir build-asan -j "$jobs" --output-on-failure
