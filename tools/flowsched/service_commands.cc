@@ -14,6 +14,35 @@
 #include "tools/flowsched/stop_signal.h"
 
 namespace flowsched::tools {
+namespace {
+
+// Runs one service in the foreground until SIGTERM/SIGINT: logging, stop
+// handlers, broker resolution, creation and the loop, with exit codes
+// 2 (bad flags or no brokers) and 1 (failed to start or to run).
+template <typename Service, typename Create>
+int RunService(const char* name, const CommonFlags& flags, Create create) {
+  InitLogging(name, flags.log_level);
+  const auto& stop = InstallStopHandlers();
+  auto kafka = ResolveKafka(flags);
+  if (!kafka.ok()) {
+    spdlog::error("{}", kafka.status().ToString());
+    return 2;
+  }
+  SystemClock clock;
+  absl::StatusOr<std::unique_ptr<Service>> service = create(*kafka, clock);
+  if (!service.ok()) {
+    spdlog::error("{} cannot start: {}", name, service.status().ToString());
+    return 1;
+  }
+  absl::Status status = (*service)->Run(stop);
+  if (!status.ok()) {
+    spdlog::error("{} stopped: {}", name, status.ToString());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
 
 CommandMain AddBrokerCommand(CLI::App& app, CommonFlags& flags) {
   auto* cmd = app.add_subcommand(
@@ -67,29 +96,14 @@ CommandMain AddGraphManagerCommand(CLI::App& app, CommonFlags& flags) {
       ->check(CLI::Range(1, 100'000))
       ->capture_default_str();
   return [&flags, options]() {
-    InitLogging("graph-manager", flags.log_level);
-    const auto& stop = InstallStopHandlers();
-    auto kafka = ResolveKafka(flags);
-    if (!kafka.ok()) {
-      spdlog::error("{}", kafka.status().ToString());
-      return 2;
-    }
-    options->kafka = *kafka;
-    options->topics = Topics(flags);
-    options->data_dir = flags.data_dir;
-    SystemClock clock;
-    auto manager = graph_manager::GraphManager::Create(*options, clock);
-    if (!manager.ok()) {
-      spdlog::error("graph manager cannot start: {}",
-                    manager.status().ToString());
-      return 1;
-    }
-    absl::Status status = (*manager)->Run(stop);
-    if (!status.ok()) {
-      spdlog::error("graph manager stopped: {}", status.ToString());
-      return 1;
-    }
-    return 0;
+    return RunService<graph_manager::GraphManager>(
+        "graph-manager", flags, [&](const bus::KafkaOptions& kafka,
+                                    const Clock& clock) {
+          options->kafka = kafka;
+          options->topics = Topics(flags);
+          options->data_dir = flags.data_dir;
+          return graph_manager::GraphManager::Create(*options, clock);
+        });
   };
 }
 
@@ -101,28 +115,13 @@ CommandMain AddSolverWorkerCommand(CLI::App& app, CommonFlags& flags) {
   cmd->add_option("--algorithm", options->algorithm, "Min-cost flow algorithm")
       ->capture_default_str();
   return [&flags, options]() {
-    InitLogging("solver-worker", flags.log_level);
-    const auto& stop = InstallStopHandlers();
-    auto kafka = ResolveKafka(flags);
-    if (!kafka.ok()) {
-      spdlog::error("{}", kafka.status().ToString());
-      return 2;
-    }
-    options->kafka = *kafka;
-    options->topics = Topics(flags);
-    SystemClock clock;
-    auto worker = solver_worker::SolverWorker::Create(*options, clock);
-    if (!worker.ok()) {
-      spdlog::error("solver worker cannot start: {}",
-                    worker.status().ToString());
-      return 1;
-    }
-    absl::Status status = (*worker)->Run(stop);
-    if (!status.ok()) {
-      spdlog::error("solver worker stopped: {}", status.ToString());
-      return 1;
-    }
-    return 0;
+    return RunService<solver_worker::SolverWorker>(
+        "solver-worker", flags, [&](const bus::KafkaOptions& kafka,
+                                    const Clock& clock) {
+          options->kafka = kafka;
+          options->topics = Topics(flags);
+          return solver_worker::SolverWorker::Create(*options, clock);
+        });
   };
 }
 
