@@ -13,6 +13,7 @@
 #include "flowsched/v1/rounds.pb.h"
 #include "services/codec/round_codec.h"
 #include "services/common/status_macros.h"
+#include "services/graph_manager/state_digest.h"
 #include "services/graph_manager/state_persister.h"
 #include "spdlog/spdlog.h"
 
@@ -72,11 +73,13 @@ absl::Status GraphManager::Open() {
   storage::StateBatch batch;
   StageMeta(meta_, batch);
   FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
+  digest_at_start_ = StateDigest(state_, network_);
   spdlog::info(
       "graph manager epoch {} restored {} machines, {} jobs, {} tasks, "
-      "network of {} nodes and {} arcs",
+      "network of {} nodes and {} arcs; state digest {}",
       meta_.epoch(), state_.machines().size(), state_.jobs().size(),
-      state_.tasks().size(), network_.node_count(), network_.arc_count());
+      state_.tasks().size(), network_.node_count(), network_.arc_count(),
+      digest_at_start_);
 
   bus::KafkaOptions kafka = options_.kafka;
   kafka.client_id = "flowsched-graph-manager";
@@ -154,6 +157,8 @@ absl::Status GraphManager::Run(const std::atomic<bool>& stop) {
     MaybeWriteStatus(/*force=*/false);
   }
   producer_->Flush(kFlushTimeoutMs).IgnoreError();  // best effort at exit
+  digest_at_stop_ = StateDigest(state_, network_);
+  spdlog::info("state digest at stop {}", digest_at_stop_);
   MaybeWriteStatus(/*force=*/true);
   spdlog::info("graph manager stopped");
   return absl::OkStatus();
@@ -354,6 +359,19 @@ absl::Status GraphManager::MaybeCutRound() {
     *parts.back().add_changes() = std::move(encoded);
     part_bytes += change_bytes;
   }
+  // Write-ahead: the round is durable as in flight before any part leaves,
+  // so a restart after a crash in the middle still accepts its results
+  // (which consumers may already act on) instead of orphaning them. Its id
+  // is used up either way, so a partly published round is never mistaken
+  // for its successor.
+  meta_.set_next_round_id(round_id + 1);
+  meta_.set_in_flight_round_id(round_id);
+  meta_.set_in_flight_graph_epoch(meta_.epoch());
+  {
+    storage::StateBatch batch;
+    StageMeta(meta_, batch);
+    FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
+  }
   absl::Status sent;
   for (size_t i = 0; i < parts.size() && sent.ok(); ++i) {
     parts[i].set_part(static_cast<uint32_t>(i));
@@ -362,9 +380,6 @@ absl::Status GraphManager::MaybeCutRound() {
                               parts[i].SerializeAsString());
   }
   if (sent.ok()) sent = producer_->Flush(kFlushTimeoutMs);
-  // The round id is used up either way, so a partly published round is
-  // never mistaken for its successor.
-  meta_.set_next_round_id(round_id + 1);
   if (!sent.ok()) {
     // The solver may have some parts or none; a snapshot next time is safe
     // either way. Back off so a broker outage is not hammered.
@@ -372,6 +387,11 @@ absl::Status GraphManager::MaybeCutRound() {
                  publish_backoff_ms_, sent.ToString());
     need_snapshot_ = true;
     pending_changes_.clear();
+    // Parts may have reached the broker: keep listening for this round's
+    // results until it times out, like any round in flight.
+    round_sent_steady_us_ = SteadyMicros();
+    collector_.Expect(round_id, meta_.epoch(),
+                      static_cast<uint32_t>(placement_partitions_));
     next_publish_steady_us_ =
         SteadyMicros() + int64_t{publish_backoff_ms_} * 1000;
     publish_backoff_ms_ = std::min(publish_backoff_ms_ * 2, 5000);
@@ -388,12 +408,10 @@ absl::Status GraphManager::MaybeCutRound() {
   round_sent_steady_us_ = SteadyMicros();
   collector_.Expect(round_id, meta_.epoch(),
                     static_cast<uint32_t>(placement_partitions_));
+  // Bookkeeping only (the base of the next delta); committed with the next
+  // batch. Losing it to a crash is harmless: a restart sends a snapshot.
   meta_.set_last_published_round_id(round_id);
-  meta_.set_in_flight_round_id(round_id);
-  meta_.set_in_flight_graph_epoch(meta_.epoch());
-  storage::StateBatch batch;
-  StageMeta(meta_, batch);
-  return store_->Commit(std::move(batch));
+  return absl::OkStatus();
 }
 
 v1::GraphManagerStatus GraphManager::BuildStatus() const {
@@ -422,6 +440,8 @@ v1::GraphManagerStatus GraphManager::BuildStatus() const {
   SummarizeTimings(round_trip_ms_, *s.mutable_round_trip());
   s.set_updated_time_us(clock_.NowMicros());
   s.set_pid(::getpid());
+  s.set_digest_at_start(digest_at_start_);
+  s.set_digest_at_stop(digest_at_stop_);
   return s;
 }
 

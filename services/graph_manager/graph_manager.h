@@ -104,6 +104,8 @@ class GraphManager {
   // After a failed publication, no new attempt before this time.
   int64_t next_publish_steady_us_ = 0;
   int publish_backoff_ms_ = 100;
+  std::string digest_at_start_;
+  std::string digest_at_stop_;
   int64_t last_status_steady_us_ = 0;
   // Counters kept only in memory (per epoch) and timing history.
   uint64_t rounds_published_ = 0;

@@ -1,5 +1,6 @@
 #include "tests/integration/pipeline_fixture.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -108,6 +109,23 @@ std::map<uint64_t, uint64_t> PipelineTest::TaskPlacements() {
   uint64_t task = 0, job = 0, machine = 0;
   while (lines >> task >> job >> machine) placements[task] = machine;
   return placements;
+}
+
+int PipelineTest::ServicePid(const std::string& name) const {
+  std::ifstream in(dir_ + "/pids/" + name + ".pid");
+  int pid = 0;
+  in >> pid;
+  return pid;
+}
+
+void PipelineTest::KillService(const std::string& name) {
+  const int pid = ServicePid(name);
+  ASSERT_GT(pid, 1) << name << " has no pid file";
+  ASSERT_EQ(::kill(pid, SIGKILL), 0) << name;
+  for (int i = 0; i < 500 && ::kill(pid, 0) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(::kill(pid, 0), 0) << name << " survived SIGKILL";
 }
 
 std::string PipelineTest::Bootstrap() const {

@@ -42,6 +42,11 @@ class PipelineTest : public ::testing::Test {
   // RocksDB through `flowsched inspect tasks`.
   std::map<uint64_t, uint64_t> TaskPlacements();
   [[nodiscard]] std::string Bootstrap() const;
+  // The pid `flowsched up` recorded for "broker", "graph-manager" or
+  // "solver-worker"; 0 if none.
+  [[nodiscard]] int ServicePid(const std::string& name) const;
+  // SIGKILLs the service and waits until it is gone.
+  void KillService(const std::string& name);
 
   std::string dir_;
   int command_counter_ = 0;

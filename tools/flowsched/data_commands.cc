@@ -16,6 +16,8 @@
 #include "services/bus/producer.h"
 #include "services/cluster/event_decoder.h"
 #include "services/common/logging.h"
+#include "services/graph_manager/state_digest.h"
+#include "services/graph_manager/state_persister.h"
 #include "services/graph_manager/state_records.h"
 #include "storage/keys.h"
 #include "storage/state_store.h"
@@ -267,8 +269,10 @@ CommandMain AddInspectCommand(CLI::App& app, CommonFlags& flags) {
       "Read the graph manager's RocksDB state (also of a running or stopped "
       "instance) and print it");
   auto what = std::make_shared<std::string>("tasks");
-  cmd->add_option("what", *what, "tasks or machines")
-      ->check(CLI::IsMember({"tasks", "machines"}))
+  cmd->add_option("what", *what,
+                  "tasks, machines, or digest (the state digest a restart "
+                  "of this data directory will report)")
+      ->check(CLI::IsMember({"tasks", "machines", "digest"}))
       ->capture_default_str();
   return [&flags, what]() {
     storage::StateStore::OpenOptions open;
@@ -280,7 +284,15 @@ CommandMain AddInspectCommand(CLI::App& app, CommonFlags& flags) {
       return 1;
     }
     absl::Status status;
-    if (*what == "tasks") {
+    if (*what == "digest") {
+      cluster::ClusterState state;
+      flow::FlowNetwork network;
+      v1::GraphManagerMeta meta;
+      status = graph_manager::RestoreState(**store, state, network, meta);
+      if (status.ok()) {
+        std::cout << graph_manager::StateDigest(state, network) << "\n";
+      }
+    } else if (*what == "tasks") {
       std::cout << "task_id job_id machine_id\n";
       status = (*store)->ScanPrefix(
           storage::kTaskPrefix, [](std::string_view, std::string_view value) {

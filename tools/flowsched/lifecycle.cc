@@ -57,14 +57,10 @@ std::string DescribeService(const CommonFlags& flags, const std::string& name) {
 }
 
 absl::Status StartServices(const CommonFlags& flags, const UpOptions& options) {
-  for (const std::string& name : ServiceNames()) {
+  auto running = [&](const std::string& name) {
     auto pid = ReadPidFile(PidFile(flags, name));
-    if (pid.ok() && ProcessAlive(*pid)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          name, " already runs for ", flags.data_dir, " (pid ", *pid,
-          "); run `flowsched down` first"));
-    }
-  }
+    return pid.ok() && ProcessAlive(*pid);
+  };
   std::error_code ec;
   for (const char* sub : {"/logs", "/pids"}) {
     std::filesystem::create_directories(flags.data_dir + sub, ec);
@@ -73,7 +69,7 @@ absl::Status StartServices(const CommonFlags& flags, const UpOptions& options) {
           "cannot create ", flags.data_dir, sub, ": ", ec.message()));
     }
   }
-  if (flags.brokers.empty()) {
+  if (flags.brokers.empty() && !running("broker")) {
     std::filesystem::remove(BootstrapFile(flags), ec);
     FLOWSCHED_ASSIGN_OR_RETURN(pid_t broker, Start(flags, "broker", {}));
     auto bootstrap =
@@ -85,23 +81,27 @@ absl::Status StartServices(const CommonFlags& flags, const UpOptions& options) {
                                        bootstrap.status().message()));
     }
   }
-  const std::string status_file = flags.data_dir + "/status.json";
-  std::filesystem::remove(status_file, ec);
-  FLOWSCHED_ASSIGN_OR_RETURN(
-      pid_t manager,
-      Start(flags, "graph-manager", {"--policy", options.policy}));
-  auto ready = WaitForFile(status_file, options.start_timeout_ms, manager);
-  if (!ready.ok()) {
-    return absl::Status(ready.status().code(),
-                        absl::StrCat("graph manager did not start (see ",
-                                     flags.data_dir,
-                                     "/logs/graph-manager.log): ",
-                                     ready.status().message()));
+  if (!running("graph-manager")) {
+    const std::string status_file = flags.data_dir + "/status.json";
+    std::filesystem::remove(status_file, ec);
+    FLOWSCHED_ASSIGN_OR_RETURN(
+        pid_t manager,
+        Start(flags, "graph-manager", {"--policy", options.policy}));
+    auto ready = WaitForFile(status_file, options.start_timeout_ms, manager);
+    if (!ready.ok()) {
+      return absl::Status(ready.status().code(),
+                          absl::StrCat("graph manager did not start (see ",
+                                       flags.data_dir,
+                                       "/logs/graph-manager.log): ",
+                                       ready.status().message()));
+    }
   }
-  FLOWSCHED_ASSIGN_OR_RETURN(
-      pid_t worker,
-      Start(flags, "solver-worker", {"--algorithm", options.algorithm}));
-  (void)worker;
+  if (!running("solver-worker")) {
+    FLOWSCHED_ASSIGN_OR_RETURN(
+        pid_t worker,
+        Start(flags, "solver-worker", {"--algorithm", options.algorithm}));
+    (void)worker;
+  }
   return absl::OkStatus();
 }
 

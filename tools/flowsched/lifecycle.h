@@ -19,7 +19,8 @@ struct UpOptions {
   int start_timeout_ms = 30'000;
 };
 
-// FailedPrecondition if services of this data directory already run.
+// Starts whichever of the three is not running (so `up` after a crash
+// restarts just the dead service).
 absl::Status StartServices(const CommonFlags& flags, const UpOptions& options);
 absl::Status StopServices(const CommonFlags& flags);
 

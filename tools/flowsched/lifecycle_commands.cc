@@ -20,7 +20,8 @@ CommandMain AddUpCommand(CLI::App& app, CommonFlags& flags) {
   auto* cmd = app.add_subcommand(
       "up",
       "Start the embedded broker (unless --brokers is given), the graph "
-      "manager and the solver worker in the background");
+      "manager and the solver worker in the background; only those not "
+      "running yet, so it also restarts a service that died");
   auto options = std::make_shared<UpOptions>();
   cmd->add_option("--policy", options->policy, "Scheduling policy")
       ->capture_default_str();

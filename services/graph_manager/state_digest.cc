@@ -1,0 +1,128 @@
+#include "services/graph_manager/state_digest.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "fmt/format.h"
+
+namespace flowsched::graph_manager {
+namespace {
+
+// Two independent 64-bit streams (FNV-1a and a multiply-xorshift mix) make
+// a 128-bit digest without a crypto library; collisions only need to be
+// unlikely, not adversarially hard.
+class Digester {
+ public:
+  void Bytes(std::string_view bytes) {
+    U64(bytes.size());
+    for (unsigned char c : bytes) {
+      fnv_ = (fnv_ ^ c) * 0x100000001b3ULL;
+    }
+    for (unsigned char c : bytes) Mix(c);
+  }
+  void U64(uint64_t value) {
+    for (int i = 0; i < 8; ++i) {
+      fnv_ = (fnv_ ^ ((value >> (8 * i)) & 0xff)) * 0x100000001b3ULL;
+    }
+    Mix(value);
+  }
+  void I64(int64_t value) { U64(static_cast<uint64_t>(value)); }
+  [[nodiscard]] std::string Hex() const {
+    return fmt::format("{:016x}{:016x}", fnv_, mix_);
+  }
+
+ private:
+  void Mix(uint64_t value) {
+    mix_ ^= value + 0x9e3779b97f4a7c15ULL + (mix_ << 6) + (mix_ >> 2);
+    mix_ *= 0xbf58476d1ce4e5b9ULL;
+    mix_ ^= mix_ >> 31;
+  }
+  uint64_t fnv_ = 0xcbf29ce484222325ULL;
+  uint64_t mix_ = 0x6a09e667f3bcc908ULL;
+};
+
+void Resources(Digester& d, const cluster::Resources& r) {
+  d.I64(r.cpu_millis);
+  d.I64(r.memory_bytes);
+  d.I64(r.network_bytes_per_sec);
+}
+
+}  // namespace
+
+std::string StateDigest(const cluster::ClusterState& state,
+                        const flow::FlowNetwork& network) {
+  Digester d;
+  d.Bytes("jobs");
+  for (const auto& [id, job] : state.jobs()) {
+    d.U64(id.value());
+    d.Bytes(job.name);
+    d.I64(job.priority);
+    d.U64(job.tasks.size());
+  }
+  d.Bytes("machines");
+  for (const auto& [id, machine] : state.machines()) {
+    d.U64(id.value());
+    d.Bytes(machine.rack);
+    Resources(d, machine.capacity);
+    d.U64(machine.task_slots);
+    for (const auto& [key, value] : machine.labels) {
+      d.Bytes(key);
+      d.Bytes(value);
+    }
+    Resources(d, machine.used);
+    for (TaskId task : machine.running) d.U64(task.value());
+  }
+  d.Bytes("tasks");
+  for (const auto& [id, task] : state.tasks()) {
+    d.U64(id.value());
+    d.U64(task.job.value());
+    d.U64(task.machine.value());
+    Resources(d, task.spec.request);
+    d.I64(task.spec.priority);
+    d.I64(task.spec.input_bytes);
+    for (const cluster::DataLocality& input : task.spec.input) {
+      d.U64(input.machine.value());
+      d.Bytes(input.rack);
+      d.I64(input.bytes);
+    }
+    d.U64(task.placements);
+  }
+  d.Bytes("nodes");
+  std::vector<std::tuple<flow::NodeId, flow::NodeId, int64_t, int64_t,
+                         std::vector<flow::ArcSegment>>>
+      arcs;
+  network.ForEachNode([&](flow::NodeId id, const flow::NodeData& node) {
+    d.U64(id);
+    d.U64(static_cast<uint64_t>(node.kind));
+    d.I64(node.supply);
+    d.U64(node.entity_id);
+    d.U64(node.running_on);
+    network.ForEachOutArc(id, [&](const flow::ArcView& arc) {
+      arcs.emplace_back(arc.src, arc.dst, arc.capacity, arc.cost,
+                        std::vector<flow::ArcSegment>(
+                            arc.extra_segments.begin(),
+                            arc.extra_segments.end()));
+    });
+  });
+  std::sort(arcs.begin(), arcs.end(), [](const auto& a, const auto& b) {
+    return std::tie(std::get<0>(a), std::get<1>(a)) <
+           std::tie(std::get<0>(b), std::get<1>(b));
+  });
+  d.Bytes("arcs");
+  for (const auto& [src, dst, capacity, cost, pieces] : arcs) {
+    d.U64(src);
+    d.U64(dst);
+    d.I64(capacity);
+    d.I64(cost);
+    for (const flow::ArcSegment& piece : pieces) {
+      d.I64(piece.capacity);
+      d.I64(piece.cost);
+    }
+  }
+  return d.Hex();
+}
+
+}  // namespace flowsched::graph_manager

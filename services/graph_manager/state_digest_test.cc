@@ -1,0 +1,64 @@
+#include "services/graph_manager/state_digest.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/common/status_matchers.h"
+#include "services/flow/load_spreading_policy.h"
+
+namespace flowsched::graph_manager {
+namespace {
+
+using ::flowsched::testing::IsOk;
+
+struct World {
+  cluster::ClusterState state;
+  flow::FlowNetwork network;
+  flow::NetworkBuilder builder{network};
+  flow::LoadSpreadingPolicy policy;
+  cluster::ChangeSet changes;
+
+  void Apply(cluster::EventBody body, int64_t now_us) {
+    ASSERT_THAT(state.Apply({"e", 0, "t", body}, now_us, changes), IsOk());
+    ASSERT_THAT(policy.Sync(changes, state, builder), IsOk());
+    changes.Clear();
+  }
+  void Place(uint64_t task, uint64_t machine, int64_t now_us) {
+    ASSERT_THAT(state.Place(TaskId(task), MachineId(machine), now_us, changes),
+                IsOk());
+    ASSERT_THAT(policy.Sync(changes, state, builder), IsOk());
+    changes.Clear();
+  }
+};
+
+void Build(World& w, int64_t clock_us) {
+  w.Apply(cluster::MachineAdded{MachineId(1), "r", {}, 4, {{"a", "b"}}},
+          clock_us);
+  w.Apply(cluster::MachineAdded{MachineId(2), "r", {}, 4, {}}, clock_us);
+  cluster::JobSubmitted job{JobId(3), "j", 0, {}};
+  for (uint64_t t = 1; t <= 3; ++t) job.tasks.push_back({.id = TaskId(t)});
+  w.Apply(job, clock_us);
+  w.Place(1, 2, clock_us + 5);
+}
+
+TEST(StateDigestTest, SameHistoryGivesSameDigestWhateverTheClock) {
+  World a, b;
+  Build(a, 1000);
+  Build(b, 987654321);
+  EXPECT_EQ(StateDigest(a.state, a.network), StateDigest(b.state, b.network));
+  EXPECT_EQ(StateDigest(a.state, a.network).size(), 32u);
+}
+
+TEST(StateDigestTest, AnySchedulingDifferenceChangesTheDigest) {
+  World a, b, c;
+  Build(a, 1);
+  Build(b, 1);
+  Build(c, 1);
+  const std::string base = StateDigest(a.state, a.network);
+  b.Place(2, 1, 1);  // one more placement
+  EXPECT_NE(StateDigest(b.state, b.network), base);
+  c.Apply(cluster::TaskFinished{JobId(3), TaskId(3)}, 1);
+  EXPECT_NE(StateDigest(c.state, c.network), base);
+}
+
+}  // namespace
+}  // namespace flowsched::graph_manager
