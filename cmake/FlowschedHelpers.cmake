@@ -1,6 +1,6 @@
 # flowsched_cc_library(NAME <name> SRCS ... DEPS ...) builds flowsched_<name>
 # with the alias flowsched::<name> and our warning set.
-# flowsched_cc_test(NAME <name> SRCS ... DEPS ... [LABELS ...]) builds a gtest
+# flowsched_cc_test(NAME <name> SRCS ... DEPS ... [LABEL l] [TIMEOUT s]) builds a gtest
 # binary and registers each test case with ctest.
 
 set(FLOWSCHED_WARNINGS
@@ -27,19 +27,25 @@ function(flowsched_cc_library)
 endfunction()
 
 function(flowsched_cc_test)
-  cmake_parse_arguments(ARG "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "NAME;TIMEOUT;LABEL" "SRCS;DEPS;LABELS" ${ARGN})
   if(NOT FLOWSCHED_BUILD_TESTS)
     return()
   endif()
   add_executable(${ARG_NAME} ${ARG_SRCS})
   flowsched_target_options(${ARG_NAME})
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)
-  if(NOT ARG_LABELS)
-    set(ARG_LABELS unit)
+  if(NOT ARG_LABEL AND ARG_LABELS)
+    list(JOIN ARG_LABELS "-" ARG_LABEL)  # LABELS a b -> label "a-b"
+  endif()
+  if(NOT ARG_LABEL)
+    set(ARG_LABEL unit)
   endif()
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
+  # One label per test binary: gtest_discover_tests cannot pass a list.
+  # ctest -L takes a regular expression, so "integration-kafka09" is
+  # selected by both -L integration and -L kafka09.
   gtest_discover_tests(${ARG_NAME} DISCOVERY_TIMEOUT 60 TEST_PREFIX "${ARG_NAME}."
-                       PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+                       PROPERTIES LABELS "${ARG_LABEL}" TIMEOUT ${ARG_TIMEOUT})
 endfunction()

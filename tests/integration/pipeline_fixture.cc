@@ -32,6 +32,8 @@ void PipelineTest::SetUp() {
              .string();
   std::filesystem::remove_all(dir_);
   std::filesystem::create_directories(dir_ + "/cmd");
+  StartExternalBroker();
+  if (HasFatalFailure()) return;
   CommandResult up = Flowsched("up");
   ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
 }
@@ -39,6 +41,7 @@ void PipelineTest::SetUp() {
 void PipelineTest::TearDown() {
   CommandResult down = Flowsched("down");
   EXPECT_EQ(down.exit_code, 0) << down.out << down.err;
+  StopExternalBroker();
   if (HasFailure()) {
     for (const char* name : {"broker", "graph-manager", "solver-worker"}) {
       std::string log = ReadFile(dir_ + "/logs/" + name + ".log");
@@ -71,7 +74,7 @@ CommandResult PipelineTest::Shell(const std::string& command_line,
 CommandResult PipelineTest::Flowsched(const std::string& args,
                                       const std::string& input) {
   return Shell(std::string(FLOWSCHED_BINARY) + " " + args + " --data-dir " +
-                   dir_,
+                   dir_ + " " + broker_flags_,
                input);
 }
 

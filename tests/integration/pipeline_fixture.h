@@ -48,7 +48,13 @@ class PipelineTest : public ::testing::Test {
   // SIGKILLs the service and waits until it is gone.
   void KillService(const std::string& name);
 
+  // Runs before `flowsched up`; a test with an external broker starts it
+  // here and sets broker_flags_ (e.g. "--brokers ... --legacy-broker").
+  virtual void StartExternalBroker() {}
+  virtual void StopExternalBroker() {}
+
   std::string dir_;
+  std::string broker_flags_;  // appended to every flowsched command
   int command_counter_ = 0;
 };
 
