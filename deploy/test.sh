@@ -2,7 +2,9 @@
 # The README's second command: install what is missing, build, and run the
 # whole test suite twice: a Release build, then a Debug build under
 # AddressSanitizer and UndefinedBehaviorSanitizer. Unit tests and the
-# integration tests (real processes on 127.0.0.1) both run. `ctest -L unit`
+# integration tests (real processes on 127.0.0.1) both run; finally the
+# libFuzzer target over event decoding and applying runs for 60 s (clang).
+# `ctest -L unit`
 # or `-L integration` inside a build directory runs one kind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,3 +22,14 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DFLOWSCHED_SANITIZE=address,undefined -DFLOWSCHED_BUILD_TESTS=ON >/dev/null
 cmake --build build-asan -j "$jobs"
 ctest --test-dir build-asan -j "$jobs" --output-on-failure
+
+echo "== clang build of the libFuzzer target, run for a bounded time"
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLOWSCHED_FUZZ=ON -DFLOWSCHED_BUILD_TESTS=OFF \
+  -DFLOWSCHED_SANITIZE=address,undefined >/dev/null
+cmake --build build-fuzz -j "$jobs" --target event_fuzzer
+corpus=$(mktemp -d)
+cp tests/fuzz/corpus/* "$corpus/"
+build-fuzz/tests/fuzz/event_fuzzer -max_total_time="${FLOWSCHED_FUZZ_SECONDS:-60}" \
+  -print_final_stats=1 "$corpus" 2>&1 | tail -n 6
+rm -rf "$corpus"
