@@ -3,14 +3,16 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "services/solver/cost_scaling.h"
 #include "services/solver/successive_shortest_path.h"
 
 namespace flowsched::solver {
 
 absl::StatusOr<std::unique_ptr<McmfSolver>> MakeSolver(std::string_view name) {
   if (name == "ssp") return std::make_unique<SuccessiveShortestPath>();
+  if (name == "cost_scaling") return std::make_unique<CostScaling>();
   return absl::InvalidArgumentError(absl::StrCat(
-      "unknown solver algorithm '", std::string(name), "'; known: ssp"));
+      "unknown solver algorithm '", std::string(name), "'; known: ssp, cost_scaling"));
 }
 
 }  // namespace flowsched::solver

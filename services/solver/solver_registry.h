@@ -10,7 +10,7 @@
 
 namespace flowsched::solver {
 
-// Known: "ssp" (successive shortest path). InvalidArgument lists the known
+// Known: "ssp" (successive shortest path), "cost_scaling" (Goldberg). InvalidArgument lists the known
 // names for anything else.
 absl::StatusOr<std::unique_ptr<McmfSolver>> MakeSolver(std::string_view name);
 

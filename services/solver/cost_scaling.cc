@@ -1,0 +1,748 @@
+#include "services/solver/cost_scaling.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "services/common/status_macros.h"
+#include "services/solver/int128.h"
+#include "services/solver/problem_validator.h"
+
+namespace flowsched::solver {
+namespace {
+
+constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+constexpr int64_t kUnranked = std::numeric_limits<int64_t>::max();
+
+// (n + 1)^2 * max|cost| must stay below this; see the class comment.
+constexpr Int128 kMaxScaledCostProduct = Int128{1} << 57;
+// Bound on |supply| plus incident capacity of one node, so every excess fits.
+constexpr Int128 kMaxNodeThroughput = Int128{1} << 62;
+// Run-time guard on the spread of scaled prices after each phase. The
+// up-front bound makes it unreachable in theory; it turns a would-be silent
+// overflow into an error if that reasoning is ever wrong.
+constexpr int64_t kMaxPriceSpread = int64_t{1} << 61;
+
+// Floor division for a positive divisor (C++ '/' truncates towards zero).
+int64_t FloorDiv(int64_t a, int64_t b) {
+  const int64_t q = a / b;
+  return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+// Residual arcs in CSR order (a node's outgoing arcs are contiguous, which
+// is what push, relabel and both price heuristics scan); `mate` is the O(1)
+// link to the paired arc in the other direction.
+struct ResidualArc {
+  int64_t residual = 0;
+  int64_t cost = 0;  // original cost * scale_; negated on the reverse arc
+  uint32_t head = 0;
+  uint32_t mate = 0;
+};
+
+class Workspace {
+ public:
+  Workspace(const McmfProblem& problem, const CostScalingOptions& options)
+      : problem_(problem), options_(options) {}
+
+  // Bounds checks, residual graph, zero flow, excess = supply, zero prices.
+  absl::Status Init();
+  // Warm start: clamps `flow` into the capacities and recomputes excesses.
+  void SetFlow(const std::vector<int64_t>& flow);
+  // Warm start: adopts `potentials` (original units, published convention)
+  // as scaled prices. Returns false (prices left at zero) if their spread
+  // is larger than an optimum's could be.
+  bool SetPotentials(const std::vector<int64_t>& potentials);
+
+  // Whether the current excesses can be routed at all (max flow on a copy of
+  // the residual capacities; the cost-scaling state is not touched).
+  bool Feasible() const;
+
+  // Warm start: price refinement at epsilon 1, then the epsilon the prices
+  // and flow are optimal for: the largest reduced-cost violation over
+  // residual arcs rounded up to a power of alpha. If that exceeds the
+  // cold-start epsilon max|cost| * S the prices are reset to zero (for
+  // which the cold epsilon holds) and the cold epsilon is returned.
+  int64_t WarmEpsilon();
+  int64_t ColdEpsilon() const { return std::max<int64_t>(1, max_abs_cost_ * scale_); }
+
+  // Scaling phases from `start_epsilon` (the flow must be start-optimal)
+  // down to epsilon 1. `warm` enables price refinement before the first
+  // phase, too.
+  absl::Status Optimize(int64_t start_epsilon, bool warm);
+
+  // Exact potentials in original units plus flow and total cost.
+  absl::StatusOr<McmfSolution> ExtractSolution();
+
+ private:
+  int64_t ReducedCost(uint32_t tail, const ResidualArc& arc) const {
+    return arc.cost + price_[tail] - price_[arc.head];
+  }
+  void PushFlow(uint32_t tail, uint32_t a, int64_t delta) {
+    ResidualArc& arc = arcs_[a];
+    arc.residual -= delta;
+    arcs_[arc.mate].residual += delta;
+    excess_[tail] -= delta;
+    excess_[arc.head] += delta;
+  }
+  void Activate(uint32_t v) {
+    if (!queued_[v]) {
+      queued_[v] = 1;
+      active_.push_back(v);
+    }
+  }
+
+  absl::Status Refine(int64_t epsilon);
+  absl::Status Discharge(uint32_t u, int64_t epsilon);
+  bool Relabel(uint32_t u, int64_t epsilon);
+  void GlobalUpdate(int64_t epsilon);
+  bool PriceRefine(int64_t epsilon);
+  absl::Status NormalizePrices();
+  absl::Status ExactPotentials();
+
+  const McmfProblem& problem_;
+  const CostScalingOptions& options_;
+  uint32_t node_count_ = 0;
+  int64_t scale_ = 1;
+  int64_t max_abs_cost_ = 0;
+
+  std::vector<uint32_t> first_out_;  // node_count_ + 1 offsets into arcs_
+  std::vector<ResidualArc> arcs_;
+  std::vector<uint32_t> forward_arc_;  // input arc -> residual arc
+  std::vector<int64_t> excess_;        // > 0 excess, < 0 deficit
+  // Scaled prices with reduced cost c*S + price[u] - price[v]; relabels only
+  // lower them (Goldberg's convention). Published potentials are the exact
+  // -price / S after ExactPotentials().
+  std::vector<int64_t> price_;
+
+  // Push-relabel state: FIFO queue of active nodes (a ring over a vector
+  // used as a queue with a moving head) and current-arc pointers.
+  std::vector<uint32_t> active_;
+  size_t active_head_ = 0;
+  std::vector<uint8_t> queued_;
+  std::vector<uint32_t> current_arc_;
+  uint64_t relabels_since_update_ = 0;
+  uint64_t update_threshold_ = 0;
+
+  // Global update buckets: intrusive doubly-linked lists per rank.
+  std::vector<uint32_t> bucket_first_;
+  std::vector<uint32_t> bucket_next_;
+  std::vector<uint32_t> bucket_prev_;
+  std::vector<int64_t> rank_;
+  std::vector<uint8_t> settled_;
+  std::vector<std::pair<int64_t, uint32_t>> overflow_;  // ranks beyond buckets
+
+  // Price refinement scratch.
+  std::vector<int64_t> distance_;
+};
+
+absl::Status Workspace::Init() {
+  node_count_ = problem_.node_count;
+  const size_t arc_count = problem_.arcs.size();
+  for (const McmfArc& arc : problem_.arcs) {
+    max_abs_cost_ = std::max(max_abs_cost_, arc.cost < 0 ? -arc.cost : arc.cost);
+  }
+  const Int128 n1 = static_cast<Int128>(node_count_) + 1;
+  if (n1 * n1 * max_abs_cost_ > kMaxScaledCostProduct) {
+    return absl::OutOfRangeError(fmt::format(
+        "cost_scaling: (node_count {} + 1)^2 times max |cost| {} exceeds 2^57; "
+        "scaled prices could overflow int64",
+        node_count_, max_abs_cost_));
+  }
+  scale_ = static_cast<int64_t>(n1);
+
+  std::vector<Int128> throughput(node_count_, 0);
+  for (uint32_t v = 0; v < node_count_; ++v) {
+    throughput[v] = problem_.supply[v] < 0 ? -problem_.supply[v] : problem_.supply[v];
+  }
+  first_out_.assign(size_t{node_count_} + 1, 0);
+  for (const McmfArc& arc : problem_.arcs) {
+    ++first_out_[size_t{arc.src} + 1];
+    ++first_out_[size_t{arc.dst} + 1];
+    throughput[arc.src] += arc.capacity;
+    throughput[arc.dst] += arc.capacity;
+  }
+  for (uint32_t v = 0; v < node_count_; ++v) {
+    if (throughput[v] > kMaxNodeThroughput) {
+      return absl::OutOfRangeError(fmt::format(
+          "cost_scaling: node {} has |supply| plus incident capacity above "
+          "2^62; its excess could overflow int64",
+          v));
+    }
+  }
+  for (size_t v = 0; v < node_count_; ++v) first_out_[v + 1] += first_out_[v];
+  // Counting sort by tail in input order: the layout, and so the whole run,
+  // is a pure function of the input.
+  std::vector<uint32_t> next(first_out_.begin(), first_out_.end() - 1);
+  arcs_.assign(2 * arc_count, ResidualArc{});
+  forward_arc_.assign(arc_count, 0);
+  for (size_t i = 0; i < arc_count; ++i) {
+    const McmfArc& arc = problem_.arcs[i];
+    const uint32_t fwd = next[arc.src]++;
+    const uint32_t rev = next[arc.dst]++;
+    arcs_[fwd] = ResidualArc{arc.capacity, arc.cost * scale_, arc.dst, rev};
+    arcs_[rev] = ResidualArc{0, -arc.cost * scale_, arc.src, fwd};
+    forward_arc_[i] = fwd;
+  }
+  excess_.assign(problem_.supply.begin(), problem_.supply.end());
+  price_.assign(node_count_, 0);
+  queued_.assign(node_count_, 0);
+  current_arc_.assign(node_count_, 0);
+  return absl::OkStatus();
+}
+
+void Workspace::SetFlow(const std::vector<int64_t>& flow) {
+  for (size_t i = 0; i < problem_.arcs.size(); ++i) {
+    const McmfArc& arc = problem_.arcs[i];
+    const int64_t f = std::clamp<int64_t>(flow[i], 0, arc.capacity);
+    if (f == 0) continue;
+    PushFlow(arc.src, forward_arc_[i], f);
+  }
+}
+
+bool Workspace::SetPotentials(const std::vector<int64_t>& potentials) {
+  if (node_count_ == 0) return true;
+  const auto [lo, hi] = std::minmax_element(potentials.begin(), potentials.end());
+  // An optimum's potentials can be chosen with spread <= n * max|cost|;
+  // anything wider is not worth the overflow risk. Prices are -p * S,
+  // shifted so the largest is 0.
+  if (static_cast<Int128>(*hi) - *lo >
+      static_cast<Int128>(node_count_) * std::max<int64_t>(max_abs_cost_, 1)) {
+    return false;
+  }
+  for (uint32_t v = 0; v < node_count_; ++v) {
+    price_[v] = (*lo - potentials[v]) * scale_;
+  }
+  return true;
+}
+
+bool Workspace::Feasible() const {
+  // Multi-source, multi-sink Dinic on a copy of the residual capacities:
+  // BFS levels from every excess node, then blocking flow by DFS with
+  // current-arc pointers until each root's excess is gone or the root is
+  // cut off. Feasible iff every excess can be routed to deficits.
+  std::vector<int64_t> residual(arcs_.size());
+  for (size_t a = 0; a < arcs_.size(); ++a) residual[a] = arcs_[a].residual;
+  std::vector<int64_t> excess = excess_;
+  std::vector<uint32_t> level(node_count_);
+  std::vector<uint32_t> current(node_count_);
+  std::vector<uint32_t> queue;
+  std::vector<uint32_t> roots;
+  std::vector<uint32_t> path;
+  while (true) {
+    roots.clear();
+    for (uint32_t v = 0; v < node_count_; ++v) {
+      if (excess[v] > 0) roots.push_back(v);
+    }
+    if (roots.empty()) return true;
+    std::fill(level.begin(), level.end(), kNone);
+    queue = roots;
+    for (uint32_t v : roots) level[v] = 0;
+    bool reached = false;
+    for (size_t qi = 0; qi < queue.size(); ++qi) {
+      const uint32_t u = queue[qi];
+      if (excess[u] < 0) {
+        // Paths stop at the first deficit; no need to look past it.
+        reached = true;
+        continue;
+      }
+      for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
+        const uint32_t v = arcs_[a].head;
+        if (residual[a] > 0 && level[v] == kNone) {
+          level[v] = level[u] + 1;
+          queue.push_back(v);
+        }
+      }
+    }
+    if (!reached) return false;
+    for (uint32_t v = 0; v < node_count_; ++v) current[v] = first_out_[v];
+    for (uint32_t root : roots) {
+      path.clear();
+      uint32_t u = root;
+      while (excess[root] > 0) {
+        if (u != root && excess[u] < 0) {
+          int64_t delta = std::min(excess[root], -excess[u]);
+          for (uint32_t a : path) delta = std::min(delta, residual[a]);
+          for (uint32_t a : path) {
+            residual[a] -= delta;
+            residual[arcs_[a].mate] += delta;
+          }
+          excess[root] -= delta;
+          excess[u] += delta;
+          for (size_t k = 0; k < path.size(); ++k) {
+            if (residual[path[k]] != 0) continue;
+            path.resize(k);
+            break;
+          }
+          u = path.empty() ? root : arcs_[path.back()].head;
+          continue;
+        }
+        uint32_t a = current[u];
+        const uint32_t end = first_out_[u + 1];
+        for (; a < end; ++a) {
+          const uint32_t v = arcs_[a].head;
+          if (residual[a] > 0 && level[v] != kNone && level[v] == level[u] + 1) {
+            break;
+          }
+        }
+        current[u] = a;
+        if (a < end) {
+          path.push_back(a);
+          u = arcs_[a].head;
+          continue;
+        }
+        level[u] = kNone;  // dead end for the rest of this phase
+        if (path.empty()) break;
+        path.pop_back();
+        u = path.empty() ? root : arcs_[path.back()].head;
+        ++current[u];
+      }
+    }
+  }
+}
+
+int64_t Workspace::WarmEpsilon() {
+  if (options_.price_refinement) PriceRefine(1);
+  int64_t violation = 1;
+  for (uint32_t u = 0; u < node_count_; ++u) {
+    for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
+      if (arcs_[a].residual == 0) continue;
+      violation = std::max(violation, -ReducedCost(u, arcs_[a]));
+    }
+  }
+  const int64_t cold = ColdEpsilon();
+  if (violation > cold) {
+    std::fill(price_.begin(), price_.end(), 0);
+    return cold;
+  }
+  // Floor: alpha * S, so the first phase runs at S (one original cost
+  // unit) or above. Measured on scheduling networks (README): starting
+  // below that, e.g. at 1 when only supplies changed, is slower than a
+  // cold start, because equal-cost alternatives at hubs (the cluster
+  // aggregator has thousands of zero-reduced-cost reverse arcs) are then
+  // resolved by epsilon-sized price steps, O(S) relabels per unit.
+  violation = std::max(violation, options_.alpha * scale_);
+  int64_t epsilon = 1;
+  while (epsilon < violation && epsilon <= cold / options_.alpha) {
+    epsilon *= options_.alpha;
+  }
+  return std::min(std::max(epsilon, violation), cold);
+}
+
+absl::Status Workspace::Optimize(int64_t start_epsilon, bool warm) {
+  update_threshold_ =
+      options_.global_update_frequency > 0
+          ? static_cast<uint64_t>(options_.global_update_frequency *
+                                  static_cast<double>(node_count_)) + 1
+          : std::numeric_limits<uint64_t>::max();
+  bool first = true;
+  int64_t epsilon = start_epsilon;
+  do {
+    epsilon = std::max<int64_t>(1, epsilon / options_.alpha);
+    // Price refinement (Goldberg 1997 section 5): if some prices make the
+    // current flow epsilon-optimal already, the phase has nothing to do
+    // unless excesses remain (a warm start's first phase).
+    if (options_.price_refinement && (warm || !first) && PriceRefine(epsilon)) {
+      bool balanced = true;
+      for (uint32_t v = 0; v < node_count_ && balanced; ++v) {
+        balanced = excess_[v] == 0;
+      }
+      if (balanced) {
+        first = false;
+        continue;
+      }
+    }
+    FLOWSCHED_RETURN_IF_ERROR(Refine(epsilon));
+    FLOWSCHED_RETURN_IF_ERROR(NormalizePrices());
+    first = false;
+  } while (epsilon > 1);
+  return absl::OkStatus();
+}
+
+absl::Status Workspace::NormalizePrices() {
+  if (node_count_ == 0) return absl::OkStatus();
+  const auto [lo, hi] = std::minmax_element(price_.begin(), price_.end());
+  const int64_t top = *hi;
+  if (top - *lo > kMaxPriceSpread) {
+    return absl::OutOfRangeError(
+        "cost_scaling: scaled prices spread beyond 2^61");
+  }
+  for (int64_t& p : price_) p -= top;
+  return absl::OkStatus();
+}
+
+absl::Status Workspace::Refine(int64_t epsilon) {
+  // Saturate every residual arc that violates epsilon-optimality; arcs with
+  // reduced cost in [-epsilon, 0) may stay, they are merely admissible.
+  for (uint32_t u = 0; u < node_count_; ++u) {
+    for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
+      const ResidualArc& arc = arcs_[a];
+      if (arc.residual > 0 && ReducedCost(u, arc) < -epsilon) {
+        PushFlow(u, a, arc.residual);
+      }
+    }
+  }
+  active_.clear();
+  active_head_ = 0;
+  for (uint32_t v = 0; v < node_count_; ++v) {
+    current_arc_[v] = first_out_[v];
+    if (excess_[v] > 0) Activate(v);
+  }
+  if (active_.empty()) return absl::OkStatus();
+  relabels_since_update_ = 0;
+  if (options_.global_update_frequency > 0) GlobalUpdate(epsilon);
+  while (active_head_ < active_.size()) {
+    const uint32_t u = active_[active_head_++];
+    queued_[u] = 0;
+    FLOWSCHED_RETURN_IF_ERROR(Discharge(u, epsilon));
+    if (relabels_since_update_ >= update_threshold_) {
+      relabels_since_update_ = 0;
+      GlobalUpdate(epsilon);
+    }
+    // Compact the queue once its consumed prefix dominates.
+    if (active_head_ > 4096 && active_head_ * 2 > active_.size()) {
+      active_.erase(active_.begin(),
+                    active_.begin() + static_cast<std::ptrdiff_t>(active_head_));
+      active_head_ = 0;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Workspace::Discharge(uint32_t u, int64_t epsilon) {
+  // Full discharge (Goldberg's FIFO variant as in CS2): push along admissible
+  // arcs (residual, reduced cost < 0) from the current arc on; relabel when
+  // none is left. Only a relabel of u changes which of u's arcs are
+  // admissible, so arcs before the current arc stay inadmissible.
+  const uint32_t end = first_out_[u + 1];
+  while (excess_[u] > 0) {
+    uint32_t a = current_arc_[u];
+    const int64_t price_u = price_[u];
+    for (; a < end; ++a) {
+      ResidualArc& arc = arcs_[a];
+      if (arc.residual == 0 || arc.cost + price_u - price_[arc.head] >= 0 ||
+          arc.head == u) {
+        continue;
+      }
+      const uint32_t v = arc.head;
+      const int64_t delta = std::min(excess_[u], arc.residual);
+      PushFlow(u, a, delta);
+      if (excess_[v] > 0) Activate(v);
+      if (excess_[u] == 0) break;
+    }
+    current_arc_[u] = a;
+    if (excess_[u] == 0) break;
+    if (!Relabel(u, epsilon)) {
+      // Impossible after the feasibility check: an excess node always has
+      // a residual path to a deficit.
+      return absl::InternalError(fmt::format(
+          "cost_scaling: node {} has excess {} but no residual arc",
+          u, excess_[u]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool Workspace::Relabel(uint32_t u, int64_t epsilon) {
+  // price[u] = max over residual arcs (price[v] - c) - epsilon: the largest
+  // drop that keeps u's arcs epsilon-optimal, after which the maximising arc
+  // is admissible (reduced cost -epsilon) and becomes the current arc.
+  // Self-loops are ignored: their reduced cost never depends on prices.
+  int64_t best = std::numeric_limits<int64_t>::min();
+  uint32_t best_arc = kNone;
+  for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
+    const ResidualArc& arc = arcs_[a];
+    if (arc.residual == 0 || arc.head == u) continue;
+    const int64_t candidate = price_[arc.head] - arc.cost;
+    if (candidate > best) {
+      best = candidate;
+      best_arc = a;
+    }
+  }
+  if (best_arc == kNone) return false;
+  price_[u] = best - epsilon;
+  current_arc_[u] = best_arc;
+  ++relabels_since_update_;
+  return true;
+}
+
+void Workspace::GlobalUpdate(int64_t epsilon) {
+  // Goldberg's global price update ("set relabel"): a bucket-based Dijkstra
+  // backwards from the deficit nodes where an arc (v, u) has length
+  // floor(rc(v, u) / epsilon) + 1 >= 0 in units of epsilon; every node's
+  // price then drops by epsilon * its distance. This keeps epsilon-
+  // optimality and makes every excess node's shortest way to a deficit
+  // admissible. It stops once all excess nodes are settled; the rest get
+  // the current level, which is still a valid (capped) labelling.
+  // Ranks up to alpha * n (LEMON's bound for one cold phase) live in
+  // buckets; larger ones, which warm starts at small epsilon need (a new
+  // task may have to drop its price by S * cost), go to a binary heap that
+  // is only consulted after the buckets, so the order stays Dijkstra's.
+  const auto cap = static_cast<uint32_t>(std::min<int64_t>(
+      int64_t{node_count_} * options_.alpha, int64_t{1} << 28));
+  if (bucket_first_.size() < size_t{cap} + 1) {
+    bucket_first_.assign(size_t{cap} + 1, kNone);
+  }
+  bucket_next_.resize(node_count_);
+  bucket_prev_.resize(node_count_);
+  rank_.assign(node_count_, kUnranked);
+  settled_.assign(node_count_, 0);
+  overflow_.clear();
+  const auto heap_order = std::greater<std::pair<int64_t, uint32_t>>();
+  uint32_t top_bucket = 0;  // highest bucket used, for the reset below
+  auto insert = [this, &top_bucket](uint32_t v, uint32_t r) {
+    top_bucket = std::max(top_bucket, r);
+    bucket_prev_[v] = kNone;
+    bucket_next_[v] = bucket_first_[r];
+    if (bucket_first_[r] != kNone) bucket_prev_[bucket_first_[r]] = v;
+    bucket_first_[r] = v;
+  };
+  auto remove = [this](uint32_t v, uint32_t r) {
+    if (bucket_prev_[v] != kNone) {
+      bucket_next_[bucket_prev_[v]] = bucket_next_[v];
+    } else {
+      bucket_first_[r] = bucket_next_[v];
+    }
+    if (bucket_next_[v] != kNone) bucket_prev_[bucket_next_[v]] = bucket_prev_[v];
+  };
+  size_t excess_left = 0;
+  for (uint32_t v = 0; v < node_count_; ++v) {
+    if (excess_[v] > 0) ++excess_left;
+    if (excess_[v] < 0) {
+      rank_[v] = 0;
+      insert(v, 0);
+    }
+  }
+  // Settles u at rank `level` and relaxes the arcs into it.
+  auto scan = [&](uint32_t u, int64_t level) {
+    settled_[u] = 1;
+    if (excess_[u] > 0) --excess_left;
+    for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
+      const ResidualArc& back = arcs_[arcs_[a].mate];  // arc v -> u
+      const uint32_t v = arcs_[a].head;
+      if (back.residual == 0 || settled_[v]) continue;
+      const int64_t r =
+          level + std::max<int64_t>(0, FloorDiv(ReducedCost(v, back), epsilon) + 1);
+      if (r >= rank_[v]) continue;
+      if (rank_[v] <= cap) remove(v, static_cast<uint32_t>(rank_[v]));
+      rank_[v] = r;
+      if (r <= cap) {
+        insert(v, static_cast<uint32_t>(r));
+      } else {
+        overflow_.emplace_back(r, v);
+        std::push_heap(overflow_.begin(), overflow_.end(), heap_order);
+      }
+    }
+  };
+  int64_t level = 0;
+  for (; level <= cap && excess_left > 0; ++level) {
+    const auto bucket = static_cast<uint32_t>(level);
+    while (bucket_first_[bucket] != kNone && excess_left > 0) {
+      const uint32_t u = bucket_first_[bucket];
+      remove(u, bucket);
+      scan(u, level);
+    }
+    if (excess_left == 0) break;
+  }
+  while (excess_left > 0 && !overflow_.empty()) {
+    std::pop_heap(overflow_.begin(), overflow_.end(), heap_order);
+    const auto [r, u] = overflow_.back();
+    overflow_.pop_back();
+    if (settled_[u] || r != rank_[u]) continue;  // stale entry
+    level = r;
+    scan(u, level);
+  }
+  // Unsettled nodes get the level where the search stopped: every node
+  // with a smaller distance is settled, so this is a valid labelling.
+  const int64_t stop = level;
+  // Clear only the buckets this update used; unsettled nodes may remain.
+  std::fill(bucket_first_.begin(), bucket_first_.begin() + top_bucket + 1,
+            kNone);
+  for (uint32_t v = 0; v < node_count_; ++v) {
+    const int64_t r = settled_[v] ? rank_[v] : std::min(stop, rank_[v]);
+    price_[v] -= r * epsilon;
+    current_arc_[v] = first_out_[v];
+  }
+}
+
+bool Workspace::PriceRefine(int64_t epsilon) {
+  // Goldberg's price refinement: look for prices that make the current flow
+  // epsilon-optimal without moving flow, i.e. integer d <= 0 with
+  // d[v] <= d[u] + floor(rc(u, v) / epsilon) + 1 on every residual arc (d is
+  // a shortest distance from a virtual source with 0-length arcs to every
+  // node), then price += epsilon * d. Label-correcting (FIFO Bellman-Ford) with
+  // a work cap: a negative cycle, or just too much work, means "give up" and
+  // the phase runs normally. Prices change only on success.
+  distance_.assign(node_count_, 0);
+  std::vector<uint32_t> queue;
+  std::vector<uint8_t> in_queue(node_count_, 0);
+  for (uint32_t u = 0; u < node_count_; ++u) {
+    for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
+      const ResidualArc& arc = arcs_[a];
+      if (arc.residual == 0) continue;
+      if (FloorDiv(ReducedCost(u, arc), epsilon) + 1 < 0) {
+        if (arc.head == u) return false;  // a negative self-loop
+        if (!in_queue[u]) {
+          in_queue[u] = 1;
+          queue.push_back(u);
+        }
+      }
+    }
+  }
+  if (queue.empty()) return true;
+  const size_t work_cap = 4 * arcs_.size() + node_count_;
+  size_t work = 0;
+  for (size_t qi = 0; qi < queue.size(); ++qi) {
+    const uint32_t u = queue[qi];
+    in_queue[u] = 0;
+    const int64_t du = distance_[u];
+    for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
+      const ResidualArc& arc = arcs_[a];
+      if (arc.residual == 0 || arc.head == u) continue;
+      const int64_t candidate = du + FloorDiv(ReducedCost(u, arc), epsilon) + 1;
+      if (candidate < distance_[arc.head]) {
+        distance_[arc.head] = candidate;
+        if (!in_queue[arc.head]) {
+          in_queue[arc.head] = 1;
+          queue.push_back(arc.head);
+        }
+      }
+    }
+    work += first_out_[u + 1] - first_out_[u] + 1;
+    if (work > work_cap) return false;
+  }
+  for (uint32_t v = 0; v < node_count_; ++v) {
+    price_[v] += distance_[v] * epsilon;
+  }
+  return true;
+}
+
+absl::Status Workspace::ExactPotentials() {
+  // The flow is 1-optimal for costs scaled by S = n + 1, so every residual
+  // cycle (at most n arcs) costs more than -n / (n + 1) > -1 in original
+  // units, i.e. >= 0: the flow is optimal and the residual network has no
+  // negative cycle. Exact potentials are then shortest-path labels with the
+  // original costs; starting from floor(price / S), which is off by at most
+  // about one unit per arc, label correcting (FIFO Bellman-Ford) converges
+  // in few passes.
+  std::vector<int64_t>& label = distance_;
+  label.resize(node_count_);
+  for (uint32_t v = 0; v < node_count_; ++v) {
+    label[v] = FloorDiv(price_[v], scale_);
+  }
+  std::vector<uint32_t> queue;
+  std::vector<uint8_t> in_queue(node_count_, 1);
+  queue.reserve(node_count_);
+  for (uint32_t v = 0; v < node_count_; ++v) queue.push_back(v);
+  // Bellman-Ford's bound; only a bug could reach it.
+  const Int128 work_cap = (static_cast<Int128>(node_count_) + 1) *
+                          (static_cast<Int128>(arcs_.size()) + node_count_);
+  Int128 work = 0;
+  size_t qi = 0;
+  while (qi < queue.size()) {
+    const uint32_t u = queue[qi++];
+    in_queue[u] = 0;
+    const int64_t lu = label[u];
+    for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
+      const ResidualArc& arc = arcs_[a];
+      if (arc.residual == 0) continue;
+      // label[v] <= label[u] + c means c + label[u] - label[v] >= 0.
+      const int64_t candidate = lu + arc.cost / scale_;
+      if (candidate < label[arc.head]) {
+        label[arc.head] = candidate;
+        if (!in_queue[arc.head]) {
+          in_queue[arc.head] = 1;
+          queue.push_back(arc.head);
+        }
+      }
+    }
+    work += first_out_[u + 1] - first_out_[u] + 1;
+    if (work > work_cap) {
+      return absl::InternalError(
+          "cost_scaling: residual network has a negative cycle at the end");
+    }
+    if (qi > (size_t{1} << 20) && qi * 2 > queue.size()) {
+      queue.erase(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(qi));
+      qi = 0;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<McmfSolution> Workspace::ExtractSolution() {
+  FLOWSCHED_RETURN_IF_ERROR(ExactPotentials());
+  McmfSolution solution;
+  solution.outcome = McmfOutcome::kOptimal;
+  solution.flow.resize(problem_.arcs.size());
+  Int128 total_cost = 0;
+  for (size_t i = 0; i < problem_.arcs.size(); ++i) {
+    const McmfArc& arc = problem_.arcs[i];
+    const int64_t flow = arc.capacity - arcs_[forward_arc_[i]].residual;
+    solution.flow[i] = flow;
+    total_cost += static_cast<Int128>(flow) * arc.cost;
+  }
+  if (total_cost > std::numeric_limits<int64_t>::max() ||
+      total_cost < std::numeric_limits<int64_t>::min()) {
+    return absl::OutOfRangeError("optimal total cost does not fit in int64");
+  }
+  solution.total_cost = static_cast<int64_t>(total_cost);
+  solution.potentials.resize(node_count_);
+  for (uint32_t v = 0; v < node_count_; ++v) {
+    solution.potentials[v] = -distance_[v];
+  }
+  return solution;
+}
+
+absl::StatusOr<McmfSolution> Finish(Workspace& workspace, int64_t start_epsilon,
+                                    bool warm, std::string_view name) {
+  McmfSolution solution;
+  if (!workspace.Feasible()) {
+    solution.outcome = McmfOutcome::kInfeasible;
+  } else {
+    FLOWSCHED_RETURN_IF_ERROR(workspace.Optimize(start_epsilon, warm));
+    FLOWSCHED_ASSIGN_OR_RETURN(solution, workspace.ExtractSolution());
+  }
+  solution.algorithm = std::string(name);
+  return solution;
+}
+
+}  // namespace
+
+absl::StatusOr<McmfSolution> CostScaling::Solve(const McmfProblem& problem) {
+  FLOWSCHED_RETURN_IF_ERROR(ValidateProblem(problem));
+  if (options_.alpha < 2) {
+    return absl::InvalidArgumentError("cost_scaling: alpha must be >= 2");
+  }
+  Workspace workspace(problem, options_);
+  FLOWSCHED_RETURN_IF_ERROR(workspace.Init());
+  return Finish(workspace, workspace.ColdEpsilon(), /*warm=*/false, name());
+}
+
+absl::StatusOr<McmfSolution> CostScaling::SolveFrom(
+    const McmfProblem& problem, const std::vector<int64_t>& flow,
+    const std::vector<int64_t>& potentials) {
+  if (flow.size() != problem.arcs.size() ||
+      potentials.size() != problem.node_count) {
+    return Solve(problem);
+  }
+  FLOWSCHED_RETURN_IF_ERROR(ValidateProblem(problem));
+  if (options_.alpha < 2) {
+    return absl::InvalidArgumentError("cost_scaling: alpha must be >= 2");
+  }
+  Workspace workspace(problem, options_);
+  FLOWSCHED_RETURN_IF_ERROR(workspace.Init());
+  workspace.SetFlow(flow);
+  workspace.SetPotentials(potentials);
+  // Phases run at start / alpha, start / alpha^2, ..., 1: a start that is
+  // already 1-optimal (only supplies changed, say) runs one phase at 1.
+  const int64_t start = workspace.WarmEpsilon();
+  return Finish(workspace, start, /*warm=*/true, name());
+}
+
+}  // namespace flowsched::solver
