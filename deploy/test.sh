@@ -15,13 +15,13 @@ jobs=$(nproc)
 echo "== Release build and tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLOWSCHED_BUILD_TESTS=ON >/dev/null
 cmake --build build -j "$jobs"
-ctest --test-dir build -j "$jobs" --output-on-failure
+ctest --test-dir build -j "$jobs" --output-on-failure -LE long-crash
 
 echo "== Debug build with address,undefined sanitizers and tests"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DFLOWSCHED_SANITIZE=address,undefined -DFLOWSCHED_BUILD_TESTS=ON >/dev/null
 cmake --build build-asan -j "$jobs"
-ctest --test-dir build-asan -j "$jobs" --output-on-failure
+ctest --test-dir build-asan -j "$jobs" --output-on-failure -LE long-crash
 
 echo "== clang build of the libFuzzer target, run for a bounded time"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang \

@@ -40,11 +40,13 @@ struct MachineRemoved { MachineId machine; };
 struct MachineFailed { MachineId machine; std::string reason; };
 struct MachineUsage { MachineId machine; Resources used; };
 struct TaskUsage { JobId job; TaskId task; Resources used; };
+// A time tick in the log; changes no state (see events.proto).
+struct Tick {};
 
 using EventBody =
     std::variant<JobSubmitted, TaskSubmitted, TaskFinished, TaskFailed,
                  TaskKilled, TaskUpdated, MachineAdded, MachineRemoved,
-                 MachineFailed, MachineUsage, TaskUsage>;
+                 MachineFailed, MachineUsage, TaskUsage, Tick>;
 
 struct ClusterEvent {
   std::string event_id;

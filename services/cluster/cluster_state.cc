@@ -61,6 +61,7 @@ absl::Status ClusterState::Apply(const ClusterEvent& event, int64_t now_us,
           },
           [&](const MachineUsage& e) { return ApplyMachineUsage(e, changes); },
           [&](const TaskUsage& e) { return ApplyTaskUsage(e); },
+          [&](const Tick&) { return absl::OkStatus(); },
       },
       event.body);
 }

@@ -227,6 +227,8 @@ absl::StatusOr<EventBody> DecodeBody(const v1::ClusterEvent& message,
           Resources used, DecodeResources("task_usage.used", m.used(), limits));
       return TaskUsage{JobId(m.job_id()), TaskId(m.task_id()), used};
     }
+    case v1::ClusterEvent::kTick:
+      return Tick{};
     case v1::ClusterEvent::EVENT_NOT_SET:
       break;
   }

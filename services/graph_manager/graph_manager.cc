@@ -101,7 +101,7 @@ absl::Status GraphManager::Open() {
 
 absl::Status GraphManager::AssignInputs() {
   FLOWSCHED_ASSIGN_OR_RETURN(
-      const int event_partitions,
+      event_partitions_,
       producer_->PartitionCount(options_.topics.events, kMetadataTimeoutMs));
   FLOWSCHED_ASSIGN_OR_RETURN(placement_partitions_,
                              producer_->PartitionCount(
@@ -111,12 +111,14 @@ absl::Status GraphManager::AssignInputs() {
                              store_->LoadOffsets(options_.topics.events));
   FLOWSCHED_ASSIGN_OR_RETURN(auto placement_offsets,
                              store_->LoadOffsets(options_.topics.placements));
-  std::vector<bus::TopicPartitionOffset> assignment;
-  for (int32_t p = 0; p < event_partitions; ++p) {
+  // Deterministic mode reads only partition 0: the order across partitions
+  // is not part of the log, so a replay could not reproduce it.
+  const int32_t consumed_event_partitions =
+      options_.deterministic() ? 1 : event_partitions_;
+  for (int32_t p = 0; p < consumed_event_partitions; ++p) {
     auto it = event_offsets.find(p);
-    assignment.push_back({options_.topics.events, p,
-                          it == event_offsets.end() ? bus::kOffsetBeginning
-                                                    : it->second});
+    next_offsets_[{options_.topics.events, p}] =
+        it == event_offsets.end() ? bus::kOffsetBeginning : it->second;
   }
   for (int32_t p = 0; p < placement_partitions_; ++p) {
     auto it = placement_offsets.find(p);
@@ -130,11 +132,30 @@ absl::Status GraphManager::AssignInputs() {
                                             kMetadataTimeoutMs));
       offset = marks.second;
     }
-    assignment.push_back({options_.topics.placements, p, offset});
+    next_offsets_[{options_.topics.placements, p}] = offset;
   }
-  spdlog::info("consuming {} event and {} placement partitions",
-               event_partitions, placement_partitions_);
+  spdlog::info("consuming {} event and {} placement partitions{}",
+               consumed_event_partitions, placement_partitions_,
+               options_.deterministic() ? " (deterministic rounds)" : "");
+  return SetEventsPaused(options_.deterministic() &&
+                         (meta_.cut_pending() || collector_.expecting() ||
+                          meta_.in_flight_round_id() != 0));
+}
+
+absl::Status GraphManager::SetEventsPaused(bool paused) {
+  std::vector<bus::TopicPartitionOffset> assignment;
+  for (const auto& [key, offset] : next_offsets_) {
+    if (paused && key.first == options_.topics.events) continue;
+    assignment.push_back({key.first, key.second, offset});
+  }
+  events_paused_ = paused;
   return consumer_->Assign(assignment);
+}
+
+bool GraphManager::RoundDue() const {
+  if (collector_.expecting()) return false;
+  if (options_.deterministic()) return meta_.cut_pending();
+  return need_snapshot_ || !pending_changes_.empty();
 }
 
 absl::Status GraphManager::Run(const std::atomic<bool>& stop) {
@@ -168,18 +189,48 @@ absl::Status GraphManager::ProcessRecords(
     const std::vector<bus::Record>& records) {
   cluster::ChangeSet changes;
   storage::StateBatch batch;
+  const bool was_paused = events_paused_;
+  bool reseek = false;
   for (const bus::Record& record : records) {
-    if (record.topic == options_.topics.events) {
-      ApplyEventRecord(record, changes);
+    const bool is_event = record.topic == options_.topics.events;
+    if (is_event) {
+      // Records fetched before a pause, or from partitions deterministic
+      // mode does not read, wait for their turn.
+      auto next = next_offsets_.find({record.topic, record.partition});
+      if (events_paused_ || next == next_offsets_.end()) continue;
+      // A record fetched before a re-assignment may come again after it;
+      // apply each offset once, in order.
+      if (next->second >= 0 && record.offset != next->second) {
+        if (record.offset > next->second) reseek = true;
+        continue;
+      }
+      const bool tick = ApplyEventRecord(record, changes);
+      if (options_.deterministic()) {
+        meta_.set_events_since_cut(meta_.events_since_cut() + 1);
+        if ((options_.cut_at_ticks && tick) ||
+            (options_.cut_every_events > 0 &&
+             meta_.events_since_cut() >= options_.cut_every_events)) {
+          meta_.set_events_since_cut(0);
+          meta_.set_cut_pending(true);
+          events_paused_ = true;
+        }
+      }
     } else if (record.topic == options_.topics.placements) {
       HandlePlacementRecord(record, changes);
+    } else {
+      continue;
     }
+    next_offsets_[{record.topic, record.partition}] = record.offset + 1;
     batch.SetOffset(record.topic, record.partition, record.offset + 1);
   }
-  return CommitChanges(changes, std::move(batch));
+  FLOWSCHED_RETURN_IF_ERROR(CommitChanges(changes, std::move(batch)));
+  if (events_paused_ != was_paused || reseek) {
+    FLOWSCHED_RETURN_IF_ERROR(SetEventsPaused(events_paused_));
+  }
+  return absl::OkStatus();
 }
 
-void GraphManager::ApplyEventRecord(const bus::Record& record,
+bool GraphManager::ApplyEventRecord(const bus::Record& record,
                                     cluster::ChangeSet& changes) {
   absl::Status status;
   auto event = decoder_.Decode(record.value);
@@ -194,7 +245,7 @@ void GraphManager::ApplyEventRecord(const bus::Record& record,
       } else if (std::holds_alternative<cluster::TaskSubmitted>(event->body)) {
         meta_.set_tasks_submitted(meta_.tasks_submitted() + 1);
       }
-      return;
+      return std::holds_alternative<cluster::Tick>(event->body);
     }
   } else {
     status = event.status();
@@ -208,6 +259,7 @@ void GraphManager::ApplyEventRecord(const bus::Record& record,
                   record.topic, record.partition, record.offset,
                   published.ToString());
   }
+  return false;
 }
 
 void GraphManager::HandlePlacementRecord(const bus::Record& record,
@@ -226,7 +278,12 @@ void GraphManager::HandlePlacementRecord(const bus::Record& record,
     spdlog::info("solver worker epoch {} asks for a snapshot: {}",
                  message.resync_request().epoch(),
                  message.resync_request().reason());
-    // The asking solver cannot answer the round in flight.
+    // The asking solver cannot answer the round in flight. In
+    // deterministic mode the same cut is re-sent as a snapshot at once
+    // (nothing was consumed since), so rounds keep their places.
+    if (collector_.expecting() && options_.deterministic()) {
+      meta_.set_cut_pending(true);
+    }
     collector_.Clear();
     need_snapshot_ = true;
     return;
@@ -271,6 +328,15 @@ void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {
     }
   }
   meta_.set_decisions_applied(meta_.decisions_applied() + applied);
+  if (options_.deterministic()) {
+    // A round that changed the state is followed by another right away, at
+    // the same place in the log; otherwise events flow again.
+    if (applied > 0) {
+      meta_.set_cut_pending(true);
+    } else {
+      events_paused_ = false;
+    }
+  }
   meta_.set_decisions_stale(meta_.decisions_stale() + stale);
   meta_.set_rounds_completed(meta_.rounds_completed() + 1);
   meta_.set_last_applied_round_id(summary.round_id());
@@ -324,11 +390,11 @@ void GraphManager::CheckRoundTimeout() {
   collector_.Clear();
   meta_.set_in_flight_round_id(0);
   need_snapshot_ = true;
+  if (options_.deterministic()) meta_.set_cut_pending(true);
 }
 
 absl::Status GraphManager::MaybeCutRound() {
-  if (collector_.expecting()) return absl::OkStatus();
-  if (!need_snapshot_ && pending_changes_.empty()) return absl::OkStatus();
+  if (!RoundDue()) return absl::OkStatus();
   if (SteadyMicros() < next_publish_steady_us_) return absl::OkStatus();
 
   const uint64_t round_id = meta_.next_round_id();
@@ -339,6 +405,7 @@ absl::Status GraphManager::MaybeCutRound() {
   header.set_snapshot(snapshot);
   header.set_base_round_id(meta_.last_published_round_id());
   header.set_cut_time_us(clock_.NowMicros());
+  header.set_deterministic(options_.deterministic());
   const std::vector<flow::GraphChange> snapshot_changes =
       snapshot ? network_.SnapshotChanges() : std::vector<flow::GraphChange>{};
   const std::vector<flow::GraphChange>& changes =
@@ -367,6 +434,7 @@ absl::Status GraphManager::MaybeCutRound() {
   meta_.set_next_round_id(round_id + 1);
   meta_.set_in_flight_round_id(round_id);
   meta_.set_in_flight_graph_epoch(meta_.epoch());
+  meta_.set_cut_pending(false);
   {
     storage::StateBatch batch;
     StageMeta(meta_, batch);

@@ -50,6 +50,18 @@ struct GraphManagerOptions {
   int status_interval_ms = 200;
   // Rounds are split into records of at most this many bytes.
   size_t max_round_record_bytes = 512 * 1024;
+  // Deterministic round cutting (both 0/false: rounds follow the clock,
+  // cut whenever the network changed and no round is in flight).
+  // With either set, rounds are cut only after every `cut_every_events`
+  // events of events partition 0 and/or at each Tick event, plus at once
+  // after a round whose decisions changed the state; events are not
+  // consumed while a round is due or in flight. Then the state after any
+  // prefix of the log is the same in every run, crashed or not.
+  uint64_t cut_every_events = 0;
+  bool cut_at_ticks = false;
+  [[nodiscard]] bool deterministic() const {
+    return cut_every_events > 0 || cut_at_ticks;
+  }
 };
 
 class GraphManager {
@@ -70,8 +82,13 @@ class GraphManager {
   GraphManager(GraphManagerOptions options, const Clock& clock);
   absl::Status Open();
   absl::Status AssignInputs();
+  // Deterministic mode: stop or restart consuming events (re-assigns the
+  // consumer so no fetched-ahead event is ever applied early).
+  absl::Status SetEventsPaused(bool paused);
+  [[nodiscard]] bool RoundDue() const;
   absl::Status ProcessRecords(const std::vector<bus::Record>& records);
-  void ApplyEventRecord(const bus::Record& record, cluster::ChangeSet& changes);
+  // Returns true for a Tick event.
+  bool ApplyEventRecord(const bus::Record& record, cluster::ChangeSet& changes);
   void HandlePlacementRecord(const bus::Record& record,
                              cluster::ChangeSet& changes);
   void ApplyDecisions(cluster::ChangeSet& changes);
@@ -96,6 +113,10 @@ class GraphManager {
   v1::GraphManagerMeta meta_;
   RoundCollector collector_;
   int32_t placement_partitions_ = 0;
+  int32_t event_partitions_ = 0;
+  // Next offset to consume per (topic, partition), as committed.
+  std::map<std::pair<std::string, int32_t>, int64_t> next_offsets_;
+  bool events_paused_ = false;
 
   // Network changes since the last published round.
   std::vector<flow::GraphChange> pending_changes_;

@@ -1,6 +1,7 @@
 #include "services/solver_worker/solver_worker.h"
 
 #include <algorithm>
+#include <tuple>
 #include <chrono>
 #include <thread>
 #include <utility>
@@ -73,6 +74,7 @@ absl::Status SolverWorker::Open() {
       consumer_->Assign({{options_.topics.rounds, 0, marks.second}}));
   spdlog::info("solver worker epoch {} using {}; rounds from offset {}",
                epoch_, solver_->name(), marks.second);
+  resync_backoff_ms_ = options_.resync_interval_ms;
   RequestResync("solver worker started");
   return absl::OkStatus();
 }
@@ -92,9 +94,12 @@ absl::Status SolverWorker::Run(const std::atomic<bool>& stop) {
     for (const bus::Record& record : *records) HandleRoundRecord(record);
     // Several queued rounds are applied in order, then solved once.
     if (unsolved_) SolveAndPublish();
-    if (!synced_ && SteadyMicros() - last_resync_steady_us_ >
-                        int64_t{options_.resync_interval_ms} * 1000) {
+    if (synced_) {
+      resync_backoff_ms_ = options_.resync_interval_ms;
+    } else if (SteadyMicros() - last_resync_steady_us_ >
+               int64_t{resync_backoff_ms_} * 1000) {
       RequestResync("still waiting for a snapshot");
+      resync_backoff_ms_ = std::min(resync_backoff_ms_ * 2, 30'000);
     }
   }
   producer_->Flush(kFlushTimeoutMs).IgnoreError();  // best effort at exit
@@ -176,6 +181,7 @@ absl::Status SolverWorker::ApplyRound(const v1::SolverRound& round) {
     }
   }
   synced_ = true;
+  deterministic_ = round.deterministic();
   round_id_ = round.round_id();
   graph_epoch_ = round.epoch();
   unsolved_ = true;
@@ -200,6 +206,26 @@ void SolverWorker::RequestResync(const std::string& reason) {
 
 void SolverWorker::SolveAndPublish() {
   unsolved_ = false;
+  if (deterministic_) {
+    // Arc slots and per-node arc lists depend on the history of deltas and
+    // snapshots that built the replica; rebuilding it with arcs in
+    // (source, destination) order makes the solver's input, and so its
+    // tie-breaking and the extracted placements, a function of the network
+    // alone.
+    std::vector<flow::GraphChange> changes = network_.SnapshotChanges();
+    auto first_arc = std::find_if(changes.begin(), changes.end(), [](const auto& c) {
+      return c.type == flow::GraphChange::Type::kSetArc;
+    });
+    std::sort(first_arc, changes.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.src, a.dst) < std::tie(b.src, b.dst);
+    });
+    flow::FlowNetwork canonical;
+    for (const flow::GraphChange& change : changes) {
+      // Valid by construction: it is a snapshot of a valid network.
+      canonical.Apply(change).IgnoreError();
+    }
+    network_ = std::move(canonical);
+  }
   solver::McmfProblem problem;
   std::vector<flow::ArcSlot> arc_slots;
   network_.ExportProblem(problem, arc_slots);

@@ -39,7 +39,10 @@ struct SolverWorkerOptions {
   bus::TopicNames topics;
   std::string algorithm = "ssp";
   int poll_timeout_ms = 20;
-  int resync_interval_ms = 1000;  // at most one ResyncRequest per interval
+  // First wait before asking again for a snapshot; doubles up to 30 s
+  // while none comes (a deterministic graph manager sends the snapshot with
+  // its next cut, which may be far off).
+  int resync_interval_ms = 1000;
 };
 
 struct SolverWorkerStats {
@@ -85,7 +88,9 @@ class SolverWorker {
   uint64_t round_id_ = 0;     // the round the replica reflects
   uint64_t graph_epoch_ = 0;  // the graph manager epoch that cut it
   bool unsolved_ = false;
+  bool deterministic_ = false;  // the last applied round asks for it
   int64_t last_resync_steady_us_ = 0;
+  int resync_backoff_ms_ = 0;
   SolverWorkerStats stats_;
 };
 

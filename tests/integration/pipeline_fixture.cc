@@ -34,7 +34,7 @@ void PipelineTest::SetUp() {
   std::filesystem::create_directories(dir_ + "/cmd");
   StartExternalBroker();
   if (HasFatalFailure()) return;
-  CommandResult up = Flowsched("up");
+  CommandResult up = Flowsched("up " + up_flags_);
   ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
 }
 

@@ -55,6 +55,7 @@ class PipelineTest : public ::testing::Test {
 
   std::string dir_;
   std::string broker_flags_;  // appended to every flowsched command
+  std::string up_flags_;      // appended to `flowsched up`
   int command_counter_ = 0;
 };
 

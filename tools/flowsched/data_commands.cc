@@ -49,11 +49,16 @@ CommandMain AddSubmitCommand(CLI::App& app, CommonFlags& flags) {
       "flowsched.v1.ClusterEvent) from a file or stdin");
   auto file = std::make_shared<std::string>("-");
   auto check = std::make_shared<bool>(false);
+  auto partition = std::make_shared<int32_t>(bus::kAnyPartition);
   cmd->add_option("file", *file, "Input file, or - for stdin")
       ->capture_default_str();
+  cmd->add_option("--partition", *partition,
+                  "Publish every event to this partition (deterministic "
+                  "rounds read partition 0 only); default: by entity key")
+      ->check(CLI::Range(0, 1'000'000));
   cmd->add_flag("--check", *check,
                 "Also validate each event locally and refuse invalid ones");
-  return [&flags, file, check]() {
+  return [&flags, file, check, partition]() {
     InitLogging("submit", flags.log_level == "info" ? "warn" : flags.log_level);
     std::ifstream input;
     std::istream* in = &std::cin;
@@ -93,8 +98,8 @@ CommandMain AddSubmitCommand(CLI::App& app, CommonFlags& flags) {
       std::cerr << "flowsched submit: " << producer.status().message() << "\n";
       return 1;
     }
-    absl::Status sent =
-        SubmitEvents(**producer, Topics(flags).events, parsed.events);
+    absl::Status sent = SubmitEvents(**producer, Topics(flags).events,
+                                     parsed.events, *partition);
     if (!sent.ok()) {
       std::cerr << "flowsched submit: " << sent.message() << "\n";
       return 1;
@@ -178,7 +183,6 @@ CommandMain AddTailCommand(CLI::App& app, CommonFlags& flags) {
         std::cerr << "flowsched tail: " << records.status().message() << "\n";
         continue;
       }
-      if (!records->empty()) last_record = std::chrono::steady_clock::now();
       for (const bus::Record& record : *records) {
         std::string json;
         if (options->topic == "placements") {
@@ -207,6 +211,9 @@ CommandMain AddTailCommand(CLI::App& app, CommonFlags& flags) {
               message.changes_size());
         }
         std::cout << json << "\n";
+        // Idle means nothing printed: filtered records (markers, resync
+        // requests) must not keep the command alive.
+        last_record = std::chrono::steady_clock::now();
         if (options->max_records != 0 && ++printed >= options->max_records) {
           std::cout.flush();
           return 0;

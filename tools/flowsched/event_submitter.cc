@@ -8,10 +8,11 @@
 namespace flowsched::tools {
 
 absl::Status SubmitEvents(bus::Producer& producer, const std::string& topic,
-                          const std::vector<v1::ClusterEvent>& events) {
+                          const std::vector<v1::ClusterEvent>& events,
+                          int32_t partition) {
   absl::Status status;
   for (const v1::ClusterEvent& event : events) {
-    status.Update(producer.Produce(topic, bus::kAnyPartition, EventKey(event),
+    status.Update(producer.Produce(topic, partition, EventKey(event),
                                    event.SerializeAsString()));
   }
   status.Update(producer.Flush(30'000));

@@ -13,9 +13,11 @@
 
 namespace flowsched::tools {
 
-// Produces every event and flushes. Unavailable if any delivery failed.
+// Produces every event (to `partition`, or by entity key when it is
+// bus::kAnyPartition) and flushes. Unavailable if any delivery failed.
 absl::Status SubmitEvents(bus::Producer& producer, const std::string& topic,
-                          const std::vector<v1::ClusterEvent>& events);
+                          const std::vector<v1::ClusterEvent>& events,
+                          int32_t partition = bus::kAnyPartition);
 
 struct ParsedEvents {
   std::vector<v1::ClusterEvent> events;

@@ -84,9 +84,14 @@ absl::Status StartServices(const CommonFlags& flags, const UpOptions& options) {
   if (!running("graph-manager")) {
     const std::string status_file = flags.data_dir + "/status.json";
     std::filesystem::remove(status_file, ec);
-    FLOWSCHED_ASSIGN_OR_RETURN(
-        pid_t manager,
-        Start(flags, "graph-manager", {"--policy", options.policy}));
+    std::vector<std::string> args = {"--policy", options.policy};
+    if (options.cut_every_events > 0) {
+      args.insert(args.end(), {"--cut-every-events",
+                               std::to_string(options.cut_every_events)});
+    }
+    if (options.cut_at_ticks) args.push_back("--cut-at-ticks");
+    FLOWSCHED_ASSIGN_OR_RETURN(pid_t manager,
+                               Start(flags, "graph-manager", std::move(args)));
     auto ready = WaitForFile(status_file, options.start_timeout_ms, manager);
     if (!ready.ok()) {
       return absl::Status(ready.status().code(),

@@ -5,6 +5,7 @@
 // each a detached process of this same executable with its log in
 // <data-dir>/logs and its pid in <data-dir>/pids.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@ namespace flowsched::tools {
 struct UpOptions {
   std::string policy = "load-spreading";
   std::string algorithm = "ssp";
+  uint64_t cut_every_events = 0;
+  bool cut_at_ticks = false;
   int start_timeout_ms = 30'000;
 };
 

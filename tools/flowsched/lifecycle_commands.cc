@@ -27,6 +27,10 @@ CommandMain AddUpCommand(CLI::App& app, CommonFlags& flags) {
       ->capture_default_str();
   cmd->add_option("--algorithm", options->algorithm, "Solver algorithm")
       ->capture_default_str();
+  cmd->add_option("--cut-every-events", options->cut_every_events,
+                  "Deterministic rounds every N events (see graph-manager)");
+  cmd->add_flag("--cut-at-ticks", options->cut_at_ticks,
+                "Deterministic rounds at Tick events (see graph-manager)");
   return [&flags, options]() {
     absl::Status status = StartServices(flags, *options);
     if (!status.ok()) {

@@ -83,6 +83,12 @@ CommandMain AddGraphManagerCommand(CLI::App& app, CommonFlags& flags) {
                   "Re-cut a round as a snapshot when its results take longer")
       ->check(CLI::Range(100, 3'600'000))
       ->capture_default_str();
+  cmd->add_option("--cut-every-events", options->cut_every_events,
+                  "Deterministic rounds: cut a round after every N events of "
+                  "events partition 0 (0: rounds follow the clock)")
+      ->capture_default_str();
+  cmd->add_flag("--cut-at-ticks", options->cut_at_ticks,
+                "Deterministic rounds: cut a round at each Tick event");
   cmd->add_option("--max-batch", options->max_batch_records,
                   "Records applied per RocksDB batch")
       ->check(CLI::Range(1, 1'000'000))
