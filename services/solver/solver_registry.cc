@@ -1,18 +1,20 @@
 #include "services/solver/solver_registry.h"
 
-#include <string>
-
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "services/solver/cost_scaling.h"
 #include "services/solver/successive_shortest_path.h"
 
 namespace flowsched::solver {
 
+std::vector<std::string> SolverNames() { return {"cost_scaling", "ssp"}; }
+
 absl::StatusOr<std::unique_ptr<McmfSolver>> MakeSolver(std::string_view name) {
   if (name == "ssp") return std::make_unique<SuccessiveShortestPath>();
   if (name == "cost_scaling") return std::make_unique<CostScaling>();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown solver algorithm '", std::string(name), "'; known: ssp, cost_scaling"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown solver algorithm '", std::string(name),
+                   "'; known: ", absl::StrJoin(SolverNames(), ", ")));
 }
 
 }  // namespace flowsched::solver

@@ -23,5 +23,7 @@ CommandMain AddTailCommand(CLI::App& app, CommonFlags& flags);
 CommandMain AddGenerateCommand(CLI::App& app, CommonFlags& flags);
 CommandMain AddInspectCommand(CLI::App& app, CommonFlags& flags);
 CommandMain AddDemoCommand(CLI::App& app, CommonFlags& flags);
+CommandMain AddSolveCommand(CLI::App& app, CommonFlags& flags);
+CommandMain AddBenchCommand(CLI::App& app, CommonFlags& flags);
 
 }  // namespace flowsched::tools

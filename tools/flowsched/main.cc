@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
       {"generate", AddGenerateCommand(app, flags)},
       {"inspect", AddInspectCommand(app, flags)},
       {"demo", AddDemoCommand(app, flags)},
+      {"solve", AddSolveCommand(app, flags)},
+      {"bench", AddBenchCommand(app, flags)},
   };
   try {
     app.parse(argc, argv);

@@ -1,0 +1,26 @@
+#!/bin/sh
+# Smoke test for `flowsched bench solver --quick`: it must exit 0 and its
+# CSV must hold an "ok" row for every case and algorithm it lists.
+# Usage: bench_smoke_test.sh FLOWSCHED_BINARY WORK_DIR
+set -eu
+flowsched=$1
+dir=$2
+mkdir -p "$dir"
+csv="$dir/quick.csv"
+rm -f "$csv"
+"$flowsched" bench solver --quick --repeat 1 --csv "$csv" >"$dir/table.txt" 2>"$dir/progress.txt" || {
+  echo "flowsched bench solver --quick failed:"; cat "$dir/table.txt" "$dir/progress.txt"; exit 1; }
+"$flowsched" bench solver --quick --list >"$dir/list.txt"
+missing=0
+cases=$(sed -n 's/^case //p' "$dir/list.txt")
+algorithms=$(sed -n 's/^algorithm //p' "$dir/list.txt")
+[ -n "$cases" ] && [ -n "$algorithms" ] || { echo "empty --list output"; exit 1; }
+for c in $cases; do
+  for a in $algorithms; do
+    if ! awk -F, -v c="$c" -v a="$a" '$1 == c && $10 == a && $11 == "ok" { found = 1 } END { exit !found }' "$csv"; then
+      echo "no ok CSV row for case $c algorithm $a"; missing=1
+    fi
+  done
+done
+[ "$missing" -eq 0 ] || { cat "$csv"; exit 1; }
+echo "bench smoke: $(($(wc -l <"$csv") - 1)) rows OK"

@@ -1,0 +1,127 @@
+#include "tools/bench/scheduling_networks.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "gtest/gtest.h"
+#include "services/common/status_matchers.h"
+#include "services/solver/flow_checker.h"
+#include "services/solver/lemon_reference.h"
+#include "services/solver/problem_validator.h"
+#include "services/solver/successive_shortest_path.h"
+
+namespace flowsched::bench {
+namespace {
+
+using ::flowsched::testing::IsOk;
+using solver::McmfArc;
+using solver::McmfProblem;
+
+bool SameArc(const McmfArc& a, const McmfArc& b) {
+  return a.src == b.src && a.dst == b.dst && a.capacity == b.capacity &&
+         a.cost == b.cost;
+}
+
+// SSP's result is certified and its cost equals LEMON NetworkSimplex's.
+void ExpectSolvesLikeLemon(const McmfProblem& problem) {
+  ASSERT_THAT(solver::ValidateProblem(problem), IsOk());
+  const absl::StatusOr<solver::McmfSolution> solution =
+      solver::SuccessiveShortestPath().Solve(problem);
+  ASSERT_THAT(solution, IsOk());
+  ASSERT_EQ(solution->outcome, solver::McmfOutcome::kOptimal);
+  EXPECT_THAT(solver::CheckOptimalFlow(problem, *solution), IsOk());
+  const solver::testgen::LemonResult lemon =
+      solver::testgen::SolveWithLemon(problem);
+  ASSERT_EQ(lemon.outcome, solver::McmfOutcome::kOptimal);
+  EXPECT_EQ(solution->total_cost, lemon.total_cost);
+}
+
+TEST(SchedulingNetworksTest, QuincyShapeAndSolvable) {
+  for (const double load : {0.5, 0.9, 0.97, 1.1}) {
+    ClusterNetwork network({.machines = 60, .utilisation = load, .seed = 3});
+    const McmfProblem& problem = network.problem();
+    const auto tasks = static_cast<int64_t>(network.live_tasks());
+    EXPECT_EQ(tasks, std::llround(load * 60 * 12));
+    EXPECT_EQ(problem.supply[0], -tasks);  // the sink
+    // Every task has U, X, 2-7 preferences and, if running, its machine.
+    EXPECT_GE(network.live_arcs(), size_t(tasks) * 4);
+    EXPECT_LE(network.live_arcs(), size_t(tasks) * 10 + 200);
+    ExpectSolvesLikeLemon(problem);
+  }
+}
+
+TEST(SchedulingNetworksTest, LoadSpreadingShapeAndSolvable) {
+  for (const double load : {0.5, 0.97, 1.1}) {
+    ClusterNetwork network({.shape = NetworkShape::kLoadSpreading,
+                            .machines = 60, .utilisation = load, .seed = 4});
+    const McmfProblem& problem = network.problem();
+    // Two arcs per task, slots_per_machine pieces and a sink arc per
+    // machine, one sink arc per job.
+    const size_t jobs = problem.node_count - 2 - 60 - network.live_tasks();
+    EXPECT_EQ(problem.arcs.size(),
+              2 * size_t{network.live_tasks()} + 60 * 13 + jobs);
+    ExpectSolvesLikeLemon(problem);
+  }
+  ExpectSolvesLikeLemon(ContendedLoadSpreadingNetwork(40, 0.97, 100, 5));
+}
+
+TEST(SchedulingNetworksTest, Deterministic) {
+  const ClusterShape shape{.machines = 30, .seed = 9};
+  const McmfProblem a = QuincyNetwork(shape);
+  const McmfProblem b = QuincyNetwork(shape);
+  ASSERT_EQ(a.arcs.size(), b.arcs.size());
+  EXPECT_EQ(a.supply, b.supply);
+  for (size_t i = 0; i < a.arcs.size(); ++i) {
+    EXPECT_TRUE(SameArc(a.arcs[i], b.arcs[i])) << i;
+  }
+}
+
+TEST(SchedulingNetworksTest, FullScaleQuincyHasAboutAMillionArcs) {
+  ClusterNetwork network({.machines = 12'500, .utilisation = 0.97});
+  EXPECT_GE(network.problem().arcs.size(), 1'000'000u);
+  EXPECT_LE(network.problem().arcs.size(), 1'500'000u);
+  EXPECT_EQ(network.live_tasks(), 145'500u);
+}
+
+// Between snapshots, indices outside the round's change lists keep their
+// arcs and supplies; every snapshot solves correctly.
+TEST(SchedulingNetworksTest, IncrementalSequenceKeepsIndicesStable) {
+  for (const NetworkShape shape :
+       {NetworkShape::kQuincy, NetworkShape::kLoadSpreading}) {
+    ClusterNetwork network(
+        {.shape = shape, .machines = 40, .utilisation = 0.9, .seed = 11},
+        {.min_change = 0.01, .max_change = 0.04,
+         .machine_failure_probability = 0.5});
+    int failures = 0;
+    for (int round = 0; round < 12; ++round) {
+      const McmfProblem before = network.problem();
+      const RoundChanges changes = network.NextRound();
+      const McmfProblem& after = network.problem();
+      if (changes.failed_machine >= 0) ++failures;
+      EXPECT_GT(changes.arrivals, 0u);
+      ASSERT_GE(after.node_count, before.node_count);
+      ASSERT_GE(after.arcs.size(), before.arcs.size());
+      for (uint32_t v = 0; v < before.node_count; ++v) {
+        if (!std::binary_search(changes.changed_nodes.begin(),
+                                changes.changed_nodes.end(), v)) {
+          EXPECT_EQ(before.supply[v], after.supply[v]) << "node " << v;
+        }
+      }
+      size_t unchanged = 0;
+      for (uint32_t a = 0; a < before.arcs.size(); ++a) {
+        if (!std::binary_search(changes.changed_arcs.begin(),
+                                changes.changed_arcs.end(), a)) {
+          EXPECT_TRUE(SameArc(before.arcs[a], after.arcs[a])) << "arc " << a;
+          ++unchanged;
+        }
+      }
+      // Only a few percent of the network changes per round.
+      EXPECT_GT(unchanged, before.arcs.size() / 2);
+      ExpectSolvesLikeLemon(after);
+    }
+    EXPECT_GT(failures, 0);
+  }
+}
+
+}  // namespace
+}  // namespace flowsched::bench

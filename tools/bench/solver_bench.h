@@ -1,0 +1,57 @@
+#pragma once
+
+// `flowsched bench solver`: flowsched's min-cost flow solvers against LEMON
+// NetworkSimplex and CostScaling on the same scheduling networks, with
+// every flowsched result certified by CheckOptimalFlow and its cost
+// compared with LEMON's. See tools/bench/README.md.
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "tools/bench/scheduling_networks.h"
+
+namespace flowsched::bench {
+
+// LEMON algorithm names in tables and CSV.
+inline constexpr char kLemonNetworkSimplex[] = "lemon_ns";
+inline constexpr char kLemonCostScaling[] = "lemon_cs";
+
+struct BenchCase {
+  std::string name;
+  std::string kind;  // "static", "contended" or "incremental"
+  ClusterShape shape;
+  uint32_t rounds = 0;  // incremental: rounds after the initial solve
+  IncrementalOptions incremental;
+};
+
+// The standard suite. Full: Quincy and load-spreading shapes at 1,250 /
+// 5,000 / 12,500 machines x 50/90/97/110% utilisation, the contended
+// load-spreading case (12,500 machines at 97% plus a 5,000-task job) and
+// incremental sequences. Quick: the same kinds at 100 machines (seconds).
+std::vector<BenchCase> StandardCases(bool quick);
+
+struct BenchOptions {
+  // flowsched algorithms (solver::MakeSolver names); LEMON NetworkSimplex
+  // and CostScaling always run as the reference.
+  std::vector<std::string> algorithms;
+  // Substrings of case names; empty runs every case.
+  std::vector<std::string> case_filters;
+  bool quick = false;
+  int repeat = 3;  // static cases: solves per algorithm, median reported
+  // Wall-clock budget per solve; 0 = none. An algorithm whose solve takes
+  // longer is killed and reported as skipped for that case.
+  double max_seconds = 0;
+  std::string csv_path;  // empty: no CSV
+};
+
+// Runs the selected cases, each algorithm in its own forked process (for
+// per-algorithm peak memory and the time budget). Tables go to `out`,
+// progress to `progress`. Returns 0 if every completed flowsched result
+// passed CheckOptimalFlow and matched LEMON's cost, 1 otherwise, 2 for bad
+// options (unknown case filter, unwritable CSV).
+int RunSolverBench(const BenchOptions& options, std::ostream& out,
+                   std::ostream& progress);
+
+}  // namespace flowsched::bench

@@ -1,0 +1,20 @@
+// `flowsched bench` when tools/bench is not built: the benchmark links LEMON,
+// which is only found with FLOWSCHED_BUILD_TESTS=ON.
+
+#include <iostream>
+
+#include "tools/flowsched/commands.h"
+
+namespace flowsched::tools {
+
+CommandMain AddBenchCommand(CLI::App& app, CommonFlags& /*flags*/) {
+  auto* bench = app.add_subcommand("bench", "Benchmarks (not built)");
+  bench->allow_extras();
+  return []() {
+    std::cerr << "flowsched bench: not built; configure with "
+                 "-DFLOWSCHED_BUILD_TESTS=ON (needs LEMON)\n";
+    return 2;
+  };
+}
+
+}  // namespace flowsched::tools
