@@ -1,0 +1,756 @@
+#include "services/solver/incremental_solver.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "services/solver/problem_validator.h"
+
+namespace flowsched::solver {
+namespace {
+
+// node_count * max|cost| bounds every shortest-path distance and, after
+// RecenterPotentials, the potential span. Keeping it below 2^59 and
+// recentering once any |potential| passes 2^60 leaves every reduced cost and
+// distance label (potential difference plus path cost) inside int64 without
+// per-operation checks. Potentials drift because the partial-Dijkstra update
+// only ever lowers them (Hapi digest 1.2).
+constexpr int64_t kMaxCostSpan = int64_t{1} << 59;
+constexpr int64_t kPotentialLimit = int64_t{1} << 60;
+// Excesses are sums of up to degree-many capacities (<= 2^40 each); a node
+// beyond 2^62 cannot be represented safely and makes Solve fail.
+constexpr int64_t kMaxExcess = int64_t{1} << 62;
+
+template <typename T>
+void GrowTo(std::vector<T>& v, size_t size, const T& value) {
+  if (v.size() < size) v.resize(size, value);
+}
+
+}  // namespace
+
+IncrementalSolver::IncrementalSolver(IncrementalOptions options)
+    : options_(options) {}
+
+void IncrementalSolver::GrowNodes(uint32_t node) {
+  if (node < node_limit_) return;
+  const size_t needed = size_t{node} + 1;
+  if (needed > node_exists_.size()) {
+    // Double (Hapi allocates 2x and grows geometrically) so a stream of new
+    // nodes costs amortised O(1) and no round pays for many reallocations.
+    const size_t size = std::max<size_t>({needed, 2 * node_exists_.size(), 16});
+    GrowTo(node_exists_, size, uint8_t{0});
+    GrowTo(supply_, size, int64_t{0});
+    GrowTo(excess_, size, int64_t{0});
+    GrowTo(potential_, size, int64_t{0});
+    adj_.resize(size);
+    GrowTo(in_active_, size, uint8_t{0});
+    GrowTo(fresh_, size, uint8_t{0});
+    GrowTo(dist_, size, kInfinity);
+    GrowTo(pass_stamp_, size, uint32_t{0});
+    GrowTo(current_arc_, size, uint32_t{0});
+    GrowTo(dfs_state_, size, uint8_t{kFresh});
+    GrowTo(settled_stamp_, size, uint32_t{0});
+  }
+  node_limit_ = node + 1;
+}
+
+void IncrementalSolver::GrowHandles(uint32_t handle) {
+  if (handle < handle_limit_) return;
+  const size_t needed = size_t{handle} + 1;
+  if (needed > capacity_.size()) {
+    const size_t size = std::max<size_t>({needed, 2 * capacity_.size(), 16});
+    arcs_.resize(2 * size);
+    capacity_.resize(size, 0);
+    handle_live_.resize(size, 0);
+    handle_dirty_.resize(size, 0);
+  }
+  handle_limit_ = handle + 1;
+}
+
+void IncrementalSolver::MarkActive(uint32_t v) {
+  if (in_active_[v] == 0) {
+    in_active_[v] = 1;
+    active_.push_back(v);
+  }
+}
+
+void IncrementalSolver::AddExcess(uint32_t v, int64_t delta) {
+  // |delta| <= 2^41 and |excess| <= 2^62 before the call, so no overflow.
+  excess_[v] += delta;
+  if (excess_[v] > kMaxExcess || excess_[v] < -kMaxExcess) overflow_ = true;
+  if (excess_[v] != 0) MarkActive(v);
+}
+
+void IncrementalSolver::MoveFlow(uint32_t r, int64_t delta) {
+  arcs_[r].residual -= delta;
+  arcs_[r ^ 1u].residual += delta;
+  total_cost_ += static_cast<Int128>(delta) * arcs_[r].cost;
+}
+
+void IncrementalSolver::Push(uint32_t r, int64_t delta) {
+  MoveFlow(r, delta);
+  AddExcess(Tail(r), -delta);
+  AddExcess(arcs_[r].head, delta);
+}
+
+void IncrementalSolver::Unlink(uint32_t r) {
+  // Swap-remove: the last entry takes r's slot and learns its new position.
+  std::vector<uint32_t>& list = adj_[Tail(r)];
+  const uint32_t pos = arcs_[r].adj_pos;
+  const uint32_t last = list.back();
+  list[pos] = last;
+  arcs_[last].adj_pos = pos;
+  list.pop_back();
+}
+
+absl::Status IncrementalSolver::SetSupply(uint32_t node, int64_t supply) {
+  if (node > kMaxIncrementalNodeId) {
+    return absl::InvalidArgumentError(
+        fmt::format("node {} exceeds the limit {}", node, kMaxIncrementalNodeId));
+  }
+  if (supply > kMaxNodeSupply || supply < -kMaxNodeSupply) {
+    return absl::InvalidArgumentError(
+        fmt::format("node {} supply {} outside [-{}, {}]", node, supply,
+                    kMaxNodeSupply, kMaxNodeSupply));
+  }
+  if (!NodeExists(node)) {
+    GrowNodes(node);
+    node_exists_[node] = 1;
+    supply_[node] = 0;
+    excess_[node] = 0;
+    potential_[node] = 0;
+    adj_[node].clear();
+    if (fresh_[node] == 0) {
+      fresh_[node] = 1;
+      fresh_nodes_.push_back(node);
+    }
+    ++node_count_live_;
+  }
+  const int64_t delta = supply - supply_[node];
+  supply_[node] = supply;
+  supply_sum_ += delta;
+  AddExcess(node, delta);
+  return absl::OkStatus();
+}
+
+absl::Status IncrementalSolver::RemoveNode(uint32_t node) {
+  if (!NodeExists(node)) {
+    return absl::NotFoundError(fmt::format("node {} does not exist", node));
+  }
+  if (!adj_[node].empty()) {
+    return absl::FailedPreconditionError(
+        fmt::format("node {} still has {} arc ends; remove its arcs first",
+                    node, adj_[node].size()));
+  }
+  // Without arcs the node's excess is exactly its supply, so dropping both
+  // keeps sum(excess) == sum(supply).
+  supply_sum_ -= supply_[node];
+  supply_[node] = 0;
+  excess_[node] = 0;
+  node_exists_[node] = 0;
+  --node_count_live_;
+  return absl::OkStatus();
+}
+
+absl::Status IncrementalSolver::SetArc(uint32_t handle, uint32_t src,
+                                       uint32_t dst, int64_t capacity,
+                                       int64_t cost) {
+  if (handle > kMaxIncrementalArcHandle) {
+    return absl::InvalidArgumentError(fmt::format(
+        "arc handle {} exceeds the limit {}", handle, kMaxIncrementalArcHandle));
+  }
+  if (capacity < 0 || capacity > kMaxArcCapacity) {
+    return absl::InvalidArgumentError(
+        fmt::format("arc {} has capacity {} outside [0, {}]", handle, capacity,
+                    kMaxArcCapacity));
+  }
+  if (cost > kMaxArcCost || cost < -kMaxArcCost) {
+    return absl::InvalidArgumentError(
+        fmt::format("arc {} has cost {} outside [-{}, {}]", handle, cost,
+                    kMaxArcCost, kMaxArcCost));
+  }
+  if (!NodeExists(src)) {
+    return absl::NotFoundError(
+        fmt::format("arc {} has src {} which does not exist", handle, src));
+  }
+  if (!NodeExists(dst)) {
+    return absl::NotFoundError(
+        fmt::format("arc {} has dst {} which does not exist", handle, dst));
+  }
+  max_abs_cost_ = std::max(max_abs_cost_, cost < 0 ? -cost : cost);
+  const uint32_t fwd = 2 * handle;
+  const uint32_t rev = fwd + 1;
+  if (HandleLive(handle) &&
+      (arcs_[fwd].head != dst || arcs_[rev].head != src)) {
+    RemoveArcInternal(handle);
+  }
+  if (!HandleLive(handle)) {
+    GrowHandles(handle);
+    arcs_[fwd] = ResidualArc{capacity, cost, dst,
+                             static_cast<uint32_t>(adj_[src].size())};
+    adj_[src].push_back(fwd);
+    arcs_[rev] = ResidualArc{0, -cost, src,
+                             static_cast<uint32_t>(adj_[dst].size())};
+    adj_[dst].push_back(rev);
+    capacity_[handle] = capacity;
+    handle_live_[handle] = 1;
+  } else {
+    const int64_t flow = arcs_[rev].residual;
+    total_cost_ += static_cast<Int128>(flow) * (cost - arcs_[fwd].cost);
+    arcs_[fwd].cost = cost;
+    arcs_[rev].cost = -cost;
+    // Capacity below the flow: cancel the surplus at once (Hapi: x <-
+    // min(x, u')); the tail keeps the units as excess, the head loses them.
+    if (flow > capacity) Push(rev, flow - capacity);
+    capacity_[handle] = capacity;
+    arcs_[fwd].residual = capacity - arcs_[rev].residual;
+  }
+  // Reduced-cost repair waits for Solve, after fresh nodes got potentials.
+  if (handle_dirty_[handle] == 0) {
+    handle_dirty_[handle] = 1;
+    dirty_handles_.push_back(handle);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status IncrementalSolver::RemoveArc(uint32_t handle) {
+  if (!HandleLive(handle)) {
+    return absl::NotFoundError(
+        fmt::format("arc handle {} is not live", handle));
+  }
+  RemoveArcInternal(handle);
+  return absl::OkStatus();
+}
+
+void IncrementalSolver::RemoveArcInternal(uint32_t handle) {
+  const uint32_t fwd = 2 * handle;
+  const uint32_t rev = fwd + 1;
+  // Cancel the flow: the tail keeps it as excess, the head is left short.
+  if (arcs_[rev].residual > 0) Push(rev, arcs_[rev].residual);
+  Unlink(fwd);
+  Unlink(rev);
+  handle_live_[handle] = 0;
+  capacity_[handle] = 0;
+}
+
+absl::Status IncrementalSolver::InstallSolution(
+    const std::vector<int64_t>& flow, const std::vector<int64_t>& potentials) {
+  if (flow.size() < handle_limit_ || potentials.size() < node_limit_) {
+    return absl::InvalidArgumentError(fmt::format(
+        "solution covers {} handles and {} nodes; the network has {} and {}",
+        flow.size(), potentials.size(), handle_limit_, node_limit_));
+  }
+  // Validate everything before touching any state.
+  std::vector<Int128> balance(node_limit_, 0);
+  Int128 cost = 0;
+  for (uint32_t h = 0; h < handle_limit_; ++h) {
+    if (!HandleLive(h)) continue;
+    const uint32_t u = Tail(2 * h), v = arcs_[2 * h].head;
+    const int64_t f = flow[h];
+    if (f < 0 || f > capacity_[h]) {
+      return absl::InvalidArgumentError(
+          fmt::format("handle {}: flow {} outside [0, {}]", h, f, capacity_[h]));
+    }
+    // Published potentials p: rc = cost - p[u] + p[v].
+    const Int128 rc = Int128{arcs_[2 * h].cost} - potentials[u] + potentials[v];
+    if ((f < capacity_[h] && rc < 0) || (f > 0 && rc > 0)) {
+      return absl::InvalidArgumentError(fmt::format(
+          "handle {}: flow {} of {} violates complementary slackness", h, f,
+          capacity_[h]));
+    }
+    balance[u] -= f;
+    balance[v] += f;
+    cost += Int128{f} * arcs_[2 * h].cost;
+  }
+  for (uint32_t v = 0; v < node_limit_; ++v) {
+    if (NodeExists(v) && balance[v] + supply_[v] != 0) {
+      return absl::InvalidArgumentError(
+          fmt::format("node {}: flow does not balance its supply", v));
+    }
+  }
+  for (uint32_t h = 0; h < handle_limit_; ++h) {
+    if (!HandleLive(h)) continue;
+    arcs_[2 * h].residual = capacity_[h] - flow[h];
+    arcs_[2 * h + 1].residual = flow[h];
+    handle_dirty_[h] = 0;
+  }
+  dirty_handles_.clear();
+  for (uint32_t v = 0; v < node_limit_; ++v) {
+    potential_[v] = NodeExists(v) ? -potentials[v] : 0;
+    excess_[v] = 0;
+    in_active_[v] = 0;
+    fresh_[v] = 0;
+  }
+  active_.clear();
+  fresh_nodes_.clear();
+  total_cost_ = cost;
+  last_outcome_ = McmfOutcome::kOptimal;
+  return absl::OkStatus();
+}
+
+int64_t IncrementalSolver::flow(uint32_t handle) const {
+  return HandleLive(handle) ? arcs_[2 * handle + 1].residual : 0;
+}
+
+int64_t IncrementalSolver::potential(uint32_t node) const {
+  return NodeExists(node) ? -potential_[node] : 0;
+}
+
+void IncrementalSolver::PlaceFreshNodes() {
+  // A node created since the last Solve has no flow yet and its potential is
+  // free. Choosing the largest value that keeps its outgoing arcs at
+  // non-negative reduced cost (zero on the best one) means a new task's arcs
+  // need no saturation; RepairArc then only fixes incoming arcs. Hapi starts
+  // new nodes at 0, which can force several of a task's arcs to saturate.
+  for (uint32_t v : fresh_nodes_) {
+    if (fresh_[v] == 0) continue;
+    fresh_[v] = 0;
+    if (!NodeExists(v)) continue;
+    int64_t best_out = std::numeric_limits<int64_t>::min();
+    int64_t best_in = kInfinity;
+    for (uint32_t r : adj_[v]) {
+      const ResidualArc& arc = arcs_[r];
+      if ((r & 1u) == 0) {
+        if (arc.residual > 0 && arc.head != v) {
+          best_out = std::max(best_out, potential_[arc.head] - arc.cost);
+        }
+      } else if (arcs_[r ^ 1u].residual > 0 && arc.head != v) {
+        // Incoming arc (arc.head -> v) with cost -arc.cost.
+        best_in = std::min(best_in, potential_[arc.head] - arc.cost);
+      }
+    }
+    if (best_out != std::numeric_limits<int64_t>::min()) {
+      potential_[v] = best_out;
+    } else if (best_in != kInfinity) {
+      potential_[v] = best_in;
+    }
+    if (potential_[v] > kPotentialLimit || potential_[v] < -kPotentialLimit) {
+      recenter_needed_ = true;
+    }
+  }
+  fresh_nodes_.clear();
+}
+
+void IncrementalSolver::RepairArc(uint32_t handle, IncrementalStats& stats) {
+  // Hapi's rules by the sign of the reduced cost under the old potentials:
+  // negative with residual capacity -> saturate; positive with flow ->
+  // cancel. Either way every residual arc ends with rc >= 0, so the
+  // potentials stay valid duals and SSP can resume without a Bellman-Ford.
+  const uint32_t fwd = 2 * handle;
+  const int64_t rc = ReducedCost(fwd);
+  if (rc < 0 && arcs_[fwd].residual > 0) {
+    Push(fwd, arcs_[fwd].residual);
+    ++stats.arcs_repaired;
+  } else if (rc > 0 && arcs_[fwd + 1].residual > 0) {
+    Push(fwd + 1, arcs_[fwd + 1].residual);
+    ++stats.arcs_repaired;
+  }
+}
+
+void IncrementalSolver::ApplyPendingRepairs(IncrementalStats& stats) {
+  PlaceFreshNodes();
+  for (uint32_t h : dirty_handles_) {
+    handle_dirty_[h] = 0;
+    if (HandleLive(h)) RepairArc(h, stats);
+  }
+  dirty_handles_.clear();
+}
+
+void IncrementalSolver::TouchForDfs(uint32_t v) {
+  if (pass_stamp_[v] != pass_) {
+    pass_stamp_[v] = pass_;
+    current_arc_[v] = 0;
+    dfs_state_[v] = kFresh;
+  }
+}
+
+void IncrementalSolver::Drain(IncrementalStats& stats) {
+  if (options_.drain_arc_budget == 0) return;
+  // Index loop: pushes only change excess at nodes already in active_.
+  for (size_t i = 0; i < active_.size(); ++i) {
+    const uint32_t v = active_[i];
+    if (NodeExists(v) && excess_[v] > 0) DrainWalk(v, /*forward=*/true, stats);
+  }
+  for (size_t i = 0; i < active_.size(); ++i) {
+    const uint32_t v = active_[i];
+    if (NodeExists(v) && excess_[v] < 0) DrainWalk(v, /*forward=*/false, stats);
+  }
+}
+
+bool IncrementalSolver::DrainWalk(uint32_t root, bool forward,
+                                  IncrementalStats& stats) {
+  // Forward from an excess node (a new task whose cheapest arc leads to a
+  // node left short by a finished task) or backward from a deficit node (a
+  // machine whose task finished, paired with the sink's excess), a DFS over
+  // zero-reduced-cost residual arcs that scans at most drain_arc_budget
+  // arcs. Any zero-reduced-cost path is a shortest path, so augmenting along
+  // it keeps every invariant, and the common pairings cost O(path) instead
+  // of a Dijkstra through high-degree nodes (sink, cluster aggregator).
+  ++pass_;
+  uint32_t budget = options_.drain_arc_budget;
+  bool moved = false;
+  // path_[k] joins the node at depth k to the node at depth k + 1 (root =
+  // depth 0), oriented in the direction flow moves.
+  path_.clear();
+  auto far_end = [this, forward](uint32_t q) {
+    return forward ? arcs_[q].head : Tail(q);
+  };
+  auto root_open = [this, forward, root]() {
+    return forward ? excess_[root] > 0 : excess_[root] < 0;
+  };
+  TouchForDfs(root);
+  dfs_state_[root] = kOnPath;
+  uint32_t u = root;
+  while (root_open()) {
+    if (u != root && (forward ? excess_[u] < 0 : excess_[u] > 0)) {
+      int64_t delta = forward ? std::min(excess_[root], -excess_[u])
+                              : std::min(excess_[u], -excess_[root]);
+      for (uint32_t q : path_) delta = std::min(delta, arcs_[q].residual);
+      for (uint32_t q : path_) MoveFlow(q, delta);
+      AddExcess(u, forward ? delta : -delta);
+      AddExcess(root, forward ? -delta : delta);
+      ++stats.augmentations;
+      stats.drained_units += delta;
+      moved = true;
+      for (size_t k = 0; k < path_.size(); ++k) {
+        if (arcs_[path_[k]].residual != 0) continue;
+        for (size_t j = k; j < path_.size(); ++j) {
+          dfs_state_[far_end(path_[j])] = kFresh;
+        }
+        path_.resize(k);
+        u = path_.empty() ? root : far_end(path_.back());
+        break;
+      }
+      continue;
+    }
+    const std::vector<uint32_t>& list = adj_[u];
+    const auto end = static_cast<uint32_t>(list.size());
+    bool advanced = false;
+    for (uint32_t i = current_arc_[u]; i < end && budget > 0; ++i, --budget) {
+      const uint32_t q = forward ? list[i] : list[i] ^ 1u;
+      if (arcs_[q].residual == 0 || ReducedCost(q) != 0) continue;
+      const uint32_t w = arcs_[list[i]].head;
+      TouchForDfs(w);
+      if (dfs_state_[w] != kFresh) continue;
+      current_arc_[u] = i;
+      path_.push_back(q);
+      dfs_state_[w] = kOnPath;
+      ++stats.nodes_touched;
+      u = w;
+      advanced = true;
+      break;
+    }
+    if (advanced) continue;
+    if (budget == 0) break;
+    dfs_state_[u] = kDead;
+    if (path_.empty()) break;
+    path_.pop_back();
+    u = path_.empty() ? root : far_end(path_.back());
+    ++current_arc_[u];
+  }
+  return moved;
+}
+
+int64_t IncrementalSolver::ShortestDistances(int64_t total_excess,
+                                             IncrementalStats& stats) {
+  // Multi-source Dijkstra on reduced costs (non-negative by the invariant)
+  // with a lazily filled binary heap (Hapi digest 1.2: binary heap, small
+  // heap, partial Dijkstra). Ties break by node index for determinism.
+  const auto cmp = std::greater<std::pair<int64_t, uint32_t>>();
+  heap_.clear();
+  for (uint32_t v : sources_) {
+    dist_[v] = 0;
+    touched_.push_back(v);
+    heap_.emplace_back(0, v);
+  }
+  std::make_heap(heap_.begin(), heap_.end(), cmp);
+  ++stats.dijkstra_runs;
+  ++phase_;
+  int64_t deficit_settled = 0;
+  int64_t last = kInfinity;
+  const bool first_only = options_.dijkstra_stop ==
+                          IncrementalOptions::DijkstraStop::kFirstDeficit;
+  while (!heap_.empty()) {
+    std::pop_heap(heap_.begin(), heap_.end(), cmp);
+    const auto [d, u] = heap_.back();
+    heap_.pop_back();
+    if (d != dist_[u]) continue;  // stale entry
+    settled_.push_back(u);
+    settled_stamp_[u] = phase_;
+    last = d;
+    if (excess_[u] < 0) {
+      deficit_settled += -excess_[u];
+      if (first_only || deficit_settled >= total_excess) break;
+    }
+    for (uint32_t r : adj_[u]) {
+      const ResidualArc& arc = arcs_[r];
+      if (arc.residual == 0) continue;
+      const int64_t nd = d + arc.cost + potential_[u] - potential_[arc.head];
+      if (nd < dist_[arc.head]) {
+        if (dist_[arc.head] == kInfinity) touched_.push_back(arc.head);
+        dist_[arc.head] = nd;
+        heap_.emplace_back(nd, arc.head);
+        std::push_heap(heap_.begin(), heap_.end(), cmp);
+      }
+    }
+  }
+  stats.nodes_touched += settled_.size();
+  if (deficit_settled == 0) {
+    for (uint32_t v : touched_) dist_[v] = kInfinity;
+    touched_.clear();
+    settled_.clear();
+    return kInfinity;
+  }
+  return last;
+}
+
+void IncrementalSolver::UpdatePotentials(int64_t bound) {
+  // pi[v] += min(dist[v], bound) - bound: only settled nodes move, and every
+  // residual arc keeps rc >= 0 (the unsettled side is at least `bound` away).
+  // This is Hapi's partial-Dijkstra update (digest 1.2).
+  for (uint32_t v : settled_) {
+    potential_[v] += dist_[v] - bound;
+    if (potential_[v] < -kPotentialLimit) recenter_needed_ = true;
+  }
+  for (uint32_t v : touched_) dist_[v] = kInfinity;
+  settled_.clear();
+  touched_.clear();
+}
+
+bool IncrementalSolver::BlockingFlow(IncrementalStats& stats) {
+  // As in successive_shortest_path.cc: iterative DFS with current-arc
+  // pointers over admissible arcs (residual capacity, zero reduced cost).
+  // Arcs into nodes on the current path are skipped (zero-cost cycles); the
+  // next Dijkstra then finds distance 0 and the paths missed here.
+  ++pass_;
+  bool moved = false;
+  for (uint32_t root : sources_) {
+    if (excess_[root] <= 0) continue;
+    TouchForDfs(root);
+    if (dfs_state_[root] == kDead) continue;
+    path_.clear();
+    dfs_state_[root] = kOnPath;
+    uint32_t u = root;
+    while (excess_[root] > 0) {
+      if (excess_[u] < 0) {
+        int64_t delta = std::min(excess_[root], -excess_[u]);
+        for (uint32_t a : path_) delta = std::min(delta, arcs_[a].residual);
+        for (uint32_t a : path_) MoveFlow(a, delta);
+        AddExcess(root, -delta);
+        AddExcess(u, delta);
+        ++stats.augmentations;
+        moved = true;
+        for (size_t k = 0; k < path_.size(); ++k) {
+          if (arcs_[path_[k]].residual != 0) continue;
+          for (size_t j = k; j < path_.size(); ++j) {
+            dfs_state_[arcs_[path_[j]].head] = kFresh;
+          }
+          path_.resize(k);
+          u = path_.empty() ? root : arcs_[path_.back()].head;
+          break;
+        }
+        continue;
+      }
+      const std::vector<uint32_t>& list = adj_[u];
+      const auto end = static_cast<uint32_t>(list.size());
+      uint32_t i = current_arc_[u];
+      for (; i < end; ++i) {
+        const uint32_t a = list[i];
+        // Only nodes the last Dijkstra settled: they hold every shortest
+        // path it found, and the DFS then costs no more than the Dijkstra
+        // did instead of wandering the (often huge) zero-cost subgraph.
+        if (arcs_[a].residual == 0 || settled_stamp_[arcs_[a].head] != phase_ ||
+            ReducedCost(a) != 0) {
+          continue;
+        }
+        TouchForDfs(arcs_[a].head);
+        if (dfs_state_[arcs_[a].head] == kFresh) break;
+      }
+      current_arc_[u] = i;
+      if (i < end) {
+        path_.push_back(list[i]);
+        u = arcs_[list[i]].head;
+        dfs_state_[u] = kOnPath;
+        continue;
+      }
+      dfs_state_[u] = kDead;
+      if (path_.empty()) break;
+      path_.pop_back();
+      u = path_.empty() ? root : arcs_[path_.back()].head;
+      ++current_arc_[u];
+    }
+    for (uint32_t a : path_) dfs_state_[arcs_[a].head] = kFresh;
+    if (dfs_state_[root] == kOnPath) dfs_state_[root] = kFresh;
+  }
+  return moved;
+}
+
+absl::StatusOr<IncrementalResult> IncrementalSolver::Solve() {
+  const auto start = std::chrono::steady_clock::now();
+  if (overflow_) {
+    return absl::OutOfRangeError(
+        "a node's excess left [-2^62, 2^62]; rebuild the solver");
+  }
+  if (supply_sum_ != 0) {
+    return absl::InvalidArgumentError(fmt::format(
+        "supplies sum to {} instead of 0", static_cast<long long>(supply_sum_)));
+  }
+  if (static_cast<Int128>(max_abs_cost_) * (Int128{node_limit_} + 1) >
+      kMaxCostSpan) {
+    return absl::OutOfRangeError(fmt::format(
+        "node_count {} times max |cost| {} exceeds 2^59; potentials could "
+        "overflow int64",
+        node_limit_, max_abs_cost_));
+  }
+  IncrementalResult result;
+  IncrementalStats& stats = result.stats;
+
+  ApplyPendingRepairs(stats);
+  if (recenter_needed_) RecenterPotentials();
+  Drain(stats);
+
+  McmfOutcome outcome = McmfOutcome::kOptimal;
+  while (true) {
+    // Compact the active list and collect the sources.
+    sources_.clear();
+    Int128 total_excess = 0;
+    size_t kept = 0;
+    for (uint32_t v : active_) {
+      if (!NodeExists(v) || excess_[v] == 0) {
+        in_active_[v] = 0;
+        continue;
+      }
+      active_[kept++] = v;
+      if (excess_[v] > 0) {
+        sources_.push_back(v);
+        total_excess += excess_[v];
+      }
+    }
+    active_.resize(kept);
+    if (overflow_) {
+      return absl::OutOfRangeError(
+          "a node's excess left [-2^62, 2^62]; rebuild the solver");
+    }
+    if (sources_.empty()) break;
+    const int64_t bound = ShortestDistances(
+        static_cast<int64_t>(std::min<Int128>(total_excess, kInfinity)), stats);
+    if (bound == kInfinity) {
+      // No deficit is reachable from any excess: the pseudoflow still
+      // satisfies rc >= 0 everywhere, so the state stays consistent and the
+      // remaining imbalances carry over to the next Solve.
+      outcome = McmfOutcome::kInfeasible;
+      break;
+    }
+    UpdatePotentials(bound);
+    if (!BlockingFlow(stats)) {
+      // Dijkstra just proved a zero-reduced-cost path to a deficit exists
+      // and the first DFS that reaches it augments.
+      return absl::InternalError("incremental: blocking flow made no progress");
+    }
+  }
+  if (recenter_needed_) RecenterPotentials();
+  last_outcome_ = outcome;
+  result.outcome = outcome;
+  if (outcome == McmfOutcome::kOptimal) {
+    if (total_cost_ > std::numeric_limits<int64_t>::max() ||
+        total_cost_ < std::numeric_limits<int64_t>::min()) {
+      return absl::OutOfRangeError("optimal total cost does not fit in int64");
+    }
+    result.total_cost = static_cast<int64_t>(total_cost_);
+  }
+  stats.solve_ms = std::chrono::duration<double, std::milli>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  return result;
+}
+
+void IncrementalSolver::RecenterPotentials() {
+  // Shortest distances D from a virtual root with a zero-cost arc to every
+  // node are valid potentials with span <= (n - 1) * max|cost|. They are
+  // computed by one Dijkstra on reduced costs (the current potentials are
+  // valid), with the root's potential P = max pi giving the root arcs
+  // reduced cost P - pi[v] >= 0; then D = dist - P + pi. O(m log n), run
+  // only when potentials drift past 2^60.
+  // Restore rc >= 0 on every residual arc first: Dijkstra needs it, and a
+  // negative cycle would never terminate.
+  IncrementalStats unused;
+  ApplyPendingRepairs(unused);
+  recenter_needed_ = false;
+  int64_t top = std::numeric_limits<int64_t>::min();
+  for (uint32_t v = 0; v < node_limit_; ++v) {
+    if (NodeExists(v)) top = std::max(top, potential_[v]);
+  }
+  if (top == std::numeric_limits<int64_t>::min()) return;
+  const auto cmp = std::greater<std::pair<int64_t, uint32_t>>();
+  heap_.clear();
+  std::vector<int64_t> dist(node_limit_, kInfinity);
+  for (uint32_t v = 0; v < node_limit_; ++v) {
+    if (!NodeExists(v)) continue;
+    dist[v] = top - potential_[v];
+    heap_.emplace_back(dist[v], v);
+  }
+  std::make_heap(heap_.begin(), heap_.end(), cmp);
+  while (!heap_.empty()) {
+    std::pop_heap(heap_.begin(), heap_.end(), cmp);
+    const auto [d, u] = heap_.back();
+    heap_.pop_back();
+    if (d != dist[u]) continue;
+    for (uint32_t r : adj_[u]) {
+      const ResidualArc& arc = arcs_[r];
+      if (arc.residual == 0) continue;
+      const int64_t nd = d + arc.cost + potential_[u] - potential_[arc.head];
+      if (nd < dist[arc.head]) {
+        dist[arc.head] = nd;
+        heap_.emplace_back(nd, arc.head);
+        std::push_heap(heap_.begin(), heap_.end(), cmp);
+      }
+    }
+  }
+  for (uint32_t v = 0; v < node_limit_; ++v) {
+    if (NodeExists(v)) potential_[v] = dist[v] - top + potential_[v];
+  }
+}
+
+void IncrementalSolver::Export(McmfProblem& problem, McmfSolution& solution,
+                               std::vector<uint32_t>& arc_handles) const {
+  problem.node_count = node_limit_;
+  problem.supply.assign(node_limit_, 0);
+  for (uint32_t v = 0; v < node_limit_; ++v) {
+    if (NodeExists(v)) problem.supply[v] = supply_[v];
+  }
+  problem.arcs.clear();
+  arc_handles.clear();
+  for (uint32_t h = 0; h < handle_limit_; ++h) {
+    if (handle_live_[h] == 0) continue;
+    problem.arcs.push_back(McmfArc{.src = arcs_[2 * h + 1].head,
+                                   .dst = arcs_[2 * h].head,
+                                   .capacity = capacity_[h],
+                                   .cost = arcs_[2 * h].cost});
+    arc_handles.push_back(h);
+  }
+  solution = McmfSolution{};
+  solution.algorithm = "incremental";
+  solution.outcome = last_outcome_;
+  if (last_outcome_ != McmfOutcome::kOptimal) return;
+  solution.flow.reserve(arc_handles.size());
+  Int128 total = 0;
+  for (uint32_t h : arc_handles) {
+    const int64_t f = arcs_[2 * h + 1].residual;
+    solution.flow.push_back(f);
+    total += static_cast<Int128>(f) * arcs_[2 * h].cost;
+  }
+  solution.total_cost = static_cast<int64_t>(total);
+  solution.potentials.assign(node_limit_, 0);
+  for (uint32_t v = 0; v < node_limit_; ++v) {
+    if (NodeExists(v)) solution.potentials[v] = -potential_[v];
+  }
+}
+
+}  // namespace flowsched::solver

@@ -1,0 +1,230 @@
+#pragma once
+
+// An incremental min-cost flow solver: it keeps the residual network, the
+// last optimal flow and the node potentials between scheduling rounds,
+// applies a batch of graph changes, repairs the flow and re-optimises only
+// the part of the network the changes disturbed (Firmament, OSDI 2016,
+// section 5; Hapi, papers/hapi-digest.md section 3).
+//
+// Usage: mirror the caller's network with SetSupply / SetArc / RemoveArc /
+// RemoveNode, then call Solve() once per round. Node ids and arc handles are
+// chosen by the caller; both are dense indices that may be reused after
+// removal. Not thread-safe.
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "services/solver/int128.h"
+#include "services/solver/mcmf_problem.h"
+
+namespace flowsched::solver {
+
+// Node ids and arc handles index arrays, and each handle owns residual arcs
+// 2h and 2h + 1 (uint32), so both stay below 2^31.
+inline constexpr uint32_t kMaxIncrementalNodeId = (uint32_t{1} << 31) - 2;
+inline constexpr uint32_t kMaxIncrementalArcHandle = (uint32_t{1} << 31) - 2;
+
+struct IncrementalStats {
+  double solve_ms = 0;
+  // Nodes settled by Dijkstra plus nodes expanded by the local drain walks:
+  // a measure of how much of the network the round touched.
+  uint64_t nodes_touched = 0;
+  uint64_t augmentations = 0;  // augmenting paths (drain walks included)
+  uint64_t dijkstra_runs = 0;
+  // Arcs whose flow was saturated or cancelled to restore reduced-cost
+  // optimality after a change (Hapi's repair rules).
+  uint64_t arcs_repaired = 0;
+  // Units of imbalance cancelled by the local drain walks before any
+  // Dijkstra ran.
+  int64_t drained_units = 0;
+};
+
+struct IncrementalResult {
+  McmfOutcome outcome = McmfOutcome::kInfeasible;
+  int64_t total_cost = 0;  // valid when outcome == kOptimal
+  IncrementalStats stats;
+};
+
+struct IncrementalOptions {
+  // How far each Dijkstra runs. kFirstDeficit is textbook SSP with Hapi's
+  // partial Dijkstra: stop at the first deficit node. kCoverExcess keeps
+  // settling until the deficits settled so far could absorb all excess, so
+  // one Dijkstra plus one blocking flow serves paths of many different
+  // lengths (every zero-reduced-cost path is a shortest path after the
+  // potential update, whichever source it starts from).
+  enum class DijkstraStop { kFirstDeficit, kCoverExcess };
+  DijkstraStop dijkstra_stop = DijkstraStop::kCoverExcess;
+  // Before any Dijkstra, each deficit node searches backwards along
+  // zero-reduced-cost residual arcs for a nearby excess node (the "drain
+  // through the sink" of a finished task) and scans at most this many arcs.
+  // 0 disables the walks.
+  uint32_t drain_arc_budget = 256;
+};
+
+class IncrementalSolver {
+ public:
+  explicit IncrementalSolver(IncrementalOptions options = {});
+
+  // Sets a node's supply (> 0 source, < 0 sink), creating the node if it does
+  // not exist. InvalidArgument if node > kMaxIncrementalNodeId or |supply| >
+  // kMaxNodeSupply. Supplies must sum to zero only when Solve() runs.
+  absl::Status SetSupply(uint32_t node, int64_t supply);
+
+  // Removes a node; its supply leaves the total with it. NotFound for an
+  // unknown node, FailedPrecondition if any arc still touches it.
+  absl::Status RemoveNode(uint32_t node);
+
+  // Adds arc `handle` (if free) or changes its capacity and cost. Changing
+  // the endpoints of a live handle is a removal plus an addition. NotFound if
+  // an endpoint does not exist; InvalidArgument for a handle above
+  // kMaxIncrementalArcHandle, capacity outside [0, kMaxArcCapacity] or
+  // |cost| > kMaxArcCost.
+  absl::Status SetArc(uint32_t handle, uint32_t src, uint32_t dst,
+                      int64_t capacity, int64_t cost);
+
+  // NotFound for a handle that is not live. Flow on the arc is cancelled and
+  // becomes an imbalance at its endpoints.
+  absl::Status RemoveArc(uint32_t handle);
+
+  // Repairs the previous optimal flow for the changes since the last Solve
+  // and re-optimises. InvalidArgument if supplies do not sum to zero (the
+  // state is untouched, so the caller may fix supplies and retry);
+  // OutOfRange if node_count * max|cost| exceeds 2^59 or a number left int64
+  // (the solver must then be rebuilt). kInfeasible leaves a consistent
+  // pseudoflow: the remaining imbalances are kept, and a later Solve after
+  // more changes continues from there.
+  absl::StatusOr<IncrementalResult> Solve();
+
+  // Flow on a live handle (0 for a free one) and the potential of a node in
+  // the McmfSolution convention (rc = cost - p[src] + p[dst]), as of the
+  // last Solve.
+  int64_t flow(uint32_t handle) const;
+  int64_t potential(uint32_t node) const;
+
+  // Exports the current network and, if the last Solve was kOptimal, its
+  // solution: node_count is one past the largest node id ever used (free ids
+  // are isolated nodes with supply 0), arcs are the live handles in
+  // ascending order, and arc_handles[i] is the handle of problem.arcs[i].
+  // O(n + m). Meant to be called right after Solve (for the checker).
+  void Export(McmfProblem& problem, McmfSolution& solution,
+              std::vector<uint32_t>& arc_handles) const;
+
+  // Installs an optimal flow and potentials for the current network, found
+  // by another algorithm (a cold start by cost scaling, or the winner of a
+  // portfolio race), so that the next Solve repairs from it. `flow` is
+  // indexed by handle, `potentials` by node (McmfSolution convention).
+  // Checks bounds, conservation and complementary slackness first and
+  // changes nothing when they fail (InvalidArgument naming the first
+  // violation). O(n + m).
+  absl::Status InstallSolution(const std::vector<int64_t>& flow,
+                               const std::vector<int64_t>& potentials);
+
+  // Recomputes potentials from scratch as shortest-path distances from a
+  // virtual root (span <= node_count * max|cost|). Solve() calls it when
+  // potentials drift towards the int64 limit; public for tests. Applies the
+  // pending arc repairs first (as Solve would), so it is safe between
+  // changes. O(m log n).
+  void RecenterPotentials();
+
+  uint32_t node_limit() const { return node_limit_; }
+
+ private:
+  struct ResidualArc {
+    int64_t residual = 0;  // reverse arc: the forward arc's flow
+    int64_t cost = 0;      // negated on the reverse arc
+    uint32_t head = 0;
+    uint32_t adj_pos = 0;  // position in the tail's adjacency list
+  };
+
+  static constexpr int64_t kInfinity = INT64_MAX;
+
+  bool NodeExists(uint32_t v) const {
+    return v < node_limit_ && node_exists_[v] != 0;
+  }
+  bool HandleLive(uint32_t h) const {
+    return h < handle_limit_ && handle_live_[h] != 0;
+  }
+  uint32_t Tail(uint32_t r) const { return arcs_[r ^ 1u].head; }
+  int64_t ReducedCost(uint32_t r) const {
+    const ResidualArc& arc = arcs_[r];
+    return arc.cost + potential_[arcs_[r ^ 1u].head] - potential_[arc.head];
+  }
+
+  void GrowNodes(uint32_t node);
+  void GrowHandles(uint32_t handle);
+  void AddExcess(uint32_t v, int64_t delta);
+  void MarkActive(uint32_t v);
+  // Moves `delta` units onto residual arc r (and off its partner).
+  void Push(uint32_t r, int64_t delta);
+  // Moves flow along residual arc r without touching excesses (path
+  // interiors, whose net excess change is zero).
+  void MoveFlow(uint32_t r, int64_t delta);
+  void Unlink(uint32_t r);
+  void RemoveArcInternal(uint32_t handle);
+
+  // Places fresh nodes and repairs changed arcs, restoring rc >= 0 on every
+  // residual arc (imbalances may remain).
+  void ApplyPendingRepairs(IncrementalStats& stats);
+  void PlaceFreshNodes();
+  void RepairArc(uint32_t handle, IncrementalStats& stats);
+  void Drain(IncrementalStats& stats);
+  bool DrainWalk(uint32_t root, bool forward, IncrementalStats& stats);
+  int64_t ShortestDistances(int64_t total_excess, IncrementalStats& stats);
+  void UpdatePotentials(int64_t bound);
+  bool BlockingFlow(IncrementalStats& stats);
+  void TouchForDfs(uint32_t v);
+
+  IncrementalOptions options_;
+
+  // Nodes.
+  uint32_t node_limit_ = 0;  // one past the largest id ever used
+  std::vector<uint8_t> node_exists_;
+  std::vector<int64_t> supply_;
+  std::vector<int64_t> excess_;  // supply + inflow - outflow
+  // Internal potential pi with reduced cost c + pi[u] - pi[v] >= 0 on every
+  // residual arc with capacity (published as -pi).
+  std::vector<int64_t> potential_;
+  std::vector<std::vector<uint32_t>> adj_;  // residual arcs leaving the node
+  std::vector<uint8_t> in_active_;
+  std::vector<uint8_t> fresh_;
+  std::vector<uint32_t> active_;  // nodes that may have nonzero excess
+  std::vector<uint32_t> fresh_nodes_;
+  Int128 supply_sum_ = 0;
+  uint32_t node_count_live_ = 0;
+
+  // Arcs: handle h owns residual arcs 2h (forward) and 2h + 1 (reverse).
+  uint32_t handle_limit_ = 0;
+  std::vector<ResidualArc> arcs_;
+  std::vector<int64_t> capacity_;
+  std::vector<uint8_t> handle_live_;
+  std::vector<uint8_t> handle_dirty_;
+  std::vector<uint32_t> dirty_handles_;
+  int64_t max_abs_cost_ = 0;  // over every cost ever set; monotone
+
+  Int128 total_cost_ = 0;  // sum cost * flow, kept up to date by Push
+  bool overflow_ = false;  // an excess left [-2^62, 2^62]
+  bool recenter_needed_ = false;
+  McmfOutcome last_outcome_ = McmfOutcome::kOptimal;
+
+  // Dijkstra scratch, reset only where touched.
+  std::vector<int64_t> dist_;
+  std::vector<uint32_t> touched_;
+  std::vector<uint32_t> settled_;
+  std::vector<std::pair<int64_t, uint32_t>> heap_;
+  std::vector<uint32_t> sources_;
+  uint32_t phase_ = 0;  // Dijkstra runs; settled_stamp_ marks the last one's
+  std::vector<uint32_t> settled_stamp_;
+
+  // DFS scratch; stamps avoid O(n) resets.
+  enum : uint8_t { kFresh = 0, kOnPath = 1, kDead = 2 };
+  uint32_t pass_ = 0;
+  std::vector<uint32_t> pass_stamp_;
+  std::vector<uint32_t> current_arc_;  // index into adj_[v]
+  std::vector<uint8_t> dfs_state_;
+  std::vector<uint32_t> path_;
+};
+
+}  // namespace flowsched::solver
