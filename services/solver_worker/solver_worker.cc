@@ -50,7 +50,17 @@ absl::StatusOr<std::unique_ptr<SolverWorker>> SolverWorker::Create(
 }
 
 absl::Status SolverWorker::Open() {
-  FLOWSCHED_ASSIGN_OR_RETURN(solver_, solver::MakeSolver(options_.algorithm));
+  if (options_.algorithm == "incremental") {
+    FLOWSCHED_ASSIGN_OR_RETURN(
+        auto cold, solver::MakeSolver(solver::kDefaultSolver));
+    mirror_ = std::make_unique<IncrementalMirror>(std::move(cold));
+    // Deterministic rounds are solved from scratch on a canonical copy.
+    FLOWSCHED_ASSIGN_OR_RETURN(solver_,
+                               solver::MakeSolver(solver::kDefaultSolver));
+  } else {
+    FLOWSCHED_ASSIGN_OR_RETURN(solver_,
+                               solver::MakeSolver(options_.algorithm));
+  }
   // Wall-clock microseconds: a restarted worker gets a larger epoch than
   // the instance it replaces.
   epoch_ = static_cast<uint64_t>(clock_.NowMicros());
@@ -73,7 +83,8 @@ absl::Status SolverWorker::Open() {
   FLOWSCHED_RETURN_IF_ERROR(
       consumer_->Assign({{options_.topics.rounds, 0, marks.second}}));
   spdlog::info("solver worker epoch {} using {}; rounds from offset {}",
-               epoch_, solver_->name(), marks.second);
+               epoch_, mirror_ ? "incremental" : std::string(solver_->name()),
+               marks.second);
   resync_backoff_ms_ = options_.resync_interval_ms;
   RequestResync("solver worker started");
   return absl::OkStatus();
@@ -158,25 +169,26 @@ const v1::SolverRound* SolverWorker::AssembleRound(v1::SolverRound part) {
 }
 
 absl::Status SolverWorker::ApplyRound(const v1::SolverRound& round) {
+  if (!round.snapshot() &&
+      (!synced_ || round.epoch() != graph_epoch_ ||
+       round.base_round_id() != round_id_)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "delta ", round.round_id(), " of epoch ", round.epoch(),
+        " builds on round ", round.base_round_id(), "; replica has round ",
+        round_id_, " of epoch ", graph_epoch_));
+  }
   if (round.snapshot()) {
-    flow::FlowNetwork fresh;
-    for (const v1::GraphChange& message : round.changes()) {
-      FLOWSCHED_ASSIGN_OR_RETURN(flow::GraphChange change,
-                                 codec::DecodeChange(message));
-      FLOWSCHED_RETURN_IF_ERROR(fresh.Apply(change));
-    }
-    network_ = std::move(fresh);
-  } else {
-    if (!synced_ || round.epoch() != graph_epoch_ ||
-        round.base_round_id() != round_id_) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "delta ", round.round_id(), " of epoch ", round.epoch(),
-          " builds on round ", round.base_round_id(), "; replica has round ",
-          round_id_, " of epoch ", graph_epoch_));
-    }
-    for (const v1::GraphChange& message : round.changes()) {
-      FLOWSCHED_ASSIGN_OR_RETURN(flow::GraphChange change,
-                                 codec::DecodeChange(message));
+    network_ = flow::FlowNetwork();
+    if (mirror_) mirror_->Reset();
+  }
+  // Any error below leaves the replica half-changed; the caller marks it
+  // unsynced and asks for a snapshot, which rebuilds it from empty.
+  for (const v1::GraphChange& message : round.changes()) {
+    FLOWSCHED_ASSIGN_OR_RETURN(flow::GraphChange change,
+                               codec::DecodeChange(message));
+    if (mirror_) {
+      FLOWSCHED_RETURN_IF_ERROR(mirror_->Apply(change, network_));
+    } else {
       FLOWSCHED_RETURN_IF_ERROR(network_.Apply(change));
     }
   }
@@ -206,12 +218,15 @@ void SolverWorker::RequestResync(const std::string& reason) {
 
 void SolverWorker::SolveAndPublish() {
   unsolved_ = false;
+  // The network the round is solved on: the replica itself, or for a
+  // deterministic round a canonical copy of it (arc slots and per-node arc
+  // lists depend on the history of deltas and snapshots that built the
+  // replica; rebuilding with arcs in (source, destination) order makes the
+  // solver's input, its tie-breaking and the extracted placements a
+  // function of the network alone).
+  const flow::FlowNetwork* solved = &network_;
+  flow::FlowNetwork canonical;
   if (deterministic_) {
-    // Arc slots and per-node arc lists depend on the history of deltas and
-    // snapshots that built the replica; rebuilding it with arcs in
-    // (source, destination) order makes the solver's input, and so its
-    // tie-breaking and the extracted placements, a function of the network
-    // alone.
     std::vector<flow::GraphChange> changes = network_.SnapshotChanges();
     auto first_arc = std::find_if(changes.begin(), changes.end(), [](const auto& c) {
       return c.type == flow::GraphChange::Type::kSetArc;
@@ -219,33 +234,54 @@ void SolverWorker::SolveAndPublish() {
     std::sort(first_arc, changes.end(), [](const auto& a, const auto& b) {
       return std::tie(a.src, a.dst) < std::tie(b.src, b.dst);
     });
-    flow::FlowNetwork canonical;
     for (const flow::GraphChange& change : changes) {
-      // Valid by construction: it is a snapshot of a valid network.
+      // Valid by construction: a snapshot of a valid network.
       canonical.Apply(change).IgnoreError();
     }
-    network_ = std::move(canonical);
+    solved = &canonical;
   }
-  solver::McmfProblem problem;
-  std::vector<flow::ArcSlot> arc_slots;
-  network_.ExportProblem(problem, arc_slots);
+
   const int64_t start_us = SteadyMicros();
-  auto solution = solver_->Solve(problem);
+  std::vector<int64_t> flow_by_slot;
+  solver::McmfProblem problem;
+  absl::StatusOr<solver::McmfSolution> solution;
+  if (mirror_ && !deterministic_) {
+    auto result = mirror_->Solve();
+    if (result.ok()) {
+      problem = std::move(result->problem);
+      result->solution.algorithm = result->algorithm;
+      solution = std::move(result->solution);
+      mirror_->FlowBySlot(network_, flow_by_slot);
+    } else {
+      solution = result.status();
+      // The mirror may be inconsistent now: rebuild from a snapshot.
+      synced_ = false;
+      mirror_->Reset();
+    }
+  } else {
+    std::vector<flow::ArcSlot> arc_slots;
+    solved->ExportProblem(problem, arc_slots);
+    solution = solver_->Solve(problem);
+    if (solution.ok() && solution->outcome == solver::McmfOutcome::kOptimal) {
+      flow_by_slot.assign(solved->arc_slot_count(), 0);
+      // Pieces of a convex arc share its slot.
+      for (size_t i = 0; i < arc_slots.size(); ++i) {
+        flow_by_slot[arc_slots[i]] += solution->flow[i];
+      }
+    }
+  }
   const double solve_ms =
       static_cast<double>(SteadyMicros() - start_us) / 1000.0;
   absl::Status verdict = solution.ok() ? absl::OkStatus() : solution.status();
   if (verdict.ok() && solution->outcome != solver::McmfOutcome::kOptimal) {
     verdict = absl::InternalError("the network of the round is infeasible");
   }
+  // Guarantee 6: the checker runs on every result before anything is
+  // published, whichever algorithm produced it.
   if (verdict.ok()) verdict = solver::CheckOptimalFlow(problem, *solution);
   std::vector<flow::TaskPlacement> placements;
   if (verdict.ok()) {
-    std::vector<int64_t> flow_by_slot(network_.arc_slot_count(), 0);
-    for (size_t i = 0; i < arc_slots.size(); ++i) {
-      // Pieces of a convex arc share its slot.
-      flow_by_slot[arc_slots[i]] += solution->flow[i];
-    }
-    auto extracted = flow::ExtractPlacements(network_, flow_by_slot);
+    auto extracted = flow::ExtractPlacements(*solved, flow_by_slot);
     if (extracted.ok()) {
       placements = std::move(*extracted);
     } else {
@@ -253,14 +289,14 @@ void SolverWorker::SolveAndPublish() {
     }
   }
   if (!verdict.ok()) {
-    // Guarantee 6: nothing unchecked is published. The graph manager times
-    // the round out and sends a snapshot.
+    // Nothing unchecked is published. The graph manager times the round
+    // out and sends a snapshot.
     ++stats_.rounds_rejected;
     spdlog::error("round {} not published: {}", round_id_, verdict.ToString());
     return;
   }
 
-  const std::vector<Decision> decisions = BuildDecisions(network_, placements);
+  const std::vector<Decision> decisions = BuildDecisions(*solved, placements);
   const auto partitions = static_cast<uint32_t>(placement_partitions_);
   std::vector<uint32_t> per_partition(partitions, 0);
   absl::Status sent;

@@ -27,6 +27,7 @@
 #include "services/common/clock.h"
 #include "services/flow/flow_network.h"
 #include "services/solver/mcmf_solver.h"
+#include "services/solver_worker/incremental_mirror.h"
 
 namespace flowsched::v1 {
 class SolverRound;
@@ -37,7 +38,10 @@ namespace flowsched::solver_worker {
 struct SolverWorkerOptions {
   bus::KafkaOptions kafka;
   bus::TopicNames topics;
-  std::string algorithm = "ssp";
+  // "incremental" (default): repair the previous optimal flow each round,
+  // cold starts by cost scaling. Any solver::SolverNames() entry solves
+  // every round from scratch with that algorithm instead.
+  std::string algorithm = "incremental";
   int poll_timeout_ms = 20;
   // First wait before asking again for a snapshot; doubles up to 30 s
   // while none comes (a deterministic graph manager sends the snapshot with
@@ -79,7 +83,9 @@ class SolverWorker {
   std::unique_ptr<bus::Producer> producer_;
   std::unique_ptr<bus::Consumer> consumer_;
   std::unique_ptr<bus::DeadLetterPublisher> dead_letters_;
-  std::unique_ptr<solver::McmfSolver> solver_;
+  std::unique_ptr<solver::McmfSolver> solver_;  // one-shot rounds
+  // Incremental rounds; null when a one-shot algorithm is configured.
+  std::unique_ptr<IncrementalMirror> mirror_;
   int32_t placement_partitions_ = 0;
 
   std::unique_ptr<v1::SolverRound> assembling_;  // parts so far

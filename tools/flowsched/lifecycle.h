@@ -16,7 +16,7 @@ namespace flowsched::tools {
 
 struct UpOptions {
   std::string policy = "load-spreading";
-  std::string algorithm = "ssp";
+  std::string algorithm = "incremental";
   uint64_t cut_every_events = 0;
   bool cut_at_ticks = false;
   int start_timeout_ms = 30'000;

@@ -118,7 +118,9 @@ CommandMain AddSolverWorkerCommand(CLI::App& app, CommonFlags& flags) {
       "solver-worker",
       "Run the solver worker: rounds -> min-cost flow -> checked placements");
   auto options = std::make_shared<solver_worker::SolverWorkerOptions>();
-  cmd->add_option("--algorithm", options->algorithm, "Min-cost flow algorithm")
+  cmd->add_option("--algorithm", options->algorithm,
+                  "incremental (repair each round; cold starts by "
+                  "cost_scaling), or cost_scaling / ssp from scratch")
       ->capture_default_str();
   return [&flags, options]() {
     return RunService<solver_worker::SolverWorker>(

@@ -1,0 +1,139 @@
+#include "services/solver_worker/incremental_mirror.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "services/common/status_macros.h"
+
+namespace flowsched::solver_worker {
+
+IncrementalMirror::IncrementalMirror(
+    std::unique_ptr<solver::McmfSolver> cold_solver)
+    : cold_solver_(std::move(cold_solver)) {
+  Reset();
+}
+
+void IncrementalMirror::Reset() {
+  solver_ = std::make_unique<solver::IncrementalSolver>();
+  slot_handles_.clear();
+  free_handles_.clear();
+  next_handle_ = 0;
+  cold_ = true;
+}
+
+uint32_t IncrementalMirror::AllocateHandle() {
+  if (!free_handles_.empty()) {
+    const uint32_t handle = free_handles_.back();
+    free_handles_.pop_back();
+    return handle;
+  }
+  return next_handle_++;
+}
+
+absl::Status IncrementalMirror::ReleaseSlot(flow::ArcSlot slot) {
+  if (slot >= slot_handles_.size()) return absl::OkStatus();
+  for (uint32_t handle : slot_handles_[slot]) {
+    FLOWSCHED_RETURN_IF_ERROR(solver_->RemoveArc(handle));
+    free_handles_.push_back(handle);
+  }
+  slot_handles_[slot].clear();
+  return absl::OkStatus();
+}
+
+absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
+                                      flow::FlowNetwork& network) {
+  using Type = flow::GraphChange::Type;
+  switch (change.type) {
+    case Type::kAddNode:
+    case Type::kUpdateNode:
+      FLOWSCHED_RETURN_IF_ERROR(network.Apply(change));
+      return solver_->SetSupply(change.node, change.data.supply);
+    case Type::kRemoveNode: {
+      // Deltas list the node's arc removals first; a stray arc is removed
+      // here all the same.
+      std::vector<flow::ArcSlot> slots;
+      auto collect = [&](const flow::ArcView& arc) { slots.push_back(arc.slot); };
+      network.ForEachOutArc(change.node, collect);
+      network.ForEachInArc(change.node, collect);
+      for (flow::ArcSlot slot : slots) FLOWSCHED_RETURN_IF_ERROR(ReleaseSlot(slot));
+      FLOWSCHED_RETURN_IF_ERROR(network.Apply(change));
+      return solver_->RemoveNode(change.node);
+    }
+    case Type::kRemoveArc: {
+      auto arc = network.FindArc(change.src, change.dst);
+      if (arc.has_value()) FLOWSCHED_RETURN_IF_ERROR(ReleaseSlot(arc->slot));
+      return network.Apply(change);
+    }
+    case Type::kSetArc: {
+      FLOWSCHED_RETURN_IF_ERROR(network.Apply(change));
+      const flow::ArcSlot slot = network.FindArc(change.src, change.dst)->slot;
+      if (slot >= slot_handles_.size()) slot_handles_.resize(slot + 1);
+      std::vector<uint32_t>& handles = slot_handles_[slot];
+      const size_t pieces = 1 + change.extra_segments.size();
+      while (handles.size() > pieces) {
+        FLOWSCHED_RETURN_IF_ERROR(solver_->RemoveArc(handles.back()));
+        free_handles_.push_back(handles.back());
+        handles.pop_back();
+      }
+      while (handles.size() < pieces) handles.push_back(AllocateHandle());
+      FLOWSCHED_RETURN_IF_ERROR(solver_->SetArc(handles[0], change.src,
+                                                change.dst, change.capacity,
+                                                change.cost));
+      for (size_t i = 1; i < pieces; ++i) {
+        const flow::ArcSegment& piece = change.extra_segments[i - 1];
+        FLOWSCHED_RETURN_IF_ERROR(solver_->SetArc(
+            handles[i], change.src, change.dst, piece.capacity, piece.cost));
+      }
+      return absl::OkStatus();
+    }
+  }
+  return absl::InvalidArgumentError("unknown graph change");
+}
+
+absl::StatusOr<MirrorResult> IncrementalMirror::Solve() {
+  MirrorResult result;
+  if (!cold_) {
+    auto solved = solver_->Solve();
+    if (solved.ok()) {
+      result.outcome = solved->outcome;
+      result.total_cost = solved->total_cost;
+      result.algorithm = "incremental";
+      solver_->Export(result.problem, result.solution, result.handles);
+      return result;
+    }
+    if (solved.status().code() != absl::StatusCode::kOutOfRange) {
+      return solved.status();
+    }
+    cold_ = true;  // potentials drifted too far: start over from scratch
+  }
+  solver::McmfSolution unused;
+  solver_->Export(result.problem, unused, result.handles);
+  FLOWSCHED_ASSIGN_OR_RETURN(result.solution,
+                             cold_solver_->Solve(result.problem));
+  result.outcome = result.solution.outcome;
+  result.total_cost = result.solution.total_cost;
+  result.algorithm = std::string(cold_solver_->name());
+  if (result.outcome != solver::McmfOutcome::kOptimal) return result;
+  std::vector<int64_t> by_handle(next_handle_, 0);
+  for (size_t i = 0; i < result.handles.size(); ++i) {
+    by_handle[result.handles[i]] = result.solution.flow[i];
+  }
+  std::vector<int64_t> potentials = result.solution.potentials;
+  potentials.resize(solver_->node_limit(), 0);
+  FLOWSCHED_RETURN_IF_ERROR(solver_->InstallSolution(by_handle, potentials));
+  cold_ = false;
+  return result;
+}
+
+void IncrementalMirror::FlowBySlot(const flow::FlowNetwork& network,
+                                   std::vector<int64_t>& flow_by_slot) const {
+  flow_by_slot.assign(network.arc_slot_count(), 0);
+  for (size_t slot = 0; slot < slot_handles_.size() && slot < flow_by_slot.size();
+       ++slot) {
+    for (uint32_t handle : slot_handles_[slot]) {
+      flow_by_slot[slot] += solver_->flow(handle);
+    }
+  }
+}
+
+}  // namespace flowsched::solver_worker

@@ -1,0 +1,69 @@
+#pragma once
+
+// Keeps a solver::IncrementalSolver in step with the solver worker's replica
+// of the flow network, so each round re-optimises only what changed
+// (Firmament section 5) instead of solving 1-2 million arcs from scratch.
+//
+// Node ids are the network's node ids. Each arc slot of the network owns
+// one solver handle per convex piece; handles are recycled through a free
+// list so solver arrays stay dense. After a snapshot (or when the
+// incremental solver gives up, e.g. potentials near overflow) the next
+// Solve is a cold start: a one-shot solver on the exported problem, whose
+// optimal flow is installed so that later rounds repair from it.
+//
+// Thread-safety: none; owned by the solver worker loop.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "services/flow/flow_network.h"
+#include "services/solver/incremental_solver.h"
+#include "services/solver/mcmf_solver.h"
+
+namespace flowsched::solver_worker {
+
+struct MirrorResult {
+  solver::McmfOutcome outcome = solver::McmfOutcome::kInfeasible;
+  int64_t total_cost = 0;
+  std::string algorithm;  // "incremental" or the cold solver's name
+  // The exported problem and solution, in handle order, for the checker.
+  solver::McmfProblem problem;
+  solver::McmfSolution solution;
+  std::vector<uint32_t> handles;
+};
+
+class IncrementalMirror {
+ public:
+  explicit IncrementalMirror(std::unique_ptr<solver::McmfSolver> cold_solver);
+
+  // Drops all state: the next changes rebuild the network from empty.
+  void Reset();
+  // Applies one change to `network` and to the solver. Errors leave the
+  // mirror unusable until Reset (the worker then asks for a snapshot).
+  absl::Status Apply(const flow::GraphChange& change,
+                     flow::FlowNetwork& network);
+  // Solves the current network (cold or incremental) and exports problem
+  // and solution for the checker.
+  absl::StatusOr<MirrorResult> Solve();
+  // Flow per arc slot of `network` (pieces summed), for placement
+  // extraction. REQUIRES: a successful Solve since the last change.
+  void FlowBySlot(const flow::FlowNetwork& network,
+                  std::vector<int64_t>& flow_by_slot) const;
+
+ private:
+  uint32_t AllocateHandle();
+  absl::Status ReleaseSlot(flow::ArcSlot slot);
+
+  std::unique_ptr<solver::McmfSolver> cold_solver_;
+  std::unique_ptr<solver::IncrementalSolver> solver_;
+  std::vector<std::vector<uint32_t>> slot_handles_;
+  std::vector<uint32_t> free_handles_;
+  uint32_t next_handle_ = 0;
+  bool cold_ = true;
+};
+
+}  // namespace flowsched::solver_worker
