@@ -17,6 +17,9 @@ namespace flowsched::bench {
 // LEMON algorithm names in tables and CSV.
 inline constexpr char kLemonNetworkSimplex[] = "lemon_ns";
 inline constexpr char kLemonCostScaling[] = "lemon_cs";
+// flowsched's incremental solver; runs on incremental sequences only (a cold
+// case would just be cost scaling).
+inline constexpr char kIncremental[] = "incremental";
 
 struct BenchCase {
   std::string name;

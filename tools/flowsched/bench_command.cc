@@ -47,6 +47,7 @@ CommandMain AddBenchCommand(CLI::App& app, CommonFlags& /*flags*/) {
     if (!cmd->parsed()) return 2;
     if (options->algorithms.empty()) {
       options->algorithms = solver::SolverNames();
+      options->algorithms.push_back(bench::kIncremental);
     }
     if (*list) {
       for (const bench::BenchCase& c : bench::StandardCases(options->quick)) {
