@@ -3,7 +3,9 @@
 #include <librdkafka/rdkafka.h>
 
 #include <array>
+#include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "fmt/format.h"
 #include "services/common/status_macros.h"
@@ -150,6 +152,20 @@ void Consumer::WarmMetadata(
     }
     rd_kafka_metadata_destroy(raw);
   }
+}
+
+std::vector<Record> Consumer::PollOrBackOff(size_t max_records,
+                                           int timeout_ms) {
+  auto records = Poll(max_records, timeout_ms);
+  if (records.ok()) {
+    backoff_ms_ = 50;
+    return std::move(*records);
+  }
+  spdlog::warn("poll failed, retrying in {} ms: {}", backoff_ms_,
+               records.status().ToString());
+  std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms_));
+  backoff_ms_ = std::min(backoff_ms_ * 2, 2000);
+  return {};
 }
 
 absl::StatusOr<std::vector<Record>> Consumer::Poll(size_t max_records,

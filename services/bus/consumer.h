@@ -66,6 +66,11 @@ class Consumer {
   // collected, on the next call).
   absl::StatusOr<std::vector<Record>> Poll(size_t max_records, int timeout_ms);
 
+  // Poll for service loops that must ride out broker trouble: an error is
+  // logged and answered with a sleep that doubles from 50 ms to 2 s while
+  // errors continue, and an empty result; a success resets the backoff.
+  std::vector<Record> PollOrBackOff(size_t max_records, int timeout_ms);
+
   // (low, high) watermark offsets from the partition leader; high is the
   // offset the next produced record will get.
   absl::StatusOr<std::pair<int64_t, int64_t>> Watermarks(std::string_view topic,
@@ -85,6 +90,7 @@ class Consumer {
 
   KafkaHandlePtr rk_;
   absl::Status pending_error_;
+  int backoff_ms_ = 50;
   std::set<std::string> known_topics_;
 };
 

@@ -159,20 +159,11 @@ bool GraphManager::RoundDue() const {
 }
 
 absl::Status GraphManager::Run(const std::atomic<bool>& stop) {
-  int backoff_ms = 50;
   MaybeWriteStatus(/*force=*/true);
   while (!stop.load()) {
-    auto records =
-        consumer_->Poll(options_.max_batch_records, options_.poll_timeout_ms);
-    if (!records.ok()) {
-      spdlog::warn("poll failed, retrying in {} ms: {}", backoff_ms,
-                   records.status().ToString());
-      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
-      backoff_ms = std::min(backoff_ms * 2, 2000);
-      continue;
-    }
-    backoff_ms = 50;
-    if (!records->empty()) FLOWSCHED_RETURN_IF_ERROR(ProcessRecords(*records));
+    const std::vector<bus::Record> records = consumer_->PollOrBackOff(
+        options_.max_batch_records, options_.poll_timeout_ms);
+    if (!records.empty()) FLOWSCHED_RETURN_IF_ERROR(ProcessRecords(records));
     CheckRoundTimeout();
     FLOWSCHED_RETURN_IF_ERROR(MaybeCutRound());
     MaybeWriteStatus(/*force=*/false);

@@ -91,18 +91,11 @@ absl::Status SolverWorker::Open() {
 }
 
 absl::Status SolverWorker::Run(const std::atomic<bool>& stop) {
-  int backoff_ms = 50;
   while (!stop.load()) {
-    auto records = consumer_->Poll(64, options_.poll_timeout_ms);
-    if (!records.ok()) {
-      spdlog::warn("poll failed, retrying in {} ms: {}", backoff_ms,
-                   records.status().ToString());
-      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
-      backoff_ms = std::min(backoff_ms * 2, 2000);
-      continue;
+    for (const bus::Record& record :
+         consumer_->PollOrBackOff(64, options_.poll_timeout_ms)) {
+      HandleRoundRecord(record);
     }
-    backoff_ms = 50;
-    for (const bus::Record& record : *records) HandleRoundRecord(record);
     // Several queued rounds are applied in order, then solved once.
     if (unsolved_) SolveAndPublish();
     if (synced_) {
