@@ -397,7 +397,14 @@ absl::Status Workspace::Refine(int64_t epsilon) {
   if (active_.empty()) return absl::OkStatus();
   relabels_since_update_ = 0;
   if (options_.global_update_frequency > 0) GlobalUpdate(epsilon);
+  uint32_t until_stop_check = 0;
   while (active_head_ < active_.size()) {
+    if (options_.stop != nullptr && ++until_stop_check == 1024) {
+      until_stop_check = 0;
+      if (options_.stop->load(std::memory_order_relaxed)) {
+        return absl::CancelledError("cost scaling stopped by its caller");
+      }
+    }
     const uint32_t u = active_[active_head_++];
     queued_[u] = 0;
     FLOWSCHED_RETURN_IF_ERROR(Discharge(u, epsilon));

@@ -8,6 +8,7 @@
 // 5.2, incremental cost scaling).
 
 #include <cstdint>
+#include <atomic>
 #include <string_view>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct CostScalingOptions {
   // Try price refinement before each phase after the first (and before
   // every phase of a warm start); false disables the heuristic.
   bool price_refinement = true;
+  // Cooperative cancellation for a portfolio race: when the flag becomes
+  // true the solve returns Cancelled within a few thousand operations.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // Exact, deterministic min-cost flow for any problem ValidateProblem accepts.

@@ -639,6 +639,9 @@ absl::StatusOr<IncrementalResult> IncrementalSolver::Solve() {
           "a node's excess left [-2^62, 2^62]; rebuild the solver");
     }
     if (sources_.empty()) break;
+    if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) {
+      return absl::CancelledError("incremental solve stopped by its caller");
+    }
     const int64_t bound = ShortestDistances(
         static_cast<int64_t>(std::min<Int128>(total_excess, kInfinity)), stats);
     if (bound == kInfinity) {

@@ -11,6 +11,7 @@
 // chosen by the caller; both are dense indices that may be reused after
 // removal. Not thread-safe.
 
+#include <atomic>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -131,6 +132,12 @@ class IncrementalSolver {
 
   uint32_t node_limit() const { return node_limit_; }
 
+  // Cooperative cancellation for a portfolio race: Solve checks the flag
+  // between Dijkstra phases and returns Cancelled, leaving a consistent
+  // pseudoflow (like an infeasible round) that InstallSolution or a later
+  // Solve can continue from.
+  void set_stop_flag(const std::atomic<bool>* stop) { stop_ = stop; }
+
  private:
   struct ResidualArc {
     int64_t residual = 0;  // reverse arc: the forward arc's flow
@@ -178,6 +185,7 @@ class IncrementalSolver {
   void TouchForDfs(uint32_t v);
 
   IncrementalOptions options_;
+  const std::atomic<bool>* stop_ = nullptr;
 
   // Nodes.
   uint32_t node_limit_ = 0;  // one past the largest id ever used

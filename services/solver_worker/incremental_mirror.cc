@@ -1,9 +1,12 @@
 #include "services/solver_worker/incremental_mirror.h"
 
+#include <atomic>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "services/common/status_macros.h"
+#include "services/solver/cost_scaling.h"
 
 namespace flowsched::solver_worker {
 
@@ -93,18 +96,48 @@ absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
 absl::StatusOr<MirrorResult> IncrementalMirror::Solve() {
   MirrorResult result;
   if (!cold_) {
-    auto solved = solver_->Solve();
-    if (solved.ok()) {
-      result.outcome = solved->outcome;
-      result.total_cost = solved->total_cost;
+    // Portfolio (Firmament section 6.1): repair the previous flow and solve
+    // from scratch by cost scaling at the same time, one per core; the
+    // first to finish wins and stops the other. Repair wins when the
+    // round's changes stay local; cost scaling bounds the round when they
+    // ripple through the whole network (contention, Quincy-shaped costs).
+    solver::McmfSolution unused;
+    solver_->Export(result.problem, unused, result.handles);
+    std::atomic<bool> stop{false};
+    absl::StatusOr<solver::McmfSolution> raced =
+        absl::UnknownError("cost scaling did not run");
+    std::thread racer([&] {
+      solver::CostScalingOptions options;
+      options.stop = &stop;
+      raced = solver::CostScaling(options).Solve(result.problem);
+      if (raced.ok()) stop.store(true);
+    });
+    solver_->set_stop_flag(&stop);
+    auto repaired = solver_->Solve();
+    solver_->set_stop_flag(nullptr);
+    if (repaired.ok()) stop.store(true);
+    racer.join();
+    if (repaired.ok()) {
+      result.outcome = repaired->outcome;
+      result.total_cost = repaired->total_cost;
       result.algorithm = "incremental";
       solver_->Export(result.problem, result.solution, result.handles);
       return result;
     }
-    if (solved.status().code() != absl::StatusCode::kOutOfRange) {
-      return solved.status();
+    if (repaired.status().code() == absl::StatusCode::kCancelled &&
+        raced.ok() && raced->outcome == solver::McmfOutcome::kOptimal) {
+      result.solution = std::move(*raced);
+      result.outcome = result.solution.outcome;
+      result.total_cost = result.solution.total_cost;
+      result.algorithm = "cost_scaling";
+      FLOWSCHED_RETURN_IF_ERROR(Install(result));
+      return result;
     }
-    cold_ = true;  // potentials drifted too far: start over from scratch
+    if (repaired.status().code() != absl::StatusCode::kOutOfRange &&
+        repaired.status().code() != absl::StatusCode::kCancelled) {
+      return repaired.status();
+    }
+    cold_ = true;  // potentials drifted too far, or both failed: start over
   }
   solver::McmfSolution unused;
   solver_->Export(result.problem, unused, result.handles);
@@ -114,6 +147,11 @@ absl::StatusOr<MirrorResult> IncrementalMirror::Solve() {
   result.total_cost = result.solution.total_cost;
   result.algorithm = std::string(cold_solver_->name());
   if (result.outcome != solver::McmfOutcome::kOptimal) return result;
+  FLOWSCHED_RETURN_IF_ERROR(Install(result));
+  return result;
+}
+
+absl::Status IncrementalMirror::Install(const MirrorResult& result) {
   std::vector<int64_t> by_handle(next_handle_, 0);
   for (size_t i = 0; i < result.handles.size(); ++i) {
     by_handle[result.handles[i]] = result.solution.flow[i];
@@ -122,7 +160,7 @@ absl::StatusOr<MirrorResult> IncrementalMirror::Solve() {
   potentials.resize(solver_->node_limit(), 0);
   FLOWSCHED_RETURN_IF_ERROR(solver_->InstallSolution(by_handle, potentials));
   cold_ = false;
-  return result;
+  return absl::OkStatus();
 }
 
 void IncrementalMirror::FlowBySlot(const flow::FlowNetwork& network,

@@ -29,7 +29,7 @@ namespace flowsched::solver_worker {
 struct MirrorResult {
   solver::McmfOutcome outcome = solver::McmfOutcome::kInfeasible;
   int64_t total_cost = 0;
-  std::string algorithm;  // "incremental" or the cold solver's name
+  std::string algorithm;  // "incremental", "cost_scaling" (race or cold)
   // The exported problem and solution, in handle order, for the checker.
   solver::McmfProblem problem;
   solver::McmfSolution solution;
@@ -46,8 +46,9 @@ class IncrementalMirror {
   // mirror unusable until Reset (the worker then asks for a snapshot).
   absl::Status Apply(const flow::GraphChange& change,
                      flow::FlowNetwork& network);
-  // Solves the current network (cold or incremental) and exports problem
-  // and solution for the checker.
+  // Solves the current network and exports problem and solution for the
+  // checker: a cold start by the cold solver, or a race of incremental
+  // repair against cost scaling from scratch (first to finish wins).
   absl::StatusOr<MirrorResult> Solve();
   // Flow per arc slot of `network` (pieces summed), for placement
   // extraction. REQUIRES: a successful Solve since the last change.
@@ -55,6 +56,8 @@ class IncrementalMirror {
                   std::vector<int64_t>& flow_by_slot) const;
 
  private:
+  // Installs a one-shot solution so later rounds repair from it.
+  absl::Status Install(const MirrorResult& result);
   uint32_t AllocateHandle();
   absl::Status ReleaseSlot(flow::ArcSlot slot);
 
