@@ -18,6 +18,7 @@ struct JobSubmitted {
   std::string name;
   int32_t priority = 0;
   std::vector<TaskSpec> tasks;
+  bool different_machines = false;  // see Job::different_machines
 };
 struct TaskSubmitted { JobId job; TaskSpec task; };
 struct TaskFinished { JobId job; TaskId task; };
@@ -42,11 +43,15 @@ struct MachineUsage { MachineId machine; Resources used; };
 struct TaskUsage { JobId job; TaskId task; Resources used; };
 // A time tick in the log; changes no state (see events.proto).
 struct Tick {};
+// Admin event: switch the scheduling policy. Changes no cluster state; the
+// graph manager acts on it (see events.proto).
+struct SetPolicy { std::string policy; };
 
 using EventBody =
     std::variant<JobSubmitted, TaskSubmitted, TaskFinished, TaskFailed,
                  TaskKilled, TaskUpdated, MachineAdded, MachineRemoved,
-                 MachineFailed, MachineUsage, TaskUsage, Tick>;
+                 MachineFailed, MachineUsage, TaskUsage, Tick,
+                 SetPolicy>;
 
 struct ClusterEvent {
   std::string event_id;

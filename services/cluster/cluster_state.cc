@@ -1,5 +1,6 @@
 #include "services/cluster/cluster_state.h"
 
+#include <algorithm>
 #include <utility>
 #include <variant>
 
@@ -34,6 +35,7 @@ const Machine* ClusterState::FindMachine(MachineId id) const {
 absl::Status ClusterState::Apply(const ClusterEvent& event, int64_t now_us,
                                  ChangeSet& changes) {
   const int64_t time_us = event.event_time_us > 0 ? event.event_time_us : now_us;
+  SeeTime(time_us);
   return std::visit(
       Overloaded{
           [&](const JobSubmitted& e) {
@@ -43,25 +45,30 @@ absl::Status ClusterState::Apply(const ClusterEvent& event, int64_t now_us,
             return ApplyTaskSubmitted(e, time_us, changes);
           },
           [&](const TaskFinished& e) {
-            return ApplyTaskEnded(e.job, e.task, /*retry=*/false, changes);
+            return ApplyTaskEnded(e.job, e.task, /*retry=*/false, time_us,
+                                  changes);
           },
           [&](const TaskFailed& e) {
-            return ApplyTaskEnded(e.job, e.task, /*retry=*/true, changes);
+            return ApplyTaskEnded(e.job, e.task, /*retry=*/true, time_us,
+                                  changes);
           },
           [&](const TaskKilled& e) {
-            return ApplyTaskEnded(e.job, e.task, /*retry=*/false, changes);
+            return ApplyTaskEnded(e.job, e.task, /*retry=*/false, time_us,
+                                  changes);
           },
           [&](const TaskUpdated& e) { return ApplyTaskUpdated(e, changes); },
           [&](const MachineAdded& e) { return ApplyMachineAdded(e, changes); },
           [&](const MachineRemoved& e) {
-            return ApplyMachineGone(e.machine, changes);
+            return ApplyMachineGone(e.machine, time_us, changes);
           },
           [&](const MachineFailed& e) {
-            return ApplyMachineGone(e.machine, changes);
+            return ApplyMachineGone(e.machine, time_us, changes);
           },
           [&](const MachineUsage& e) { return ApplyMachineUsage(e, changes); },
           [&](const TaskUsage& e) { return ApplyTaskUsage(e); },
           [&](const Tick&) { return absl::OkStatus(); },
+          // The graph manager acts on it; the cluster is unchanged.
+          [&](const SetPolicy&) { return absl::OkStatus(); },
       },
       event.body);
 }
@@ -90,11 +97,13 @@ absl::Status ClusterState::ApplyJobSubmitted(const JobSubmitted& e,
   job.id = e.job;
   job.name = e.name;
   job.priority = e.priority;
+  job.different_machines = e.different_machines;
   for (const TaskSpec& spec : e.tasks) {
     Task& task = tasks_[spec.id];
     task.spec = spec;
     task.job = e.job;
     task.submit_time_us = time_us;
+    task.wait_start_us = time_us;
     job.tasks.insert(spec.id);
     changes.tasks.insert(spec.id);
   }
@@ -124,6 +133,7 @@ absl::Status ClusterState::ApplyTaskSubmitted(const TaskSubmitted& e,
   task.spec = e.task;
   task.job = e.job;
   task.submit_time_us = time_us;
+  task.wait_start_us = time_us;
   job_it->second.tasks.insert(e.task.id);
   changes.tasks.insert(e.task.id);
   changes.jobs.insert(e.job);
@@ -144,13 +154,24 @@ absl::StatusOr<Task*> ClusterState::TaskOfJob(JobId job, TaskId task) {
   return &it->second;
 }
 
-void ClusterState::Unplace(Task& task, ChangeSet& changes) {
+namespace {
+void AddResources(Resources& to, const Resources& r, int64_t sign) {
+  to.cpu_millis += sign * r.cpu_millis;
+  to.memory_bytes += sign * r.memory_bytes;
+  to.network_bytes_per_sec += sign * r.network_bytes_per_sec;
+}
+}  // namespace
+
+void ClusterState::Unplace(Task& task, int64_t now_us, ChangeSet& changes) {
   if (!task.running()) return;
   auto machine_it = machines_.find(task.machine);
   if (machine_it != machines_.end()) {
     machine_it->second.running.erase(task.spec.id);
+    AddResources(machine_it->second.allocated, task.spec.request, -1);
     changes.machines.insert(task.machine);
   }
+  task.run_us_total += std::max<int64_t>(0, now_us - task.start_time_us);
+  task.wait_start_us = now_us;
   task.machine = MachineId(0);
   task.start_time_us = 0;
   --running_count_;
@@ -158,9 +179,10 @@ void ClusterState::Unplace(Task& task, ChangeSet& changes) {
 }
 
 absl::Status ClusterState::ApplyTaskEnded(JobId job, TaskId task_id,
-                                          bool retry, ChangeSet& changes) {
+                                          bool retry, int64_t time_us,
+                                          ChangeSet& changes) {
   FLOWSCHED_ASSIGN_OR_RETURN(Task * task, TaskOfJob(job, task_id));
-  Unplace(*task, changes);
+  Unplace(*task, time_us, changes);
   changes.tasks.insert(task_id);
   if (retry) return absl::OkStatus();  // waits to be placed again
   tasks_.erase(task_id);
@@ -176,6 +198,16 @@ absl::Status ClusterState::ApplyTaskEnded(JobId job, TaskId task_id,
 absl::Status ClusterState::ApplyTaskUpdated(const TaskUpdated& e,
                                             ChangeSet& changes) {
   FLOWSCHED_ASSIGN_OR_RETURN(Task * task, TaskOfJob(e.job, e.task));
+  if (task->running()) {
+    // The allocation follows the request of a running task; an update may
+    // over-commit the machine (it reports what is), Place may not.
+    auto machine_it = machines_.find(task->machine);
+    if (machine_it != machines_.end()) {
+      AddResources(machine_it->second.allocated, task->spec.request, -1);
+      AddResources(machine_it->second.allocated, e.request, 1);
+      changes.machines.insert(task->machine);
+    }
+  }
   task->spec.request = e.request;
   task->spec.priority = e.priority;
   changes.tasks.insert(e.task);
@@ -199,7 +231,8 @@ absl::Status ClusterState::ApplyMachineAdded(const MachineAdded& e,
   return absl::OkStatus();
 }
 
-absl::Status ClusterState::ApplyMachineGone(MachineId id, ChangeSet& changes) {
+absl::Status ClusterState::ApplyMachineGone(MachineId id, int64_t time_us,
+                                            ChangeSet& changes) {
   auto it = machines_.find(id);
   if (it == machines_.end()) {
     return absl::FailedPreconditionError(
@@ -208,6 +241,8 @@ absl::Status ClusterState::ApplyMachineGone(MachineId id, ChangeSet& changes) {
   // Its tasks wait to be placed elsewhere.
   for (TaskId task_id : it->second.running) {
     Task& task = tasks_.at(task_id);
+    task.run_us_total += std::max<int64_t>(0, time_us - task.start_time_us);
+    task.wait_start_us = time_us;
     task.machine = MachineId(0);
     task.start_time_us = 0;
     --running_count_;
@@ -239,6 +274,7 @@ absl::Status ClusterState::ApplyTaskUsage(const TaskUsage& e) {
 
 absl::Status ClusterState::Place(TaskId task_id, MachineId machine_id,
                                  int64_t now_us, ChangeSet& changes) {
+  SeeTime(now_us);
   auto task_it = tasks_.find(task_id);
   if (task_it == tasks_.end()) {
     return absl::FailedPreconditionError(
@@ -260,7 +296,14 @@ absl::Status ClusterState::Place(TaskId task_id, MachineId machine_id,
     return absl::FailedPreconditionError(absl::StrCat(
         "place: machine ", machine_id.value(), " has no free slot"));
   }
+  if (!machine.Fits(task.spec.request)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "place: task ", task_id.value(), " does not fit the free CPU or "
+        "memory of machine ", machine_id.value()));
+  }
   machine.running.insert(task_id);
+  AddResources(machine.allocated, task.spec.request, 1);
+  task.wait_us_total += std::max<int64_t>(0, now_us - task.wait_start_us);
   task.machine = machine_id;
   task.start_time_us = now_us;
   ++task.placements;
@@ -270,19 +313,22 @@ absl::Status ClusterState::Place(TaskId task_id, MachineId machine_id,
   return absl::OkStatus();
 }
 
-absl::Status ClusterState::Preempt(TaskId task_id, ChangeSet& changes) {
+absl::Status ClusterState::Preempt(TaskId task_id, int64_t now_us,
+                                   ChangeSet& changes) {
+  SeeTime(now_us);
   auto task_it = tasks_.find(task_id);
   if (task_it == tasks_.end() || !task_it->second.running()) {
     return absl::FailedPreconditionError(
         absl::StrCat("preempt: task ", task_id.value(), " is not running"));
   }
-  Unplace(task_it->second, changes);
+  Unplace(task_it->second, now_us, changes);
   return absl::OkStatus();
 }
 
 absl::Status ClusterState::Migrate(TaskId task_id, MachineId from,
                                    MachineId to, int64_t now_us,
                                    ChangeSet& changes) {
+  SeeTime(now_us);
   auto task_it = tasks_.find(task_id);
   if (task_it == tasks_.end() || task_it->second.machine != from) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -290,11 +336,13 @@ absl::Status ClusterState::Migrate(TaskId task_id, MachineId from,
         from.value()));
   }
   auto to_it = machines_.find(to);
-  if (to_it == machines_.end() || to_it->second.free_slots() == 0) {
+  if (to_it == machines_.end() || to_it->second.free_slots() == 0 ||
+      from == to || !to_it->second.Fits(task_it->second.spec.request)) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "migrate: machine ", to.value(), " is gone or full"));
+        "migrate: machine ", to.value(), " is gone, full, lacks CPU or "
+        "memory for task ", task_id.value(), ", or is where it runs"));
   }
-  Unplace(task_it->second, changes);
+  Unplace(task_it->second, now_us, changes);
   return Place(task_id, to, now_us, changes);
 }
 
@@ -315,6 +363,7 @@ absl::Status ClusterState::RestoreMachine(Machine machine) {
                                             " appears twice"));
   }
   machine.running.clear();
+  machine.allocated = {};  // RestoreTask adds its tasks back
   total_slots_ += machine.task_slots;
   machines_.emplace(machine.id, std::move(machine));
   return absl::OkStatus();
@@ -337,6 +386,7 @@ absl::Status ClusterState::RestoreTask(Task task) {
                        task.machine.value(), " that is unknown or full"));
     }
     machine_it->second.running.insert(id);
+    AddResources(machine_it->second.allocated, task.spec.request, 1);
     ++running_count_;
   }
   job_it->second.tasks.insert(id);

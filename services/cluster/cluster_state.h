@@ -36,10 +36,18 @@ class ClusterState {
                      ChangeSet& changes);
 
   // Decisions of a solver round. FailedPrecondition when the decision went
-  // stale (the task finished, moved or the machine left or filled up).
+  // stale (the task finished, moved or the machine left or filled up, in
+  // slots or in CPU or memory: see Machine::Fits).
+  // Each call closes the task's current waiting or running period at
+  // `now_us` (Quincy's cumulative nu and theta, Task::WaitMicros/RunMicros).
   absl::Status Place(TaskId task, MachineId machine, int64_t now_us,
                      ChangeSet& changes);
-  absl::Status Preempt(TaskId task, ChangeSet& changes);
+  absl::Status Preempt(TaskId task, int64_t now_us, ChangeSet& changes);
+  // As above at the latest time the state has seen (an event, decision or
+  // AdvanceTime). Prefer the overload with an explicit time.
+  absl::Status Preempt(TaskId task, ChangeSet& changes) {
+    return Preempt(task, last_time_us_, changes);
+  }
   absl::Status Migrate(TaskId task, MachineId from, MachineId to,
                        int64_t now_us, ChangeSet& changes);
 
@@ -64,6 +72,9 @@ class ClusterState {
   }
   [[nodiscard]] uint64_t total_slots() const { return total_slots_; }
   [[nodiscard]] const ValidationLimits& limits() const { return limits_; }
+  // The latest time passed to any call (never decreases).
+  [[nodiscard]] int64_t last_time_us() const { return last_time_us_; }
+  void AdvanceTime(int64_t now_us) { SeeTime(now_us); }
 
  private:
   absl::Status ApplyJobSubmitted(const JobSubmitted& e, int64_t time_us,
@@ -71,16 +82,21 @@ class ClusterState {
   absl::Status ApplyTaskSubmitted(const TaskSubmitted& e, int64_t time_us,
                                   ChangeSet& changes);
   absl::Status ApplyTaskEnded(JobId job, TaskId task, bool retry,
-                              ChangeSet& changes);
+                              int64_t time_us, ChangeSet& changes);
   absl::Status ApplyTaskUpdated(const TaskUpdated& e, ChangeSet& changes);
   absl::Status ApplyMachineAdded(const MachineAdded& e, ChangeSet& changes);
-  absl::Status ApplyMachineGone(MachineId machine, ChangeSet& changes);
+  absl::Status ApplyMachineGone(MachineId machine, int64_t time_us,
+                                ChangeSet& changes);
   absl::Status ApplyMachineUsage(const MachineUsage& e, ChangeSet& changes);
   absl::Status ApplyTaskUsage(const TaskUsage& e);
 
   // Finds a task and checks that it belongs to `job`.
   absl::StatusOr<Task*> TaskOfJob(JobId job, TaskId task);
-  void Unplace(Task& task, ChangeSet& changes);
+  // Takes the task off its machine and starts a waiting period at now_us.
+  void Unplace(Task& task, int64_t now_us, ChangeSet& changes);
+  void SeeTime(int64_t now_us) {
+    if (now_us > last_time_us_) last_time_us_ = now_us;
+  }
 
   ValidationLimits limits_;
   std::map<JobId, Job> jobs_;
@@ -88,6 +104,7 @@ class ClusterState {
   std::map<MachineId, Machine> machines_;
   size_t running_count_ = 0;
   uint64_t total_slots_ = 0;
+  int64_t last_time_us_ = 0;
 };
 
 }  // namespace flowsched::cluster

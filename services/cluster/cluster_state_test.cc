@@ -168,3 +168,162 @@ TEST_F(ClusterStateTest, RestoreRejectsInconsistentRecords) {
 
 }  // namespace
 }  // namespace flowsched::cluster
+
+namespace flowsched::cluster {
+namespace {
+
+using ::flowsched::testing::IsOk;
+using ::flowsched::testing::StatusIs;
+
+ClusterEvent Timed(int64_t time_us, EventBody body) {
+  return ClusterEvent{"e", time_us, "test", body};
+}
+
+// Quincy's nu and theta (SOSP 2009, Appendix) are cumulative across kills.
+TEST(ClusterStateTimesTest, WaitAndRunTimesAccumulateAcrossKills) {
+  ClusterState state;
+  ChangeSet changes;
+  ASSERT_THAT(state.Apply(Timed(0, MachineAdded{MachineId(1), "r", {}, 1, {}}),
+                          0, changes),
+              IsOk());
+  JobSubmitted job{JobId(1), "j", 0, {}};
+  job.tasks.push_back({.id = TaskId(1)});
+  ASSERT_THAT(state.Apply(Timed(100, job), 0, changes), IsOk());
+  const Task& task = *state.FindTask(TaskId(1));
+  EXPECT_EQ(task.WaitMicros(150), 50);
+  EXPECT_EQ(task.RunMicros(150), 0);
+  ASSERT_THAT(state.Place(TaskId(1), MachineId(1), 200, changes), IsOk());
+  EXPECT_EQ(task.WaitMicros(1000), 100);  // frozen while running
+  EXPECT_EQ(task.RunMicros(260), 60);
+  ASSERT_THAT(state.Preempt(TaskId(1), 300, changes), IsOk());
+  EXPECT_EQ(task.RunMicros(1000), 100);  // frozen while waiting
+  EXPECT_EQ(task.WaitMicros(350), 150);
+  ASSERT_THAT(state.Place(TaskId(1), MachineId(1), 400, changes), IsOk());
+  // A failure is a kill too: the run so far counts.
+  ASSERT_THAT(
+      state.Apply(Timed(450, TaskFailed{JobId(1), TaskId(1), "x"}), 0, changes),
+      IsOk());
+  EXPECT_EQ(task.RunMicros(1000), 150);
+  EXPECT_EQ(task.WaitMicros(460), 210);
+  ASSERT_THAT(state.Place(TaskId(1), MachineId(1), 500, changes), IsOk());
+  ASSERT_THAT(
+      state.Apply(Timed(520, MachineFailed{MachineId(1), "x"}), 0, changes),
+      IsOk());
+  EXPECT_EQ(task.RunMicros(1000), 170);
+  EXPECT_EQ(task.WaitMicros(530), 260);
+  // Without an explicit time, Preempt uses the latest time seen.
+  EXPECT_EQ(state.last_time_us(), 520);
+}
+
+TEST(ClusterStateTimesTest, MigrationKeepsRunningTimeAndAddsNoWait) {
+  ClusterState state;
+  ChangeSet changes;
+  for (uint64_t m = 1; m <= 2; ++m) {
+    ASSERT_THAT(
+        state.Apply(Timed(1, MachineAdded{MachineId(m), "r", {}, 1, {}}), 0,
+                    changes),
+        IsOk());
+  }
+  JobSubmitted job{JobId(1), "j", 0, {}};
+  job.tasks.push_back({.id = TaskId(1)});
+  ASSERT_THAT(state.Apply(Timed(10, job), 0, changes), IsOk());
+  ASSERT_THAT(state.Place(TaskId(1), MachineId(1), 20, changes), IsOk());
+  ASSERT_THAT(state.Migrate(TaskId(1), MachineId(1), MachineId(2), 50, changes),
+              IsOk());
+  const Task& task = *state.FindTask(TaskId(1));
+  EXPECT_EQ(task.RunMicros(70), 50);
+  EXPECT_EQ(task.WaitMicros(70), 10);
+  EXPECT_THAT(state.Migrate(TaskId(1), MachineId(2), MachineId(2), 60, changes),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "where it runs"));
+}
+
+class ClusterStateResourcesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_THAT(state_.Apply(Timed(1, MachineAdded{MachineId(1), "r",
+                                                   {4000, 8000, 0}, 10, {}}),
+                             0, changes_),
+                IsOk());
+    ASSERT_THAT(state_.Apply(Timed(1, MachineAdded{MachineId(2), "r",
+                                                   {4000, 8000, 0}, 10, {}}),
+                             0, changes_),
+                IsOk());
+    JobSubmitted job{JobId(1), "j", 0, {}};
+    job.different_machines = true;
+    job.tasks.push_back({.id = TaskId(1), .request = {3000, 1000, 0}});
+    job.tasks.push_back({.id = TaskId(2), .request = {1000, 6000, 0}});
+    job.tasks.push_back({.id = TaskId(3), .request = {1000, 2000, 0}});
+    ASSERT_THAT(state_.Apply(Timed(2, job), 0, changes_), IsOk());
+  }
+  const Resources& Allocated(uint64_t m) {
+    return state_.FindMachine(MachineId(m))->allocated;
+  }
+  ClusterState state_;
+  ChangeSet changes_;
+};
+
+TEST_F(ClusterStateResourcesTest, JobKeepsDifferentMachinesFlag) {
+  EXPECT_TRUE(state_.FindJob(JobId(1))->different_machines);
+}
+
+TEST_F(ClusterStateResourcesTest, PlaceRejectsCpuOrMemoryOverCommit) {
+  ASSERT_THAT(state_.Place(TaskId(1), MachineId(1), 5, changes_), IsOk());
+  ASSERT_THAT(state_.Place(TaskId(2), MachineId(1), 5, changes_), IsOk());
+  EXPECT_EQ(Allocated(1), (Resources{4000, 7000, 0}));
+  // CPU is full now (4000 of 4000).
+  EXPECT_THAT(state_.Place(TaskId(3), MachineId(1), 5, changes_),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "CPU or memory"));
+  ASSERT_THAT(state_.Place(TaskId(3), MachineId(2), 5, changes_), IsOk());
+  // Moving task 2 (1000, 6000) beside task 3 (1000, 2000) fills machine 2's
+  // memory exactly.
+  ASSERT_THAT(state_.Migrate(TaskId(2), MachineId(1), MachineId(2), 6,
+                             changes_),
+              IsOk());
+  EXPECT_EQ(Allocated(1), (Resources{3000, 1000, 0}));
+  EXPECT_EQ(Allocated(2), (Resources{2000, 8000, 0}));
+  // Task 1 (3000, 1000) fits neither machine 2's CPU nor its memory now.
+  EXPECT_THAT(state_.Migrate(TaskId(1), MachineId(1), MachineId(2), 7,
+                             changes_),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "CPU or memory"));
+  EXPECT_EQ(state_.FindTask(TaskId(1))->machine, MachineId(1));
+}
+
+TEST_F(ClusterStateResourcesTest, AllocationFollowsUpdatesEndsAndRestores) {
+  ASSERT_THAT(state_.Place(TaskId(1), MachineId(1), 5, changes_), IsOk());
+  ASSERT_THAT(state_.Place(TaskId(3), MachineId(1), 5, changes_), IsOk());
+  ASSERT_THAT(state_.Apply(Timed(6, TaskUpdated{JobId(1), TaskId(3),
+                                                {500, 500, 7}, 0}),
+                           0, changes_),
+              IsOk());
+  EXPECT_EQ(Allocated(1), (Resources{3500, 1500, 7}));
+  ClusterState restored;
+  ASSERT_THAT(restored.RestoreJob(*state_.FindJob(JobId(1))), IsOk());
+  ASSERT_THAT(restored.RestoreMachine(*state_.FindMachine(MachineId(1))),
+              IsOk());
+  for (const auto& [id, task] : state_.tasks()) {
+    ASSERT_THAT(restored.RestoreTask(task), IsOk());
+  }
+  EXPECT_EQ(restored.FindMachine(MachineId(1))->allocated,
+            (Resources{3500, 1500, 7}));
+  ASSERT_THAT(state_.Apply(Timed(7, TaskFinished{JobId(1), TaskId(1)}), 0,
+                           changes_),
+              IsOk());
+  EXPECT_EQ(Allocated(1), (Resources{500, 500, 7}));
+  ASSERT_THAT(state_.Preempt(TaskId(3), 8, changes_), IsOk());
+  EXPECT_EQ(Allocated(1), (Resources{}));
+}
+
+TEST(ClusterStateCapacityTest, UnreportedCapacityIsBoundedBySlotsOnly) {
+  ClusterState state;
+  ChangeSet changes;
+  ASSERT_THAT(state.Apply(Timed(1, MachineAdded{MachineId(1), "r", {}, 1, {}}),
+                          0, changes),
+              IsOk());
+  JobSubmitted job{JobId(1), "j", 0, {}};
+  job.tasks.push_back({.id = TaskId(1), .request = {3000, 1000, 0}});
+  ASSERT_THAT(state.Apply(Timed(2, job), 0, changes), IsOk());
+  EXPECT_THAT(state.Place(TaskId(1), MachineId(1), 5, changes), IsOk());
+}
+
+}  // namespace
+}  // namespace flowsched::cluster

@@ -1,6 +1,7 @@
 #include "services/cluster/event_decoder.h"
 
 #include <limits>
+#include <map>
 #include <set>
 #include <string>
 
@@ -56,6 +57,31 @@ absl::Status CheckId(absl::string_view field, uint64_t id) {
   return absl::OkStatus();
 }
 
+// Label maps are bounded like machine labels: at most max_labels entries,
+// keys and values within max_string_bytes.
+absl::Status DecodeLabels(
+    absl::string_view field, uint64_t task_id,
+    const google::protobuf::Map<std::string, std::string>& labels,
+    const ValidationLimits& limits, std::map<std::string, std::string>& out) {
+  if (static_cast<uint64_t>(labels.size()) > limits.max_labels) {
+    return Invalid(absl::StrCat("task ", task_id, " has ", labels.size(),
+                                " ", field, "; the limit is ",
+                                limits.max_labels));
+  }
+  for (const auto& [key, value] : labels) {
+    if (key.empty()) {
+      return Invalid(absl::StrCat("task ", task_id, " has an empty ", field,
+                                  " key"));
+    }
+    FLOWSCHED_RETURN_IF_ERROR(
+        CheckString(absl::StrCat("task.", field, " key"), key, limits));
+    FLOWSCHED_RETURN_IF_ERROR(
+        CheckString(absl::StrCat("task.", field, " value"), value, limits));
+    out.emplace(key, value);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<TaskSpec> DecodeTask(const v1::TaskSpec& message,
                                     const ValidationLimits& limits) {
   FLOWSCHED_RETURN_IF_ERROR(CheckId("task.task_id", message.task_id()));
@@ -86,11 +112,19 @@ absl::StatusOr<TaskSpec> DecodeTask(const v1::TaskSpec& message,
     spec.input.push_back(
         DataLocality{MachineId(entry.machine_id()), entry.rack(), entry.bytes()});
   }
+  FLOWSCHED_RETURN_IF_ERROR(DecodeLabels("required_labels", message.task_id(),
+                                         message.required_labels(), limits,
+                                         spec.required_labels));
+  FLOWSCHED_RETURN_IF_ERROR(DecodeLabels("preferred_labels",
+                                         message.task_id(),
+                                         message.preferred_labels(), limits,
+                                         spec.preferred_labels));
   return spec;
 }
 
-absl::StatusOr<EventBody> DecodeBody(const v1::ClusterEvent& message,
-                                     const ValidationLimits& limits) {
+absl::StatusOr<EventBody> DecodeBody(
+    const v1::ClusterEvent& message, const ValidationLimits& limits,
+    const EventDecoder::PolicyValidator& policy_validator) {
   switch (message.event_case()) {
     case v1::ClusterEvent::kJobSubmitted: {
       const v1::JobSubmitted& m = message.job_submitted();
@@ -114,7 +148,8 @@ absl::StatusOr<EventBody> DecodeBody(const v1::ClusterEvent& message,
                                     m.task_count(), " tasks but carries ",
                                     m.tasks_size()));
       }
-      JobSubmitted job{JobId(m.job_id()), m.name(), m.priority(), {}};
+      JobSubmitted job{JobId(m.job_id()), m.name(), m.priority(), {},
+                       m.different_machines()};
       job.tasks.reserve(static_cast<size_t>(m.tasks_size()));
       std::set<uint64_t> seen;
       for (const v1::TaskSpec& task : m.tasks()) {
@@ -229,6 +264,19 @@ absl::StatusOr<EventBody> DecodeBody(const v1::ClusterEvent& message,
     }
     case v1::ClusterEvent::kTick:
       return Tick{};
+    case v1::ClusterEvent::kSetPolicy: {
+      const std::string& name = message.set_policy().policy();
+      if (name.empty()) return Invalid("set_policy.policy is empty");
+      FLOWSCHED_RETURN_IF_ERROR(
+          CheckString("set_policy.policy", name, limits));
+      if (policy_validator) {
+        absl::Status known = policy_validator(name);
+        if (!known.ok()) {
+          return Invalid(absl::StrCat("set_policy.policy: ", known.message()));
+        }
+      }
+      return SetPolicy{name};
+    }
     case v1::ClusterEvent::EVENT_NOT_SET:
       break;
   }
@@ -257,7 +305,8 @@ absl::StatusOr<ClusterEvent> EventDecoder::FromProto(
     return Invalid(absl::StrCat("event_time_us = ", message.event_time_us(),
                                 " is negative"));
   }
-  FLOWSCHED_ASSIGN_OR_RETURN(EventBody body, DecodeBody(message, limits_));
+  FLOWSCHED_ASSIGN_OR_RETURN(EventBody body,
+                             DecodeBody(message, limits_, policy_validator_));
   return ClusterEvent{message.event_id(), message.event_time_us(),
                       message.source(), std::move(body)};
 }

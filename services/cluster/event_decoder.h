@@ -5,8 +5,11 @@
 // every field is checked here, so ClusterState only has to check the event
 // against the current state.
 
+#include <functional>
 #include <string_view>
+#include <utility>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "services/cluster/cluster_event.h"
 #include "services/cluster/validation_limits.h"
@@ -19,12 +22,20 @@ namespace flowsched::cluster {
 
 class EventDecoder {
  public:
-  explicit EventDecoder(ValidationLimits limits) : limits_(limits) {}
+  // Tells whether a SetPolicy event names a known policy. The registry lives
+  // in services/flow, which depends on this library, so whoever owns both
+  // (the graph manager, the CLI) injects it (flow::MakePolicy's status).
+  using PolicyValidator = std::function<absl::Status(std::string_view)>;
+
+  explicit EventDecoder(ValidationLimits limits,
+                        PolicyValidator policy_validator = nullptr)
+      : limits_(limits), policy_validator_(std::move(policy_validator)) {}
 
   // Parses and validates serialized flowsched.v1.ClusterEvent bytes.
   // Returns InvalidArgument for undecodable bytes, a missing event, zero ids,
   // negative or absurd resources, too many tasks, duplicate task ids within
-  // the event, or oversize strings; the message names the field.
+  // the event, oversize strings or too many labels, or a SetPolicy naming an
+  // empty or (with a validator) unknown policy; the message names the field.
   [[nodiscard]] absl::StatusOr<ClusterEvent> Decode(
       std::string_view bytes) const;
 
@@ -36,6 +47,7 @@ class EventDecoder {
 
  private:
   ValidationLimits limits_;
+  PolicyValidator policy_validator_;
 };
 
 }  // namespace flowsched::cluster

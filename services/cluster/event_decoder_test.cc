@@ -1,6 +1,9 @@
 #include "services/cluster/event_decoder.h"
 
+#include <map>
 #include <string>
+#include <string_view>
+#include <variant>
 
 #include "flowsched/v1/events.pb.h"
 #include "gmock/gmock.h"
@@ -206,6 +209,96 @@ TEST_F(EventDecoderTest, RejectsNegativeEventTime) {
   e.set_event_time_us(-1);
   EXPECT_THAT(decoder_.FromProto(e),
               StatusIs(absl::StatusCode::kInvalidArgument, "negative"));
+}
+
+TEST_F(EventDecoderTest, DecodesConstraints) {
+  v1::ClusterEvent e = JobEvent(1, 2);
+  e.mutable_job_submitted()->set_different_machines(true);
+  auto* task = e.mutable_job_submitted()->mutable_tasks(0);
+  (*task->mutable_required_labels())["zone"] = "a";
+  (*task->mutable_preferred_labels())["ssd"] = "yes";
+  (*task->mutable_preferred_labels())["gpu"] = "";
+  auto event = decoder_.FromProto(e);
+  ASSERT_THAT(event.status(), IsOk());
+  const auto& job = std::get<JobSubmitted>(event->body);
+  EXPECT_TRUE(job.different_machines);
+  const std::map<std::string, std::string> required{{"zone", "a"}};
+  const std::map<std::string, std::string> preferred{{"gpu", ""},
+                                                     {"ssd", "yes"}};
+  EXPECT_EQ(job.tasks[0].required_labels, required);
+  EXPECT_EQ(job.tasks[0].preferred_labels, preferred);
+  EXPECT_TRUE(job.tasks[1].required_labels.empty());
+
+  v1::ClusterEvent single;
+  single.mutable_task_submitted()->set_job_id(1);
+  (*single.mutable_task_submitted()->mutable_task()->mutable_required_labels())
+      ["rack"] = "r1";
+  single.mutable_task_submitted()->mutable_task()->set_task_id(5);
+  auto decoded = decoder_.FromProto(single);
+  ASSERT_THAT(decoded.status(), IsOk());
+  EXPECT_EQ(std::get<TaskSubmitted>(decoded->body).task.required_labels.at(
+                "rack"),
+            "r1");
+}
+
+TEST_F(EventDecoderTest, RejectsTooManyOrOversizeTaskLabels) {
+  ValidationLimits limits;
+  limits.max_labels = 2;
+  limits.max_string_bytes = 8;
+  EventDecoder strict(limits);
+  v1::ClusterEvent e = JobEvent(1, 1);
+  auto* labels =
+      e.mutable_job_submitted()->mutable_tasks(0)->mutable_required_labels();
+  (*labels)["a"] = "1";
+  (*labels)["b"] = "2";
+  EXPECT_THAT(strict.FromProto(e).status(), IsOk());
+  (*labels)["c"] = "3";
+  EXPECT_THAT(strict.FromProto(e),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "3 required_labels; the limit is 2"));
+  labels->clear();
+  (*e.mutable_job_submitted()->mutable_tasks(0)->mutable_preferred_labels())
+      ["a"] = std::string(9, 'x');
+  EXPECT_THAT(strict.FromProto(e),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "preferred_labels value"));
+  e.mutable_job_submitted()->mutable_tasks(0)->clear_preferred_labels();
+  (*e.mutable_job_submitted()->mutable_tasks(0)->mutable_preferred_labels())
+      [std::string(9, 'k')] = "v";
+  EXPECT_THAT(strict.FromProto(e),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "preferred_labels key"));
+  e.mutable_job_submitted()->mutable_tasks(0)->clear_preferred_labels();
+  (*e.mutable_job_submitted()->mutable_tasks(0)->mutable_required_labels())
+      [""] = "v";
+  EXPECT_THAT(strict.FromProto(e),
+              StatusIs(absl::StatusCode::kInvalidArgument, "empty"));
+}
+
+TEST_F(EventDecoderTest, SetPolicyIsCheckedByTheInjectedValidator) {
+  v1::ClusterEvent e;
+  e.mutable_set_policy()->set_policy("quincy-qp");
+  // Without a validator only the syntax is checked.
+  auto event = decoder_.FromProto(e);
+  ASSERT_THAT(event.status(), IsOk());
+  EXPECT_EQ(std::get<SetPolicy>(event->body).policy, "quincy-qp");
+
+  EventDecoder checked(ValidationLimits{}, [](std::string_view name) {
+    return name == "quincy-qp"
+               ? absl::OkStatus()
+               : absl::InvalidArgumentError("unknown policy");
+  });
+  EXPECT_THAT(checked.FromProto(e).status(), IsOk());
+  e.mutable_set_policy()->set_policy("random");
+  EXPECT_THAT(checked.FromProto(e),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "set_policy.policy: unknown policy"));
+  e.mutable_set_policy()->set_policy("");
+  EXPECT_THAT(decoder_.FromProto(e),
+              StatusIs(absl::StatusCode::kInvalidArgument, "empty"));
+  e.mutable_set_policy()->set_policy(std::string(300, 'p'));
+  EXPECT_THAT(decoder_.FromProto(e),
+              StatusIs(absl::StatusCode::kInvalidArgument, "set_policy"));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@ namespace flowsched::flow {
 
 absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
                                        const cluster::ClusterState& state,
+                                       const SyncContext& /*context*/,
                                        NetworkBuilder& builder) {
   FlowNetwork& network = builder.network();
   const NodeId sink = builder.EnsureSink();

@@ -39,8 +39,10 @@ class LoadSpreadingPolicy final : public SchedulingPolicy {
   [[nodiscard]] std::string_view name() const override {
     return "load-spreading";
   }
+  using SchedulingPolicy::Sync;
   absl::Status Sync(const cluster::ChangeSet& changes,
                     const cluster::ClusterState& state,
+                    const SyncContext& context,
                     NetworkBuilder& builder) override;
 
  private:

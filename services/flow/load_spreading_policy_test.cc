@@ -24,7 +24,8 @@ class LoadSpreadingPolicyTest : public ::testing::Test {
     ASSERT_THAT(state_.Apply(Ev(body), 1, changes_), IsOk());
   }
   void Sync() {
-    ASSERT_THAT(policy_.Sync(changes_, state_, builder_), IsOk());
+    ASSERT_THAT(policy_.Sync(changes_, state_, SyncContext{5}, builder_),
+                IsOk());
     changes_.Clear();
   }
   int64_t ArcCost(NodeId src, NodeId dst) {

@@ -12,7 +12,7 @@ absl::Status NetworkBuilder::RestoreFromNetwork() {
   jobs_.clear();
   machines_.clear();
   tasks_.clear();
-  racks_.clear();
+  aggregators_.clear();
   absl::Status status;
   network_.ForEachNode([&](NodeId id, const NodeData& data) {
     if (!status.ok()) return;
@@ -36,8 +36,9 @@ absl::Status NetworkBuilder::RestoreFromNetwork() {
         unique = tasks_.emplace(TaskId(data.entity_id), id).second;
         break;
       case NodeKind::kRack:
-        // Rack nodes carry no name in the network; policies that use them
-        // re-register racks through EnsureRackNode after a restore.
+      case NodeKind::kEquivalenceClass:
+        unique = aggregators_.emplace(std::pair(data.kind, data.entity_id), id)
+                     .second;
         break;
       default:
         break;
@@ -83,9 +84,45 @@ NodeId NetworkBuilder::EnsureMachineNode(MachineId machine) {
 }
 
 NodeId NetworkBuilder::EnsureRackNode(const std::string& rack) {
-  auto [it, inserted] = racks_.try_emplace(rack, kNoNode);
-  if (inserted) it->second = network_.AddNode({.kind = NodeKind::kRack});
+  return EnsureAggregatorNode(NodeKind::kRack, StableKey(rack));
+}
+
+NodeId NetworkBuilder::EnsureAggregatorNode(NodeKind kind, uint64_t key) {
+  auto [it, inserted] = aggregators_.try_emplace(std::pair(kind, key), kNoNode);
+  if (inserted) {
+    it->second = network_.AddNode({.kind = kind, .entity_id = key});
+  }
   return it->second;
+}
+
+void NetworkBuilder::RemoveAggregatorNode(NodeKind kind, uint64_t key) {
+  auto it = aggregators_.find(std::pair(kind, key));
+  if (it == aggregators_.end()) return;
+  network_.RemoveNode(it->second).IgnoreError();  // live by construction
+  aggregators_.erase(it);
+}
+
+NodeId NetworkBuilder::FindAggregatorNode(NodeKind kind, uint64_t key) const {
+  auto it = aggregators_.find(std::pair(kind, key));
+  return it == aggregators_.end() ? kNoNode : it->second;
+}
+
+std::vector<uint64_t> NetworkBuilder::AggregatorKeys(NodeKind kind) const {
+  std::vector<uint64_t> keys;
+  for (auto it = aggregators_.lower_bound(std::pair(kind, uint64_t{0}));
+       it != aggregators_.end() && it->first.first == kind; ++it) {
+    keys.push_back(it->first.second);
+  }
+  return keys;
+}
+
+uint64_t NetworkBuilder::StableKey(std::string_view name) {
+  uint64_t hash = 14695981039346656037ull;
+  for (char c : name) {
+    hash ^= static_cast<uint8_t>(c);
+    hash *= 1099511628211ull;
+  }
+  return hash == 0 ? 1 : hash;
 }
 
 NodeId NetworkBuilder::EnsureTaskNode(TaskId task, int64_t supply,
@@ -125,10 +162,7 @@ void NetworkBuilder::RemoveTaskNode(TaskId task) {
 }
 
 void NetworkBuilder::RemoveRackNode(const std::string& rack) {
-  auto it = racks_.find(rack);
-  if (it == racks_.end()) return;
-  network_.RemoveNode(it->second).IgnoreError();  // live by construction
-  racks_.erase(it);
+  RemoveAggregatorNode(NodeKind::kRack, StableKey(rack));
 }
 
 absl::Status NetworkBuilder::SetOutArcs(NodeId node,

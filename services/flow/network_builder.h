@@ -9,8 +9,11 @@
 // Thread-safety: none.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -39,7 +42,21 @@ class NetworkBuilder {
   NodeId EnsureClusterAggregator();
   NodeId EnsureJobNode(JobId job);
   NodeId EnsureMachineNode(MachineId machine);
+  // Rack aggregators are keyed by StableKey(rack), stored as the node's
+  // entity_id, so a restored network finds them again.
   NodeId EnsureRackNode(const std::string& rack);
+  // Policy-defined aggregators (Firmament section 3.2: equivalence classes,
+  // selector aggregators, request aggregators) of kind kRack or
+  // kEquivalenceClass, keyed by a policy-chosen `key` (entity_id).
+  NodeId EnsureAggregatorNode(NodeKind kind, uint64_t key);
+  void RemoveAggregatorNode(NodeKind kind, uint64_t key);
+  [[nodiscard]] NodeId FindAggregatorNode(NodeKind kind, uint64_t key) const;
+  // Keys of the live aggregators of `kind`, in key order.
+  [[nodiscard]] std::vector<uint64_t> AggregatorKeys(NodeKind kind) const;
+  // A deterministic 64-bit key for a name (FNV-1a; never 0). Policies key
+  // aggregators by it; a collision would merge two aggregators, which at
+  // 64 bits and thousands of names is not a practical concern.
+  static uint64_t StableKey(std::string_view name);
   // Creates the task node or updates its supply and running_on.
   NodeId EnsureTaskNode(TaskId task, int64_t supply, MachineId running_on);
 
@@ -47,6 +64,9 @@ class NetworkBuilder {
   void RemoveMachineNode(MachineId machine);
   void RemoveTaskNode(TaskId task);
   void RemoveRackNode(const std::string& rack);
+  [[nodiscard]] NodeId FindRackNode(const std::string& rack) const {
+    return FindAggregatorNode(NodeKind::kRack, StableKey(rack));
+  }
 
   // Makes the out-arcs of `node` exactly `desired` (by destination).
   // REQUIRES: every destination is live and listed once.
@@ -68,7 +88,7 @@ class NetworkBuilder {
   absl::flat_hash_map<JobId, NodeId> jobs_;
   absl::flat_hash_map<MachineId, NodeId> machines_;
   absl::flat_hash_map<TaskId, NodeId> tasks_;
-  std::map<std::string, NodeId> racks_;
+  std::map<std::pair<NodeKind, uint64_t>, NodeId> aggregators_;
 };
 
 }  // namespace flowsched::flow

@@ -9,8 +9,11 @@
 // drains every unit, and no arc lets a machine take more tasks than it has
 // slots.
 
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -19,6 +22,14 @@
 #include "services/flow/network_builder.h"
 
 namespace flowsched::flow {
+
+// What a policy may know about the moment it prices the network.
+struct SyncContext {
+  // The graph manager's clock at the call. Time-dependent costs (Quincy's
+  // wait cost omega*nu and running cost d* - theta, SOSP 2009 section 4.2)
+  // are evaluated at this time.
+  int64_t now_us = 0;
+};
 
 class SchedulingPolicy {
  public:
@@ -30,11 +41,40 @@ class SchedulingPolicy {
   // Returns Internal if the network rejects an edit (a policy bug).
   virtual absl::Status Sync(const cluster::ChangeSet& changes,
                             const cluster::ClusterState& state,
+                            const SyncContext& context,
                             NetworkBuilder& builder) = 0;
+
+  // Transitional form for callers without a clock: uses the latest time the
+  // state has seen. Derived classes re-export it with `using`.
+  absl::Status Sync(const cluster::ChangeSet& changes,
+                    const cluster::ClusterState& state,
+                    NetworkBuilder& builder) {
+    return Sync(changes, state, SyncContext{state.last_time_us()}, builder);
+  }
+
+  // True if arc costs change with time alone. The graph manager then calls
+  // Refresh right before it cuts each round.
+  [[nodiscard]] virtual bool time_dependent() const { return false; }
+
+  // Re-prices every time-dependent arc at `context.now_us`. Only real
+  // changes are recorded, so a refresh with nothing to re-price is free.
+  // REQUIRES: the network is in sync with `state` (Sync ran for every
+  // change).
+  virtual absl::Status Refresh(const cluster::ClusterState& state,
+                               const SyncContext& context,
+                               NetworkBuilder& builder) {
+    (void)state;
+    (void)context;
+    (void)builder;
+    return absl::OkStatus();
+  }
 };
 
-// Creates a policy by name ("load-spreading"). InvalidArgument lists the
-// known names when `name` is not one of them.
+// Every name MakePolicy knows, the default ("load-spreading") first.
+std::vector<std::string> PolicyNames();
+
+// Creates a policy by name (see policy_registry.cc for the list).
+// InvalidArgument lists the known names when `name` is not one of them.
 absl::StatusOr<std::unique_ptr<SchedulingPolicy>> MakePolicy(
     std::string_view name);
 

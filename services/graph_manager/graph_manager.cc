@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <string_view>
 #include <thread>
 
 #include <unistd.h>
@@ -37,7 +38,10 @@ void PushTiming(std::vector<double>& values, double value) {
 GraphManager::GraphManager(GraphManagerOptions options, const Clock& clock)
     : options_(std::move(options)),
       clock_(clock),
-      decoder_(options_.limits),
+      decoder_(options_.limits,
+               [](std::string_view name) {
+                 return flow::MakePolicy(name).status();
+               }),
       state_(options_.limits) {}
 
 absl::StatusOr<std::unique_ptr<GraphManager>> GraphManager::Create(
@@ -52,7 +56,8 @@ absl::StatusOr<std::unique_ptr<GraphManager>> GraphManager::Create(
 }
 
 absl::Status GraphManager::Open() {
-  FLOWSCHED_ASSIGN_OR_RETURN(policy_, flow::MakePolicy(options_.policy));
+  // Fails early on a bad flag, before the store is touched.
+  FLOWSCHED_RETURN_IF_ERROR(flow::MakePolicy(options_.policy).status());
   std::error_code ec;
   std::filesystem::create_directories(options_.data_dir, ec);
   if (ec) {
@@ -66,18 +71,33 @@ absl::Status GraphManager::Open() {
   FLOWSCHED_RETURN_IF_ERROR(RestoreState(*store_, state_, network_, meta_));
   FLOWSCHED_RETURN_IF_ERROR(builder_.RestoreFromNetwork());
   network_.set_record_changes(true);
+  // The stored network was built by the stored policy; the flag only names
+  // the policy of a fresh store.
+  if (meta_.policy().empty()) meta_.set_policy(options_.policy);
+  if (meta_.policy() != options_.policy) {
+    spdlog::info("keeping the stored policy {} (--policy {} applies to a "
+                 "fresh data directory only)",
+                 meta_.policy(), options_.policy);
+  }
+  auto policy = flow::MakePolicy(meta_.policy());
+  if (!policy.ok()) {
+    return absl::DataLossError(absl::StrCat(
+        "stored policy is unknown: ", policy.status().message()));
+  }
+  policy_ = std::move(*policy);
 
   // A new epoch per start: results cut by an older instance are told apart.
   meta_.set_epoch(meta_.epoch() + 1);
   if (meta_.next_round_id() == 0) meta_.set_next_round_id(1);
   storage::StateBatch batch;
-  StageMeta(meta_, batch);
+  StageMetaWithTime(batch);
   FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
   digest_at_start_ = StateDigest(state_, network_);
   spdlog::info(
-      "graph manager epoch {} restored {} machines, {} jobs, {} tasks, "
-      "network of {} nodes and {} arcs; state digest {}",
-      meta_.epoch(), state_.machines().size(), state_.jobs().size(),
+      "graph manager epoch {} (policy {}) restored {} machines, {} jobs, {} "
+      "tasks, network of {} nodes and {} arcs; state digest {}",
+      meta_.epoch(), meta_.policy(), state_.machines().size(),
+      state_.jobs().size(),
       state_.tasks().size(), network_.node_count(), network_.arc_count(),
       digest_at_start_);
 
@@ -227,8 +247,13 @@ bool GraphManager::ApplyEventRecord(const bus::Record& record,
   auto event = decoder_.Decode(record.value);
   if (event.ok()) {
     cluster::ChangeSet event_changes;
-    status = state_.Apply(*event, clock_.NowMicros(), event_changes);
+    status = state_.Apply(*event, StateNowMicros(), event_changes);
     if (status.ok()) {
+      if (const auto* set = std::get_if<cluster::SetPolicy>(&event->body)) {
+        // Applied with the batch (CommitChanges), so the network the next
+        // round carries is the new policy's; the last request wins.
+        requested_policy_ = set->policy;
+      }
       changes.Merge(event_changes);
       meta_.set_events_applied(meta_.events_applied() + 1);
       if (const auto* job = std::get_if<cluster::JobSubmitted>(&event->body)) {
@@ -286,38 +311,86 @@ void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {
   std::vector<v1::PlacementDecision> decisions =
       collector_.complete_decisions();
   const v1::RoundComplete& summary = collector_.complete_summary();
-  // Partitions interleave arbitrarily; apply in task order so the outcome
-  // does not depend on it.
+  // Partitions interleave arbitrarily, so the order is fixed here:
+  // preemptions first, then migrations, then placements, each group in task
+  // order. A placement onto a slot (or CPU and memory) that a preemption of
+  // the same round frees would otherwise be rejected as stale whenever it
+  // happened to come first.
+  const auto group = [](const v1::PlacementDecision& d) {
+    switch (d.action()) {
+      case v1::ACTION_PREEMPT:
+        return 0;
+      case v1::ACTION_MIGRATE:
+        return 1;
+      case v1::ACTION_PLACE:
+        return 2;
+      default:
+        return 3;
+    }
+  };
   std::sort(decisions.begin(), decisions.end(),
-            [](const auto& a, const auto& b) { return a.task_id() < b.task_id(); });
+            [&](const auto& a, const auto& b) {
+              return std::pair(group(a), a.task_id()) <
+                     std::pair(group(b), b.task_id());
+            });
   uint64_t applied = 0, stale = 0;
-  const int64_t now_us = clock_.NowMicros();
-  for (const v1::PlacementDecision& d : decisions) {
-    absl::Status status;
+  const int64_t now_us = StateNowMicros();
+  const auto apply = [&](const v1::PlacementDecision& d) {
     switch (d.action()) {
       case v1::ACTION_PLACE:
-        status = state_.Place(TaskId(d.task_id()), MachineId(d.machine_id()),
-                              now_us, changes);
-        break;
+        return state_.Place(TaskId(d.task_id()), MachineId(d.machine_id()),
+                            now_us, changes);
       case v1::ACTION_PREEMPT:
-        status = state_.Preempt(TaskId(d.task_id()), changes);
-        break;
+        return state_.Preempt(TaskId(d.task_id()), now_us, changes);
       case v1::ACTION_MIGRATE:
-        status = state_.Migrate(TaskId(d.task_id()),
-                                MachineId(d.previous_machine_id()),
-                                MachineId(d.machine_id()), now_us, changes);
-        break;
+        return state_.Migrate(TaskId(d.task_id()),
+                              MachineId(d.previous_machine_id()),
+                              MachineId(d.machine_id()), now_us, changes);
       default:
-        status = absl::InvalidArgumentError("decision without action");
+        return absl::InvalidArgumentError("decision without action");
     }
+  };
+  // A migration into a machine that another migration of the round leaves
+  // fails in task order if it comes first; such migrations are retried
+  // until none succeeds any more (a chain resolves, a pure cycle of full
+  // machines stays stale and is re-decided next round).
+  std::vector<const v1::PlacementDecision*> retry;
+  const auto retry_migrations = [&]() {
+    bool progress = true;
+    while (progress && !retry.empty()) {
+      progress = false;
+      std::vector<const v1::PlacementDecision*> left;
+      for (const v1::PlacementDecision* d : retry) {
+        if (apply(*d).ok()) {
+          ++applied;
+          progress = true;
+        } else {
+          left.push_back(d);
+        }
+      }
+      retry = std::move(left);
+    }
+    for (const v1::PlacementDecision* d : retry) {
+      ++stale;
+      spdlog::debug("decision {} not applied: migration target stays full",
+                    d->idempotency_key());
+    }
+    retry.clear();
+  };
+  for (const v1::PlacementDecision& d : decisions) {
+    if (d.action() != v1::ACTION_MIGRATE) retry_migrations();
+    absl::Status status = apply(d);
     if (status.ok()) {
       ++applied;
+    } else if (d.action() == v1::ACTION_MIGRATE) {
+      retry.push_back(&d);
     } else {
       ++stale;
       spdlog::debug("decision {} not applied: {}", d.idempotency_key(),
                     status.ToString());
     }
   }
+  retry_migrations();
   meta_.set_decisions_applied(meta_.decisions_applied() + applied);
   if (options_.deterministic()) {
     // A round that changed the state is followed by another right away, at
@@ -344,10 +417,68 @@ void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {
       summary.solve_ms(), summary.algorithm(), latency_ms);
 }
 
+int64_t GraphManager::StateNowMicros() const {
+  return options_.deterministic() ? state_.last_time_us() : clock_.NowMicros();
+}
+
+void GraphManager::StageMetaWithTime(storage::StateBatch& batch) {
+  meta_.set_last_time_us(state_.last_time_us());
+  StageMeta(meta_, batch);
+}
+
+absl::Status GraphManager::SwitchPolicy(const std::string& name) {
+  auto policy = flow::MakePolicy(name);
+  if (!policy.ok()) {
+    // The decoder checked the name with the same registry.
+    return absl::InternalError(absl::StrCat("SetPolicy passed the decoder: ",
+                                            policy.status().message()));
+  }
+  // Rebuilding from empty is the one transition that is right for every
+  // pair of policies (their node sets differ: racks, classes, U_j). The
+  // removals and additions are recorded, so the RocksDB batch stores the
+  // new network; the solver gets a snapshot, smaller than that diff.
+  std::vector<flow::NodeId> nodes;
+  network_.ForEachNode(
+      [&](flow::NodeId id, const flow::NodeData&) { nodes.push_back(id); });
+  for (flow::NodeId id : nodes) {
+    FLOWSCHED_RETURN_IF_ERROR(network_.RemoveNode(id));
+  }
+  FLOWSCHED_RETURN_IF_ERROR(builder_.RestoreFromNetwork());  // empty maps
+  cluster::ChangeSet everything;
+  for (const auto& [id, job] : state_.jobs()) everything.jobs.insert(id);
+  for (const auto& [id, machine] : state_.machines()) {
+    everything.machines.insert(id);
+  }
+  for (const auto& [id, task] : state_.tasks()) everything.tasks.insert(id);
+  const std::string previous(policy_->name());
+  policy_ = std::move(*policy);
+  absl::Status synced = policy_->Sync(everything, state_,
+                                      flow::SyncContext{StateNowMicros()},
+                                      builder_);
+  if (!synced.ok()) {
+    return absl::InternalError(absl::StrCat(
+        "policy ", name, " failed to build the network: ", synced.message()));
+  }
+  meta_.set_policy(name);
+  need_snapshot_ = true;
+  ++policy_switches_;
+  spdlog::info("policy switched from {} to {}: network rebuilt with {} nodes "
+               "and {} arcs",
+               previous, name, network_.node_count(), network_.arc_count());
+  return absl::OkStatus();
+}
+
 absl::Status GraphManager::CommitChanges(const cluster::ChangeSet& changes,
                                          storage::StateBatch batch) {
-  if (!changes.empty()) {
-    absl::Status synced = policy_->Sync(changes, state_, builder_);
+  if (!requested_policy_.empty()) {
+    const std::string name = std::move(requested_policy_);
+    requested_policy_.clear();
+    // The rebuild syncs every entity, so `changes` is covered too.
+    FLOWSCHED_RETURN_IF_ERROR(SwitchPolicy(name));
+  } else if (!changes.empty()) {
+    absl::Status synced =
+        policy_->Sync(changes, state_, flow::SyncContext{StateNowMicros()},
+                      builder_);
     if (!synced.ok()) {
       return absl::InternalError(
           absl::StrCat("policy ", std::string(policy_->name()),
@@ -357,7 +488,7 @@ absl::Status GraphManager::CommitChanges(const cluster::ChangeSet& changes,
   std::vector<flow::GraphChange> network_changes = network_.TakeChanges();
   StageEntities(changes, state_, batch);
   StageNetwork(network_changes, network_, batch);
-  StageMeta(meta_, batch);
+  StageMetaWithTime(batch);
   absl::Status committed = store_->Commit(std::move(batch));
   if (!committed.ok()) {
     // Memory is ahead of disk now; only a restart from disk is safe.
@@ -387,6 +518,24 @@ void GraphManager::CheckRoundTimeout() {
 absl::Status GraphManager::MaybeCutRound() {
   if (!RoundDue()) return absl::OkStatus();
   if (SteadyMicros() < next_publish_steady_us_) return absl::OkStatus();
+
+  // Time-dependent prices (Quincy's wait and run costs) are brought up to
+  // date right before the cut. Only when a round is due anyway: re-pricing
+  // alone never triggers a round, which would otherwise follow round after
+  // round while anything waits (deterministic runs add Ticks for that).
+  std::vector<flow::GraphChange> refreshed;
+  if (policy_->time_dependent()) {
+    absl::Status status = policy_->Refresh(
+        state_, flow::SyncContext{StateNowMicros()}, builder_);
+    if (!status.ok()) {
+      return absl::InternalError(
+          absl::StrCat("policy ", std::string(policy_->name()),
+                       " failed to refresh the network: ", status.message()));
+    }
+    refreshed = network_.TakeChanges();
+    pending_changes_.insert(pending_changes_.end(), refreshed.begin(),
+                            refreshed.end());
+  }
 
   const uint64_t round_id = meta_.next_round_id();
   const bool snapshot = need_snapshot_;
@@ -428,7 +577,8 @@ absl::Status GraphManager::MaybeCutRound() {
   meta_.set_cut_pending(false);
   {
     storage::StateBatch batch;
-    StageMeta(meta_, batch);
+    StageNetwork(refreshed, network_, batch);
+    StageMetaWithTime(batch);
     FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
   }
   absl::Status sent;

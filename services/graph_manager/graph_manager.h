@@ -42,6 +42,9 @@ struct GraphManagerOptions {
   bus::KafkaOptions kafka;
   bus::TopicNames topics;
   std::string data_dir;  // RocksDB in <data_dir>/state, status.json beside
+  // The policy of a fresh data directory. A store remembers its active
+  // policy (GraphManagerMeta.policy, changed by SetPolicy events), and a
+  // restart keeps that one whatever this says.
   std::string policy = "load-spreading";
   cluster::ValidationLimits limits;
   size_t max_batch_records = 5000;
@@ -56,7 +59,10 @@ struct GraphManagerOptions {
   // events of events partition 0 and/or at each Tick event, plus at once
   // after a round whose decisions changed the state; events are not
   // consumed while a round is due or in flight. Then the state after any
-  // prefix of the log is the same in every run, crashed or not.
+  // prefix of the log is the same in every run, crashed or not. Time is
+  // then log time too: events, decisions and time-dependent prices use the
+  // latest event_time_us applied (ClusterState::last_time_us), never the
+  // local clock.
   uint64_t cut_every_events = 0;
   bool cut_at_ticks = false;
   [[nodiscard]] bool deterministic() const {
@@ -92,6 +98,14 @@ class GraphManager {
   void HandlePlacementRecord(const bus::Record& record,
                              cluster::ChangeSet& changes);
   void ApplyDecisions(cluster::ChangeSet& changes);
+  // The time the state and the policy see: the clock, or in deterministic
+  // mode the log's time (see GraphManagerOptions::cut_at_ticks).
+  [[nodiscard]] int64_t StateNowMicros() const;
+  // Replaces the policy and rebuilds the whole network under it (every
+  // node removed, every entity synced again), recording the difference in
+  // the change log. Internal if the new policy fails to build the network.
+  absl::Status SwitchPolicy(const std::string& name);
+  void StageMetaWithTime(storage::StateBatch& batch);
   absl::Status CommitChanges(const cluster::ChangeSet& changes,
                              storage::StateBatch batch);
   absl::Status MaybeCutRound();
@@ -110,6 +124,10 @@ class GraphManager {
   flow::FlowNetwork network_;
   flow::NetworkBuilder builder_{network_};
   std::unique_ptr<flow::SchedulingPolicy> policy_;
+  // Set by a SetPolicy event; takes effect when the batch commits, before
+  // the next round is cut (empty: no switch pending).
+  std::string requested_policy_;
+  uint64_t policy_switches_ = 0;
   v1::GraphManagerMeta meta_;
   RoundCollector collector_;
   int32_t placement_partitions_ = 0;

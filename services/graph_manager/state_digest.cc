@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <vector>
@@ -50,6 +52,18 @@ void Resources(Digester& d, const cluster::Resources& r) {
   d.I64(r.network_bytes_per_sec);
 }
 
+// Length-prefixed with a tag, so an empty map still separates its
+// neighbours.
+void Labels(Digester& d, std::string_view tag,
+            const std::map<std::string, std::string>& labels) {
+  d.Bytes(tag);
+  d.U64(labels.size());
+  for (const auto& [key, value] : labels) {
+    d.Bytes(key);
+    d.Bytes(value);
+  }
+}
+
 }  // namespace
 
 std::string StateDigest(const cluster::ClusterState& state,
@@ -61,6 +75,7 @@ std::string StateDigest(const cluster::ClusterState& state,
     d.Bytes(job.name);
     d.I64(job.priority);
     d.U64(job.tasks.size());
+    d.U64(job.different_machines ? 1 : 0);
   }
   d.Bytes("machines");
   for (const auto& [id, machine] : state.machines()) {
@@ -88,7 +103,15 @@ std::string StateDigest(const cluster::ClusterState& state,
       d.Bytes(input.rack);
       d.I64(input.bytes);
     }
+    Labels(d, "required", task.spec.required_labels);
+    Labels(d, "preferred", task.spec.preferred_labels);
     d.U64(task.placements);
+    // Quincy prices wait and run time, so they are scheduling state; in
+    // deterministic mode they derive from log times and replay exactly.
+    // (Other modes use the wall clock, like submit and start times, which
+    // stay out; compare digests of deterministic runs only.)
+    d.I64(task.wait_us_total);
+    d.I64(task.run_us_total);
   }
   d.Bytes("nodes");
   std::vector<std::tuple<flow::NodeId, flow::NodeId, int64_t, int64_t,

@@ -112,6 +112,7 @@ absl::Status RestoreState(const storage::StateStore& store,
   if (meta_bytes.has_value() && !meta.ParseFromString(*meta_bytes)) {
     return absl::DataLossError("stored graph manager meta does not parse");
   }
+  state.AdvanceTime(meta.last_time_us());
   FLOWSCHED_RETURN_IF_ERROR(store.ScanPrefix(
       storage::kJobPrefix, [&](std::string_view, std::string_view value) {
         FLOWSCHED_ASSIGN_OR_RETURN(cluster::Job job, DecodeJob(value));

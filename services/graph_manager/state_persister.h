@@ -30,8 +30,11 @@ void StageNetwork(const std::vector<flow::GraphChange>& network_changes,
 void StageMeta(const v1::GraphManagerMeta& meta, storage::StateBatch& batch);
 
 // Loads everything a previous instance stored. An empty store yields an
-// empty state. DataLoss names the first record that does not decode or
-// does not fit (a task of an unknown job, an arc at an unknown node).
+// empty state. Derived state is rebuilt, not read: each machine's running
+// set and allocated resources come from its restored tasks, the state's
+// clock from meta.last_time_us. DataLoss names the first record that does
+// not decode or does not fit (a task of an unknown job, an arc at an
+// unknown node).
 absl::Status RestoreState(const storage::StateStore& store,
                           cluster::ClusterState& state,
                           flow::FlowNetwork& network,

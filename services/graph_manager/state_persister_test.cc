@@ -115,6 +115,72 @@ TEST_F(StatePersisterTest, RestoredStateEqualsTheLiveOne) {
   });
 }
 
+TEST_F(StatePersisterTest, ConstraintsTimesAndDerivedAllocationSurvive) {
+  Apply(cluster::MachineAdded{MachineId(1), "r", {4000, 8000, 0}, 4,
+                              {{"zone", "a"}}});
+  cluster::JobSubmitted job{JobId(1), "job", 1, {},
+                            /*different_machines=*/true};
+  job.tasks.push_back({.id = TaskId(1), .request = {1000, 3000, 0},
+                       .priority = 0, .input = {}, .input_bytes = 0,
+                       .required_labels = {{"zone", "a"}},
+                       .preferred_labels = {{"ssd", "yes"}, {"gpu", ""}}});
+  job.tasks.push_back({.id = TaskId(2), .request = {500, 1000, 0},
+                       .priority = 0, .input = {}, .input_bytes = 0,
+                       .required_labels = {}, .preferred_labels = {}});
+  ASSERT_THAT(state_.Apply({"e", 1'000, "t", job}, 1'000, changes_), IsOk());
+  ASSERT_THAT(state_.Place(TaskId(1), MachineId(1), 5'000, changes_), IsOk());
+  ASSERT_THAT(state_.Place(TaskId(2), MachineId(1), 6'000, changes_), IsOk());
+  ASSERT_THAT(state_.Preempt(TaskId(2), 9'000, changes_), IsOk());
+  ASSERT_THAT(state_.Place(TaskId(2), MachineId(1), 12'000, changes_), IsOk());
+  state_.AdvanceTime(20'000);
+  meta_.set_policy("cpu-memory");
+  meta_.set_last_time_us(state_.last_time_us());
+  Commit();
+
+  cluster::ClusterState restored;
+  flow::FlowNetwork restored_network;
+  v1::GraphManagerMeta restored_meta;
+  ASSERT_THAT(RestoreState(*store_, restored, restored_network, restored_meta),
+              IsOk());
+  EXPECT_EQ(restored_meta.policy(), "cpu-memory");
+  EXPECT_EQ(restored.last_time_us(), 20'000);
+  EXPECT_TRUE(restored.FindJob(JobId(1))->different_machines);
+  for (uint64_t id : {1, 2}) {
+    const cluster::Task& live = *state_.FindTask(TaskId(id));
+    const cluster::Task& back = *restored.FindTask(TaskId(id));
+    EXPECT_EQ(back.spec, live.spec);
+    EXPECT_EQ(back.wait_us_total, live.wait_us_total);
+    EXPECT_EQ(back.run_us_total, live.run_us_total);
+    EXPECT_EQ(back.wait_start_us, live.wait_start_us);
+    EXPECT_EQ(back.WaitMicros(30'000), live.WaitMicros(30'000));
+    EXPECT_EQ(back.RunMicros(30'000), live.RunMicros(30'000));
+  }
+  const cluster::Task& second = *restored.FindTask(TaskId(2));
+  EXPECT_EQ(second.wait_us_total, 5'000 + 3'000);  // 1000..6000, 9000..12000
+  EXPECT_EQ(second.run_us_total, 3'000);           // 6000..9000
+  EXPECT_EQ(restored.FindTask(TaskId(1))->spec.preferred_labels.at("ssd"),
+            "yes");
+  // Machine.allocated is not stored; RestoreTask rebuilds it.
+  const cluster::Resources allocated =
+      restored.FindMachine(MachineId(1))->allocated;
+  EXPECT_EQ(allocated.cpu_millis, 1500);
+  EXPECT_EQ(allocated.memory_bytes, 4000);
+  EXPECT_EQ(allocated.cpu_millis,
+            state_.FindMachine(MachineId(1))->allocated.cpu_millis);
+  // And it is enforced after the restart: 3000 + 1000 + 5000 > 8000 bytes.
+  cluster::ChangeSet changes;
+  ASSERT_THAT(restored.Apply({"e", 0, "t",
+                              cluster::TaskSubmitted{
+                                  JobId(1),
+                                  {.id = TaskId(3), .request = {100, 5000, 0},
+                                   .priority = 0, .input = {},
+                                   .input_bytes = 0}}},
+                             21'000, changes),
+              IsOk());
+  EXPECT_THAT(restored.Place(TaskId(3), MachineId(1), 22'000, changes),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "CPU or memory"));
+}
+
 TEST_F(StatePersisterTest, CorruptRecordIsDataLoss) {
   storage::StateBatch batch;
   batch.Put(storage::TaskKey(5), "\xff\xff not a record");

@@ -33,6 +33,7 @@ std::string EncodeJob(const cluster::Job& job) {
   record.set_job_id(job.id.value());
   record.set_name(job.name);
   record.set_priority(job.priority);
+  record.set_different_machines(job.different_machines);
   return record.SerializeAsString();
 }
 
@@ -51,10 +52,17 @@ std::string EncodeTask(const cluster::Task& task) {
     out->set_rack(entry.rack);
     out->set_bytes(entry.bytes);
   }
+  spec->mutable_required_labels()->insert(task.spec.required_labels.begin(),
+                                          task.spec.required_labels.end());
+  spec->mutable_preferred_labels()->insert(
+      task.spec.preferred_labels.begin(), task.spec.preferred_labels.end());
   record.set_machine_id(task.machine.value());
   record.set_submit_time_us(task.submit_time_us);
   record.set_start_time_us(task.start_time_us);
   record.set_placements(task.placements);
+  record.set_wait_us_total(task.wait_us_total);
+  record.set_run_us_total(task.run_us_total);
+  record.set_wait_start_us(task.wait_start_us);
   return record.SerializeAsString();
 }
 
@@ -75,8 +83,12 @@ absl::StatusOr<cluster::Job> DecodeJob(std::string_view bytes) {
   v1::JobRecord record;
   if (auto s = Parse(bytes, record, "job"); !s.ok()) return s;
   if (record.job_id() == 0) return absl::DataLossError("stored job has id 0");
-  return cluster::Job{JobId(record.job_id()), record.name(),
-                      record.priority(), {}};
+  cluster::Job job;
+  job.id = JobId(record.job_id());
+  job.name = record.name();
+  job.priority = record.priority();
+  job.different_machines = record.different_machines();
+  return job;
 }
 
 absl::StatusOr<cluster::Task> DecodeTask(std::string_view bytes) {
@@ -94,11 +106,18 @@ absl::StatusOr<cluster::Task> DecodeTask(std::string_view bytes) {
     task.spec.input.push_back(
         {MachineId(entry.machine_id()), entry.rack(), entry.bytes()});
   }
+  task.spec.required_labels.insert(record.spec().required_labels().begin(),
+                                   record.spec().required_labels().end());
+  task.spec.preferred_labels.insert(record.spec().preferred_labels().begin(),
+                                    record.spec().preferred_labels().end());
   task.job = JobId(record.job_id());
   task.machine = MachineId(record.machine_id());
   task.submit_time_us = record.submit_time_us();
   task.start_time_us = record.start_time_us();
   task.placements = record.placements();
+  task.wait_us_total = record.wait_us_total();
+  task.run_us_total = record.run_us_total();
+  task.wait_start_us = record.wait_start_us();
   return task;
 }
 

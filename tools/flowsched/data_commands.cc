@@ -16,6 +16,7 @@
 #include "services/bus/producer.h"
 #include "services/cluster/event_decoder.h"
 #include "services/common/logging.h"
+#include "services/flow/scheduling_policy.h"
 #include "services/graph_manager/state_digest.h"
 #include "services/graph_manager/state_persister.h"
 #include "services/graph_manager/state_records.h"
@@ -72,7 +73,10 @@ CommandMain AddSubmitCommand(CLI::App& app, CommonFlags& flags) {
     }
     ParsedEvents parsed = ParseJsonLines(*in);
     if (*check) {
-      cluster::EventDecoder decoder{cluster::ValidationLimits{}};
+      cluster::EventDecoder decoder{
+          cluster::ValidationLimits{}, [](std::string_view name) {
+            return flow::MakePolicy(name).status();
+          }};
       std::vector<v1::ClusterEvent> valid;
       for (auto& event : parsed.events) {
         auto decoded = decoder.FromProto(event);

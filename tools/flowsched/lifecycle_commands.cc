@@ -23,7 +23,9 @@ CommandMain AddUpCommand(CLI::App& app, CommonFlags& flags) {
       "manager and the solver worker in the background; only those not "
       "running yet, so it also restarts a service that died");
   auto options = std::make_shared<UpOptions>();
-  cmd->add_option("--policy", options->policy, "Scheduling policy")
+  cmd->add_option("--policy", options->policy,
+                  "Initial scheduling policy of a fresh data directory (a "
+                  "store keeps its active one; see `flowsched policy set`)")
       ->capture_default_str();
   cmd->add_option("--algorithm", options->algorithm, "Solver algorithm")
       ->capture_default_str();

@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
       {"demo", AddDemoCommand(app, flags)},
       {"solve", AddSolveCommand(app, flags)},
       {"bench", AddBenchCommand(app, flags)},
+      {"policy", AddPolicyCommand(app, flags)},
+      {"explain", AddExplainCommand(app, flags)},
   };
   try {
     app.parse(argc, argv);

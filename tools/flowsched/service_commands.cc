@@ -77,7 +77,9 @@ CommandMain AddGraphManagerCommand(CLI::App& app, CommonFlags& flags) {
       "Run the graph manager: events -> cluster state -> flow network -> "
       "rounds; applies decisions");
   auto options = std::make_shared<graph_manager::GraphManagerOptions>();
-  cmd->add_option("--policy", options->policy, "Scheduling policy")
+  cmd->add_option("--policy", options->policy,
+                  "Initial scheduling policy of a fresh data directory (a "
+                  "store keeps its active one; see `flowsched policy set`)")
       ->capture_default_str();
   cmd->add_option("--round-timeout-ms", options->round_timeout_ms,
                   "Re-cut a round as a snapshot when its results take longer")

@@ -82,6 +82,8 @@ std::string EventKey(const v1::ClusterEvent& event) {
       return absl::StrCat("machine/", event.machine_usage().machine_id());
     case v1::ClusterEvent::kTick:
       return "tick";
+    case v1::ClusterEvent::kSetPolicy:
+      return "admin";
     case v1::ClusterEvent::EVENT_NOT_SET:
       break;
   }

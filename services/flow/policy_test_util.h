@@ -1,0 +1,81 @@
+#pragma once
+
+// Test helpers for policies: solve the network a policy built with the
+// reference solver, check the certificate, and read the placements out the
+// way the solver worker does.
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "services/cluster/cluster_state.h"
+#include "services/common/status_macros.h"
+#include "services/flow/flow_network.h"
+#include "services/flow/placement_extractor.h"
+#include "services/solver/flow_checker.h"
+#include "services/solver/successive_shortest_path.h"
+
+namespace flowsched::flow::testing {
+
+struct SolvedRound {
+  std::vector<int64_t> flow_by_slot;
+  std::vector<TaskPlacement> placements;
+  int64_t total_cost = 0;
+  // task id -> machine id (0: unscheduled)
+  std::map<uint64_t, uint64_t> machine_of;
+};
+
+inline absl::StatusOr<SolvedRound> SolveNetwork(const FlowNetwork& network) {
+  solver::McmfProblem problem;
+  std::vector<ArcSlot> slots;
+  network.ExportProblem(problem, slots);
+  solver::SuccessiveShortestPath ssp;
+  FLOWSCHED_ASSIGN_OR_RETURN(solver::McmfSolution solution,
+                             ssp.Solve(problem));
+  if (solution.outcome != solver::McmfOutcome::kOptimal) {
+    return absl::FailedPreconditionError("the network is infeasible");
+  }
+  FLOWSCHED_RETURN_IF_ERROR(solver::CheckOptimalFlow(problem, solution));
+  SolvedRound round;
+  round.total_cost = solution.total_cost;
+  round.flow_by_slot.assign(network.arc_slot_count(), 0);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    round.flow_by_slot[slots[i]] += solution.flow[i];
+  }
+  FLOWSCHED_ASSIGN_OR_RETURN(round.placements,
+                             ExtractPlacements(network, round.flow_by_slot));
+  for (const TaskPlacement& p : round.placements) {
+    round.machine_of[p.task_id] = p.machine_id;
+  }
+  return round;
+}
+
+// Applies a round's placements as the graph manager should: first every
+// task that leaves its machine (preempted or moving), then every placement,
+// so that slots and resources freed in the round are reusable in it (two
+// tasks may swap machines). Returns how many tasks changed.
+inline absl::StatusOr<int> ApplyRound(const SolvedRound& round,
+                                      cluster::ClusterState& state,
+                                      int64_t now_us,
+                                      cluster::ChangeSet& changes) {
+  int applied = 0;
+  for (const TaskPlacement& p : round.placements) {
+    if (p.running_on != 0 && p.machine_id != p.running_on) {
+      FLOWSCHED_RETURN_IF_ERROR(state.Preempt(TaskId(p.task_id), now_us,
+                                              changes));
+      ++applied;
+    }
+  }
+  for (const TaskPlacement& p : round.placements) {
+    if (p.machine_id != 0 && p.machine_id != p.running_on) {
+      FLOWSCHED_RETURN_IF_ERROR(state.Place(
+          TaskId(p.task_id), MachineId(p.machine_id), now_us, changes));
+      if (p.running_on == 0) ++applied;
+    }
+  }
+  return applied;
+}
+
+}  // namespace flowsched::flow::testing

@@ -1,0 +1,70 @@
+#pragma once
+
+// Priorities with preemption (Firmament's priority extension of the load
+// spreading policy, Gog PhD thesis 2016, section 7.3; Borg-style
+// preemption: a task may displace only tasks of lower priority).
+//
+//   waiting task --(0)--> X --(convex, task_slots)--> M --(slots)--> S
+//   waiting task --(wait_cost(p))--> U_job --(tasks of job)--> S
+//   running task --(0)--> its machine
+//   running task --(wait_cost(p) + preemption_penalty)--> U_job
+//   running task --(migration_cost)--> X
+//
+// X -> M: the k-th new task on a machine costs per_task_cost * (running +
+// k) while free slots last; the units beyond (which only flow if running
+// tasks leave M) cost per_task_cost * slots.
+//
+// wait_cost(p) = unscheduled_cost + priority_step * p grows with priority
+// p (clamped to [0, max_priority]). Preempting a task of priority q so that
+// a waiting task of priority p takes its slot changes the cost by
+// wait_cost(q) + penalty + placement - wait_cost(p), which is negative only
+// if priority_step * (p - q) > preemption_penalty + placement. So a task
+// is displaced only by strictly higher-priority demand (with the defaults,
+// any higher priority), and with no such demand every running task keeps
+// its machine: staying costs 0, leaving costs a positive penalty
+// (stability).
+
+#include <cstdint>
+
+#include "services/flow/scheduling_policy.h"
+
+namespace flowsched::flow {
+
+struct PriorityParams {
+  int64_t per_task_cost = 10;  // load spreading within a priority
+  int64_t unscheduled_cost = 100'000;
+  int64_t priority_step = 10'000;
+  // Must exceed per_task_cost * the largest slot count so that equal
+  // priorities never displace each other, and stay below priority_step so
+  // that one level of priority is enough to displace.
+  int64_t preemption_penalty = 5'000;
+  // Moving a running task (to make room for a higher-priority task where
+  // it ran) costs this on top of the placement.
+  int64_t migration_cost = 20'000;
+  int32_t max_priority = 1000;
+};
+
+class PriorityPolicy final : public SchedulingPolicy {
+ public:
+  explicit PriorityPolicy(PriorityParams params = {}) : params_(params) {}
+  [[nodiscard]] std::string_view name() const override { return "priority"; }
+  using SchedulingPolicy::Sync;
+  absl::Status Sync(const cluster::ChangeSet& changes,
+                    const cluster::ClusterState& state,
+                    const SyncContext& context,
+                    NetworkBuilder& builder) override;
+
+  // The effective priority of a task: the larger of its own and its
+  // job's, clamped to [0, max_priority].
+  [[nodiscard]] int64_t EffectivePriority(const cluster::Task& task,
+                                          const cluster::ClusterState& state)
+      const;
+  [[nodiscard]] int64_t WaitCost(int64_t priority) const {
+    return params_.unscheduled_cost + params_.priority_step * priority;
+  }
+
+ private:
+  PriorityParams params_;
+};
+
+}  // namespace flowsched::flow

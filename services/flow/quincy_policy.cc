@@ -1,0 +1,497 @@
+#include "services/flow/quincy_policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "services/common/status_macros.h"
+
+namespace flowsched::flow {
+namespace {
+
+// One cost unit is 1/1024 of the paper's unit (see the header).
+constexpr double kUnitsPerPaperUnit = 1024.0;
+constexpr double kBytesPerGb = 1024.0 * 1024.0 * 1024.0;
+constexpr double kMicrosPerSecond = 1e6;
+
+std::string VariantName(QuincyVariant variant) {
+  switch (variant) {
+    case QuincyVariant::kQfp:
+      return "quincy-qfp";
+    case QuincyVariant::kQf:
+      return "quincy-qf";
+    case QuincyVariant::kQp:
+      return "quincy-qp";
+    case QuincyVariant::kQ:
+      return "quincy-q";
+    case QuincyVariant::kQfpx:
+      return "quincy-qfpx";
+  }
+  return "quincy";
+}
+
+int64_t RoundToUnits(double value, int64_t cap) {
+  if (!(value < static_cast<double>(cap))) return cap;  // also NaN
+  if (value <= 0) return 0;
+  return static_cast<int64_t>(std::llround(value));
+}
+
+// Where a task's input lives (Quincy section 4.2's data-size inputs).
+struct TaskLocality {
+  int64_t total = 0;                        // T
+  std::map<MachineId, int64_t> on_machine;  // L_m
+  std::map<std::string, int64_t> in_rack;   // B_l
+};
+
+TaskLocality Locate(const cluster::Task& task,
+                    const cluster::ClusterState& state) {
+  TaskLocality locality;
+  int64_t listed = 0;
+  for (const cluster::DataLocality& entry : task.spec.input) {
+    if (entry.bytes <= 0) continue;
+    listed += entry.bytes;
+    if (entry.machine.value() != 0) {
+      // Data on a machine that left is remote from every computer.
+      const cluster::Machine* machine = state.FindMachine(entry.machine);
+      if (machine == nullptr) continue;
+      locality.on_machine[entry.machine] += entry.bytes;
+      locality.in_rack[machine->rack] += entry.bytes;
+    } else if (!entry.rack.empty()) {
+      locality.in_rack[entry.rack] += entry.bytes;
+    }
+  }
+  locality.total = std::max(task.spec.input_bytes, listed);
+  return locality;
+}
+
+template <typename Key>
+int64_t BytesAt(const std::map<Key, int64_t>& bytes, const Key& key) {
+  auto it = bytes.find(key);
+  return it == bytes.end() ? 0 : it->second;
+}
+
+// Up to `limit` keys whose bytes exceed `threshold`, most bytes first.
+template <typename Key>
+std::vector<Key> Preferred(const std::map<Key, int64_t>& bytes,
+                           double threshold, size_t limit,
+                           const std::function<bool(const Key&)>& known) {
+  std::vector<std::pair<int64_t, Key>> candidates;
+  for (const auto& [key, count] : bytes) {
+    if (static_cast<double>(count) > threshold && known(key)) {
+      candidates.emplace_back(count, key);
+    }
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<Key> keys;
+  for (size_t i = 0; i < candidates.size() && i < limit; ++i) {
+    keys.push_back(candidates[i].second);
+  }
+  return keys;
+}
+
+}  // namespace
+
+QuincyParams QuincyParams::ForVariant(QuincyVariant variant) {
+  QuincyParams params;
+  params.variant = variant;
+  if (variant == QuincyVariant::kQfpx) params.xi = 20.0;
+  return params;
+}
+
+QuincyPolicy::QuincyPolicy(QuincyParams params)
+    : params_(params), name_(VariantName(params.variant)) {}
+
+int64_t QuincyPolicy::WaitCost(int64_t wait_us) const {
+  return RoundToUnits(params_.omega * kUnitsPerPaperUnit *
+                          static_cast<double>(wait_us) / kMicrosPerSecond,
+                      params_.omega_cap);
+}
+
+int64_t QuincyPolicy::DataCost(int64_t rack_bytes, int64_t core_bytes) const {
+  return RoundToUnits((params_.psi * static_cast<double>(rack_bytes) +
+                       params_.xi * static_cast<double>(core_bytes)) *
+                          kUnitsPerPaperUnit / kBytesPerGb,
+                      params_.omega_cap);
+}
+
+int64_t QuincyPolicy::RunningCost(int64_t data_cost, int64_t run_us) const {
+  // gamma = d* - p* with p* = theta seconds (Appendix). The floor -2 Omega
+  // is below -Omega, so a task that ran long enough is never evicted
+  // (starvation freedom, section 4.2), and keeps the cost in range.
+  const int64_t floor = -2 * params_.omega_cap;
+  const int64_t run_cost = RoundToUnits(
+      kUnitsPerPaperUnit * static_cast<double>(run_us) / kMicrosPerSecond,
+      3 * params_.omega_cap);
+  return std::max(floor, data_cost - run_cost);
+}
+
+std::map<JobId, QuincyJobBounds> QuincyPolicy::ComputeBounds(
+    const cluster::ClusterState& state) const {
+  std::map<JobId, QuincyJobBounds> bounds;
+  std::vector<JobId> admitted;
+  for (const auto& [id, job] : state.jobs()) {
+    QuincyJobBounds& b = bounds[id];
+    b.tasks = static_cast<int64_t>(job.tasks.size());
+    for (TaskId task_id : job.tasks) {
+      const cluster::Task* task = state.FindTask(task_id);
+      if (task != nullptr && task->running()) ++b.running;
+    }
+    if (params_.admission_limit == 0 ||
+        admitted.size() < params_.admission_limit) {
+      admitted.push_back(id);
+    }
+  }
+  if (admitted.empty()) return bounds;
+  const auto slots = static_cast<int64_t>(state.total_slots());
+  int64_t demand = 0;
+  for (JobId id : admitted) demand += bounds[id].tasks;
+
+  // Section 3.3: A*_j = min(floor(M / K), N_j); leftover slots go equally
+  // to jobs with more ready tasks, so that sum A_j = min(M, sum N_j).
+  const auto k = static_cast<int64_t>(params_.admission_limit == 0
+                                          ? admitted.size()
+                                          : params_.admission_limit);
+  int64_t assigned = 0;
+  for (JobId id : admitted) {
+    QuincyJobBounds& b = bounds[id];
+    b.share = std::min(slots / k, b.tasks);
+    assigned += b.share;
+  }
+  int64_t leftover = std::min(slots, demand) - assigned;
+  while (leftover > 0) {
+    int64_t hungry = 0;
+    for (JobId id : admitted) hungry += bounds[id].share < bounds[id].tasks;
+    if (hungry == 0) break;
+    const int64_t each = std::max<int64_t>(1, leftover / hungry);
+    for (JobId id : admitted) {
+      QuincyJobBounds& b = bounds[id];
+      const int64_t add = std::min({each, b.tasks - b.share, leftover});
+      b.share += add;
+      leftover -= add;
+      if (leftover == 0) break;
+    }
+  }
+
+  if (params_.variant == QuincyVariant::kQf) {
+    // Section 4.3: a job running more than its share keeps what it runs,
+    // and the other jobs' shares are cut in proportion to their size.
+    int64_t total = 0;
+    for (auto& [id, b] : bounds) {
+      b.share = std::max(b.share, b.running);
+      total += b.share;
+    }
+    int64_t running = 0;
+    for (const auto& [id, b] : bounds) running += b.running;
+    int64_t excess = total - std::max(std::min(slots, demand), running);
+    int64_t base = 0;
+    for (const auto& [id, b] : bounds) {
+      if (b.share > b.running) base += b.share;
+    }
+    if (excess > 0 && base > 0) {
+      const int64_t to_cut = excess;
+      for (auto& [id, b] : bounds) {
+        if (b.share <= b.running) continue;
+        const int64_t cut =
+            std::min(b.share - b.running, to_cut * b.share / base);
+        b.share -= cut;
+        excess -= cut;
+      }
+      // Rounding remainder: one at a time, in job order.
+      bool progress = true;
+      while (excess > 0 && progress) {
+        progress = false;
+        for (auto& [id, b] : bounds) {
+          if (excess == 0) break;
+          if (b.share > b.running) {
+            --b.share;
+            --excess;
+            progress = true;
+          }
+        }
+      }
+    }
+  }
+
+  const bool unfair = params_.variant == QuincyVariant::kQp ||
+                      params_.variant == QuincyVariant::kQ;
+  const std::set<JobId> admitted_set(admitted.begin(), admitted.end());
+  for (auto& [id, b] : bounds) {
+    if (!admitted_set.contains(id)) {
+      b.share = 0;
+      b.min_running = b.max_running = 0;
+    } else if (unfair) {
+      // QP: E_j = 1, F_j = N_j; if N <= M then E_j = F_j = N_j so that no
+      // computer idles while a locality-seeking task waits.
+      b.max_running = b.tasks;
+      b.min_running = demand <= slots ? b.tasks : std::min<int64_t>(1, b.tasks);
+    } else {
+      b.min_running = b.max_running = b.share;
+    }
+  }
+
+  // Feasibility (not in the paper, which admits K <= M jobs): the lower
+  // bounds must fit the slots the flow can reach. Without preemption,
+  // running tasks are pinned, so F_j covers them and the new placements
+  // E_j - running_j must fit the free slots. Lower bounds are cut from the
+  // last job (latest submitted) first.
+  int64_t budget = slots;
+  if (!preemptive()) {
+    budget = 0;
+    for (const auto& [id, machine] : state.machines()) {
+      budget += machine.free_slots();
+    }
+  }
+  int64_t need = 0;
+  for (auto& [id, b] : bounds) {
+    if (!preemptive()) b.max_running = std::max(b.max_running, b.running);
+    need += preemptive() ? b.min_running
+                         : std::max<int64_t>(0, b.min_running - b.running);
+  }
+  for (auto it = bounds.rbegin(); it != bounds.rend() && need > budget; ++it) {
+    QuincyJobBounds& b = it->second;
+    const int64_t floor = preemptive() ? 0 : std::min(b.running, b.min_running);
+    const int64_t cut = std::min(need - budget, b.min_running - floor);
+    b.min_running -= cut;
+    need -= cut;
+  }
+  return bounds;
+}
+
+absl::Status QuincyPolicy::SyncTopology(const cluster::ChangeSet& changes,
+                                        const cluster::ClusterState& state,
+                                        NetworkBuilder& builder,
+                                        bool& changed) {
+  FlowNetwork& network = builder.network();
+  const NodeId sink = builder.EnsureSink();
+  const NodeId aggregator = builder.EnsureClusterAggregator();
+  Topology topology;
+  for (const auto& [id, machine] : state.machines()) {
+    topology.machines[id] = {machine.rack, machine.task_slots};
+    topology.racks[machine.rack].push_back(id);
+  }
+  changed = !(topology == topology_);
+  std::set<MachineId> resync;
+  for (MachineId id : changes.machines) resync.insert(id);
+  if (changed) {
+    for (const auto& [id, entry] : topology_.machines) resync.insert(id);
+    for (const auto& [id, entry] : topology.machines) resync.insert(id);
+  }
+  for (MachineId id : resync) {
+    const cluster::Machine* machine = state.FindMachine(id);
+    if (machine == nullptr) {
+      builder.RemoveMachineNode(id);
+      continue;
+    }
+    const NodeId node = builder.EnsureMachineNode(id);
+    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(
+        node, {{sink, static_cast<int64_t>(machine->task_slots), 0}}));
+  }
+  if (changed) {
+    // Racks that lost their last machine (also across a restore, where the
+    // builder knows the rack nodes by key only).
+    std::set<uint64_t> live_racks;
+    for (const auto& [rack, machines] : topology.racks) {
+      live_racks.insert(NetworkBuilder::StableKey(rack));
+    }
+    for (uint64_t key : builder.AggregatorKeys(NodeKind::kRack)) {
+      if (!live_racks.contains(key)) {
+        builder.RemoveAggregatorNode(NodeKind::kRack, key);
+      }
+    }
+    for (const auto& [rack, machines] : topology.racks) {
+      const NodeId rack_node = builder.EnsureRackNode(rack);
+      std::vector<DesiredArc> arcs;
+      int64_t rack_slots = 0;
+      for (MachineId id : machines) {
+        const auto slots = static_cast<int64_t>(topology.machines[id].second);
+        rack_slots += slots;
+        arcs.push_back({builder.FindMachineNode(id), slots, 0});
+      }
+      // X -> R_l carries P_l (here: the rack's slots), R_l -> C_m the
+      // computer's slots (Appendix).
+      FLOWSCHED_RETURN_IF_ERROR(
+          network.SetArc(aggregator, rack_node, rack_slots, 0));
+      FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(rack_node, arcs));
+    }
+    topology_ = std::move(topology);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status QuincyPolicy::SyncJobs(const cluster::ChangeSet& changes,
+                                    const cluster::ClusterState& state,
+                                    NetworkBuilder& builder) {
+  FlowNetwork& network = builder.network();
+  const NodeId sink = builder.EnsureSink();
+  for (JobId id : changes.jobs) {
+    if (state.FindJob(id) == nullptr) builder.RemoveJobNode(id);
+  }
+  // Shares depend on every job (section 3.3), so all U_j are re-derived;
+  // only real changes reach the log.
+  int64_t unscheduled_supply = 0;
+  for (const auto& [id, b] : ComputeBounds(state)) {
+    const NodeId node = builder.EnsureJobNode(id);
+    // Minimum-flow transform (Appendix): supply F_j - N_j at U_j and
+    // capacity F_j - E_j to the sink give E_j <= scheduled <= F_j.
+    const int64_t supply = b.max_running - b.tasks;
+    unscheduled_supply += supply;
+    FLOWSCHED_RETURN_IF_ERROR(network.UpdateNode(node, supply, 0));
+    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(
+        node, {{sink, b.max_running - b.min_running, 0}}));
+  }
+  // Task supplies come after; the sink takes whatever is left so that the
+  // supplies sum to zero once every task has its node.
+  sink_offset_ = unscheduled_supply;
+  return absl::OkStatus();
+}
+
+absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
+                                    const cluster::ClusterState& state,
+                                    int64_t now_us,
+                                    NetworkBuilder& builder) const {
+  const TaskId task_id = task.spec.id;
+  const NodeId node = builder.EnsureTaskNode(task_id, 1, task.machine);
+  const NodeId job_node = builder.FindJobNode(task.job);
+  if (job_node == kNoNode) {
+    return absl::InternalError(absl::StrCat(
+        "task ", task_id.value(), " has no node for job ", task.job.value()));
+  }
+  const TaskLocality locality = Locate(task, state);
+  const int64_t total = locality.total;
+
+  // Rack worst cases R^R_l, X^R_l and the cluster's R^X, X^X.
+  std::map<std::string, int64_t> rack_cost;
+  int64_t worst_rack_bytes = 0;
+  int64_t min_rack_bytes = total;
+  for (const auto& [rack, machines] : topology_.racks) {
+    const int64_t in_rack = BytesAt(locality.in_rack, rack);
+    int64_t min_local = 0;
+    size_t with_data = 0;
+    int64_t smallest = total;
+    for (MachineId id : machines) {
+      const int64_t local = BytesAt(locality.on_machine, id);
+      if (local > 0) {
+        ++with_data;
+        smallest = std::min(smallest, local);
+      }
+    }
+    if (with_data == machines.size()) min_local = smallest;
+    worst_rack_bytes = std::max(worst_rack_bytes, in_rack - min_local);
+    min_rack_bytes = std::min(min_rack_bytes, in_rack);
+    rack_cost[rack] = DataCost(in_rack - min_local, total - in_rack);
+  }
+  if (topology_.racks.empty()) min_rack_bytes = 0;
+  const int64_t cluster_core_bytes = total - min_rack_bytes;
+  const int64_t alpha = DataCost(worst_rack_bytes, cluster_core_bytes);
+
+  const double t = static_cast<double>(total);
+  const std::vector<MachineId> computers = Preferred<MachineId>(
+      locality.on_machine, params_.delta_computer * t,
+      params_.max_preferences, [&](const MachineId& id) {
+        return topology_.machines.contains(id);
+      });
+  const std::vector<std::string> racks = Preferred<std::string>(
+      locality.in_rack, params_.delta_rack * t, params_.max_preferences,
+      [&](const std::string& rack) { return topology_.racks.contains(rack); });
+  const auto computer_cost = [&](MachineId id) {
+    const std::string& rack = topology_.machines.at(id).first;
+    const int64_t in_rack = BytesAt(locality.in_rack, rack);
+    return DataCost(in_rack - BytesAt(locality.on_machine, id),
+                    total - in_rack);
+  };
+
+  std::vector<DesiredArc> arcs;
+  if (task.running()) {
+    const NodeId machine_node = builder.FindMachineNode(task.machine);
+    auto where = topology_.machines.find(task.machine);
+    if (machine_node == kNoNode || where == topology_.machines.end()) {
+      return absl::InternalError(
+          absl::StrCat("task ", task_id.value(), " runs on machine ",
+                       task.machine.value(), " that has no node"));
+    }
+    // d*: exact for a preferred computer; otherwise the paper's
+    // approximations (its rack's worst case, or (X^X / P, X^X)).
+    int64_t data = 0;
+    const std::string& rack = where->second.first;
+    if (std::find(computers.begin(), computers.end(), task.machine) !=
+        computers.end()) {
+      data = computer_cost(task.machine);
+    } else if (std::find(racks.begin(), racks.end(), rack) != racks.end()) {
+      data = rack_cost.at(rack);
+    } else {
+      const auto p = static_cast<int64_t>(topology_.racks.size());
+      data = DataCost(cluster_core_bytes / std::max<int64_t>(1, p),
+                      cluster_core_bytes);
+    }
+    arcs.push_back(
+        {machine_node, 1, RunningCost(data, task.RunMicros(now_us))});
+  }
+  // QF and Q: a running task keeps only the arc to its computer (the paper
+  // sets the others' capacity to 0; leaving them out is the same flow).
+  if (!task.running() || preemptive()) {
+    arcs.push_back({job_node, 1, WaitCost(task.WaitMicros(now_us))});
+    arcs.push_back({builder.cluster_aggregator(), 1, alpha});
+    for (const std::string& rack : racks) {
+      arcs.push_back({builder.FindRackNode(rack), 1, rack_cost.at(rack)});
+    }
+    for (MachineId id : computers) {
+      if (id == task.machine) continue;  // already priced as running
+      arcs.push_back({builder.FindMachineNode(id), 1, computer_cost(id)});
+    }
+  }
+  return builder.SetOutArcs(node, arcs);
+}
+
+absl::Status QuincyPolicy::Sync(const cluster::ChangeSet& changes,
+                                const cluster::ClusterState& state,
+                                const SyncContext& context,
+                                NetworkBuilder& builder) {
+  bool topology_changed = false;
+  FLOWSCHED_RETURN_IF_ERROR(
+      SyncTopology(changes, state, builder, topology_changed));
+  FLOWSCHED_RETURN_IF_ERROR(SyncJobs(changes, state, builder));
+  if (topology_changed) {
+    // Preference lists name computers and racks: re-derive every task.
+    for (TaskId id : changes.tasks) {
+      if (state.FindTask(id) == nullptr) builder.RemoveTaskNode(id);
+    }
+    for (const auto& [id, task] : state.tasks()) {
+      FLOWSCHED_RETURN_IF_ERROR(SyncTask(task, state, context.now_us, builder));
+    }
+  } else {
+    for (TaskId id : changes.tasks) {
+      const cluster::Task* task = state.FindTask(id);
+      if (task == nullptr) {
+        builder.RemoveTaskNode(id);
+        continue;
+      }
+      FLOWSCHED_RETURN_IF_ERROR(
+          SyncTask(*task, state, context.now_us, builder));
+    }
+  }
+  return builder.network().UpdateNode(
+      builder.sink(),
+      -(static_cast<int64_t>(builder.task_node_count()) + sink_offset_), 0);
+}
+
+absl::Status QuincyPolicy::Refresh(const cluster::ClusterState& state,
+                                   const SyncContext& context,
+                                   NetworkBuilder& builder) {
+  // Wait and running costs grow with time: re-price every task.
+  cluster::ChangeSet none;
+  bool topology_changed = false;
+  FLOWSCHED_RETURN_IF_ERROR(SyncTopology(none, state, builder, topology_changed));
+  FLOWSCHED_RETURN_IF_ERROR(SyncJobs(none, state, builder));
+  for (const auto& [id, task] : state.tasks()) {
+    FLOWSCHED_RETURN_IF_ERROR(SyncTask(task, state, context.now_us, builder));
+  }
+  return builder.network().UpdateNode(
+      builder.sink(),
+      -(static_cast<int64_t>(builder.task_node_count()) + sink_offset_), 0);
+}
+
+}  // namespace flowsched::flow

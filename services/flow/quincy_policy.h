@@ -1,0 +1,145 @@
+#pragma once
+
+// Quincy (Isard et al., SOSP 2009, section 4 and Appendix; Firmament OSDI
+// 2016 figure 6b): data locality, wait time and preemption traded off in one
+// min-cost flow, with fairness by capacities.
+//
+//   task --(upsilon = omega*nu)--> U_j --(cap F_j - E_j)--> S
+//   task --(alpha)--> X --(cap slots of rack l)--> R_l --(slots of m)--> C_m
+//   task --(rho_l)--> R_l            for each preferred rack l
+//   task --(gamma_m)--> C_m          for each preferred computer m
+//   running task --(d* - theta)--> C_m'   its current computer
+//   C_m --(slots of m)--> S
+//
+// Supplies: every task 1, U_j gets F_j - N_j and the sink -sum_j F_j (the
+// paper's minimum-flow transform, Appendix: it forces E_j <= scheduled <=
+// F_j). There are no root tasks here (a job's tasks are all workers), so the
+// sink drains sum_j F_j instead of sum_j (F_j + 1).
+//
+// Generalisation: Quincy runs one task per computer. Here a computer has
+// task_slots slots: R_l -> C_m and C_m -> S carry the machine's slots and
+// X -> R_l the rack's total, and the fair share counts slots (M = total
+// slots). With one slot per machine this is exactly the paper's graph.
+//
+// Units (costs are integers): one cost unit is 1/1024 of the paper's unit,
+// so psi = 1 costs 1 unit per MiB across a rack switch (the paper's 1 per
+// GB), and omega = 0.5 costs 512 units per second of waiting (0.5 per
+// second in the paper). Running time theta costs 1024 units per second
+// (the paper's p* = theta). Wait and data costs are capped at omega_cap
+// (the paper's Omega) and the running cost at -2 * omega_cap, so every cost
+// stays within solver::kMaxArcCost.
+//
+// Data sizes come from the task's DataLocality entries and the machines'
+// racks: L_m bytes on computer m, B_l bytes in rack l (computers of l plus
+// rack-level entries), T = max(input_bytes, sum of entries). Bytes of T that
+// no entry places are remote from every computer. On computer m in rack l a
+// task reads R = B_l - L_m across the rack switch and X = T - B_l across the
+// core switch; the rack's worst case uses the smallest L_m in the rack and
+// the cluster's worst case (R^X, X^X) the largest R and X over all racks.
+// As in the paper, the current computer of a running task that is not
+// preferred is priced at its rack's worst case when the rack is preferred,
+// and at (X^X / P, X^X) with P racks otherwise.
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "services/flow/scheduling_policy.h"
+
+namespace flowsched::flow {
+
+// The policies of Quincy section 4.3, set by capacities only.
+enum class QuincyVariant {
+  kQfp,   // fair, preemption: E_j = F_j = A_j
+  kQf,    // fair, no preemption: running tasks stay; shares raised to the
+          // running count, others' cut proportionally
+  kQp,    // unfair, preemption: E_j = 1, F_j = N_j (E = F = N if N <= M)
+  kQ,     // unfair, no preemption: allocations of QP, capacities of QF
+  kQfpx,  // QFP with xi = 20
+};
+
+struct QuincyParams {
+  QuincyVariant variant = QuincyVariant::kQfp;
+  // Cost weights of section 4.2 in paper units (see Units above). Defaults
+  // are the values of the experiments (section 6: omega 0.5, psi 1, xi 2).
+  double omega = 0.5;  // per second unscheduled
+  double psi = 1.0;    // per GB read across a rack switch
+  double xi = 2.0;     // per GB read across the core switch (QFPX: 20)
+  // Preference thresholds delta^c and delta^r (section 3.1: 0.1 is
+  // effective for both) and the cap on preference arcs per kind.
+  double delta_computer = 0.1;
+  double delta_rack = 0.1;
+  size_t max_preferences = 10;
+  // Omega in cost units (about 6 days of waiting at omega = 0.5).
+  int64_t omega_cap = int64_t{1} << 28;
+  // Admission control K: 0 means every job is admitted and K = J. With a
+  // limit, the first K jobs by id (submission order) share the cluster and
+  // the rest wait with E = F = 0.
+  uint32_t admission_limit = 0;
+
+  // The paper's settings for a variant (QFPX sets xi = 20).
+  static QuincyParams ForVariant(QuincyVariant variant);
+};
+
+// Per-job bounds on running tasks: E_j <= scheduled <= F_j.
+struct QuincyJobBounds {
+  int64_t tasks = 0;    // N_j
+  int64_t running = 0;
+  int64_t share = 0;    // A_j (after QF's adjustment)
+  int64_t min_running = 0;  // E_j
+  int64_t max_running = 0;  // F_j
+};
+
+class QuincyPolicy final : public SchedulingPolicy {
+ public:
+  explicit QuincyPolicy(QuincyParams params = {});
+  [[nodiscard]] std::string_view name() const override { return name_; }
+  using SchedulingPolicy::Sync;
+  absl::Status Sync(const cluster::ChangeSet& changes,
+                    const cluster::ClusterState& state,
+                    const SyncContext& context,
+                    NetworkBuilder& builder) override;
+  [[nodiscard]] bool time_dependent() const override { return true; }
+  absl::Status Refresh(const cluster::ClusterState& state,
+                       const SyncContext& context,
+                       NetworkBuilder& builder) override;
+
+  // The fairness bounds the network encodes, computed from `state` (section
+  // 3.3 for A_j, 4.3 for the variants). Exposed for tests and explanations.
+  [[nodiscard]] std::map<JobId, QuincyJobBounds> ComputeBounds(
+      const cluster::ClusterState& state) const;
+
+  // Costs in cost units (exposed for tests).
+  [[nodiscard]] int64_t WaitCost(int64_t wait_us) const;
+  [[nodiscard]] int64_t DataCost(int64_t rack_bytes, int64_t core_bytes) const;
+  [[nodiscard]] int64_t RunningCost(int64_t data_cost, int64_t run_us) const;
+
+ private:
+  struct Topology {
+    std::map<std::string, std::vector<MachineId>> racks;
+    std::map<MachineId, std::pair<std::string, uint32_t>> machines;
+    bool operator==(const Topology&) const = default;
+  };
+  absl::Status SyncTopology(const cluster::ChangeSet& changes,
+                            const cluster::ClusterState& state,
+                            NetworkBuilder& builder, bool& changed);
+  absl::Status SyncJobs(const cluster::ChangeSet& changes,
+                        const cluster::ClusterState& state,
+                        NetworkBuilder& builder);
+  absl::Status SyncTask(const cluster::Task& task,
+                        const cluster::ClusterState& state, int64_t now_us,
+                        NetworkBuilder& builder) const;
+  [[nodiscard]] bool preemptive() const {
+    return params_.variant != QuincyVariant::kQf &&
+           params_.variant != QuincyVariant::kQ;
+  }
+
+  QuincyParams params_;
+  std::string name_;
+  Topology topology_;
+  int64_t sink_offset_ = 0;  // sum of the U_j supplies
+};
+
+}  // namespace flowsched::flow

@@ -1,0 +1,349 @@
+#include "services/flow/quincy_policy.h"
+
+#include <map>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/common/status_matchers.h"
+#include "services/flow/policy_test_util.h"
+
+namespace flowsched::flow {
+namespace {
+
+using ::flowsched::testing::IsOk;
+using cluster::ClusterEvent;
+using cluster::DataLocality;
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+constexpr int64_t kSecond = 1'000'000;
+
+// Two racks of two one-slot computers: r1 = {m1, m2}, r2 = {m3, m4}.
+class QuincyPolicyTest : public ::testing::Test {
+ protected:
+  void Init(QuincyVariant variant) {
+    policy_ = std::make_unique<QuincyPolicy>(QuincyParams::ForVariant(variant));
+    for (uint64_t m = 1; m <= 4; ++m) {
+      Apply(0, cluster::MachineAdded{MachineId(m), m <= 2 ? "r1" : "r2", {}, 1,
+                                     {}});
+    }
+  }
+  void Apply(int64_t time_us, cluster::EventBody body) {
+    ASSERT_THAT(state_.Apply(ClusterEvent{"e", time_us, "t", body}, time_us,
+                             changes_),
+                IsOk());
+  }
+  void Sync(int64_t now_us) {
+    ASSERT_THAT(policy_->Sync(changes_, state_, SyncContext{now_us}, builder_),
+                IsOk());
+    changes_.Clear();
+    ASSERT_EQ(network_.total_supply(), 0);
+  }
+  static cluster::TaskSpec Task(uint64_t id, int64_t total_mib,
+                                std::vector<DataLocality> input = {}) {
+    for (DataLocality& d : input) d.bytes *= kMiB;
+    return {.id = TaskId(id), .input = input, .input_bytes = total_mib * kMiB};
+  }
+  void Submit(int64_t time_us, uint64_t job,
+              std::vector<cluster::TaskSpec> tasks) {
+    Apply(time_us, cluster::JobSubmitted{JobId(job), "j", 0, std::move(tasks)});
+  }
+  const ArcView Arc(NodeId src, NodeId dst) {
+    auto arc = network_.FindArc(src, dst);
+    EXPECT_TRUE(arc.has_value()) << src << "->" << dst;
+    return arc.value_or(ArcView{});
+  }
+  NodeId T(uint64_t id) { return builder_.FindTaskNode(TaskId(id)); }
+  NodeId M(uint64_t id) { return builder_.FindMachineNode(MachineId(id)); }
+  NodeId U(uint64_t id) { return builder_.FindJobNode(JobId(id)); }
+  NodeId R(const char* rack) { return builder_.FindRackNode(rack); }
+  flow::testing::SolvedRound Solve() {
+    auto round = flow::testing::SolveNetwork(network_);
+    EXPECT_THAT(round, IsOk());
+    return round.ok() ? *round : flow::testing::SolvedRound{};
+  }
+  // Scheduled tasks per job after a round.
+  std::map<uint64_t, int64_t> Scheduled(const flow::testing::SolvedRound& r) {
+    std::map<uint64_t, int64_t> count;
+    for (const auto& [id, job] : state_.jobs()) count[id.value()] = 0;
+    for (const TaskPlacement& p : r.placements) {
+      if (p.machine_id != 0) {
+        ++count[state_.FindTask(TaskId(p.task_id))->job.value()];
+      }
+    }
+    return count;
+  }
+
+  cluster::ClusterState state_;
+  cluster::ChangeSet changes_;
+  FlowNetwork network_;
+  NetworkBuilder builder_{network_};
+  std::unique_ptr<QuincyPolicy> policy_;
+};
+
+// Worked by hand (psi = 1 per MiB, xi = 2 per MiB, omega = 512 per second).
+// t11 reads 1000 MiB: 800 on m1, 200 on m3. t12 reads nothing. t21 reads
+// 1000 MiB: 600 on m4, 400 nowhere known.
+TEST_F(QuincyPolicyTest, BuildsTheAppendixGraphWithHandComputedCosts) {
+  Init(QuincyVariant::kQfp);
+  Submit(1 * kSecond, 1,
+         {Task(11, 1000, {{MachineId(1), "", 800}, {MachineId(3), "", 200}}),
+          Task(12, 0)});
+  Submit(1 * kSecond, 2, {Task(21, 1000, {{MachineId(4), "", 600}})});
+  Sync(11 * kSecond);
+
+  // J + N + L + M + 2 nodes (no root tasks): 2 + 3 + 2 + 4 + 2.
+  EXPECT_EQ(network_.node_count(), 13u);
+  const NodeId x = builder_.cluster_aggregator();
+  const NodeId s = builder_.sink();
+  // X -> R_l carries the rack's slots, R_l -> C_m and C_m -> S one slot.
+  EXPECT_EQ(Arc(x, R("r1")).capacity, 2);
+  EXPECT_EQ(Arc(R("r2"), M(3)).capacity, 1);
+  EXPECT_EQ(Arc(M(4), s).capacity, 1);
+  // Shares: M = 4, K = 2: A_1 = min(2, 2) = 2, A_2 = min(2, 1) = 1, and
+  // QFP sets E = F = A, so U_j has supply F - N = 0 and capacity F - E = 0.
+  EXPECT_EQ(network_.node(U(1)).supply, 0);
+  EXPECT_EQ(Arc(U(1), s).capacity, 0);
+  EXPECT_EQ(network_.node(s).supply, -3);  // -(sum F_j)
+
+  // Ten seconds waiting: upsilon = 0.5 * 1024 * 10.
+  EXPECT_EQ(Arc(T(11), U(1)).cost, 5120);
+  // t11: B_r1 = 800, B_r2 = 200, T = 1000.
+  //   gamma_m1 = psi (800 - 800) + xi (1000 - 800) = 400
+  //   gamma_m3 = psi (200 - 200) + xi (1000 - 200) = 1600
+  //   rho_r1 = psi (800 - 0) + xi 200 = 1200 (m2 holds nothing)
+  //   rho_r2 = psi (200 - 0) + xi 800 = 1800
+  //   alpha = psi R^X + xi X^X = 800 + 2 (1000 - 200) = 2400
+  EXPECT_EQ(Arc(T(11), M(1)).cost, 400);
+  EXPECT_EQ(Arc(T(11), M(3)).cost, 1600);
+  EXPECT_EQ(Arc(T(11), R("r1")).cost, 1200);
+  EXPECT_EQ(Arc(T(11), R("r2")).cost, 1800);
+  EXPECT_EQ(Arc(T(11), x).cost, 2400);
+  // t12 has no data: only U_1 and X, at no data cost.
+  EXPECT_EQ(Arc(T(12), x).cost, 0);
+  size_t t12_arcs = 0;
+  network_.ForEachOutArc(T(12), [&](const ArcView&) { ++t12_arcs; });
+  EXPECT_EQ(t12_arcs, 2u);
+  // t21: gamma_m4 = 0 + 2 * 400 = 800; rho_r2 = 600 + 800 = 1400;
+  // alpha = 600 + 2 * 1000 = 2600. Rack r1 and m3 hold nothing of it.
+  EXPECT_EQ(Arc(T(21), M(4)).cost, 800);
+  EXPECT_EQ(Arc(T(21), R("r2")).cost, 1400);
+  EXPECT_EQ(Arc(T(21), x).cost, 2600);
+  EXPECT_FALSE(network_.FindArc(T(21), R("r1")).has_value());
+
+  // Data locality wins: every task must run (E = F), t11 on m1 (400),
+  // t21 on m4 (800), t12 anywhere left (0).
+  auto round = Solve();
+  EXPECT_EQ(round.total_cost, 1200);
+  EXPECT_EQ(round.machine_of[11], 1u);
+  EXPECT_EQ(round.machine_of[21], 4u);
+  EXPECT_THAT(round.machine_of[12], ::testing::AnyOf(2u, 3u));
+}
+
+// Task a runs on m1 with no input; b waits and has all 1000 MiB on m1. QP
+// with N = 2 <= M = 4 makes both run (E = F = N). Either a stays
+// (cost d* - p* = 0 - 1024 theta) and b runs in rack r1 via R_r1 (rho =
+// 1000), or a moves via X (alpha = 0) and b takes m1 (gamma = 0). Moving
+// pays iff 1000 - 1024 theta > 0, i.e. theta < 0.977 s.
+TEST_F(QuincyPolicyTest, RecentlyStartedTaskMovesForLocality) {
+  Init(QuincyVariant::kQp);
+  Submit(0, 1, {Task(1, 0)});
+  Sync(0);
+  ASSERT_THAT(state_.Place(TaskId(1), MachineId(1), 0, changes_), IsOk());
+  Apply(0, cluster::TaskSubmitted{JobId(1),
+                                  Task(2, 1000, {{MachineId(1), "", 1000}})});
+  Sync(kSecond / 2);
+  EXPECT_EQ(Arc(T(1), M(1)).cost, -512);
+  EXPECT_EQ(Arc(T(2), R("r1")).cost, 1000);
+  auto round = Solve();
+  EXPECT_EQ(round.machine_of[2], 1u);
+  EXPECT_NE(round.machine_of[1], 1u);
+  EXPECT_NE(round.machine_of[1], 0u);
+}
+
+TEST_F(QuincyPolicyTest, TaskThatRanLongEnoughIsNotPreempted) {
+  Init(QuincyVariant::kQp);
+  Submit(0, 1, {Task(1, 0)});
+  Sync(0);
+  ASSERT_THAT(state_.Place(TaskId(1), MachineId(1), 0, changes_), IsOk());
+  Apply(0, cluster::TaskSubmitted{JobId(1),
+                                  Task(2, 1000, {{MachineId(1), "", 1000}})});
+  Sync(2 * kSecond);
+  EXPECT_EQ(Arc(T(1), M(1)).cost, -2048);
+  auto round = Solve();
+  EXPECT_EQ(round.machine_of[1], 1u);
+  EXPECT_EQ(round.machine_of[2], 2u);  // same rack, via R_r1
+  // Refresh prices time: at 0.5 s the move would pay again, but theta is
+  // cumulative and only grows.
+  ASSERT_THAT(policy_->Refresh(state_, SyncContext{3 * kSecond}, builder_),
+              IsOk());
+  EXPECT_EQ(Arc(T(1), M(1)).cost, -3072);
+}
+
+TEST_F(QuincyPolicyTest, QfNeverPreemptsOrMoves) {
+  Init(QuincyVariant::kQf);
+  Submit(0, 1, {Task(1, 0)});
+  Sync(0);
+  ASSERT_THAT(state_.Place(TaskId(1), MachineId(1), 0, changes_), IsOk());
+  Apply(0, cluster::TaskSubmitted{JobId(1),
+                                  Task(2, 1000, {{MachineId(1), "", 1000}})});
+  Sync(kSecond / 2);  // the move would pay under QP (test above)
+  // The running task keeps a single arc, to its computer.
+  size_t arcs = 0;
+  network_.ForEachOutArc(T(1), [&](const ArcView& arc) {
+    ++arcs;
+    EXPECT_EQ(arc.dst, M(1));
+  });
+  EXPECT_EQ(arcs, 1u);
+  auto round = Solve();
+  EXPECT_EQ(round.machine_of[1], 1u);
+  EXPECT_EQ(round.machine_of[2], 2u);
+}
+
+// Job 1 runs four tasks on all four computers; job 2 submits two.
+// QFP: A_1 = A_2 = min(floor(4 / 2), N_j) = 2, so two of job 1's tasks are
+// preempted for job 2's. QF: job 1 keeps its 4 (raised share), job 2's share
+// is cut to 0. Q: E_2 = 1 cannot fit (no free slot, no preemption) and is
+// lowered to 0.
+class QuincyFairnessTest
+    : public QuincyPolicyTest,
+      public ::testing::WithParamInterface<
+          std::tuple<QuincyVariant, int64_t, int64_t>> {};
+
+TEST_P(QuincyFairnessTest, BoundsHoldAfterSolving) {
+  const auto [variant, job1_scheduled, job2_scheduled] = GetParam();
+  Init(variant);
+  Submit(0, 1, {Task(1, 0), Task(2, 0), Task(3, 0), Task(4, 0)});
+  Sync(0);
+  for (uint64_t t = 1; t <= 4; ++t) {
+    ASSERT_THAT(state_.Place(TaskId(t), MachineId(t), 0, changes_), IsOk());
+  }
+  Submit(100 * kSecond, 2, {Task(5, 0), Task(6, 0)});
+  Sync(100 * kSecond);
+  auto bounds = policy_->ComputeBounds(state_);
+  auto round = Solve();
+  auto scheduled = Scheduled(round);
+  for (const auto& [job, b] : bounds) {
+    EXPECT_LE(b.min_running, scheduled[job.value()]) << "job " << job;
+    EXPECT_GE(b.max_running, scheduled[job.value()]) << "job " << job;
+  }
+  EXPECT_EQ(scheduled[1], job1_scheduled);
+  EXPECT_EQ(scheduled[2], job2_scheduled);
+  // Non-preemptive variants keep every running task where it is.
+  if (variant == QuincyVariant::kQf || variant == QuincyVariant::kQ) {
+    for (uint64_t t = 1; t <= 4; ++t) EXPECT_EQ(round.machine_of[t], t);
+  }
+  cluster::ChangeSet applied;
+  ASSERT_THAT(flow::testing::ApplyRound(round, state_, 100 * kSecond, applied),
+              IsOk());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Variants, QuincyFairnessTest,
+    ::testing::Values(std::tuple(QuincyVariant::kQfp, 2, 2),
+                      std::tuple(QuincyVariant::kQfpx, 2, 2),
+                      std::tuple(QuincyVariant::kQf, 4, 0),
+                      std::tuple(QuincyVariant::kQ, 4, 0)));
+
+TEST_F(QuincyPolicyTest, QfSharesAreRaisedAndCutProportionally) {
+  Init(QuincyVariant::kQf);
+  Submit(0, 1, {Task(1, 0), Task(2, 0), Task(3, 0), Task(4, 0)});
+  Sync(0);
+  for (uint64_t t = 1; t <= 3; ++t) {
+    ASSERT_THAT(state_.Place(TaskId(t), MachineId(t), 0, changes_), IsOk());
+  }
+  Submit(0, 2, {Task(5, 0), Task(6, 0)});
+  auto bounds = policy_->ComputeBounds(state_);
+  // A = (2, 2); job 1 runs 3 > 2 -> A_1 = 3; total 5 > 4: job 2 is cut by
+  // one to 2 - 1 = 1.
+  EXPECT_EQ(bounds[JobId(1)].share, 3);
+  EXPECT_EQ(bounds[JobId(2)].share, 1);
+  EXPECT_EQ(bounds[JobId(2)].min_running, 1);
+}
+
+TEST_F(QuincyPolicyTest, QpWithMoreTasksThanSlotsLetsJobsVary) {
+  Init(QuincyVariant::kQp);
+  Submit(0, 1, {Task(1, 0), Task(2, 0), Task(3, 0)});
+  Submit(0, 2, {Task(4, 0), Task(5, 0)});
+  Sync(kSecond);
+  auto bounds = policy_->ComputeBounds(state_);
+  EXPECT_EQ(bounds[JobId(1)].min_running, 1);
+  EXPECT_EQ(bounds[JobId(1)].max_running, 3);
+  // U_1: supply F - N = 0, capacity F - E = 2.
+  EXPECT_EQ(network_.node(U(1)).supply, 0);
+  EXPECT_EQ(Arc(U(1), builder_.sink()).capacity, 2);
+  auto round = Solve();
+  auto scheduled = Scheduled(round);
+  EXPECT_EQ(scheduled[1] + scheduled[2], 4);
+  EXPECT_GE(scheduled[2], 1);
+}
+
+TEST_F(QuincyPolicyTest, AdmissionLimitQueuesLaterJobs) {
+  QuincyParams params;
+  params.admission_limit = 1;
+  policy_ = std::make_unique<QuincyPolicy>(params);
+  for (uint64_t m = 1; m <= 4; ++m) {
+    Apply(0, cluster::MachineAdded{MachineId(m), "r1", {}, 1, {}});
+  }
+  Submit(0, 1, {Task(1, 0), Task(2, 0)});
+  Submit(0, 2, {Task(3, 0)});
+  Sync(kSecond);
+  auto round = Solve();
+  EXPECT_NE(round.machine_of[1], 0u);
+  EXPECT_NE(round.machine_of[2], 0u);
+  EXPECT_EQ(round.machine_of[3], 0u);
+}
+
+TEST_F(QuincyPolicyTest, CostsAreCappedByOmega) {
+  QuincyParams params;
+  params.omega_cap = 10'000;
+  QuincyPolicy policy(params);
+  EXPECT_EQ(policy.WaitCost(int64_t{1} << 50), 10'000);
+  EXPECT_EQ(policy.DataCost(int64_t{1} << 50, 0), 10'000);
+  EXPECT_EQ(policy.RunningCost(500, int64_t{1} << 50), -20'000);
+  EXPECT_EQ(policy.RunningCost(500, kSecond), 500 - 1024);
+}
+
+TEST_F(QuincyPolicyTest, MachineChangesRederivePreferencesAndRacks) {
+  Init(QuincyVariant::kQfp);
+  Submit(0, 1, {Task(1, 100, {{MachineId(9), "", 100}})});
+  Sync(0);
+  EXPECT_EQ(network_.node_count(), 1u + 1 + 2 + 4 + 1 + 1);
+  // Machine 9 arrives in a new rack; the task now prefers it and its rack.
+  Apply(0, cluster::MachineAdded{MachineId(9), "r3", {}, 2, {}});
+  Sync(0);
+  ASSERT_NE(R("r3"), kNoNode);
+  EXPECT_EQ(Arc(T(1), M(9)).cost, 0);
+  EXPECT_EQ(Arc(T(1), R("r3")).cost, 0);
+  EXPECT_EQ(Arc(builder_.cluster_aggregator(), R("r3")).capacity, 2);
+  Apply(0, cluster::MachineRemoved{MachineId(9)});
+  Sync(0);
+  EXPECT_EQ(R("r3"), kNoNode);
+  EXPECT_EQ(network_.node_count(), 10u);
+  // A restored builder finds the rack nodes again.
+  NetworkBuilder restored(network_);
+  ASSERT_THAT(restored.RestoreFromNetwork(), IsOk());
+  EXPECT_EQ(restored.FindRackNode("r1"), R("r1"));
+}
+
+TEST(QuincyRegistryTest, VariantsAreRegisteredByName) {
+  for (const char* name : {"quincy-qfp", "quincy-qf", "quincy-qp", "quincy-q",
+                           "quincy-qfpx"}) {
+    auto policy = MakePolicy(name);
+    ASSERT_THAT(policy, IsOk()) << name;
+    EXPECT_EQ((*policy)->name(), name);
+    EXPECT_TRUE((*policy)->time_dependent());
+  }
+}
+
+TEST(PolicyRegistryTest, EveryPolicyIsRegisteredByName) {
+  for (const char* name : {"load-spreading", "cpu-memory", "priority",
+                           "network-aware"}) {
+    auto policy = MakePolicy(name);
+    ASSERT_THAT(policy, IsOk()) << name;
+    EXPECT_EQ((*policy)->name(), name);
+    EXPECT_FALSE((*policy)->time_dependent());
+  }
+}
+
+}  // namespace
+}  // namespace flowsched::flow

@@ -1,0 +1,181 @@
+// `flowsched explain TASK`: why a task runs where it runs, or why it waits.
+//
+// The graph manager never sees flows; the solver worker does, but only in
+// memory. So the command rebuilds what the solver would see from the graph
+// manager's RocksDB (opened read-only, as `inspect digest` does, so it works
+// beside a running graph manager or after it stopped), solves that network
+// with the default solver, checks the result like the solver worker does,
+// and explains the task's flow (flow::ExplainTask). The stored network is
+// the one of the latest committed state, so the answer is what the next
+// round would decide, which equals the current placement once the
+// scheduler has settled.
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "flowsched/v1/state.pb.h"
+#include "fmt/format.h"
+#include "services/cluster/cluster_state.h"
+#include "services/flow/explainer.h"
+#include "services/flow/flow_network.h"
+#include "services/flow/network_builder.h"
+#include "services/graph_manager/state_persister.h"
+#include "services/solver/flow_checker.h"
+#include "services/solver/mcmf_problem.h"
+#include "services/solver/solver_registry.h"
+#include "storage/state_store.h"
+#include "tools/flowsched/commands.h"
+
+namespace flowsched::tools {
+namespace {
+
+std::string DescribeNode(const flow::FlowNetwork& network, flow::NodeId id) {
+  if (!network.IsLive(id)) return fmt::format("node {}", id);
+  const flow::NodeData& node = network.node(id);
+  switch (node.kind) {
+    case flow::NodeKind::kTask:
+      return fmt::format("task {}", node.entity_id);
+    case flow::NodeKind::kJobUnscheduled:
+      return fmt::format("unscheduled U(job {})", node.entity_id);
+    case flow::NodeKind::kClusterAggregator:
+      return "cluster aggregator X";
+    case flow::NodeKind::kRack:
+      return fmt::format("aggregator {:x} (rack or request class)",
+                         node.entity_id);
+    case flow::NodeKind::kMachine:
+      return fmt::format("machine {}", node.entity_id);
+    case flow::NodeKind::kSink:
+      return "sink";
+    case flow::NodeKind::kEquivalenceClass:
+      return fmt::format("equivalence class {:x}", node.entity_id);
+    case flow::NodeKind::kUnused:
+      break;
+  }
+  return fmt::format("node {}", id);
+}
+
+void PrintArcs(const flow::FlowNetwork& network,
+               const std::vector<flow::ExplainedArc>& arcs,
+               const std::string& indent) {
+  for (const flow::ExplainedArc& arc : arcs) {
+    fmt::print("{}{} -> {}: capacity {}, cost {}, flow {}\n", indent,
+               DescribeNode(network, arc.src), DescribeNode(network, arc.dst),
+               arc.capacity, arc.cost, arc.flow);
+  }
+}
+
+// Restores, solves and explains; the exit code as the command returns it.
+int Explain(const std::string& data_dir, uint64_t task_id,
+            size_t max_alternatives) {
+  storage::StateStore::OpenOptions open;
+  open.read_only = true;
+  open.create_if_missing = false;
+  auto store = storage::StateStore::Open(data_dir + "/state", open);
+  if (!store.ok()) {
+    std::cerr << "flowsched explain: " << store.status().ToString() << "\n";
+    return 1;
+  }
+  cluster::ClusterState state;
+  flow::FlowNetwork network;
+  v1::GraphManagerMeta meta;
+  absl::Status status =
+      graph_manager::RestoreState(**store, state, network, meta);
+  flow::NetworkBuilder builder(network);
+  if (status.ok()) status = builder.RestoreFromNetwork();
+  if (!status.ok()) {
+    std::cerr << "flowsched explain: " << status.ToString() << "\n";
+    return 1;
+  }
+  const cluster::Task* task = state.FindTask(TaskId(task_id));
+  if (task == nullptr) {
+    std::cerr << "flowsched explain: task " << task_id
+              << " is not in the cluster state (never submitted, or "
+                 "finished)\n";
+    return 1;
+  }
+
+  solver::McmfProblem problem;
+  std::vector<flow::ArcSlot> arc_slots;
+  network.ExportProblem(problem, arc_slots);
+  auto solver = solver::MakeSolver(solver::kDefaultSolver);
+  if (!solver.ok()) {
+    std::cerr << "flowsched explain: " << solver.status().ToString() << "\n";
+    return 1;
+  }
+  auto solution = (*solver)->Solve(problem);
+  status = solution.ok() ? absl::OkStatus() : solution.status();
+  if (status.ok() && solution->outcome != solver::McmfOutcome::kOptimal) {
+    status = absl::InternalError("the stored network is infeasible");
+  }
+  // The same certificate the solver worker demands before publishing.
+  if (status.ok()) status = solver::CheckOptimalFlow(problem, *solution);
+  if (!status.ok()) {
+    std::cerr << "flowsched explain: " << status.ToString() << "\n";
+    return 1;
+  }
+  std::vector<int64_t> flow_by_slot(network.arc_slot_count(), 0);
+  for (size_t i = 0; i < arc_slots.size(); ++i) {
+    flow_by_slot[arc_slots[i]] += solution->flow[i];
+  }
+  auto explained = flow::ExplainTask(network, flow_by_slot, TaskId(task_id),
+                                     builder, max_alternatives);
+  if (!explained.ok()) {
+    std::cerr << "flowsched explain: " << explained.status().ToString() << "\n";
+    return 1;
+  }
+
+  fmt::print("task {} of job {}: {}\n", task_id, task->job.value(),
+             task->running()
+                 ? fmt::format("runs on machine {}", task->machine.value())
+                 : std::string("waits"));
+  fmt::print(
+      "  policy {}, network of {} nodes and {} arcs, solved with {} "
+      "(total cost {}, checked optimal)\n",
+      meta.policy().empty() ? "(not recorded)" : meta.policy(),
+      network.node_count(), network.arc_count(),
+      std::string(solver::kDefaultSolver), solution->total_cost);
+  fmt::print("  next round: {}\n", explained->reason);
+  if (!explained->path.empty()) {
+    fmt::print("  path (cost {}):\n", explained->path_cost);
+    PrintArcs(network, explained->path, "    ");
+  }
+  if (explained->has_unscheduled_arc) {
+    fmt::print("  waiting costs {} (arc to its job's unscheduled node)\n",
+               explained->unscheduled_cost);
+  }
+  if (explained->alternatives.empty()) {
+    fmt::print("  no other machine is reachable\n");
+  } else {
+    fmt::print("  cheapest alternatives:\n");
+    for (const flow::PathOption& option : explained->alternatives) {
+      fmt::print("    machine {}: path cost {}{}\n", option.machine_id,
+                 option.path_cost,
+                 option.has_room ? "" : " (no room left on the path)");
+      PrintArcs(network, option.arcs, "      ");
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+CommandMain AddExplainCommand(CLI::App& app, CommonFlags& flags) {
+  auto* cmd = app.add_subcommand(
+      "explain",
+      "Explain where a task runs or why it waits: rebuilds the network from "
+      "the graph manager's RocksDB (read-only), solves and checks it, and "
+      "prints the task's path, its costs and the cheapest alternatives");
+  auto task = std::make_shared<uint64_t>(0);
+  auto alternatives = std::make_shared<size_t>(5);
+  cmd->add_option("task", *task, "Task id")->required();
+  cmd->add_option("--alternatives", *alternatives,
+                  "How many alternative machines to list")
+      ->capture_default_str();
+  return [&flags, task, alternatives]() {
+    return Explain(flags.data_dir, *task, *alternatives);
+  };
+}
+
+}  // namespace flowsched::tools
