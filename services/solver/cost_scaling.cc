@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "services/common/status_macros.h"
+#include "services/solver/feasibility.h"
 #include "services/solver/int128.h"
 #include "services/solver/problem_validator.h"
 
@@ -60,16 +61,13 @@ class Workspace {
   // is larger than an optimum's could be.
   bool SetPotentials(const std::vector<int64_t>& potentials);
 
-  // Whether the current excesses can be routed at all (max flow on a copy of
-  // the residual capacities; the cost-scaling state is not touched).
-  bool Feasible() const;
-
   // Warm start: price refinement at epsilon 1, then the epsilon the prices
   // and flow are optimal for: the largest reduced-cost violation over
   // residual arcs rounded up to a power of alpha. If that exceeds the
   // cold-start epsilon max|cost| * S the prices are reset to zero (for
   // which the cold epsilon holds) and the cold epsilon is returned.
   int64_t WarmEpsilon();
+  const McmfProblem& problem() const { return problem_; }
   int64_t ColdEpsilon() const { return std::max<int64_t>(1, max_abs_cost_ * scale_); }
 
   // Scaling phases from `start_epsilon` (the flow must be start-optimal)
@@ -222,91 +220,6 @@ bool Workspace::SetPotentials(const std::vector<int64_t>& potentials) {
   return true;
 }
 
-bool Workspace::Feasible() const {
-  // Multi-source, multi-sink Dinic on a copy of the residual capacities:
-  // BFS levels from every excess node, then blocking flow by DFS with
-  // current-arc pointers until each root's excess is gone or the root is
-  // cut off. Feasible iff every excess can be routed to deficits.
-  std::vector<int64_t> residual(arcs_.size());
-  for (size_t a = 0; a < arcs_.size(); ++a) residual[a] = arcs_[a].residual;
-  std::vector<int64_t> excess = excess_;
-  std::vector<uint32_t> level(node_count_);
-  std::vector<uint32_t> current(node_count_);
-  std::vector<uint32_t> queue;
-  std::vector<uint32_t> roots;
-  std::vector<uint32_t> path;
-  while (true) {
-    roots.clear();
-    for (uint32_t v = 0; v < node_count_; ++v) {
-      if (excess[v] > 0) roots.push_back(v);
-    }
-    if (roots.empty()) return true;
-    std::fill(level.begin(), level.end(), kNone);
-    queue = roots;
-    for (uint32_t v : roots) level[v] = 0;
-    bool reached = false;
-    for (size_t qi = 0; qi < queue.size(); ++qi) {
-      const uint32_t u = queue[qi];
-      if (excess[u] < 0) {
-        // Paths stop at the first deficit; no need to look past it.
-        reached = true;
-        continue;
-      }
-      for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
-        const uint32_t v = arcs_[a].head;
-        if (residual[a] > 0 && level[v] == kNone) {
-          level[v] = level[u] + 1;
-          queue.push_back(v);
-        }
-      }
-    }
-    if (!reached) return false;
-    for (uint32_t v = 0; v < node_count_; ++v) current[v] = first_out_[v];
-    for (uint32_t root : roots) {
-      path.clear();
-      uint32_t u = root;
-      while (excess[root] > 0) {
-        if (u != root && excess[u] < 0) {
-          int64_t delta = std::min(excess[root], -excess[u]);
-          for (uint32_t a : path) delta = std::min(delta, residual[a]);
-          for (uint32_t a : path) {
-            residual[a] -= delta;
-            residual[arcs_[a].mate] += delta;
-          }
-          excess[root] -= delta;
-          excess[u] += delta;
-          for (size_t k = 0; k < path.size(); ++k) {
-            if (residual[path[k]] != 0) continue;
-            path.resize(k);
-            break;
-          }
-          u = path.empty() ? root : arcs_[path.back()].head;
-          continue;
-        }
-        uint32_t a = current[u];
-        const uint32_t end = first_out_[u + 1];
-        for (; a < end; ++a) {
-          const uint32_t v = arcs_[a].head;
-          if (residual[a] > 0 && level[v] != kNone && level[v] == level[u] + 1) {
-            break;
-          }
-        }
-        current[u] = a;
-        if (a < end) {
-          path.push_back(a);
-          u = arcs_[a].head;
-          continue;
-        }
-        level[u] = kNone;  // dead end for the rest of this phase
-        if (path.empty()) break;
-        path.pop_back();
-        u = path.empty() ? root : arcs_[path.back()].head;
-        ++current[u];
-      }
-    }
-  }
-}
-
 int64_t Workspace::WarmEpsilon() {
   if (options_.price_refinement) PriceRefine(1);
   int64_t violation = 1;
@@ -378,6 +291,9 @@ absl::Status Workspace::NormalizePrices() {
 }
 
 absl::Status Workspace::Refine(int64_t epsilon) {
+  if (options_.stop != nullptr && options_.stop->load(std::memory_order_relaxed)) {
+    return absl::CancelledError("cost scaling stopped by its caller");
+  }
   // Saturate every residual arc that violates epsilon-optimality; arcs with
   // reduced cost in [-epsilon, 0) may stay, they are merely admissible.
   for (uint32_t u = 0; u < node_count_; ++u) {
@@ -709,7 +625,7 @@ absl::StatusOr<McmfSolution> Workspace::ExtractSolution() {
 absl::StatusOr<McmfSolution> Finish(Workspace& workspace, int64_t start_epsilon,
                                     bool warm, std::string_view name) {
   McmfSolution solution;
-  if (!workspace.Feasible()) {
+  if (!HasFeasibleFlow(workspace.problem())) {
     solution.outcome = McmfOutcome::kInfeasible;
   } else {
     FLOWSCHED_RETURN_IF_ERROR(workspace.Optimize(start_epsilon, warm));

@@ -12,13 +12,17 @@
 
 namespace flowsched::solver {
 
-// Every algorithm MakeSolver knows, fastest general-purpose one first:
-// "cost_scaling" (Goldberg), "ssp" (successive shortest path).
+// Every algorithm MakeSolver knows: "portfolio" (relaxation and cost
+// scaling raced, first wins), "cost_scaling" (Goldberg), "relaxation"
+// (RELAX-IV), "ssp" (successive shortest path).
 std::vector<std::string> SolverNames();
 
-// The one-shot default: cost scaling is robust under contention and
-// oversubscription (Firmament section 4), where SSP collapses.
-inline constexpr std::string_view kDefaultSolver = "cost_scaling";
+// The one-shot default: the portfolio, since neither relaxation (fast in
+// the common case, collapses under contention) nor cost scaling (robust,
+// slower in the common case) wins everywhere (Firmament section 6.1).
+inline constexpr std::string_view kDefaultSolver = "portfolio";
+// A single deterministic algorithm, for deterministic rounds.
+inline constexpr std::string_view kDeterministicSolver = "cost_scaling";
 
 // InvalidArgument listing SolverNames() for an unknown name.
 absl::StatusOr<std::unique_ptr<McmfSolver>> MakeSolver(std::string_view name);

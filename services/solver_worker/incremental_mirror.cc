@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/common/status_macros.h"
-#include "services/solver/cost_scaling.h"
+#include "services/solver/portfolio.h"
 
 namespace flowsched::solver_worker {
 
@@ -97,20 +97,17 @@ absl::StatusOr<MirrorResult> IncrementalMirror::Solve() {
   MirrorResult result;
   if (!cold_) {
     // Portfolio (Firmament section 6.1): repair the previous flow and solve
-    // from scratch by cost scaling at the same time, one per core; the
-    // first to finish wins and stops the other. Repair wins when the
-    // round's changes stay local; cost scaling bounds the round when they
-    // ripple through the whole network (contention, Quincy-shaped costs).
+    // from scratch by the relaxation / cost scaling portfolio at the same
+    // time; the first to finish wins and stops the others. Repair wins when
+    // the round's changes stay local; the from-scratch algorithms bound the
+    // round when changes ripple through the whole network.
     solver::McmfSolution unused;
     solver_->Export(result.problem, unused, result.handles);
     std::atomic<bool> stop{false};
     absl::StatusOr<solver::McmfSolution> raced =
-        absl::UnknownError("cost scaling did not run");
+        absl::UnknownError("the portfolio did not run");
     std::thread racer([&] {
-      solver::CostScalingOptions options;
-      options.stop = &stop;
-      raced = solver::CostScaling(options).Solve(result.problem);
-      if (raced.ok()) stop.store(true);
+      raced = solver::Portfolio(&stop).Solve(result.problem);
     });
     solver_->set_stop_flag(&stop);
     auto repaired = solver_->Solve();
@@ -129,7 +126,7 @@ absl::StatusOr<MirrorResult> IncrementalMirror::Solve() {
       result.solution = std::move(*raced);
       result.outcome = result.solution.outcome;
       result.total_cost = result.solution.total_cost;
-      result.algorithm = "cost_scaling";
+      result.algorithm = result.solution.algorithm;
       FLOWSCHED_RETURN_IF_ERROR(Install(result));
       return result;
     }

@@ -29,7 +29,7 @@ namespace flowsched::solver_worker {
 struct MirrorResult {
   solver::McmfOutcome outcome = solver::McmfOutcome::kInfeasible;
   int64_t total_cost = 0;
-  std::string algorithm;  // "incremental", "cost_scaling" (race or cold)
+  std::string algorithm;  // "incremental" or the from-scratch winner
   // The exported problem and solution, in handle order, for the checker.
   solver::McmfProblem problem;
   solver::McmfSolution solution;

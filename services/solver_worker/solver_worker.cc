@@ -54,9 +54,10 @@ absl::Status SolverWorker::Open() {
     FLOWSCHED_ASSIGN_OR_RETURN(
         auto cold, solver::MakeSolver(solver::kDefaultSolver));
     mirror_ = std::make_unique<IncrementalMirror>(std::move(cold));
-    // Deterministic rounds are solved from scratch on a canonical copy.
-    FLOWSCHED_ASSIGN_OR_RETURN(solver_,
-                               solver::MakeSolver(solver::kDefaultSolver));
+    // Deterministic rounds are solved from scratch on a canonical copy, by
+    // one fixed algorithm (a race's winner depends on timing).
+    FLOWSCHED_ASSIGN_OR_RETURN(
+        solver_, solver::MakeSolver(solver::kDeterministicSolver));
   } else {
     FLOWSCHED_ASSIGN_OR_RETURN(solver_,
                                solver::MakeSolver(options_.algorithm));

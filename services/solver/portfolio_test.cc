@@ -1,0 +1,45 @@
+#include "services/solver/portfolio.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/common/status_matchers.h"
+#include "services/solver/flow_checker.h"
+#include "services/solver/lemon_reference.h"
+#include "services/solver/test_graphs.h"
+
+namespace flowsched::solver {
+namespace {
+
+using ::flowsched::testing::IsOk;
+using ::flowsched::testing::StatusIs;
+
+TEST(PortfolioTest, WinnerIsOptimalOnSchedulingNetworks) {
+  Portfolio portfolio;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    testgen::SchedulingOptions options;
+    options.utilisation = 0.5 + 0.02 * static_cast<double>(seed);
+    const McmfProblem problem = testgen::SchedulingNetwork(seed, options);
+    auto solution = portfolio.Solve(problem);
+    ASSERT_THAT(solution, IsOk());
+    const testgen::LemonResult lemon = testgen::SolveWithLemon(problem);
+    ASSERT_EQ(solution->outcome, lemon.outcome) << seed;
+    if (lemon.outcome != McmfOutcome::kOptimal) continue;
+    EXPECT_THAT(CheckOptimalFlow(problem, *solution), IsOk());
+    EXPECT_EQ(solution->total_cost, lemon.total_cost);
+    EXPECT_TRUE(solution->algorithm == "relaxation" ||
+                solution->algorithm == "cost_scaling")
+        << solution->algorithm;
+  }
+}
+
+TEST(PortfolioTest, ACallerStopCancelsBothAlgorithms) {
+  std::atomic<bool> stop{true};
+  Portfolio portfolio(&stop);
+  const McmfProblem problem =
+      testgen::SchedulingNetwork(3, testgen::SchedulingOptions{});
+  EXPECT_THAT(portfolio.Solve(problem),
+              StatusIs(absl::StatusCode::kCancelled, ""));
+}
+
+}  // namespace
+}  // namespace flowsched::solver

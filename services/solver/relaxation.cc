@@ -1,0 +1,536 @@
+#include "services/solver/relaxation.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "services/common/status_macros.h"
+#include "services/solver/feasibility.h"
+#include "services/solver/int128.h"
+#include "services/solver/problem_validator.h"
+
+namespace flowsched::solver {
+namespace {
+
+constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+constexpr int64_t kInfinite = std::numeric_limits<int64_t>::max();
+
+// Prices start at 0 and only rise. Keeping them at or below 2^61 keeps every
+// stored reduced cost (|cost| <= 2^30 plus a price difference) and every
+// step inside int64 without per-operation checks.
+constexpr int64_t kMaxPrice = int64_t{1} << 61;
+// (n + 1) * max|cost| must stay below this, as for SSP: a feasible problem's
+// optimal prices fit well within the price guard then.
+constexpr Int128 kMaxCostSpan = Int128{1} << 61;
+// Bound on |supply| plus incident capacity of one node, so surpluses fit.
+constexpr Int128 kMaxNodeThroughput = Int128{1} << 62;
+// The stop flag is read once per this many iterations (a power of two).
+constexpr uint64_t kStopCheckInterval = 4096;
+
+// Residual arcs in CSR order with the reduced cost stored per arc (RELAX-IV
+// keeps rc, not prices, on arcs): scans test "balanced" without touching the
+// head's price, and a price rise already visits every arc whose rc changes.
+struct ResidualArc {
+  int64_t residual = 0;
+  int64_t rc = 0;  // cost - p[tail] + p[head]; negated on the mate
+  uint32_t head = 0;
+  uint32_t mate = 0;
+};
+
+class Workspace {
+ public:
+  Workspace(const McmfProblem& problem, const RelaxationOptions& options,
+            const std::atomic<bool>* stop)
+      : problem_(problem), options_(options), stop_(stop) {}
+
+  // Bounds checks, residual graph, zero prices, negative-cost arcs
+  // saturated (complementary slackness for zero prices).
+  absl::Status Init();
+  // Relaxation iterations until no surplus is left. Returns kInfeasible only
+  // with a cut certificate (a set with surplus and no residual arc out).
+  absl::StatusOr<McmfOutcome> Run();
+  absl::StatusOr<McmfSolution> ExtractSolution() const;
+
+ private:
+  uint32_t Tail(uint32_t a) const { return arcs_[arcs_[a].mate].head; }
+  void Enqueue(uint32_t v) {
+    if (!queued_[v]) {
+      queued_[v] = 1;
+      queue_.push_back(v);
+    }
+  }
+  void Push(uint32_t tail, uint32_t a, int64_t delta) {
+    ResidualArc& arc = arcs_[a];
+    arc.residual -= delta;
+    arcs_[arc.mate].residual += delta;
+    surplus_[tail] -= delta;
+    surplus_[arc.head] += delta;
+    if (surplus_[arc.head] > 0) Enqueue(arc.head);
+  }
+  absl::Status Tick() {
+    if ((++ticks_ & (kStopCheckInterval - 1)) == 0 && stop_ != nullptr &&
+        stop_->load(std::memory_order_relaxed)) {
+      return absl::CancelledError("relaxation: stopped by the caller");
+    }
+    return absl::OkStatus();
+  }
+  absl::Status CheckPrice(int64_t price, int64_t step) const {
+    if (price > kMaxPrice - step) {
+      return absl::OutOfRangeError(
+          "relaxation: a node price would exceed 2^61");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<bool> SingleNode(uint32_t s);
+  absl::Status Multinode(uint32_t s);
+  absl::Status RaiseSet(int64_t step, Int128& delx);
+  void Label(uint32_t v, uint32_t pred_arc);
+  uint32_t PopFrontier();
+  void ClearFrontier();
+  bool Augment(uint32_t s, Int128& surplus_s, Int128& delx);
+
+  const McmfProblem& problem_;
+  const RelaxationOptions& options_;
+  const std::atomic<bool>* stop_;
+  uint32_t node_count_ = 0;
+  uint64_t ticks_ = 0;
+  bool infeasible_ = false;
+
+  std::vector<uint32_t> first_out_;  // node_count_ + 1 offsets into arcs_
+  std::vector<ResidualArc> arcs_;
+  std::vector<uint32_t> forward_arc_;  // input arc -> residual arc
+  std::vector<int64_t> surplus_;       // supply + inflow - outflow
+  std::vector<int64_t> price_;         // published as potentials
+  // 1 if the node has an arc into a node with negative supply: machines and
+  // unscheduled aggregators, the "sink side" of a scheduling network.
+  std::vector<uint8_t> sink_side_;
+
+  // FIFO queue of nodes with positive surplus (RELAX-IV's queue of nonzero
+  // deficit nodes, positive side only).
+  std::vector<uint32_t> queue_;
+  std::vector<uint8_t> queued_;
+
+  // Multinode tree: a node is labelled when reached through a balanced
+  // residual arc (pred_), scanned once its arcs have been examined. Stamps
+  // avoid O(n) resets per iteration.
+  uint32_t stamp_ = 0;
+  std::vector<uint32_t> label_stamp_;
+  std::vector<uint32_t> scan_stamp_;
+  std::vector<uint32_t> pred_;
+  std::vector<uint32_t> members_;  // scanned nodes: the set S
+  std::vector<uint32_t> targets_;  // labelled nodes with negative surplus
+  // Labelled, unscanned nodes: a stack scanned first (prioritised, sink
+  // side) and a FIFO for the rest.
+  std::vector<uint32_t> frontier_front_;
+  std::vector<uint32_t> frontier_back_;
+  size_t frontier_back_head_ = 0;
+};
+
+absl::Status Workspace::Init() {
+  node_count_ = problem_.node_count;
+  const size_t arc_count = problem_.arcs.size();
+  int64_t max_abs_cost = 0;
+  for (const McmfArc& arc : problem_.arcs) {
+    max_abs_cost = std::max(max_abs_cost, arc.cost < 0 ? -arc.cost : arc.cost);
+  }
+  if ((static_cast<Int128>(node_count_) + 1) * max_abs_cost > kMaxCostSpan) {
+    return absl::OutOfRangeError(fmt::format(
+        "relaxation: (node_count {} + 1) times max |cost| {} exceeds 2^61; "
+        "prices could overflow int64",
+        node_count_, max_abs_cost));
+  }
+  std::vector<Int128> throughput(node_count_, 0);
+  for (uint32_t v = 0; v < node_count_; ++v) {
+    throughput[v] = problem_.supply[v] < 0 ? -problem_.supply[v] : problem_.supply[v];
+  }
+  first_out_.assign(size_t{node_count_} + 1, 0);
+  for (const McmfArc& arc : problem_.arcs) {
+    ++first_out_[size_t{arc.src} + 1];
+    ++first_out_[size_t{arc.dst} + 1];
+    throughput[arc.src] += arc.capacity;
+    throughput[arc.dst] += arc.capacity;
+  }
+  for (uint32_t v = 0; v < node_count_; ++v) {
+    if (throughput[v] > kMaxNodeThroughput) {
+      return absl::OutOfRangeError(fmt::format(
+          "relaxation: node {} has |supply| plus incident capacity above "
+          "2^62; its surplus could overflow int64",
+          v));
+    }
+  }
+  throughput.clear();
+  throughput.shrink_to_fit();
+  for (size_t v = 0; v < node_count_; ++v) first_out_[v + 1] += first_out_[v];
+  // Counting sort by tail in input order: the layout, and so the whole run,
+  // is a pure function of the input.
+  std::vector<uint32_t> next(first_out_.begin(), first_out_.end() - 1);
+  arcs_.assign(2 * arc_count, ResidualArc{});
+  forward_arc_.assign(arc_count, 0);
+  surplus_.assign(problem_.supply.begin(), problem_.supply.end());
+  sink_side_.assign(node_count_, 0);
+  for (size_t i = 0; i < arc_count; ++i) {
+    const McmfArc& arc = problem_.arcs[i];
+    const uint32_t fwd = next[arc.src]++;
+    const uint32_t rev = next[arc.dst]++;
+    arcs_[fwd] = ResidualArc{arc.capacity, arc.cost, arc.dst, rev};
+    arcs_[rev] = ResidualArc{0, -arc.cost, arc.src, fwd};
+    forward_arc_[i] = fwd;
+    // Zero prices: an arc with negative cost must carry its capacity.
+    if (arc.cost < 0 && arc.capacity > 0) {
+      arcs_[fwd].residual = 0;
+      arcs_[rev].residual = arc.capacity;
+      surplus_[arc.src] -= arc.capacity;
+      surplus_[arc.dst] += arc.capacity;
+    }
+    if (arc.capacity > 0 && arc.src != arc.dst && problem_.supply[arc.dst] < 0) {
+      sink_side_[arc.src] = 1;
+    }
+  }
+  price_.assign(node_count_, 0);
+  queued_.assign(node_count_, 0);
+  label_stamp_.assign(node_count_, 0);
+  scan_stamp_.assign(node_count_, 0);
+  pred_.assign(node_count_, kNone);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<McmfOutcome> Workspace::Run() {
+  for (uint32_t v = 0; v < node_count_; ++v) {
+    if (surplus_[v] > 0) Enqueue(v);
+  }
+  // RELAX-IV's outer loop: cycle through the queue of surplus nodes; the
+  // first passes run single-node iterations only (cheap coordinate ascent
+  // that settles most uncontested tasks, Firmament section 4.2), later a node
+  // whose single-node iteration made no progress gets a multinode iteration.
+  size_t head = 0;
+  size_t pass_end = queue_.size();
+  int pass = 0;
+  while (head < queue_.size()) {
+    if (head == pass_end) {
+      ++pass;
+      pass_end = queue_.size();
+    }
+    const uint32_t s = queue_[head++];
+    queued_[s] = 0;
+    FLOWSCHED_RETURN_IF_ERROR(Tick());
+    if (surplus_[s] > 0) {
+      FLOWSCHED_ASSIGN_OR_RETURN(const bool progress, SingleNode(s));
+      if (infeasible_) return McmfOutcome::kInfeasible;
+      if (surplus_[s] > 0 && !progress && pass >= options_.single_node_passes) {
+        FLOWSCHED_RETURN_IF_ERROR(Multinode(s));
+        if (infeasible_) return McmfOutcome::kInfeasible;
+      }
+      if (surplus_[s] > 0) Enqueue(s);
+    }
+    // Compact the consumed prefix once it dominates.
+    if (head > 4096 && head * 2 > queue_.size()) {
+      queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(head));
+      pass_end -= head;
+      head = 0;
+    }
+  }
+  return McmfOutcome::kOptimal;
+}
+
+absl::StatusOr<bool> Workspace::SingleNode(uint32_t s) {
+  // Coordinate ascent on p[s]. The dual's slope in p[s] is surplus[s] minus
+  // the residual capacity of balanced (rc == 0) arcs out of s; while it is
+  // >= 0 (RELAX-IV takes degenerate steps too), saturate those arcs and raise
+  // p[s] to the next breakpoint, the smallest positive rc of a residual arc
+  // out of s, which balances that arc. Then push what is left to balanced
+  // neighbours with a deficit.
+  const int64_t initial = surplus_[s];
+  const uint32_t begin = first_out_[s];
+  const uint32_t end = first_out_[s + 1];
+  while (surplus_[s] > 0) {
+    Int128 balanced = 0;
+    int64_t step = kInfinite;
+    for (uint32_t a = begin; a < end; ++a) {
+      const ResidualArc& arc = arcs_[a];
+      if (arc.residual == 0 || arc.head == s) continue;
+      if (arc.rc == 0) {
+        balanced += arc.residual;
+      } else {
+        step = std::min(step, arc.rc);  // rc > 0 by complementary slackness
+      }
+    }
+    if (balanced > surplus_[s]) break;
+    if (step == kInfinite) {
+      // No breakpoint: with positive slope the dual is unbounded, i.e. {s}
+      // has more surplus than residual capacity out of it.
+      if (balanced < surplus_[s]) infeasible_ = true;
+      break;
+    }
+    FLOWSCHED_RETURN_IF_ERROR(Tick());
+    FLOWSCHED_RETURN_IF_ERROR(CheckPrice(price_[s], step));
+    price_[s] += step;
+    for (uint32_t a = begin; a < end; ++a) {
+      ResidualArc& arc = arcs_[a];
+      if (arc.head == s) continue;
+      if (arc.rc == 0 && arc.residual > 0) Push(s, a, arc.residual);
+      arc.rc -= step;
+      arcs_[arc.mate].rc += step;
+    }
+  }
+  if (infeasible_) return false;
+  for (uint32_t a = begin; a < end && surplus_[s] > 0; ++a) {
+    const ResidualArc& arc = arcs_[a];
+    if (arc.rc != 0 || arc.residual == 0 || arc.head == s ||
+        surplus_[arc.head] >= 0) {
+      continue;
+    }
+    Push(s, a, std::min({surplus_[s], -surplus_[arc.head], arc.residual}));
+  }
+  return surplus_[s] < initial;
+}
+
+void Workspace::Label(uint32_t v, uint32_t pred_arc) {
+  label_stamp_[v] = stamp_;
+  pred_[v] = pred_arc;
+  if (surplus_[v] < 0) {
+    targets_.push_back(v);
+  } else if (options_.arc_prioritisation && sink_side_[v]) {
+    frontier_front_.push_back(v);
+  } else {
+    frontier_back_.push_back(v);
+  }
+}
+
+uint32_t Workspace::PopFrontier() {
+  if (!frontier_front_.empty()) {
+    const uint32_t v = frontier_front_.back();
+    frontier_front_.pop_back();
+    return v;
+  }
+  if (frontier_back_head_ < frontier_back_.size()) {
+    return frontier_back_[frontier_back_head_++];
+  }
+  return kNone;
+}
+
+void Workspace::ClearFrontier() {
+  for (uint32_t v : frontier_front_) label_stamp_[v] = 0;
+  for (size_t i = frontier_back_head_; i < frontier_back_.size(); ++i) {
+    label_stamp_[frontier_back_[i]] = 0;
+  }
+  frontier_front_.clear();
+  frontier_back_.clear();
+  frontier_back_head_ = 0;
+}
+
+bool Workspace::Augment(uint32_t s, Int128& surplus_s, Int128& delx) {
+  // Flow along the tree from s to every labelled deficit found, each as far
+  // as the path, s's surplus and the deficit allow. Tree arcs are balanced,
+  // so complementary slackness is kept. A target outside S takes the flow
+  // over a counted cut arc, so delx and surplus(S) both drop by dx.
+  // Saturated tree arcs leave parts of the tree unusable (dx 0 below), which
+  // only costs later augmentations, never correctness.
+  bool moved = false;
+  for (uint32_t t : targets_) {
+    if (surplus_[s] == 0) break;
+    int64_t dx = std::min(surplus_[s], -surplus_[t]);
+    for (uint32_t v = t; v != s && dx > 0; v = Tail(pred_[v])) {
+      dx = std::min(dx, arcs_[pred_[v]].residual);
+    }
+    if (dx <= 0) continue;
+    for (uint32_t v = t; v != s; v = Tail(pred_[v])) {
+      ResidualArc& arc = arcs_[pred_[v]];
+      arc.residual -= dx;
+      arcs_[arc.mate].residual += dx;
+    }
+    surplus_[s] -= dx;
+    surplus_[t] += dx;
+    if (scan_stamp_[t] != stamp_) {
+      surplus_s -= dx;
+      delx -= dx;
+    }
+    moved = true;
+  }
+  // A filled deficit becomes an ordinary labelled node the tree may grow
+  // through.
+  for (uint32_t t : targets_) {
+    if (surplus_[t] >= 0 && scan_stamp_[t] != stamp_) {
+      if (options_.arc_prioritisation && sink_side_[t]) {
+        frontier_front_.push_back(t);
+      } else {
+        frontier_back_.push_back(t);
+      }
+    }
+  }
+  targets_.clear();
+  return moved;
+}
+
+absl::Status Workspace::RaiseSet(int64_t step, Int128& delx) {
+  // Raise the prices of S by `step`. Balanced arcs leaving S would get a
+  // negative rc, so they are saturated first (flow leaves S: delx units);
+  // arcs inside S keep their rc. Arcs whose rc drops to 0 become the new
+  // cut: their heads are the new frontier, labelled from S.
+  int64_t top = 0;
+  for (uint32_t i : members_) top = std::max(top, price_[i]);
+  FLOWSCHED_RETURN_IF_ERROR(CheckPrice(top, step));
+  ClearFrontier();
+  delx = 0;
+  for (uint32_t i : members_) {
+    price_[i] += step;
+    for (uint32_t a = first_out_[i]; a < first_out_[i + 1]; ++a) {
+      ResidualArc& arc = arcs_[a];
+      const uint32_t j = arc.head;
+      if (j == i || scan_stamp_[j] == stamp_) continue;
+      if (arc.rc == 0 && arc.residual > 0) Push(i, a, arc.residual);
+      arc.rc -= step;
+      arcs_[arc.mate].rc += step;
+      if (arc.rc == 0 && arc.residual > 0) {
+        delx += arc.residual;
+        if (label_stamp_[j] != stamp_) Label(j, a);
+      }
+    }
+  }
+  // Saturation may have left members of S with a deficit (a node with no
+  // surplus of its own but balanced arcs out of S). They are in the tree
+  // and their tree paths are inside S, untouched: augment to them.
+  for (uint32_t i : members_) {
+    if (surplus_[i] < 0) targets_.push_back(i);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Workspace::Multinode(uint32_t s) {
+  // Grow S (the scanned set) from s through balanced residual arcs. delx is
+  // the residual capacity of balanced arcs from S to outside; the ascent of
+  // raising all prices in S is surplus(S) - delx. When it is >= 0 the prices
+  // of S rise to the next breakpoint over the cut (RELAX-IV's multinode price
+  // rise, degenerate steps included); when a labelled node has a deficit,
+  // flow is augmented along the tree instead.
+  if (++stamp_ == 0) {
+    std::fill(label_stamp_.begin(), label_stamp_.end(), 0);
+    std::fill(scan_stamp_.begin(), scan_stamp_.end(), 0);
+    stamp_ = 1;
+  }
+  members_.clear();
+  targets_.clear();
+  ClearFrontier();
+  label_stamp_[s] = stamp_;
+  pred_[s] = kNone;
+  frontier_front_.push_back(s);
+  Int128 surplus_s = 0;  // surplus of S
+  Int128 delx = 0;
+  bool moved = false;  // whether an augmentation happened
+  while (true) {
+    FLOWSCHED_RETURN_IF_ERROR(Tick());
+    if (!members_.empty() && surplus_s >= delx) {
+      int64_t step = kInfinite;
+      for (uint32_t i : members_) {
+        for (uint32_t a = first_out_[i]; a < first_out_[i + 1]; ++a) {
+          const ResidualArc& arc = arcs_[a];
+          if (arc.residual == 0 || arc.rc == 0 || arc.head == i ||
+              scan_stamp_[arc.head] == stamp_) {
+            continue;
+          }
+          step = std::min(step, arc.rc);
+        }
+      }
+      if (step == kInfinite) {
+        if (surplus_s > delx) {
+          // S keeps a surplus whatever flows on the balanced arcs and no
+          // other residual arc leaves it: a cut that proves infeasibility.
+          infeasible_ = true;
+          return absl::OkStatus();
+        }
+        // Degenerate without a breakpoint: nothing to gain, keep growing.
+      } else {
+        surplus_s -= delx;
+        FLOWSCHED_RETURN_IF_ERROR(RaiseSet(step, delx));
+        if (!targets_.empty()) moved |= Augment(s, surplus_s, delx);
+        if (surplus_[s] <= 0) return absl::OkStatus();
+        continue;
+      }
+    }
+    const uint32_t i = PopFrontier();
+    if (i == kNone) {
+      // After an augmentation, unfilled deficits stay labelled but
+      // unscanned, so the frontier can run dry with delx > 0: the iteration
+      // made progress, end it. Without one, an empty frontier means delx ==
+      // 0 < surplus(S), which the branch above turns into a price rise or a
+      // certificate.
+      if (moved) return absl::OkStatus();
+      return absl::InternalError("relaxation: multinode tree ran dry");
+    }
+    scan_stamp_[i] = stamp_;
+    members_.push_back(i);
+    surplus_s += surplus_[i];
+    for (uint32_t a = first_out_[i]; a < first_out_[i + 1]; ++a) {
+      const ResidualArc& arc = arcs_[a];
+      const uint32_t j = arc.head;
+      if (arc.rc != 0 || j == i) continue;
+      if (scan_stamp_[j] == stamp_) {
+        // j -> i (the mate, also balanced) no longer leaves S.
+        delx -= arcs_[arc.mate].residual;
+      } else if (arc.residual > 0) {
+        delx += arc.residual;
+        if (label_stamp_[j] != stamp_) Label(j, a);
+      }
+    }
+    if (!targets_.empty()) {
+      // Unlike RELAX-IV, keep going after an augmentation while s has
+      // surplus: S, delx and the intact part of the tree stay valid, and a
+      // hub such as the cluster aggregator X (thousands of unit piece arcs
+      // under load spreading) would otherwise rebuild its tree, O(deg X),
+      // for every unit it routes.
+      moved |= Augment(s, surplus_s, delx);
+      if (surplus_[s] <= 0) return absl::OkStatus();
+    }
+  }
+}
+
+absl::StatusOr<McmfSolution> Workspace::ExtractSolution() const {
+  McmfSolution solution;
+  solution.outcome = McmfOutcome::kOptimal;
+  solution.flow.resize(problem_.arcs.size());
+  Int128 total_cost = 0;
+  for (size_t i = 0; i < problem_.arcs.size(); ++i) {
+    const McmfArc& arc = problem_.arcs[i];
+    const int64_t flow = arc.capacity - arcs_[forward_arc_[i]].residual;
+    solution.flow[i] = flow;
+    total_cost += static_cast<Int128>(flow) * arc.cost;
+  }
+  if (total_cost > std::numeric_limits<int64_t>::max() ||
+      total_cost < std::numeric_limits<int64_t>::min()) {
+    return absl::OutOfRangeError("optimal total cost does not fit in int64");
+  }
+  solution.total_cost = static_cast<int64_t>(total_cost);
+  solution.potentials = price_;
+  return solution;
+}
+
+}  // namespace
+
+absl::StatusOr<McmfSolution> Relaxation::Solve(const McmfProblem& problem) {
+  FLOWSCHED_RETURN_IF_ERROR(ValidateProblem(problem));
+  if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) {
+    return absl::CancelledError("relaxation: stopped by the caller");
+  }
+  Workspace workspace(problem, options_, stop_);
+  FLOWSCHED_RETURN_IF_ERROR(workspace.Init());
+  McmfSolution solution;
+  // The relaxation method assumes feasibility (an infeasible problem shows
+  // up only as prices rising without bound, possibly to the 2^61 guard), so
+  // ask a max flow first, as cost scaling does.
+  if (HasFeasibleFlow(problem)) {
+    FLOWSCHED_ASSIGN_OR_RETURN(const McmfOutcome outcome, workspace.Run());
+    if (outcome == McmfOutcome::kOptimal) {
+      FLOWSCHED_ASSIGN_OR_RETURN(solution, workspace.ExtractSolution());
+    }
+  }
+  solution.algorithm = std::string(name());
+  return solution;
+}
+
+}  // namespace flowsched::solver

@@ -1,0 +1,68 @@
+#pragma once
+
+// The relaxation (dual ascent) min-cost flow method of Bertsekas and Tseng in
+// the structure of their RELAX-IV code (Bertsekas & Tseng, "RELAX-IV: a faster
+// version of the RELAX code", LIDS-P-2276, 1994). Firmament (OSDI 2016,
+// section 4.2, figure 7) found it the fastest algorithm on scheduling networks
+// whose tasks mostly have uncontested destinations, and its collapse under
+// contention (figure 9) is why it should race cost scaling rather than
+// replace it.
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "services/solver/mcmf_problem.h"
+#include "services/solver/mcmf_solver.h"
+
+namespace flowsched::solver {
+
+struct RelaxationOptions {
+  // Passes over the queue of surplus nodes that run single-node iterations
+  // only before multinode iterations may start (RELAX-IV uses 3). They route
+  // most of the flow of uncontested scheduling networks on their own.
+  int single_node_passes = 3;
+  // Firmament section 5.3.1: when the multinode tree grows, nodes with an arc
+  // towards a deficit node (machines and unscheduled aggregators, which feed
+  // the sink) are scanned first, depth-first; the rest breadth-first.
+  bool arc_prioritisation = true;
+};
+
+// Exact, deterministic min-cost flow for any problem ValidateProblem accepts.
+// Maintains prices p and a flow in complementary slackness with them (rc =
+// cost - p[src] + p[dst]; arcs with rc < 0 saturated, rc > 0 empty) and
+// raises prices of node sets with positive ascent or augments along
+// zero-reduced-cost paths until every surplus is gone, so the published
+// potentials are the final prices and certify optimality exactly.
+//
+// Errors: InvalidArgument for invalid problems; OutOfRange when (node_count +
+// 1) * max|cost| > 2^61, when one node's |supply| plus incident capacities
+// exceeds 2^62, when a price would pass 2^61 (a run-time guard) or the
+// optimal total cost does not fit int64; CancelledError when the stop flag is
+// set. kInfeasible (flow and potentials empty) comes from an up-front max
+// flow (HasFeasibleFlow) and, as a certificate during the run, from a node
+// set with surplus and no residual arc leaving it.
+//
+// Solve keeps all work arrays local, so one instance may serve concurrent
+// calls (they share the stop flag); set_stop_flag itself is not
+// synchronised and belongs before the calls.
+class Relaxation final : public McmfSolver {
+ public:
+  Relaxation() = default;
+  explicit Relaxation(RelaxationOptions options) : options_(options) {}
+
+  absl::StatusOr<McmfSolution> Solve(const McmfProblem& problem) override;
+  std::string_view name() const override { return "relaxation"; }
+
+  // Cooperative cancellation for a portfolio racing several solvers: while
+  // `*stop` is true, Solve returns CancelledError within a few thousand
+  // iterations. The flag must outlive the Solve calls; nullptr disables.
+  void set_stop_flag(const std::atomic<bool>* stop) { stop_ = stop; }
+
+ private:
+  RelaxationOptions options_;
+  const std::atomic<bool>* stop_ = nullptr;
+};
+
+}  // namespace flowsched::solver

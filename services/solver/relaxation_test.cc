@@ -1,0 +1,361 @@
+#include "services/solver/relaxation.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/common/status_matchers.h"
+#include "services/solver/flow_checker.h"
+#include "services/solver/lemon_reference.h"
+#include "services/solver/solver_registry.h"
+#include "services/solver/test_graphs.h"
+
+namespace flowsched::solver {
+namespace {
+
+using ::flowsched::testing::IsOk;
+using ::flowsched::testing::StatusIs;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+// Checks the certificate and compares outcome and cost with LEMON's
+// NetworkSimplex. Returns the solution (empty on error) for chaining.
+McmfSolution ExpectMatchesLemon(const McmfProblem& problem,
+                                const absl::StatusOr<McmfSolution>& solution) {
+  EXPECT_THAT(solution, IsOk());
+  if (!solution.ok()) return {};
+  const testgen::LemonResult lemon = testgen::SolveWithLemon(problem);
+  EXPECT_EQ(solution->outcome, lemon.outcome);
+  EXPECT_EQ(solution->algorithm, "relaxation");
+  if (solution->outcome == McmfOutcome::kOptimal) {
+    EXPECT_THAT(CheckOptimalFlow(problem, *solution), IsOk());
+    if (lemon.outcome == McmfOutcome::kOptimal) {
+      EXPECT_EQ(solution->total_cost, lemon.total_cost);
+    }
+  } else {
+    EXPECT_THAT(solution->flow, IsEmpty());
+    EXPECT_THAT(solution->potentials, IsEmpty());
+  }
+  return *solution;
+}
+
+McmfOutcome SolveAndCompare(const McmfProblem& problem,
+                            RelaxationOptions options = {}) {
+  Relaxation solver(options);
+  return ExpectMatchesLemon(problem, solver.Solve(problem)).outcome;
+}
+
+// Correctness must not depend on the tuning knobs.
+RelaxationOptions OptionsForSeed(uint64_t seed) {
+  RelaxationOptions options;
+  options.single_node_passes = static_cast<int>(seed % 4);
+  options.arc_prioritisation = seed % 3 != 2;
+  return options;
+}
+
+TEST(RelaxationTest, NameAndRegistry) {
+  EXPECT_EQ(Relaxation().name(), "relaxation");
+  absl::StatusOr<std::unique_ptr<McmfSolver>> solver = MakeSolver("relaxation");
+  ASSERT_THAT(solver, IsOk());
+  EXPECT_EQ((*solver)->name(), "relaxation");
+  EXPECT_THAT(SolverNames(), Contains("relaxation"));
+}
+
+TEST(RelaxationTest, EmptyAndZeroSupply) {
+  Relaxation solver;
+  absl::StatusOr<McmfSolution> empty = solver.Solve(McmfProblem{});
+  ASSERT_THAT(empty, IsOk());
+  EXPECT_EQ(empty->outcome, McmfOutcome::kOptimal);
+  EXPECT_THAT(empty->flow, IsEmpty());
+
+  McmfProblem problem;
+  problem.node_count = 3;
+  problem.supply = {0, 0, 0};
+  problem.arcs = {{.src = 0, .dst = 1, .capacity = 4, .cost = 2},
+                  {.src = 1, .dst = 2, .capacity = 4, .cost = 0}};
+  const McmfSolution solution = ExpectMatchesLemon(problem, solver.Solve(problem));
+  EXPECT_THAT(solution.flow, ElementsAre(0, 0));
+  EXPECT_EQ(solution.potentials.size(), 3u);
+}
+
+TEST(RelaxationTest, ParallelArcsSelfLoopsAndNegativeCycles) {
+  McmfProblem parallel;
+  parallel.node_count = 2;
+  parallel.supply = {5, -5};
+  parallel.arcs = {{.src = 0, .dst = 1, .capacity = 3, .cost = 4},
+                   {.src = 0, .dst = 1, .capacity = 3, .cost = 1},
+                   {.src = 0, .dst = 1, .capacity = 0, .cost = -9},
+                   {.src = 0, .dst = 1, .capacity = 2, .cost = 2}};
+  const McmfSolution solution =
+      ExpectMatchesLemon(parallel, Relaxation().Solve(parallel));
+  EXPECT_THAT(solution.flow, ElementsAre(0, 3, 0, 2));
+
+  McmfProblem loops;
+  loops.node_count = 2;
+  loops.supply = {1, -1};
+  loops.arcs = {{.src = 0, .dst = 0, .capacity = 4, .cost = 3},
+                {.src = 0, .dst = 0, .capacity = 4, .cost = -3},
+                {.src = 0, .dst = 1, .capacity = 1, .cost = 1},
+                {.src = 1, .dst = 1, .capacity = 2, .cost = 0}};
+  EXPECT_EQ(ExpectMatchesLemon(loops, Relaxation().Solve(loops)).total_cost, -11);
+
+  McmfProblem cycle;
+  cycle.node_count = 5;
+  cycle.supply = {2, 0, 0, 0, -2};
+  cycle.arcs = {{.src = 1, .dst = 2, .capacity = 2, .cost = -5},
+                {.src = 2, .dst = 3, .capacity = 1, .cost = 1},
+                {.src = 3, .dst = 1, .capacity = 3, .cost = 1},
+                {.src = 0, .dst = 1, .capacity = 2, .cost = 2},
+                {.src = 2, .dst = 4, .capacity = 2, .cost = 2},
+                {.src = 0, .dst = 4, .capacity = 2, .cost = 1}};
+  SolveAndCompare(cycle);
+}
+
+TEST(RelaxationTest, Infeasible) {
+  McmfProblem problem;
+  problem.node_count = 2;
+  problem.supply = {3, -3};
+  problem.arcs = {{.src = 0, .dst = 1, .capacity = 2, .cost = 7}};
+  EXPECT_EQ(SolveAndCompare(problem), McmfOutcome::kInfeasible);
+  problem.arcs.clear();
+  EXPECT_EQ(SolveAndCompare(problem), McmfOutcome::kInfeasible);
+}
+
+TEST(RelaxationTest, Errors) {
+  McmfProblem invalid;
+  invalid.node_count = 1;
+  invalid.supply = {1};
+  EXPECT_THAT(Relaxation().Solve(invalid),
+              StatusIs(absl::StatusCode::kInvalidArgument, "supplies sum"));
+
+  McmfProblem overflow;
+  overflow.node_count = 1;
+  overflow.supply = {0};
+  overflow.arcs = {{.src = 0, .dst = 0, .capacity = kMaxArcCapacity,
+                    .cost = -kMaxArcCost}};
+  EXPECT_THAT(Relaxation().Solve(overflow),
+              StatusIs(absl::StatusCode::kOutOfRange, "total cost"));
+
+}
+
+TEST(RelaxationTest, LargeButRepresentableNumbers) {
+  McmfProblem problem;
+  problem.node_count = 3;
+  problem.supply = {kMaxArcCapacity, 0, -kMaxArcCapacity};
+  problem.arcs = {
+      {.src = 0, .dst = 1, .capacity = kMaxArcCapacity, .cost = 1000},
+      {.src = 1, .dst = 2, .capacity = int64_t{1} << 30, .cost = -kMaxArcCost},
+      {.src = 1, .dst = 2, .capacity = kMaxArcCapacity, .cost = 5},
+      {.src = 0, .dst = 2, .capacity = kMaxArcCapacity, .cost = 2000}};
+  SolveAndCompare(problem);
+}
+
+TEST(RelaxationTest, Deterministic) {
+  const McmfProblem problem = testgen::SchedulingNetwork(
+      7, {.task_count = 300, .job_count = 7, .machine_count = 40});
+  Relaxation solver;
+  absl::StatusOr<McmfSolution> first = solver.Solve(problem);
+  absl::StatusOr<McmfSolution> second = solver.Solve(problem);
+  ASSERT_THAT(first, IsOk());
+  ASSERT_THAT(second, IsOk());
+  EXPECT_EQ(first->flow, second->flow);
+  EXPECT_EQ(first->potentials, second->potentials);
+}
+
+TEST(RelaxationTest, MatchesLemonOnRandomFeasibleNetworks) {
+  int optimal = 0;
+  for (uint64_t seed = 0; seed < 240; ++seed) {
+    SCOPED_TRACE(seed);
+    testgen::RandomNetworkOptions options;
+    options.node_count = static_cast<uint32_t>(1 + seed % 60);
+    options.arc_count = options.node_count * static_cast<uint32_t>(1 + seed % 7);
+    options.max_capacity = seed % 3 == 0 ? 1 : 1000;
+    options.min_cost = seed % 2 == 0 ? -100 : 0;
+    options.max_cost = seed % 5 == 0 ? 100000 : 100;
+    options.zero_capacity_fraction = 0.1;
+    options.parallel_arc_fraction = 0.2;
+    options.self_loop_fraction = 0.05;
+    if (seed % 40 == 0) {
+      options.node_count = 2000;
+      options.arc_count = 10000;
+    }
+    if (SolveAndCompare(testgen::RandomFeasibleNetwork(seed, options),
+                        OptionsForSeed(seed)) == McmfOutcome::kOptimal) {
+      ++optimal;
+    }
+  }
+  EXPECT_EQ(optimal, 240);
+}
+
+TEST(RelaxationTest, MatchesLemonFeasibilityOnRandomSupplies) {
+  int infeasible = 0;
+  int optimal = 0;
+  for (uint64_t seed = 0; seed < 240; ++seed) {
+    SCOPED_TRACE(seed);
+    testgen::RandomNetworkOptions options;
+    options.node_count = static_cast<uint32_t>(2 + seed % 40);
+    options.arc_count = options.node_count * static_cast<uint32_t>(2 + seed % 4);
+    options.max_capacity = 10;
+    options.min_cost = -20;
+    options.max_cost = 50;
+    const McmfOutcome outcome = SolveAndCompare(
+        testgen::RandomSupplyNetwork(seed, options, 4), OptionsForSeed(seed));
+    ++(outcome == McmfOutcome::kOptimal ? optimal : infeasible);
+  }
+  EXPECT_GT(infeasible, 40);
+  EXPECT_GT(optimal, 40);
+}
+
+TEST(RelaxationTest, MatchesLemonOnSchedulingNetworks) {
+  // 50% to 120% slot utilisation.
+  for (uint64_t seed = 0; seed < 220; ++seed) {
+    SCOPED_TRACE(seed);
+    testgen::SchedulingOptions options;
+    options.task_count = static_cast<uint32_t>(10 + (seed * 37) % 600);
+    options.job_count = static_cast<uint32_t>(1 + seed % 12);
+    options.machine_count = static_cast<uint32_t>(2 + seed % 50);
+    options.rack_count = static_cast<uint32_t>(1 + seed % 6);
+    options.utilisation = 0.5 + 0.7 * static_cast<double>(seed % 15) / 14.0;
+    options.max_preferences = static_cast<uint32_t>(seed % 6);
+    EXPECT_EQ(SolveAndCompare(testgen::SchedulingNetwork(seed, options),
+                              OptionsForSeed(seed)),
+              McmfOutcome::kOptimal);
+  }
+}
+
+TEST(RelaxationTest, MatchesLemonOnCappedSchedulingNetworks) {
+  int infeasible = 0;
+  int optimal = 0;
+  for (uint64_t seed = 0; seed < 120; ++seed) {
+    SCOPED_TRACE(seed);
+    testgen::SchedulingOptions options;
+    options.task_count = static_cast<uint32_t>(20 + (seed * 53) % 400);
+    options.job_count = static_cast<uint32_t>(1 + seed % 9);
+    options.machine_count = static_cast<uint32_t>(3 + seed % 30);
+    options.rack_count = static_cast<uint32_t>(1 + seed % 4);
+    options.utilisation = 0.8 + 0.8 * static_cast<double>(seed % 9) / 8.0;
+    options.max_preferences = 3;
+    options.unscheduled_fraction = 0.25;
+    const McmfOutcome outcome = SolveAndCompare(
+        testgen::SchedulingNetwork(seed, options), OptionsForSeed(seed));
+    ++(outcome == McmfOutcome::kOptimal ? optimal : infeasible);
+  }
+  EXPECT_GT(infeasible, 20);
+  EXPECT_GT(optimal, 20);
+}
+
+TEST(RelaxationTest, MatchesLemonOnLargeSchedulingNetwork) {
+  SolveAndCompare(testgen::SchedulingNetwork(
+      1, {.task_count = 5000,
+          .job_count = 200,
+          .machine_count = 1500,
+          .rack_count = 40,
+          .utilisation = 0.95,
+          .max_preferences = 6}));
+}
+
+// Firmament figure 9 (same construction as cost_scaling_test.cc): a
+// load-spreading cluster (convex X -> machine arcs) already running tasks,
+// and one new job of `new_tasks` tasks contending for the remaining slots.
+McmfProblem LoadSpreadingNetwork(uint32_t machines, int64_t slots,
+                                 uint32_t new_tasks) {
+  constexpr int64_t kPerTaskCost = 10;
+  constexpr int64_t kUnscheduledCost = 100'000;
+  constexpr int64_t kPreemptionCost = 200'000;
+  std::vector<int64_t> running(machines);
+  int64_t total_running = 0;
+  for (uint32_t m = 0; m < machines; ++m) {
+    running[m] = static_cast<int64_t>((m * 7) % static_cast<uint32_t>(slots));
+    total_running += running[m];
+  }
+  // Nodes: running tasks, new tasks, U_old, U_new, X, machines, sink.
+  const auto running_count = static_cast<uint32_t>(total_running);
+  const uint32_t first_new = running_count;
+  const uint32_t u_old = first_new + new_tasks;
+  const uint32_t u_new = u_old + 1;
+  const uint32_t cluster = u_new + 1;
+  const uint32_t first_machine = cluster + 1;
+  const uint32_t sink = first_machine + machines;
+  McmfProblem problem;
+  problem.node_count = sink + 1;
+  problem.supply.assign(problem.node_count, 0);
+  uint32_t task = 0;
+  for (uint32_t m = 0; m < machines; ++m) {
+    for (int64_t k = 0; k < running[m]; ++k, ++task) {
+      problem.supply[task] = 1;
+      problem.arcs.push_back({task, first_machine + m, 1, 0});
+      problem.arcs.push_back({task, u_old, 1, kPreemptionCost});
+    }
+  }
+  for (uint32_t t = first_new; t < u_old; ++t) {
+    problem.supply[t] = 1;
+    problem.arcs.push_back({t, cluster, 1, 0});
+    problem.arcs.push_back({t, u_new, 1, kUnscheduledCost});
+  }
+  problem.arcs.push_back({u_old, sink, total_running, 0});
+  problem.arcs.push_back({u_new, sink, new_tasks, 0});
+  for (uint32_t m = 0; m < machines; ++m) {
+    for (int64_t k = 1; k <= slots - running[m]; ++k) {
+      problem.arcs.push_back(
+          {cluster, first_machine + m, 1, kPerTaskCost * (running[m] + k)});
+    }
+    problem.arcs.push_back({first_machine + m, sink, slots, 0});
+  }
+  problem.supply[sink] = -(total_running + int64_t{new_tasks});
+  return problem;
+}
+
+TEST(RelaxationTest, ContendedLoadSpreadingNewJob) {
+  const McmfProblem problem = LoadSpreadingNetwork(400, 12, 5000);
+  const McmfSolution solution =
+      ExpectMatchesLemon(problem, Relaxation().Solve(problem));
+  EXPECT_EQ(solution.outcome, McmfOutcome::kOptimal);
+}
+
+TEST(RelaxationTest, StopFlagSetBeforeSolve) {
+  std::atomic<bool> stop{true};
+  Relaxation solver;
+  solver.set_stop_flag(&stop);
+  const McmfProblem problem = testgen::SchedulingNetwork(
+      3, {.task_count = 100, .job_count = 3, .machine_count = 10});
+  EXPECT_THAT(solver.Solve(problem), StatusIs(absl::StatusCode::kCancelled, "stopped"));
+  // Clearing the flag (or detaching it) lets the same instance solve again.
+  stop = false;
+  ExpectMatchesLemon(problem, solver.Solve(problem));
+  stop = true;
+  solver.set_stop_flag(nullptr);
+  ExpectMatchesLemon(problem, solver.Solve(problem));
+}
+
+TEST(RelaxationTest, StopFlagCancelsARunningSolve) {
+  // A contended network that takes relaxation many iterations; another
+  // thread raises the flag once the solve has started. No timing is
+  // asserted: if the solve wins the race it must simply be correct.
+  const McmfProblem problem = LoadSpreadingNetwork(1000, 12, 12000);
+  std::atomic<bool> stop{false};
+  std::atomic<bool> started{false};
+  Relaxation solver;
+  solver.set_stop_flag(&stop);
+  std::thread stopper([&] {
+    while (!started.load()) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    stop = true;
+  });
+  started = true;
+  const absl::StatusOr<McmfSolution> result = solver.Solve(problem);
+  stopper.join();
+  if (result.ok()) {
+    EXPECT_THAT(CheckOptimalFlow(problem, *result), IsOk());
+  } else {
+    EXPECT_THAT(result, StatusIs(absl::StatusCode::kCancelled, "stopped"));
+  }
+}
+
+}  // namespace
+}  // namespace flowsched::solver
