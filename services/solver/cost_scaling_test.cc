@@ -9,6 +9,7 @@
 #include "services/common/status_matchers.h"
 #include "services/solver/flow_checker.h"
 #include "services/solver/lemon_reference.h"
+#include "services/solver/solver_conformance.h"
 #include "services/solver/solver_registry.h"
 #include "services/solver/test_graphs.h"
 
@@ -171,99 +172,39 @@ TEST(CostScalingTest, Deterministic) {
   EXPECT_EQ(first->potentials, second->potentials);
 }
 
+// Correctness must not depend on the tuning knobs: vary them with the seed.
+CostScalingOptions OptionsForSeed(uint64_t seed) {
+  CostScalingOptions options;
+  options.alpha = 2 + static_cast<int64_t>(seed % 4) * 5;
+  options.global_update_frequency =
+      seed % 7 == 0 ? 0.0 : 0.5 * static_cast<double>(seed % 3);
+  options.price_refinement = seed % 5 != 1;
+  return options;
+}
+
+// The shared property tests (solver_conformance.h).
+const testgen::SolveFn kSolve = [](const McmfProblem& problem, uint64_t seed) {
+    return CostScaling(OptionsForSeed(seed)).Solve(problem);
+  };
+
 TEST(CostScalingTest, MatchesLemonOnRandomFeasibleNetworks) {
-  int optimal = 0;
-  for (uint64_t seed = 0; seed < 240; ++seed) {
-    SCOPED_TRACE(seed);
-    testgen::RandomNetworkOptions options;
-    options.node_count = static_cast<uint32_t>(1 + seed % 60);
-    options.arc_count = options.node_count * static_cast<uint32_t>(1 + seed % 7);
-    options.max_capacity = seed % 3 == 0 ? 1 : 1000;
-    options.min_cost = seed % 2 == 0 ? -100 : 0;
-    options.max_cost = seed % 5 == 0 ? 100000 : 100;
-    options.zero_capacity_fraction = 0.1;
-    options.parallel_arc_fraction = 0.2;
-    options.self_loop_fraction = 0.05;
-    if (seed % 40 == 0) {
-      options.node_count = 2000;
-      options.arc_count = 10000;
-    }
-    // Vary the tuning knobs too; correctness must not depend on them.
-    CostScalingOptions cs;
-    cs.alpha = 2 + static_cast<int64_t>(seed % 4) * 5;
-    cs.global_update_frequency = seed % 7 == 0 ? 0.0 : 0.5 * static_cast<double>(seed % 3);
-    cs.price_refinement = seed % 5 != 1;
-    if (SolveAndCompare(testgen::RandomFeasibleNetwork(seed, options), cs) ==
-        McmfOutcome::kOptimal) {
-      ++optimal;
-    }
-  }
-  EXPECT_EQ(optimal, 240);
+  testgen::ExpectMatchesLemonOnRandomFeasibleNetworks(kSolve);
 }
 
 TEST(CostScalingTest, MatchesLemonFeasibilityOnRandomSupplies) {
-  int infeasible = 0;
-  int optimal = 0;
-  for (uint64_t seed = 0; seed < 240; ++seed) {
-    SCOPED_TRACE(seed);
-    testgen::RandomNetworkOptions options;
-    options.node_count = static_cast<uint32_t>(2 + seed % 40);
-    options.arc_count = options.node_count * static_cast<uint32_t>(2 + seed % 4);
-    options.max_capacity = 10;
-    options.min_cost = -20;
-    options.max_cost = 50;
-    const McmfOutcome outcome =
-        SolveAndCompare(testgen::RandomSupplyNetwork(seed, options, 4));
-    ++(outcome == McmfOutcome::kOptimal ? optimal : infeasible);
-  }
-  EXPECT_GT(infeasible, 40);
-  EXPECT_GT(optimal, 40);
+  testgen::ExpectMatchesLemonFeasibilityOnRandomSupplies(kSolve);
 }
 
 TEST(CostScalingTest, MatchesLemonOnSchedulingNetworks) {
-  for (uint64_t seed = 0; seed < 220; ++seed) {
-    SCOPED_TRACE(seed);
-    testgen::SchedulingOptions options;
-    options.task_count = static_cast<uint32_t>(10 + (seed * 37) % 600);
-    options.job_count = static_cast<uint32_t>(1 + seed % 12);
-    options.machine_count = static_cast<uint32_t>(2 + seed % 50);
-    options.rack_count = static_cast<uint32_t>(1 + seed % 6);
-    options.utilisation = 0.5 + 0.7 * static_cast<double>(seed % 15) / 14.0;
-    options.max_preferences = static_cast<uint32_t>(seed % 6);
-    EXPECT_EQ(SolveAndCompare(testgen::SchedulingNetwork(seed, options)),
-              McmfOutcome::kOptimal);
-  }
+  testgen::ExpectMatchesLemonOnSchedulingNetworks(kSolve);
 }
 
 TEST(CostScalingTest, MatchesLemonOnCappedSchedulingNetworks) {
-  int infeasible = 0;
-  int optimal = 0;
-  for (uint64_t seed = 0; seed < 120; ++seed) {
-    SCOPED_TRACE(seed);
-    testgen::SchedulingOptions options;
-    options.task_count = static_cast<uint32_t>(20 + (seed * 53) % 400);
-    options.job_count = static_cast<uint32_t>(1 + seed % 9);
-    options.machine_count = static_cast<uint32_t>(3 + seed % 30);
-    options.rack_count = static_cast<uint32_t>(1 + seed % 4);
-    options.utilisation = 0.8 + 0.8 * static_cast<double>(seed % 9) / 8.0;
-    options.max_preferences = 3;
-    options.unscheduled_fraction = 0.25;
-    const McmfOutcome outcome =
-        SolveAndCompare(testgen::SchedulingNetwork(seed, options));
-    ++(outcome == McmfOutcome::kOptimal ? optimal : infeasible);
-  }
-  EXPECT_GT(infeasible, 20);
-  EXPECT_GT(optimal, 20);
+  testgen::ExpectMatchesLemonOnCappedSchedulingNetworks(kSolve);
 }
 
 TEST(CostScalingTest, MatchesLemonOnLargeSchedulingNetwork) {
-  SolveAndCompare(testgen::SchedulingNetwork(
-      1, {.task_count = 5000,
-          .job_count = 200,
-          .machine_count = 1500,
-          .rack_count = 40,
-          .utilisation = 0.95,
-          .max_preferences = 6}));
+  testgen::ExpectMatchesLemonOnLargeSchedulingNetwork(kSolve);
 }
 
 TEST(CostScalingTest, SolveFromFallsBackOnSizeMismatch) {

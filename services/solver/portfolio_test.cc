@@ -5,6 +5,7 @@
 #include "services/common/status_matchers.h"
 #include "services/solver/flow_checker.h"
 #include "services/solver/lemon_reference.h"
+#include "services/solver/solver_conformance.h"
 #include "services/solver/test_graphs.h"
 
 namespace flowsched::solver {
@@ -30,6 +31,15 @@ TEST(PortfolioTest, WinnerIsOptimalOnSchedulingNetworks) {
                 solution->algorithm == "cost_scaling")
         << solution->algorithm;
   }
+}
+
+TEST(PortfolioTest, MatchesLemonOnRandomNetworks) {
+  const testgen::SolveFn solve = [](const McmfProblem& problem, uint64_t) {
+    return Portfolio().Solve(problem);
+  };
+  testgen::ExpectMatchesLemonOnRandomFeasibleNetworks(solve);
+  testgen::ExpectMatchesLemonFeasibilityOnRandomSupplies(solve);
+  testgen::ExpectMatchesLemonOnCappedSchedulingNetworks(solve);
 }
 
 TEST(PortfolioTest, ACallerStopCancelsBothAlgorithms) {
