@@ -260,6 +260,8 @@ CommandMain AddGenerateCommand(CLI::App& app, CommonFlags& /*flags*/) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--seed", spec->seed, "Random seed")->capture_default_str();
+  cmd->add_flag("--locality", spec->locality,
+                "Give each task input data on three random machines");
   cmd->add_option("--what", *what, "machines, jobs or all")
       ->check(CLI::IsMember({"machines", "jobs", "all"}))
       ->capture_default_str();

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
       {"inspect", AddInspectCommand(app, flags)},
       {"demo", AddDemoCommand(app, flags)},
       {"solve", AddSolveCommand(app, flags)},
+      {"compare", AddCompareCommand(app, flags)},
       {"bench", AddBenchCommand(app, flags)},
       {"policy", AddPolicyCommand(app, flags)},
       {"explain", AddExplainCommand(app, flags)},

@@ -50,6 +50,16 @@ std::vector<v1::ClusterEvent> GenerateJobs(const WorkloadSpec& spec) {
       task->set_task_id(task_id++);
       task->mutable_request()->set_cpu_millis(cpu(rng));
       task->mutable_request()->set_memory_bytes(memory_gib(rng) << 30);
+      if (spec.locality && spec.machines > 0) {
+        const int64_t input = memory_gib(rng) << 30;
+        task->set_input_bytes(input);
+        std::uniform_int_distribution<uint64_t> machine(0, spec.machines - 1);
+        for (int block = 0; block < 3; ++block) {
+          v1::DataLocality* entry = task->add_input();
+          entry->set_machine_id(spec.first_machine_id + machine(rng));
+          entry->set_bytes(input / 3);
+        }
+      }
     }
     events.push_back(std::move(event));
   }

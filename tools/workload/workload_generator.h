@@ -22,6 +22,9 @@ struct WorkloadSpec {
   uint64_t first_task_id = 1;
   uint64_t seed = 1;
   int64_t event_time_us = 0;  // 0: leave unset
+  // Give each task 1-8 GiB of input split over three random machines (the
+  // blocks of a replicated file system), for locality-aware policies.
+  bool locality = false;
 };
 
 // MachineAdded events for spec.machines machines.
