@@ -25,7 +25,6 @@ constexpr int64_t kUnranked = std::numeric_limits<int64_t>::max();
 // (n + 1)^2 * max|cost| must stay below this; see the class comment.
 constexpr Int128 kMaxScaledCostProduct = Int128{1} << 57;
 // Bound on |supply| plus incident capacity of one node, so every excess fits.
-constexpr Int128 kMaxNodeThroughput = Int128{1} << 62;
 // Run-time guard on the spread of scaled prices after each phase. The
 // up-front bound makes it unreachable in theory; it turns a would-be silent
 // overflow into an error if that reasoning is ever wrong.
@@ -155,25 +154,13 @@ absl::Status Workspace::Init() {
   }
   scale_ = static_cast<int64_t>(n1);
 
-  std::vector<Int128> throughput(node_count_, 0);
-  for (uint32_t v = 0; v < node_count_; ++v) {
-    throughput[v] = problem_.supply[v] < 0 ? -problem_.supply[v] : problem_.supply[v];
-  }
+  FLOWSCHED_RETURN_IF_ERROR(CheckNodeThroughput(problem_, "cost_scaling"));
   first_out_.assign(size_t{node_count_} + 1, 0);
   for (const McmfArc& arc : problem_.arcs) {
     ++first_out_[size_t{arc.src} + 1];
     ++first_out_[size_t{arc.dst} + 1];
-    throughput[arc.src] += arc.capacity;
-    throughput[arc.dst] += arc.capacity;
   }
-  for (uint32_t v = 0; v < node_count_; ++v) {
-    if (throughput[v] > kMaxNodeThroughput) {
-      return absl::OutOfRangeError(fmt::format(
-          "cost_scaling: node {} has |supply| plus incident capacity above "
-          "2^62; its excess could overflow int64",
-          v));
-    }
-  }
+
   for (size_t v = 0; v < node_count_; ++v) first_out_[v + 1] += first_out_[v];
   // Counting sort by tail in input order: the layout, and so the whole run,
   // is a pure function of the input.

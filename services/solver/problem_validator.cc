@@ -59,4 +59,27 @@ absl::Status ValidateProblem(const McmfProblem& problem) {
   return absl::OkStatus();
 }
 
+absl::Status CheckNodeThroughput(const McmfProblem& problem,
+                                 std::string_view algorithm) {
+  constexpr Int128 kMaxNodeThroughput = Int128{1} << 62;
+  std::vector<Int128> throughput(problem.node_count, 0);
+  for (uint32_t v = 0; v < problem.node_count; ++v) {
+    throughput[v] = problem.supply[v] < 0 ? -Int128{problem.supply[v]}
+                                           : Int128{problem.supply[v]};
+  }
+  for (const McmfArc& arc : problem.arcs) {
+    throughput[arc.src] += arc.capacity;
+    throughput[arc.dst] += arc.capacity;
+  }
+  for (uint32_t v = 0; v < problem.node_count; ++v) {
+    if (throughput[v] > kMaxNodeThroughput) {
+      return absl::OutOfRangeError(fmt::format(
+          "{}: node {} has |supply| plus incident capacity above 2^62; its "
+          "excess could overflow int64",
+          algorithm, v));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace flowsched::solver

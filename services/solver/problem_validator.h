@@ -1,5 +1,7 @@
 #pragma once
 
+#include <string_view>
+
 // Structural checks every solver runs before touching a problem, so that the
 // algorithms themselves may assume in-range indices and bounded numbers.
 
@@ -24,5 +26,11 @@ inline constexpr int64_t kMaxNodeSupply = kMaxArcCapacity;
 // kMaxArcCount, arc endpoints < node_count, 0 <= capacity <= kMaxArcCapacity,
 // |cost| <= kMaxArcCost, |supply| <= kMaxNodeSupply, and supplies summing to 0.
 absl::Status ValidateProblem(const McmfProblem& problem);
+
+// Push-based algorithms keep a per-node excess that can reach |supply| plus
+// the capacity of every incident arc; OutOfRange (naming `algorithm` and
+// the node) when that exceeds 2^62, so it always fits int64.
+absl::Status CheckNodeThroughput(const McmfProblem& problem,
+                                 std::string_view algorithm);
 
 }  // namespace flowsched::solver

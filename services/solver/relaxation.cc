@@ -29,7 +29,6 @@ constexpr int64_t kMaxPrice = int64_t{1} << 61;
 // optimal prices fit well within the price guard then.
 constexpr Int128 kMaxCostSpan = Int128{1} << 61;
 // Bound on |supply| plus incident capacity of one node, so surpluses fit.
-constexpr Int128 kMaxNodeThroughput = Int128{1} << 62;
 // The stop flag is read once per this many iterations (a power of two).
 constexpr uint64_t kStopCheckInterval = 4096;
 
@@ -146,27 +145,13 @@ absl::Status Workspace::Init() {
         "prices could overflow int64",
         node_count_, max_abs_cost));
   }
-  std::vector<Int128> throughput(node_count_, 0);
-  for (uint32_t v = 0; v < node_count_; ++v) {
-    throughput[v] = problem_.supply[v] < 0 ? -problem_.supply[v] : problem_.supply[v];
-  }
+  FLOWSCHED_RETURN_IF_ERROR(CheckNodeThroughput(problem_, "relaxation"));
   first_out_.assign(size_t{node_count_} + 1, 0);
   for (const McmfArc& arc : problem_.arcs) {
     ++first_out_[size_t{arc.src} + 1];
     ++first_out_[size_t{arc.dst} + 1];
-    throughput[arc.src] += arc.capacity;
-    throughput[arc.dst] += arc.capacity;
   }
-  for (uint32_t v = 0; v < node_count_; ++v) {
-    if (throughput[v] > kMaxNodeThroughput) {
-      return absl::OutOfRangeError(fmt::format(
-          "relaxation: node {} has |supply| plus incident capacity above "
-          "2^62; its surplus could overflow int64",
-          v));
-    }
-  }
-  throughput.clear();
-  throughput.shrink_to_fit();
+
   for (size_t v = 0; v < node_count_; ++v) first_out_[v + 1] += first_out_[v];
   // Counting sort by tail in input order: the layout, and so the whole run,
   // is a pure function of the input.
