@@ -115,8 +115,10 @@ absl::Status NetworkAwarePolicy::Sync(const cluster::ChangeSet& changes,
       if (n <= 0) continue;
       if (capacity > 0) spare -= n * request;
       slots -= n;
-      const auto cost = [&](int64_t k) {
-        return std::min(solver::kMaxArcCost, (load + k * request) / kBytesPerMiB);
+      // clang 14 cannot capture a structured binding: capture a copy.
+      const auto cost = [&, per_task = request](int64_t k) {
+        return std::min(solver::kMaxArcCost,
+                        (load + k * per_task) / kBytesPerMiB);
       };
       const int64_t pieces =
           std::min<int64_t>(n, static_cast<int64_t>(kMaxArcSegments) + 1);
