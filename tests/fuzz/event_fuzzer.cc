@@ -62,13 +62,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (const auto& [id, machine] : state.machines()) {
         Check(machine.running.size() <= machine.task_slots);
       }
-      // Place the first waiting task anywhere it fits, as a round would.
+      // Place the first waiting task on the first machine that takes it, as
+      // a round would. A machine with a free slot may still lack CPU or
+      // memory: that refusal must be FailedPrecondition and change nothing.
       for (const auto& [task_id, task] : state.tasks()) {
         if (task.running()) continue;
         for (const auto& [machine_id, machine] : state.machines()) {
           if (machine.free_slots() == 0) continue;
           ChangeSet placed;
-          Check(state.Place(task_id, machine_id, 2000, placed).ok());
+          const size_t running_before = state.running_task_count();
+          const absl::Status status = state.Place(task_id, machine_id, 2000, placed);
+          if (!status.ok()) {
+            Check(status.code() == absl::StatusCode::kFailedPrecondition);
+            Check(placed.empty());
+            Check(state.running_task_count() == running_before);
+            continue;
+          }
           Check(policy.Sync(placed, state, builder).ok());
           network.TakeChanges();
           break;
