@@ -9,7 +9,12 @@ namespace flowsched::tools {
 
 CommandMain AddBenchCommand(CLI::App& app, CommonFlags& /*flags*/) {
   auto* bench = app.add_subcommand("bench", "Benchmarks (not built)");
-  bench->allow_extras();
+  // Accept the real command's shape, `bench solver [flags]`, so the user
+  // gets the explanation below rather than a parse error.
+  auto* solver = bench->add_subcommand("solver", "Solver benchmark (not built)");
+  solver->fallthrough(false);  // keep unknown flags here, as extras
+  solver->allow_extras();
+  solver->prefix_command();
   return []() {
     std::cerr << "flowsched bench: not built; configure with "
                  "-DFLOWSCHED_BUILD_TESTS=ON (needs LEMON)\n";
