@@ -40,6 +40,7 @@ TEST(PortfolioTest, MatchesLemonOnRandomNetworks) {
   testgen::ExpectMatchesLemonOnRandomFeasibleNetworks(solve);
   testgen::ExpectMatchesLemonFeasibilityOnRandomSupplies(solve);
   testgen::ExpectMatchesLemonOnCappedSchedulingNetworks(solve);
+  testgen::ExpectCornerCasesSolved(solve);
 }
 
 TEST(PortfolioTest, ACallerStopCancelsBothAlgorithms) {

@@ -68,56 +68,6 @@ TEST(RelaxationTest, NameAndRegistry) {
   EXPECT_THAT(SolverNames(), Contains("relaxation"));
 }
 
-TEST(RelaxationTest, EmptyAndZeroSupply) {
-  Relaxation solver;
-  absl::StatusOr<McmfSolution> empty = solver.Solve(McmfProblem{});
-  ASSERT_THAT(empty, IsOk());
-  EXPECT_EQ(empty->outcome, McmfOutcome::kOptimal);
-  EXPECT_THAT(empty->flow, IsEmpty());
-
-  McmfProblem problem;
-  problem.node_count = 3;
-  problem.supply = {0, 0, 0};
-  problem.arcs = {{.src = 0, .dst = 1, .capacity = 4, .cost = 2},
-                  {.src = 1, .dst = 2, .capacity = 4, .cost = 0}};
-  const McmfSolution solution = ExpectMatchesLemon(problem, solver.Solve(problem));
-  EXPECT_THAT(solution.flow, ElementsAre(0, 0));
-  EXPECT_EQ(solution.potentials.size(), 3u);
-}
-
-TEST(RelaxationTest, ParallelArcsSelfLoopsAndNegativeCycles) {
-  McmfProblem parallel;
-  parallel.node_count = 2;
-  parallel.supply = {5, -5};
-  parallel.arcs = {{.src = 0, .dst = 1, .capacity = 3, .cost = 4},
-                   {.src = 0, .dst = 1, .capacity = 3, .cost = 1},
-                   {.src = 0, .dst = 1, .capacity = 0, .cost = -9},
-                   {.src = 0, .dst = 1, .capacity = 2, .cost = 2}};
-  const McmfSolution solution =
-      ExpectMatchesLemon(parallel, Relaxation().Solve(parallel));
-  EXPECT_THAT(solution.flow, ElementsAre(0, 3, 0, 2));
-
-  McmfProblem loops;
-  loops.node_count = 2;
-  loops.supply = {1, -1};
-  loops.arcs = {{.src = 0, .dst = 0, .capacity = 4, .cost = 3},
-                {.src = 0, .dst = 0, .capacity = 4, .cost = -3},
-                {.src = 0, .dst = 1, .capacity = 1, .cost = 1},
-                {.src = 1, .dst = 1, .capacity = 2, .cost = 0}};
-  EXPECT_EQ(ExpectMatchesLemon(loops, Relaxation().Solve(loops)).total_cost, -11);
-
-  McmfProblem cycle;
-  cycle.node_count = 5;
-  cycle.supply = {2, 0, 0, 0, -2};
-  cycle.arcs = {{.src = 1, .dst = 2, .capacity = 2, .cost = -5},
-                {.src = 2, .dst = 3, .capacity = 1, .cost = 1},
-                {.src = 3, .dst = 1, .capacity = 3, .cost = 1},
-                {.src = 0, .dst = 1, .capacity = 2, .cost = 2},
-                {.src = 2, .dst = 4, .capacity = 2, .cost = 2},
-                {.src = 0, .dst = 4, .capacity = 2, .cost = 1}};
-  SolveAndCompare(cycle);
-}
-
 TEST(RelaxationTest, Infeasible) {
   McmfProblem problem;
   problem.node_count = 2;
@@ -173,6 +123,10 @@ TEST(RelaxationTest, Deterministic) {
 const testgen::SolveFn kSolve = [](const McmfProblem& problem, uint64_t seed) {
     return Relaxation(OptionsForSeed(seed)).Solve(problem);
   };
+
+TEST(RelaxationTest, CornerCases) {
+  testgen::ExpectCornerCasesSolved(kSolve);
+}
 
 TEST(RelaxationTest, MatchesLemonOnRandomFeasibleNetworks) {
   testgen::ExpectMatchesLemonOnRandomFeasibleNetworks(kSolve);

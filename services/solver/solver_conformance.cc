@@ -122,4 +122,59 @@ void ExpectMatchesLemonOnLargeSchedulingNetwork(const SolveFn& solve) {
             McmfOutcome::kOptimal);
 }
 
+void ExpectCornerCasesSolved(const SolveFn& solve) {
+  auto empty = solve(McmfProblem{}, 0);
+  ASSERT_THAT(empty, flowsched::testing::IsOk());
+  EXPECT_EQ(empty->outcome, McmfOutcome::kOptimal);
+  EXPECT_THAT(empty->flow, ::testing::IsEmpty());
+
+  McmfProblem idle;
+  idle.node_count = 3;
+  idle.supply = {0, 0, 0};
+  idle.arcs = {{.src = 0, .dst = 1, .capacity = 4, .cost = 2},
+               {.src = 1, .dst = 2, .capacity = 4, .cost = 0}};
+  auto idle_solution = solve(idle, 1);
+  ExpectMatchesLemon(idle, idle_solution);
+  if (idle_solution.ok()) {
+    EXPECT_THAT(idle_solution->flow, ::testing::ElementsAre(0, 0));
+  }
+
+  McmfProblem parallel;
+  parallel.node_count = 2;
+  parallel.supply = {5, -5};
+  parallel.arcs = {{.src = 0, .dst = 1, .capacity = 3, .cost = 4},
+                   {.src = 0, .dst = 1, .capacity = 3, .cost = 1},
+                   {.src = 0, .dst = 1, .capacity = 0, .cost = -9},
+                   {.src = 0, .dst = 1, .capacity = 3, .cost = 2}};
+  auto parallel_solution = solve(parallel, 2);
+  ExpectMatchesLemon(parallel, parallel_solution);
+  if (parallel_solution.ok()) {
+    EXPECT_THAT(parallel_solution->flow, ::testing::ElementsAre(0, 3, 0, 2));
+  }
+
+  McmfProblem loops;
+  loops.node_count = 2;
+  loops.supply = {1, -1};
+  loops.arcs = {{.src = 0, .dst = 0, .capacity = 4, .cost = 3},
+                {.src = 0, .dst = 0, .capacity = 4, .cost = -3},
+                {.src = 0, .dst = 1, .capacity = 1, .cost = 1},
+                {.src = 1, .dst = 1, .capacity = 2, .cost = 0}};
+  auto loops_solution = solve(loops, 3);
+  ExpectMatchesLemon(loops, loops_solution);
+  if (loops_solution.ok()) {
+    EXPECT_EQ(loops_solution->total_cost, -11);
+  }
+
+  McmfProblem cycle;
+  cycle.node_count = 5;
+  cycle.supply = {2, 0, 0, 0, -2};
+  cycle.arcs = {{.src = 1, .dst = 2, .capacity = 2, .cost = -5},
+                {.src = 2, .dst = 3, .capacity = 1, .cost = 1},
+                {.src = 3, .dst = 1, .capacity = 3, .cost = 1},
+                {.src = 0, .dst = 1, .capacity = 2, .cost = 2},
+                {.src = 2, .dst = 4, .capacity = 2, .cost = 2},
+                {.src = 0, .dst = 4, .capacity = 2, .cost = 1}};
+  EXPECT_EQ(ExpectMatchesLemon(cycle, solve(cycle, 4)), McmfOutcome::kOptimal);
+}
+
 }  // namespace flowsched::solver::testgen

@@ -36,5 +36,9 @@ void ExpectMatchesLemonOnSchedulingNetworks(const SolveFn& solve);
 void ExpectMatchesLemonOnCappedSchedulingNetworks(const SolveFn& solve);
 // One network of 5,000 tasks on 1,500 machines at 95%.
 void ExpectMatchesLemonOnLargeSchedulingNetwork(const SolveFn& solve);
+// Hand-made corner cases with known answers: the empty network, zero
+// supplies, parallel arcs filled cheapest first, self-loops (a negative
+// one is saturated), and a negative cycle off the supply path.
+void ExpectCornerCasesSolved(const SolveFn& solve);
 
 }  // namespace flowsched::solver::testgen

@@ -195,6 +195,10 @@ const testgen::SolveFn kSolve = [](const McmfProblem& problem, uint64_t /*seed*/
     return SuccessiveShortestPath().Solve(problem);
   };
 
+TEST(SuccessiveShortestPathTest, CornerCases) {
+  testgen::ExpectCornerCasesSolved(kSolve);
+}
+
 TEST(SuccessiveShortestPathTest, MatchesLemonOnRandomFeasibleNetworks) {
   testgen::ExpectMatchesLemonOnRandomFeasibleNetworks(kSolve);
 }
