@@ -83,6 +83,14 @@ absl::StatusOr<std::unique_ptr<Consumer>> Consumer::Create(
                                     {"reconnect.backoff.max.ms", "2000"},
                                 }));
   auto consumer = std::make_unique<Consumer>(Token());
+  // Only a Subscribe()d consumer ever rebalances.
+  rd_kafka_conf_set_opaque(conf.get(), consumer.get());
+  rd_kafka_conf_set_rebalance_cb(
+      conf.get(), [](rd_kafka_t* /*rk*/, rd_kafka_resp_err_t err,
+                     rd_kafka_topic_partition_list_t* partitions,
+                     void* opaque) {
+        static_cast<Consumer*>(opaque)->Rebalance(err, partitions);
+      });
   std::array<char, 512> errstr{};
   rd_kafka_t* rk =
       rd_kafka_new(RD_KAFKA_CONSUMER, conf.get(), errstr.data(), errstr.size());
@@ -100,7 +108,8 @@ absl::StatusOr<std::unique_ptr<Consumer>> Consumer::Create(
 
 Consumer::~Consumer() {
   if (rk_ != nullptr) {
-    // Never joined a group, so this only stops the fetchers.
+    // Stops the fetchers; a group member also leaves the group, so its
+    // partitions move to another member at once.
     rd_kafka_consumer_close(rk_.get());
   }
 }
@@ -127,6 +136,67 @@ absl::Status Consumer::Assign(
   pending_error_ = absl::OkStatus();
   const rd_kafka_resp_err_t err = rd_kafka_assign(rk_.get(), list.get());
   return KafkaErrorToStatus(err, "Assign");
+}
+
+absl::Status Consumer::Subscribe(const std::vector<std::string>& topics,
+                                 RebalanceListener listener) {
+  if (topics.empty()) {
+    return absl::InvalidArgumentError("Subscribe: no topics");
+  }
+  std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionListDeleter> list(
+      rd_kafka_topic_partition_list_new(static_cast<int>(topics.size())));
+  for (const std::string& topic : topics) {
+    if (topic.empty()) {
+      return absl::InvalidArgumentError("Subscribe: empty topic name");
+    }
+    rd_kafka_topic_partition_list_add(list.get(), topic.c_str(),
+                                      RD_KAFKA_PARTITION_UA);
+  }
+  listener_ = std::move(listener);
+  return KafkaErrorToStatus(rd_kafka_subscribe(rk_.get(), list.get()),
+                            "Subscribe");
+}
+
+void Consumer::Rebalance(int err,
+                         rd_kafka_topic_partition_list_t* partitions) {
+  const bool assigned = err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS;
+  const bool cooperative =
+      std::string_view(rd_kafka_rebalance_protocol(rk_.get())) ==
+      "COOPERATIVE";
+  std::vector<TopicPartitionOffset> changed;
+  for (int i = 0; i < partitions->cnt; ++i) {
+    rd_kafka_topic_partition_t& tp = partitions->elems[i];
+    if (assigned) {
+      tp.offset = listener_.start_offset
+                      ? listener_.start_offset(tp.topic, tp.partition)
+                      : kOffsetEnd;
+    }
+    changed.push_back({tp.topic, tp.partition, tp.offset});
+  }
+  rd_kafka_resp_err_t result = RD_KAFKA_RESP_ERR_NO_ERROR;
+  if (cooperative) {
+    rd_kafka_error_t* error =
+        assigned ? rd_kafka_incremental_assign(rk_.get(), partitions)
+                 : rd_kafka_incremental_unassign(rk_.get(), partitions);
+    if (error != nullptr) {
+      result = rd_kafka_error_code(error);
+      rd_kafka_error_destroy(error);
+    }
+  } else {
+    result = rd_kafka_assign(rk_.get(), assigned ? partitions : nullptr);
+  }
+  if (result != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    // librdkafka retries the rebalance; the listener hears nothing.
+    spdlog::warn("Kafka consumer: {} during a rebalance failed: {}",
+                 assigned ? "assign" : "unassign", rd_kafka_err2str(result));
+    return;
+  }
+  spdlog::info("Kafka consumer group: {} {} partition(s){}",
+               assigned ? "assigned" : "revoked", changed.size(),
+               !assigned && rd_kafka_assignment_lost(rk_.get())
+                   ? " (assignment lost)"
+                   : "");
+  if (listener_.changed) listener_.changed(assigned, changed);
 }
 
 void Consumer::WarmMetadata(

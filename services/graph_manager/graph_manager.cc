@@ -109,6 +109,7 @@ absl::Status GraphManager::Open() {
   dead_letters_ = std::make_unique<bus::DeadLetterPublisher>(
       *producer_, options_.topics.dead_letters, "graph-manager", &clock_);
   FLOWSCHED_RETURN_IF_ERROR(AssignInputs());
+  collector_.set_solver_epoch(meta_.solver_epoch());
   if (meta_.in_flight_round_id() != 0) {
     // Results of the round cut before the restart may still arrive.
     collector_.Expect(meta_.in_flight_round_id(),
@@ -294,6 +295,10 @@ void GraphManager::HandlePlacementRecord(const bus::Record& record,
     spdlog::info("solver worker epoch {} asks for a snapshot: {}",
                  message.resync_request().epoch(),
                  message.resync_request().reason());
+    // Solver failover: the asking worker becomes the current one; rounds
+    // are addressed to it and only its answers are applied from now on.
+    meta_.set_solver_epoch(message.resync_request().epoch());
+    collector_.set_solver_epoch(meta_.solver_epoch());
     // The asking solver cannot answer the round in flight. In
     // deterministic mode the same cut is re-sent as a snapshot at once
     // (nothing was consumed since), so rounds keep their places.
@@ -402,6 +407,12 @@ void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {
     }
   }
   meta_.set_decisions_stale(meta_.decisions_stale() + stale);
+  // No worker claimed the rounds yet (a store from before fencing): the
+  // one whose answer was applied is current.
+  if (meta_.solver_epoch() == 0) {
+    meta_.set_solver_epoch(summary.epoch());
+    collector_.set_solver_epoch(summary.epoch());
+  }
   meta_.set_rounds_completed(meta_.rounds_completed() + 1);
   meta_.set_last_applied_round_id(summary.round_id());
   meta_.set_in_flight_round_id(0);
@@ -546,6 +557,7 @@ absl::Status GraphManager::MaybeCutRound() {
   header.set_base_round_id(meta_.last_published_round_id());
   header.set_cut_time_us(clock_.NowMicros());
   header.set_deterministic(options_.deterministic());
+  header.set_solver_epoch(meta_.solver_epoch());
   const std::vector<flow::GraphChange> snapshot_changes =
       snapshot ? network_.SnapshotChanges() : std::vector<flow::GraphChange>{};
   const std::vector<flow::GraphChange>& changes =
@@ -651,6 +663,8 @@ v1::GraphManagerStatus GraphManager::BuildStatus() const {
   s.set_pid(::getpid());
   s.set_digest_at_start(digest_at_start_);
   s.set_digest_at_stop(digest_at_stop_);
+  s.set_solver_epoch(meta_.solver_epoch());
+  s.set_results_fenced(collector_.fenced_records());
   return s;
 }
 

@@ -17,7 +17,20 @@ void RoundCollector::Clear() {
   answers_.clear();
 }
 
+void RoundCollector::set_solver_epoch(uint64_t solver_epoch) {
+  if (solver_epoch != solver_epoch_) answers_.clear();
+  solver_epoch_ = solver_epoch;
+}
+
 bool RoundCollector::Add(int32_t partition, const v1::PlacementRecord& record) {
+  const uint64_t worker_epoch =
+      record.has_decision()         ? record.decision().epoch()
+      : record.has_round_complete() ? record.round_complete().epoch()
+                                    : solver_epoch_;
+  if (solver_epoch_ != 0 && worker_epoch != solver_epoch_) {
+    ++fenced_;
+    return false;
+  }
   if (!round_id_.has_value()) {
     ++ignored_;
     return false;

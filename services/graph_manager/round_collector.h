@@ -9,6 +9,11 @@
 // thinks it is active), the first complete answer wins and the other is
 // dropped as a whole, never mixed.
 //
+// Fencing: once a current solver epoch is set, decisions and markers from
+// any other worker epoch are not even collected (counted as fenced), so a
+// paused, partitioned or restarted old worker cannot get its answer
+// applied, whatever round it names.
+//
 // Thread-safety: none.
 
 #include <cstdint>
@@ -26,6 +31,10 @@ class RoundCollector {
   void Expect(uint64_t round_id, uint64_t graph_epoch,
               uint32_t partition_count);
   void Clear();
+  // The only worker epoch whose answers count; 0 accepts any. Survives
+  // Expect() and Clear(). Changing it drops answers collected so far.
+  void set_solver_epoch(uint64_t solver_epoch);
+  [[nodiscard]] uint64_t solver_epoch() const { return solver_epoch_; }
   [[nodiscard]] bool expecting() const { return round_id_.has_value(); }
   [[nodiscard]] uint64_t round_id() const { return round_id_.value_or(0); }
   [[nodiscard]] uint64_t graph_epoch() const { return graph_epoch_; }
@@ -43,6 +52,7 @@ class RoundCollector {
     return complete_summary_;
   }
   [[nodiscard]] uint64_t ignored_records() const { return ignored_; }
+  [[nodiscard]] uint64_t fenced_records() const { return fenced_; }
 
  private:
   struct Answer {
@@ -59,6 +69,8 @@ class RoundCollector {
   std::vector<v1::PlacementDecision> complete_decisions_;
   v1::RoundComplete complete_summary_;
   uint64_t ignored_ = 0;
+  uint64_t solver_epoch_ = 0;
+  uint64_t fenced_ = 0;
 };
 
 }  // namespace flowsched::graph_manager

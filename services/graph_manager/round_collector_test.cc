@@ -81,5 +81,39 @@ TEST(RoundCollectorTest, MarkerFromTheWrongPartitionIsIgnored) {
   EXPECT_TRUE(c.expecting());
 }
 
+TEST(RoundCollectorTest, FencesAnswersFromOtherSolverEpochs) {
+  RoundCollector c;
+  c.set_solver_epoch(9);
+  c.Expect(5, 3, 2);
+  // A complete answer from the old worker 8 (paused, then resumed) for the
+  // very round in flight: not applied, counted as fenced.
+  EXPECT_FALSE(c.Add(0, Decision(5, 8, 1)));
+  EXPECT_FALSE(c.Add(0, Marker(5, 8, 0, 1)));
+  EXPECT_FALSE(c.Add(1, Marker(5, 8, 1, 1)));
+  EXPECT_EQ(c.fenced_records(), 3u);
+  EXPECT_TRUE(c.expecting());
+  // The current worker's answer counts.
+  EXPECT_FALSE(c.Add(0, Decision(5, 9, 2)));
+  EXPECT_FALSE(c.Add(0, Marker(5, 9, 0, 1)));
+  EXPECT_TRUE(c.Add(1, Marker(5, 9, 1, 1)));
+  ASSERT_EQ(c.complete_decisions().size(), 1u);
+  EXPECT_EQ(c.complete_decisions()[0].task_id(), 2u);
+  // The fence survives Expect and Clear.
+  c.Expect(6, 3, 2);
+  EXPECT_FALSE(c.Add(0, Decision(6, 8, 1)));
+  EXPECT_EQ(c.fenced_records(), 4u);
+}
+
+TEST(RoundCollectorTest, NewSolverEpochDropsPartialAnswers) {
+  RoundCollector c;
+  c.Expect(5, 3, 2);  // no epoch known yet: any worker may answer
+  EXPECT_FALSE(c.Add(0, Decision(5, 8, 1)));
+  EXPECT_FALSE(c.Add(0, Marker(5, 8, 0, 1)));
+  c.set_solver_epoch(9);  // a takeover
+  EXPECT_FALSE(c.Add(1, Marker(5, 8, 1, 1)));
+  EXPECT_EQ(c.fenced_records(), 1u);
+  EXPECT_TRUE(c.expecting());
+}
+
 }  // namespace
 }  // namespace flowsched::graph_manager

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 #include <chrono>
+#include <random>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -36,6 +37,15 @@ v1::Action ToProto(Action action) {
   return v1::ACTION_UNSPECIFIED;
 }
 
+// Unique per instance, and roughly ordered by start time: wall-clock
+// microseconds times 1024 plus 10 random bits, so two workers started in the
+// same microsecond (or a clock step back) still differ. The graph manager
+// picks the current epoch explicitly, so nothing relies on the order.
+uint64_t NewWorkerEpoch(int64_t now_us) {
+  std::random_device random;
+  return static_cast<uint64_t>(now_us) * 1024 + (random() & 1023U);
+}
+
 }  // namespace
 
 SolverWorker::SolverWorker(SolverWorkerOptions options, const Clock& clock)
@@ -62,20 +72,37 @@ absl::Status SolverWorker::Open() {
     FLOWSCHED_ASSIGN_OR_RETURN(solver_,
                                solver::MakeSolver(options_.algorithm));
   }
-  // Wall-clock microseconds: a restarted worker gets a larger epoch than
-  // the instance it replaces.
-  epoch_ = static_cast<uint64_t>(clock_.NowMicros());
+  epoch_ = NewWorkerEpoch(clock_.NowMicros());
   bus::KafkaOptions kafka = options_.kafka;
   kafka.client_id = "flowsched-solver-worker";
+  bus::KafkaOptions consumer_kafka = kafka;
+  if (options_.standby) {
+    // Defaults only: --kafka settings still win. Heartbeats well inside the
+    // session so a live member never looks dead.
+    consumer_kafka.extra.try_emplace(
+        "session.timeout.ms", std::to_string(options_.session_timeout_ms));
+    consumer_kafka.extra.try_emplace(
+        "heartbeat.interval.ms",
+        std::to_string(std::max(100, options_.session_timeout_ms / 6)));
+    // The partition stays with its holder when a member joins (a restarted
+    // worker does not take over from a healthy one).
+    consumer_kafka.extra.try_emplace("partition.assignment.strategy",
+                                     "cooperative-sticky");
+  }
   FLOWSCHED_ASSIGN_OR_RETURN(producer_, bus::Producer::Create(kafka));
   FLOWSCHED_ASSIGN_OR_RETURN(
-      consumer_, bus::Consumer::Create(kafka, "flowsched-solver-worker"));
+      consumer_,
+      bus::Consumer::Create(consumer_kafka,
+                            options_.standby ? StandbyGroup()
+                                             : "flowsched-solver-worker"));
   dead_letters_ = std::make_unique<bus::DeadLetterPublisher>(
       *producer_, options_.topics.dead_letters, "solver-worker", &clock_);
   FLOWSCHED_ASSIGN_OR_RETURN(placement_partitions_,
                              producer_->PartitionCount(
                                  options_.topics.placements,
                                  kMetadataTimeoutMs));
+  if (options_.standby) return JoinStandbyGroup();
+  active_ = true;
   // Only rounds cut from now on matter; older ones are superseded by the
   // snapshot the resync request below asks for.
   FLOWSCHED_ASSIGN_OR_RETURN(
@@ -91,17 +118,85 @@ absl::Status SolverWorker::Open() {
   return absl::OkStatus();
 }
 
+absl::Status SolverWorker::JoinStandbyGroup() {
+  bus::RebalanceListener listener;
+  // Only rounds cut from now on matter (as at a plain start): the snapshot
+  // the claim asks for is published after this offset.
+  listener.start_offset = [this](const std::string& topic, int32_t partition) {
+    auto marks = consumer_->Watermarks(topic, partition, kMetadataTimeoutMs);
+    return marks.ok() ? marks->second : bus::kOffsetEnd;
+  };
+  listener.changed = [this](bool assigned,
+                            const std::vector<bus::TopicPartitionOffset>&
+                                partitions) {
+    for (const bus::TopicPartitionOffset& p : partitions) {
+      if (p.topic == options_.topics.rounds && p.partition == 0) {
+        OnRoundsPartition(assigned);
+      }
+    }
+  };
+  FLOWSCHED_RETURN_IF_ERROR(
+      consumer_->Subscribe({options_.topics.rounds}, std::move(listener)));
+  spdlog::info("solver worker epoch {} using {}; standing by in group {}",
+               epoch_, mirror_ ? "incremental" : std::string(solver_->name()),
+               StandbyGroup());
+  return absl::OkStatus();
+}
+
+std::string SolverWorker::StandbyGroup() const {
+  // Per rounds topic, so deployments with different topic prefixes on one
+  // broker do not rebalance each other.
+  return options_.topics.rounds + ".solvers";
+}
+
+void SolverWorker::OnRoundsPartition(bool assigned) {
+  // Either way the replica starts over: while standing by it missed rounds.
+  active_ = assigned;
+  synced_ = false;
+  unsolved_ = false;
+  assembling_.reset();
+  if (assigned) {
+    ++stats_.takeovers;
+    claim_pending_ = true;
+    spdlog::info("solver worker epoch {} is now active", epoch_);
+  } else {
+    claim_pending_ = false;
+    spdlog::info("solver worker epoch {} lost the rounds partition; standing "
+                 "by", epoch_);
+  }
+}
+
+void SolverWorker::StandBy(const v1::SolverRound& round) {
+  ++stats_.rounds_not_addressed;
+  if (synced_) {
+    spdlog::warn("round {} is addressed to solver epoch {}, not {}: another "
+                 "worker is current; not solving",
+                 round.round_id(), round.solver_epoch(), epoch_);
+  }
+  synced_ = false;
+  unsolved_ = false;
+  // A worker that still holds the partition claims the rounds back, but
+  // only after a backoff: a zombie learns first that it lost the partition,
+  // and a claim just sent is not answered twice.
+  last_resync_steady_us_ = SteadyMicros();
+}
+
 absl::Status SolverWorker::Run(const std::atomic<bool>& stop) {
   while (!stop.load()) {
     for (const bus::Record& record :
          consumer_->PollOrBackOff(64, options_.poll_timeout_ms)) {
-      HandleRoundRecord(record);
+      if (active_) HandleRoundRecord(record);
+    }
+    if (claim_pending_) {
+      claim_pending_ = false;
+      resync_backoff_ms_ = options_.resync_interval_ms;
+      RequestResync("became the active solver worker");
     }
     // Several queued rounds are applied in order, then solved once.
     if (unsolved_) SolveAndPublish();
     if (synced_) {
       resync_backoff_ms_ = options_.resync_interval_ms;
-    } else if (SteadyMicros() - last_resync_steady_us_ >
+    } else if (active_ && SteadyMicros() - last_resync_steady_us_ >
                int64_t{resync_backoff_ms_} * 1000) {
       RequestResync("still waiting for a snapshot");
       resync_backoff_ms_ = std::min(resync_backoff_ms_ * 2, 30'000);
@@ -124,6 +219,11 @@ void SolverWorker::HandleRoundRecord(const bus::Record& record) {
   }
   const v1::SolverRound* whole = AssembleRound(std::move(round));
   if (whole == nullptr) return;
+  if (whole->solver_epoch() != 0 && whole->solver_epoch() != epoch_) {
+    StandBy(*whole);
+    assembling_.reset();
+    return;
+  }
   absl::Status applied = ApplyRound(*whole);
   assembling_.reset();  // frees a large snapshot at once
   if (!applied.ok()) {
@@ -190,6 +290,7 @@ absl::Status SolverWorker::ApplyRound(const v1::SolverRound& round) {
   deterministic_ = round.deterministic();
   round_id_ = round.round_id();
   graph_epoch_ = round.epoch();
+  addressed_epoch_ = round.solver_epoch();
   unsolved_ = true;
   return absl::OkStatus();
 }
@@ -323,6 +424,7 @@ void SolverWorker::SolveAndPublish() {
     marker->set_round_id(round_id_);
     marker->set_epoch(epoch_);
     marker->set_graph_epoch(graph_epoch_);
+    marker->set_solver_epoch(addressed_epoch_);
     marker->set_partition(p);
     marker->set_partition_decisions(per_partition[p]);
     marker->set_total_decisions(static_cast<uint32_t>(decisions.size()));

@@ -9,6 +9,15 @@
 // When it cannot apply a delta (it started late, missed a round, or the
 // graph manager restarted) it asks for a snapshot with a ResyncRequest.
 //
+// Failover (options.standby): several workers join one Kafka consumer group
+// on the one-partition rounds topic; the member the group gives the
+// partition is active, the others stand by. A member that gets the
+// partition reads from its end and claims the rounds with a ResyncRequest;
+// the graph manager then addresses rounds to that worker's epoch
+// (SolverRound.solver_epoch) and applies answers from it alone. A worker
+// that sees a round addressed to another epoch stops solving: it is no
+// longer current (a paused or partitioned instance that came back).
+//
 // Lifecycle: Create() connects; Run() loops until the stop flag is set.
 // Thread-safety: single-threaded.
 
@@ -47,6 +56,14 @@ struct SolverWorkerOptions {
   // while none comes (a deterministic graph manager sends the snapshot with
   // its next cut, which may be far off).
   int resync_interval_ms = 1000;
+  // Active/standby through the consumer group <rounds topic>.solvers
+  // instead of reading the rounds partition unconditionally. Every worker
+  // sharing a rounds topic must use it.
+  bool standby = false;
+  // Group session timeout: a killed active worker's partition moves to a
+  // standby this long after its last heartbeat (Kafka 0.9's broker minimum
+  // is 6000).
+  int session_timeout_ms = 6000;
 };
 
 struct SolverWorkerStats {
@@ -54,6 +71,8 @@ struct SolverWorkerStats {
   uint64_t rounds_rejected = 0;  // checker refused or solver failed
   uint64_t resyncs_requested = 0;
   uint64_t decisions_published = 0;
+  uint64_t takeovers = 0;            // times this worker became active
+  uint64_t rounds_not_addressed = 0;  // addressed to another worker epoch
 };
 
 class SolverWorker {
@@ -65,10 +84,17 @@ class SolverWorker {
 
   absl::Status Run(const std::atomic<bool>& stop);
   [[nodiscard]] const SolverWorkerStats& stats() const { return stats_; }
+  [[nodiscard]] uint64_t epoch() const { return epoch_; }
 
  private:
   SolverWorker(SolverWorkerOptions options, const Clock& clock);
   absl::Status Open();
+  absl::Status JoinStandbyGroup();
+  [[nodiscard]] std::string StandbyGroup() const;
+  // The consumer group gave this worker the rounds partition, or took it.
+  void OnRoundsPartition(bool assigned);
+  // A round addressed to another worker epoch: this one is not current.
+  void StandBy(const v1::SolverRound& round);
   void HandleRoundRecord(const bus::Record& record);
   // Collects the parts of a split round; returns the whole round once its
   // last part arrived, nullptr otherwise (or after a gap, with a resync).
@@ -87,12 +113,16 @@ class SolverWorker {
   // Incremental rounds; null when a one-shot algorithm is configured.
   std::unique_ptr<IncrementalMirror> mirror_;
   int32_t placement_partitions_ = 0;
+  // Holds the rounds partition (always, without options_.standby).
+  bool active_ = false;
+  bool claim_pending_ = false;  // active now: ask for a snapshot
 
   std::unique_ptr<v1::SolverRound> assembling_;  // parts so far
   flow::FlowNetwork network_;
   bool synced_ = false;
   uint64_t round_id_ = 0;     // the round the replica reflects
   uint64_t graph_epoch_ = 0;  // the graph manager epoch that cut it
+  uint64_t addressed_epoch_ = 0;  // its SolverRound.solver_epoch
   bool unsolved_ = false;
   bool deterministic_ = false;  // the last applied round asks for it
   int64_t last_resync_steady_us_ = 0;

@@ -43,8 +43,10 @@ void PipelineTest::TearDown() {
   EXPECT_EQ(down.exit_code, 0) << down.out << down.err;
   StopExternalBroker();
   if (HasFailure()) {
-    for (const char* name : {"broker", "graph-manager", "solver-worker"}) {
+    for (const char* name : {"broker", "graph-manager", "solver-worker",
+                             "solver-worker-2"}) {
       std::string log = ReadFile(dir_ + "/logs/" + name + ".log");
+      if (log.empty()) continue;
       if (log.size() > 6000) log = log.substr(log.size() - 6000);
       std::cerr << "---- " << name << ".log (tail) ----\n" << log << "\n";
     }

@@ -210,9 +210,10 @@ CommandMain AddTailCommand(CLI::App& app, CommonFlags& flags) {
           v1::SolverRound message;
           if (!message.ParseFromString(record.value)) continue;
           json = fmt::format(
-              R"({{"round_id":{},"epoch":{},"snapshot":{},"changes":{}}})",
-              message.round_id(), message.epoch(), message.snapshot(),
-              message.changes_size());
+              R"({{"round_id":{},"epoch":{},"solver_epoch":{},"snapshot":{},)"
+              R"("changes":{}}})",
+              message.round_id(), message.epoch(), message.solver_epoch(),
+              message.snapshot(), message.changes_size());
         }
         std::cout << json << "\n";
         // Idle means nothing printed: filtered records (markers, resync

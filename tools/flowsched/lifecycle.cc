@@ -1,5 +1,6 @@
 #include "tools/flowsched/lifecycle.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -28,16 +29,21 @@ std::vector<std::string> ForwardedFlags(const CommonFlags& flags) {
   return args;
 }
 
+// Runs `flowsched <name> ...`; its log and pid file are named `instance`
+// (default: name).
 absl::StatusOr<pid_t> Start(const CommonFlags& flags, const std::string& name,
-                            std::vector<std::string> extra) {
+                            std::vector<std::string> extra,
+                            std::string instance = "") {
+  if (instance.empty()) instance = name;
   FLOWSCHED_ASSIGN_OR_RETURN(std::string self, SelfExecutable());
   std::vector<std::string> argv = {self, name};
   for (std::string& arg : ForwardedFlags(flags)) argv.push_back(std::move(arg));
   for (std::string& arg : extra) argv.push_back(std::move(arg));
   FLOWSCHED_ASSIGN_OR_RETURN(
       pid_t pid,
-      SpawnDetached(argv, absl::StrCat(flags.data_dir, "/logs/", name, ".log")));
-  FLOWSCHED_RETURN_IF_ERROR(WritePidFile(PidFile(flags, name), pid));
+      SpawnDetached(argv,
+                    absl::StrCat(flags.data_dir, "/logs/", instance, ".log")));
+  FLOWSCHED_RETURN_IF_ERROR(WritePidFile(PidFile(flags, instance), pid));
   return pid;
 }
 
@@ -47,6 +53,16 @@ const std::vector<std::string>& ServiceNames() {
   static const std::vector<std::string> kNames = {"broker", "graph-manager",
                                                   "solver-worker"};
   return kNames;
+}
+
+std::vector<std::string> ExtraSolverWorkerNames(const CommonFlags& flags) {
+  std::vector<std::string> names;
+  for (int i = 2;; ++i) {
+    std::string name = absl::StrCat("solver-worker-", i);
+    if (!std::filesystem::exists(PidFile(flags, name))) break;
+    names.push_back(std::move(name));
+  }
+  return names;
 }
 
 std::string DescribeService(const CommonFlags& flags, const std::string& name) {
@@ -101,11 +117,27 @@ absl::Status StartServices(const CommonFlags& flags, const UpOptions& options) {
                                        ready.status().message()));
     }
   }
-  if (!running("solver-worker")) {
-    FLOWSCHED_ASSIGN_OR_RETURN(
-        pid_t worker,
-        Start(flags, "solver-worker", {"--algorithm", options.algorithm}));
-    (void)worker;
+  const int workers =
+      options.solver_workers > 0
+          ? options.solver_workers
+          : 1 + static_cast<int>(ExtraSolverWorkerNames(flags).size());
+  for (int i = 1; i <= workers; ++i) {
+    const std::string name =
+        i == 1 ? "solver-worker" : absl::StrCat("solver-worker-", i);
+    if (running(name)) continue;
+    std::vector<std::string> args = {"--algorithm", options.algorithm};
+    // Several workers on one rounds topic must all be group members.
+    if (workers > 1) {
+      args.push_back("--standby");
+      // The embedded broker accepts short sessions (a real broker's
+      // group.min.session.timeout.ms is 6000 by default): a killed worker's
+      // partition moves after about twice this there.
+      if (flags.brokers.empty()) {
+        args.insert(args.end(), {"--session-timeout-ms", "3000"});
+      }
+    }
+    FLOWSCHED_RETURN_IF_ERROR(
+        Start(flags, "solver-worker", std::move(args), name).status());
   }
   return absl::OkStatus();
 }
@@ -113,8 +145,11 @@ absl::Status StartServices(const CommonFlags& flags, const UpOptions& options) {
 absl::Status StopServices(const CommonFlags& flags) {
   absl::Status result;
   // Reverse start order: consumers before the broker they talk to.
-  for (auto it = ServiceNames().rbegin(); it != ServiceNames().rend(); ++it) {
-    const std::string path = PidFile(flags, *it);
+  std::vector<std::string> names = ExtraSolverWorkerNames(flags);
+  std::reverse(names.begin(), names.end());
+  names.insert(names.end(), ServiceNames().rbegin(), ServiceNames().rend());
+  for (const std::string& name : names) {
+    const std::string path = PidFile(flags, name);
     auto pid = ReadPidFile(path);
     if (!pid.ok()) continue;
     result.Update(StopProcess(*pid, 10'000));

@@ -19,6 +19,10 @@ struct UpOptions {
   std::string algorithm = "incremental";
   uint64_t cut_every_events = 0;
   bool cut_at_ticks = false;
+  // Solver workers to run; with more than one they run as --standby
+  // members of one group (one active, the others take over). 0: as many as
+  // the last `up` started (their pid files), at least 1.
+  int solver_workers = 0;
   int start_timeout_ms = 30'000;
 };
 
@@ -29,6 +33,9 @@ absl::Status StopServices(const CommonFlags& flags);
 
 // "broker", "graph-manager", "solver-worker".
 const std::vector<std::string>& ServiceNames();
+// The solver workers beyond the first that have a pid file:
+// "solver-worker-2", "solver-worker-3", ...
+std::vector<std::string> ExtraSolverWorkerNames(const CommonFlags& flags);
 // "running (pid N)", "not running" or "stopped (stale pid N)".
 std::string DescribeService(const CommonFlags& flags, const std::string& name);
 

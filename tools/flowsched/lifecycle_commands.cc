@@ -33,6 +33,13 @@ CommandMain AddUpCommand(CLI::App& app, CommonFlags& flags) {
                   "Deterministic rounds every N events (see graph-manager)");
   cmd->add_flag("--cut-at-ticks", options->cut_at_ticks,
                 "Deterministic rounds at Tick events (see graph-manager)");
+  cmd->add_option("--solver-workers", options->solver_workers,
+                  "Solver workers to run (logs and pids solver-worker, "
+                  "solver-worker-2, ...). With more than one, all run with "
+                  "--standby: one is active, the others take over if it "
+                  "fails. Default: as many as the last `up` started, at "
+                  "least 1")
+      ->check(CLI::Range(1, 16));
   return [&flags, options]() {
     absl::Status status = StartServices(flags, *options);
     if (!status.ok()) {
@@ -78,6 +85,9 @@ CommandMain AddStatusCommand(CLI::App& app, CommonFlags& flags) {
     } else {
       PrintSummary(*status, std::cout);
       for (const std::string& name : ServiceNames()) {
+        fmt::print("  {:<17} {}\n", name, DescribeService(flags, name));
+      }
+      for (const std::string& name : ExtraSolverWorkerNames(flags)) {
         fmt::print("  {:<17} {}\n", name, DescribeService(flags, name));
       }
     }

@@ -124,6 +124,17 @@ CommandMain AddSolverWorkerCommand(CLI::App& app, CommonFlags& flags) {
                   "incremental (repair each round; cold starts by "
                   "cost_scaling), or cost_scaling / ssp from scratch")
       ->capture_default_str();
+  cmd->add_flag("--standby", options->standby,
+                "Active/standby failover: join the consumer group "
+                "<rounds topic>.solvers; only the member holding the rounds "
+                "partition solves, the others take over when it dies. Every "
+                "worker sharing the rounds topic must use it (`flowsched up "
+                "--solver-workers N` does)");
+  cmd->add_option("--session-timeout-ms", options->session_timeout_ms,
+                  "With --standby: how long a silent active worker keeps "
+                  "the partition (the takeover delay after a crash)")
+      ->check(CLI::Range(1000, 300'000))
+      ->capture_default_str();
   return [&flags, options]() {
     return RunService<solver_worker::SolverWorker>(
         "solver-worker", flags, [&](const bus::KafkaOptions& kafka,
