@@ -240,6 +240,69 @@ TEST_F(BusTest, AssignFromExplicitOffsetResumesThere) {
   EXPECT_EQ(records[0].offset, 10);
 }
 
+TEST_F(BusTest, GroupGivesThePartitionToOneMemberAndMovesItOnLeave) {
+  // Two members of one group on the one-partition rounds topic: one holds
+  // it and reads from the offset its listener chose; when that member
+  // closes (leaves the group), the other gets it.
+  KafkaOptions group_options = options_;
+  group_options.extra = {{"session.timeout.ms", "3000"},
+                         {"heartbeat.interval.ms", "500"},
+                         {"partition.assignment.strategy",
+                          "cooperative-sticky"}};
+  struct Member {
+    std::unique_ptr<Consumer> consumer;
+    bool holds = false;
+    std::vector<Record> records;
+  };
+  std::array<Member, 2> members;
+  for (Member& m : members) {
+    auto consumer = Consumer::Create(group_options, "bus-test-group");
+    ASSERT_THAT(consumer, IsOk());
+    m.consumer = std::move(consumer).value();
+    RebalanceListener listener;
+    listener.start_offset = [](const std::string&, int32_t) {
+      return int64_t{1};  // skips record 0
+    };
+    listener.changed = [&m](bool assigned,
+                            const std::vector<TopicPartitionOffset>& parts) {
+      if (!parts.empty()) m.holds = assigned;
+    };
+    ASSERT_THAT(m.consumer->Subscribe({topics_.rounds}, std::move(listener)),
+                IsOk());
+  }
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_THAT(
+        producer_->Produce(topics_.rounds, 0, "round", fmt::format("r{}", i)),
+        IsOk());
+  }
+  ASSERT_THAT(producer_->Flush(10000), IsOk());
+  const auto poll_until = [&](const std::function<bool()>& done) {
+    const auto deadline = Steady::now() + std::chrono::seconds(20);
+    while (!done() && Steady::now() < deadline) {
+      for (Member& m : members) {
+        if (m.consumer == nullptr) continue;
+        auto records = m.consumer->Poll(10, 50);
+        ASSERT_THAT(records, IsOk());
+        for (Record& r : *records) m.records.push_back(std::move(r));
+      }
+    }
+  };
+  poll_until([&] {
+    return (members[0].holds || members[1].holds) &&
+           members[0].records.size() + members[1].records.size() >= 2;
+  });
+  ASSERT_NE(members[0].holds, members[1].holds) << "exactly one holder";
+  Member& holder = members[0].holds ? members[0] : members[1];
+  Member& other = members[0].holds ? members[1] : members[0];
+  ASSERT_EQ(holder.records.size(), 2u);
+  EXPECT_EQ(holder.records[0].value, "r1");
+  EXPECT_TRUE(other.records.empty());
+
+  holder.consumer.reset();  // closes: leaves the group
+  poll_until([&] { return other.holds; });
+  EXPECT_TRUE(other.holds) << "the partition never moved";
+}
+
 TEST_F(BusTest, WatermarksMatchProduced) {
   auto consumer = MakeConsumer();
   ASSERT_NE(consumer, nullptr);

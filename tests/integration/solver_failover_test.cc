@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "flowsched/v1/placements.pb.h"
+#include "flowsched/v1/rounds.pb.h"
 #include "tests/integration/pipeline_fixture.h"
 
 namespace flowsched::testing {
@@ -79,13 +80,12 @@ class SolverFailoverTest : public PipelineTest {
     Submit(jobs.out);
   }
 
-  // Produces one placements record with a third-party client.
-  void Forge(const v1::PlacementRecord& record, int n) {
+  // Produces one record to partition 0 with a third-party client.
+  void Forge(const std::string& topic, const std::string& bytes, int n) {
     const std::string raw = absl::StrCat(dir_, "/forged-", n, ".bin");
-    std::ofstream(raw, std::ios::binary) << record.SerializeAsString();
-    CommandResult produced =
-        Shell(absl::StrCat(KCAT_BINARY, " -P -b ", Bootstrap(),
-                           " -t flowsched.placements -p 0 ", raw));
+    std::ofstream(raw, std::ios::binary) << bytes;
+    CommandResult produced = Shell(absl::StrCat(
+        KCAT_BINARY, " -P -b ", Bootstrap(), " -t ", topic, " -p 0 ", raw));
     ASSERT_EQ(produced.exit_code, 0) << produced.err;
   }
 };
@@ -153,16 +153,44 @@ TEST_F(SolverFailoverTest, StandbyTakesOverAndOldInstancesAreFenced) {
   decision->set_task_id(1);
   decision->set_job_id(1);
   decision->set_action(v1::ACTION_PREEMPT);
-  Forge(forged, 1);
+  Forge("flowsched.placements", forged.SerializeAsString(), 1);
   v1::PlacementRecord marker;
   marker.mutable_round_complete()->set_round_id(status.rounds_published() + 1);
   marker.mutable_round_complete()->set_epoch(first_epoch);
   marker.mutable_round_complete()->set_graph_epoch(status.epoch());
   marker.mutable_round_complete()->set_total_decisions(1);
-  Forge(marker, 2);
+  Forge("flowsched.placements", marker.SerializeAsString(), 2);
   status = WaitForStatus(
       [&](const auto& s) { return s.results_fenced() >= fenced_before + 2; },
       30, "the forged answer to be fenced");
+  EXPECT_EQ(status.solver_epoch(), second_epoch);
+
+  // 3b. A round addressed to another solver epoch, as a worker sees once
+  //     another took over: the active worker stops solving; as it still
+  //     holds the partition it claims the rounds back after a backoff.
+  v1::SolverRound stray;
+  stray.set_round_id(1'000'000);
+  stray.set_epoch(status.epoch());
+  stray.set_snapshot(true);
+  stray.set_solver_epoch(1);
+  Forge("flowsched.rounds", stray.SerializeAsString(), 3);
+  const std::string second_log = dir_ + "/logs/" + second + ".log";
+  for (int i = 0; i < 100; ++i) {
+    if (ReadLog(second_log).find("is addressed to solver epoch 1,") !=
+        std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(ReadLog(second_log).find("is addressed to solver epoch 1,"),
+            std::string::npos)
+      << "the worker solved or ignored a round addressed to another epoch";
+  SubmitJob(++jobs);
+  status = WaitForStatus(
+      [&](const auto& s) {
+        return all_placed(s) && s.solver_epoch() == second_epoch;
+      },
+      30, "the active worker to claim the rounds back");
 
   // 4. A zombie: pause the active worker until the restarted one took over,
   //    then let it run again. It must stand down, not publish.
