@@ -160,9 +160,9 @@ absl::Status Consumer::Subscribe(const std::vector<std::string>& topics,
 void Consumer::Rebalance(int err,
                          rd_kafka_topic_partition_list_t* partitions) {
   const bool assigned = err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS;
+  const char* protocol = rd_kafka_rebalance_protocol(rk_.get());
   const bool cooperative =
-      std::string_view(rd_kafka_rebalance_protocol(rk_.get())) ==
-      "COOPERATIVE";
+      protocol != nullptr && std::string_view(protocol) == "COOPERATIVE";
   std::vector<TopicPartitionOffset> changed;
   for (int i = 0; i < partitions->cnt; ++i) {
     rd_kafka_topic_partition_t& tp = partitions->elems[i];

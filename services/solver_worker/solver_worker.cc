@@ -51,6 +51,8 @@ uint64_t NewWorkerEpoch(int64_t now_us) {
 SolverWorker::SolverWorker(SolverWorkerOptions options, const Clock& clock)
     : options_(std::move(options)), clock_(clock) {}
 
+SolverWorker::~SolverWorker() { consumer_.reset(); }
+
 absl::StatusOr<std::unique_ptr<SolverWorker>> SolverWorker::Create(
     SolverWorkerOptions options, const Clock& clock) {
   auto worker =

@@ -82,6 +82,10 @@ class SolverWorker {
   static absl::StatusOr<std::unique_ptr<SolverWorker>> Create(
       SolverWorkerOptions options, const Clock& clock);
 
+  // Leaves the consumer group first: closing the consumer reports the
+  // revocation to this worker, whose members must still be alive.
+  ~SolverWorker();
+
   absl::Status Run(const std::atomic<bool>& stop);
   [[nodiscard]] const SolverWorkerStats& stats() const { return stats_; }
   [[nodiscard]] uint64_t epoch() const { return epoch_; }
