@@ -3,6 +3,7 @@
 // a broker restart in the middle of a run with nothing lost. Label kafka09.
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -74,6 +75,52 @@ TEST_F(Kafka09Test, PipelineSurvivesABrokerRestartWithNothingLost) {
   std::string line;
   while (std::getline(lines, line)) decisions += !line.empty();
   EXPECT_EQ(decisions, 80u);
+}
+
+// Solver failover on the real broker: two workers in one consumer group
+// (default 6 s session, Kafka 0.9's minimum); SIGKILL the active one and
+// the standby must place new work within 15 s.
+class Kafka09FailoverTest : public Kafka09Test {
+ protected:
+  Kafka09FailoverTest() { up_flags_ = "--solver-workers 2"; }
+};
+
+TEST_F(Kafka09FailoverTest, StandbyTakesOverOnKafka09) {
+  CommandResult machines =
+      Flowsched("generate --what machines --machines 30 --slots 4");
+  ASSERT_EQ(machines.exit_code, 0);
+  Submit(machines.out);
+  SubmitJobs(1, 2);
+  v1::GraphManagerStatus status = WaitForStatus(
+      [](const auto& s) {
+        return s.tasks_running() == 16 && !s.round_in_flight() &&
+               s.solver_epoch() != 0;
+      },
+      60, "16 tasks placed by the active worker");
+  const std::string active = SolverWorkerWithEpoch(status.solver_epoch());
+  ASSERT_FALSE(active.empty());
+  const std::string standby =
+      active == "solver-worker" ? "solver-worker-2" : "solver-worker";
+  const uint64_t standby_epoch = WorkerEpoch(standby);
+  ASSERT_NE(standby_epoch, 0u);
+
+  KillService(active);
+  const auto killed_at = std::chrono::steady_clock::now();
+  SubmitJobs(3, 2);
+  status = WaitForStatus(
+      [&](const auto& s) {
+        return s.tasks_running() == 32 && !s.round_in_flight() &&
+               s.solver_epoch() == standby_epoch;
+      },
+      30, "the standby to take over on Kafka 0.9");
+  const double takeover_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                    killed_at)
+          .count();
+  std::printf("solver takeover after SIGKILL on Kafka 0.9: %.1f s\n",
+              takeover_s);
+  EXPECT_LT(takeover_s, 15.0);
+  EXPECT_EQ(TaskPlacements().size(), 32u);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -131,6 +132,24 @@ void PipelineTest::KillService(const std::string& name) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ASSERT_NE(::kill(pid, 0), 0) << name << " survived SIGKILL";
+}
+
+uint64_t PipelineTest::WorkerEpoch(const std::string& name) const {
+  static const std::regex kEpoch("solver worker epoch ([0-9]+) using");
+  const std::string log = ReadFile(dir_ + "/logs/" + name + ".log");
+  uint64_t epoch = 0;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), kEpoch);
+       it != std::sregex_iterator(); ++it) {
+    epoch = std::stoull((*it)[1].str());
+  }
+  return epoch;
+}
+
+std::string PipelineTest::SolverWorkerWithEpoch(uint64_t solver_epoch) const {
+  for (const char* name : {"solver-worker", "solver-worker-2"}) {
+    if (solver_epoch != 0 && WorkerEpoch(name) == solver_epoch) return name;
+  }
+  return "";
 }
 
 std::string PipelineTest::Bootstrap() const {

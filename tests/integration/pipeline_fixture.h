@@ -47,6 +47,12 @@ class PipelineTest : public ::testing::Test {
   [[nodiscard]] int ServicePid(const std::string& name) const;
   // SIGKILLs the service and waits until it is gone.
   void KillService(const std::string& name);
+  // The epoch a solver worker announced in its log ("solver worker epoch N
+  // using ..."), the latest if it restarted; 0 if none yet.
+  [[nodiscard]] uint64_t WorkerEpoch(const std::string& name) const;
+  // With `up --solver-workers 2`: the worker ("solver-worker" or
+  // "solver-worker-2") whose epoch is `solver_epoch`; "" if neither.
+  [[nodiscard]] std::string SolverWorkerWithEpoch(uint64_t solver_epoch) const;
 
   // Runs before `flowsched up`; a test with an external broker starts it
   // here and sets broker_flags_ (e.g. "--brokers ... --legacy-broker").

@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -38,19 +37,6 @@ class SolverFailoverTest : public PipelineTest {
  protected:
   SolverFailoverTest() { up_flags_ = "--solver-workers 2"; }
 
-  // The epoch a worker announced in its log ("solver worker epoch N ..."),
-  // the latest if it restarted; 0 if none yet.
-  uint64_t WorkerEpoch(const std::string& name) {
-    static const std::regex kEpoch("solver worker epoch ([0-9]+) using");
-    const std::string log = ReadLog(dir_ + "/logs/" + name + ".log");
-    uint64_t epoch = 0;
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), kEpoch);
-         it != std::sregex_iterator(); ++it) {
-      epoch = std::stoull((*it)[1].str());
-    }
-    return epoch;
-  }
-
   // Waits until the worker logged its (new) epoch.
   uint64_t WaitForWorkerEpoch(const std::string& name, uint64_t not_this) {
     for (int i = 0; i < 300; ++i) {
@@ -64,11 +50,11 @@ class SolverFailoverTest : public PipelineTest {
 
   // The worker whose epoch the graph manager considers current.
   std::string ActiveWorker(uint64_t solver_epoch) {
-    for (const char* name : {"solver-worker", "solver-worker-2"}) {
-      if (WorkerEpoch(name) == solver_epoch) return name;
+    std::string name = SolverWorkerWithEpoch(solver_epoch);
+    if (name.empty()) {
+      ADD_FAILURE() << "no worker has the current epoch " << solver_epoch;
     }
-    ADD_FAILURE() << "no worker has the current epoch " << solver_epoch;
-    return "";
+    return name;
   }
 
   void SubmitJob(uint64_t job) {
