@@ -1,13 +1,17 @@
 #include "tools/e2e/e2e_bench.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -32,6 +36,26 @@ using v1::GraphManagerStatus;
 
 double MillisBetween(SteadyTime from, SteadyTime to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+// User plus system CPU seconds the process used so far (/proc/<pid>/stat),
+// or -1. On a shared machine wall-clock rates depend on the neighbours; CPU
+// time per event does not.
+double CpuSeconds(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat;
+  std::getline(in, stat);
+  // Fields after the command name, which is in parentheses and may hold
+  // spaces: state is field 3, utime 14, stime 15.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i >= 14) ticks += std::strtod(field.c_str(), nullptr);
+  }
+  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 uint64_t Applied(const GraphManagerStatus& s) {
@@ -188,8 +212,15 @@ class Bench {
     FLOWSCHED_RETURN_IF_ERROR(
         tools::SubmitEvents(*producer_, events_topic_, events));
     const uint64_t expected = events.size();
-    return WaitForStatus("setup", [&](const GraphManagerStatus& s) {
-             return Applied(s) >= expected;
+    FLOWSCHED_RETURN_IF_ERROR(
+        WaitForStatus("setup", [&](const GraphManagerStatus& s) {
+          return Applied(s) >= expected;
+        }).status());
+    // Stop the graph manager at a quiet point (no round in flight), so the
+    // ingest measurement does not include recovering an answered round.
+    FLOWSCHED_RETURN_IF_ERROR(WaitAllPlaced("setup placing"));
+    return WaitForStatus("setup settling", [&](const GraphManagerStatus& s) {
+             return !s.round_in_flight();
            }).status();
   }
 
@@ -216,6 +247,9 @@ class Bench {
 
     FLOWSCHED_RETURN_IF_ERROR(tools::StartServices(flags_, up_));
     const SteadyTime ready = Clock::now();
+    FLOWSCHED_ASSIGN_OR_RETURN(pid_t ingesting,
+                               tools::ReadPidFile(ManagerPidPath()));
+    const double cpu_at_start = CpuSeconds(ingesting);
     FLOWSCHED_ASSIGN_OR_RETURN(GraphManagerStatus first, ReadStatus());
     const uint64_t base = Applied(first);
     const uint64_t target = base + result.burst_events;
@@ -237,6 +271,7 @@ class Bench {
           const uint64_t applied = Applied(*status);
           if (applied >= target) {
             done_time_us = last_time_us;
+            result.ingest_cpu_seconds = CpuSeconds(ingesting) - cpu_at_start;
             return true;
           }
           if (applied > base) {
@@ -274,10 +309,10 @@ class Bench {
     return WaitUntil(
         phase,
         [&] {
-          if (watcher_->pending() > 0) return false;
           auto status = ReadStatus();
-          if (status.ok()) last = *status;
-          return status.ok() && status->tasks_waiting() == 0 &&
+          if (!status.ok()) return false;
+          last = *status;
+          return watcher_->pending() == 0 && status->tasks_waiting() == 0 &&
                  status->tasks() == status->tasks_running();
         },
         [&] {
@@ -381,6 +416,9 @@ class Bench {
     result.restart_stop_ms = MillisBetween(signalled, spawned);
     FLOWSCHED_RETURN_IF_ERROR(tools::StartServices(flags_, up_));
     result.restart_ready_ms = MillisBetween(spawned, Clock::now());
+    FLOWSCHED_ASSIGN_OR_RETURN(pid_t restarted,
+                               tools::ReadPidFile(ManagerPidPath()));
+    result.restart_ready_cpu_ms = 1000 * CpuSeconds(restarted);
     FLOWSCHED_ASSIGN_OR_RETURN(GraphManagerStatus after, ReadStatus());
     result.restart_tasks = after.tasks();
     if (after.epoch() <= before.epoch() || after.tasks() != before.tasks()) {
