@@ -128,7 +128,13 @@ BenchSubcommand AddBenchE2eCommand(CLI::App& bench, CommonFlags& flags,
     if (!result.ok()) {
       std::cerr << "flowsched bench e2e: " << result.status().ToString()
                 << "\n";
-      return 1;
+      if (absl::IsInvalidArgument(result.status())) {
+        // Bad options: nothing started, nothing worth keeping.
+        std::error_code ec;
+        std::filesystem::remove_all(flags.data_dir, ec);
+        return 2;
+      }
+      return 1;  // the logs in the data directory tell why
     }
     std::cout << "\n";
     e2e::PrintTable(*result, std::cout);
