@@ -53,6 +53,10 @@ std::map<std::string, std::string> RunBench(const std::string& name,
   for (size_t i = 0; i < names.size() && i < values.size(); ++i) {
     result[names[i]] = values[i];
   }
+  if (!::testing::Test::HasFailure()) {
+    std::filesystem::remove(csv);
+    std::filesystem::remove(dir.string() + ".out");
+  }
   return result;
 }
 
