@@ -181,6 +181,7 @@ size_t StateBatch::byte_size() const {
 struct StateStore::Impl {
   std::string dir;
   bool read_only = false;
+  bool flush_on_close = false;
   rocksdb::WriteOptions write_options;
   std::unique_ptr<rocksdb::DB> db;
   // RocksDB serializes writes anyway; this also makes Clear()'s
@@ -190,7 +191,13 @@ struct StateStore::Impl {
 
 StateStore::StateStore(PassKey, std::unique_ptr<Impl> impl)
     : impl_(std::move(impl)) {}
-StateStore::~StateStore() = default;
+StateStore::~StateStore() {
+  // OpenOptions::flush_on_close. Best effort: the WAL still has everything
+  // if the flush fails, and a crash skips this anyway.
+  if (impl_ != nullptr && impl_->db != nullptr && impl_->flush_on_close) {
+    impl_->db->Flush(rocksdb::FlushOptions()).PermitUncheckedError();
+  }
+}
 
 absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(
     const std::string& dir, const OpenOptions& options) {
@@ -228,6 +235,7 @@ absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(
   auto impl = std::make_unique<Impl>();
   impl->dir = dir;
   impl->read_only = options.read_only;
+  impl->flush_on_close = options.flush_on_close && !options.read_only;
   impl->write_options.sync = options.sync_writes;
   impl->write_options.disableWAL = false;
   impl->db = std::move(db);

@@ -335,9 +335,23 @@ TEST_F(StateStoreTest, BatchCountsAndMoves) {
   EXPECT_THAT(Keys(*store, "a"), ElementsAre("a"));
 }
 
-TEST_F(StateStoreTest, ReadOnlySeesCommittedDataAndRefusesWrites) {
+TEST_F(StateStoreTest, CleanCloseFlushesSoOpenReplaysNoWal) {
   {
     auto store = OpenOrDie();
+    CommitRecordBatches(*store, 10);
+    EXPECT_TRUE(FilesEndingWith(".sst").empty());  // all in the memtable
+  }
+  EXPECT_FALSE(FilesEndingWith(".sst").empty());
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(ExpectConsistentPrefix(*store), 10);
+}
+
+TEST_F(StateStoreTest, ReadOnlySeesCommittedDataAndRefusesWrites) {
+  {
+    StateStore::OpenOptions options;
+    options.flush_on_close = false;
+    auto store = OpenOrDie(options);
     CommitRecordBatches(*store, 10);
   }  // not flushed: the read-only open must replay the WAL
   StateStore::OpenOptions options;
@@ -568,10 +582,13 @@ TEST_F(CorruptionTest, GarbledSstDataBlock) {
 
 TEST_F(CorruptionTest, GarbledWalRecoversAConsistentPrefixOrFails) {
   {
-    auto store = OpenOrDie();
-    ASSERT_NE(store, nullptr);
-    CommitRecordBatches(*store, 100);
-  }  // never flushed: the batches live only in the WAL
+    // Closed like a crash would leave it: the batches live only in the WAL.
+    StateStore::OpenOptions options;
+    options.flush_on_close = false;
+    auto store = StateStore::Open(dir_, options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    CommitRecordBatches(**store, 100);
+  }
   const auto logs = FilesEndingWith(".log");
   ASSERT_FALSE(logs.empty());
   for (const auto& log : logs) {

@@ -372,7 +372,14 @@ absl::Status ClusterState::RestoreMachine(Machine machine) {
 absl::Status ClusterState::RestoreTask(Task task) {
   const TaskId id = task.spec.id;
   auto job_it = jobs_.find(task.job);
-  if (job_it == jobs_.end() || tasks_.contains(id)) {
+  // The store yields tasks in ascending id order, so each one goes at the
+  // end of every ordered container it joins: inserting with that hint costs
+  // one comparison instead of a walk down a cold tree (the restart of a
+  // graph manager with 150,000 tasks spent a fifth of its time here). An
+  // id out of order still lands in the right place, just slower.
+  const auto task_hint = tasks_.lower_bound(id);
+  if (job_it == jobs_.end() ||
+      (task_hint != tasks_.end() && task_hint->first == id)) {
     return absl::DataLossError(absl::StrCat(
         "stored task ", id.value(), " is a duplicate or names unknown job ",
         task.job.value()));
@@ -385,12 +392,14 @@ absl::Status ClusterState::RestoreTask(Task task) {
           absl::StrCat("stored task ", id.value(), " runs on machine ",
                        task.machine.value(), " that is unknown or full"));
     }
-    machine_it->second.running.insert(id);
+    std::set<TaskId>& running = machine_it->second.running;
+    running.emplace_hint(running.end(), id);
     AddResources(machine_it->second.allocated, task.spec.request, 1);
     ++running_count_;
   }
-  job_it->second.tasks.insert(id);
-  tasks_.emplace(id, std::move(task));
+  std::set<TaskId>& job_tasks = job_it->second.tasks;
+  job_tasks.emplace_hint(job_tasks.end(), id);
+  tasks_.emplace_hint(task_hint, id, std::move(task));
   return absl::OkStatus();
 }
 

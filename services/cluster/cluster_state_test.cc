@@ -166,6 +166,52 @@ TEST_F(ClusterStateTest, RestoreRejectsInconsistentRecords) {
               StatusIs(absl::StatusCode::kDataLoss, "machine 3"));
 }
 
+// Restores normally come in ascending id order (the store's key order); any
+// other order, and duplicates in it, must give the same result.
+TEST_F(ClusterStateTest, RestoreInAnyOrderRebuildsTheSameState) {
+  const auto restore = [](const std::vector<uint64_t>& ids) {
+    ClusterState state;
+    EXPECT_THAT(state.RestoreJob(Job{JobId(1), "j", 0, {}}), IsOk());
+    EXPECT_THAT(state.RestoreMachine(Machine{.id = MachineId(1),
+                                             .rack = "r",
+                                             .task_slots = 10}),
+                IsOk());
+    for (uint64_t id : ids) {
+      Task task;
+      task.spec.id = TaskId(id);
+      task.job = JobId(1);
+      if (id % 2 == 0) task.machine = MachineId(1);  // even ids run
+      EXPECT_THAT(state.RestoreTask(task), IsOk()) << id;
+    }
+    return state;
+  };
+  const ClusterState ascending = restore({1, 2, 3, 4, 5, 6});
+  const ClusterState shuffled = restore({4, 1, 6, 3, 2, 5});
+  for (const ClusterState* state : {&ascending, &shuffled}) {
+    std::vector<uint64_t> tasks, job_tasks, running;
+    for (const auto& [id, task] : state->tasks()) tasks.push_back(id.value());
+    for (TaskId id : state->FindJob(JobId(1))->tasks) {
+      job_tasks.push_back(id.value());
+    }
+    for (TaskId id : state->FindMachine(MachineId(1))->running) {
+      running.push_back(id.value());
+    }
+    EXPECT_THAT(tasks, ::testing::ElementsAre(1, 2, 3, 4, 5, 6));
+    EXPECT_THAT(job_tasks, ::testing::ElementsAre(1, 2, 3, 4, 5, 6));
+    EXPECT_THAT(running, ::testing::ElementsAre(2, 4, 6));
+    EXPECT_EQ(state->running_task_count(), 3u);
+  }
+  ClusterState state = restore({1, 3});
+  for (uint64_t id : {1, 3}) {
+    Task duplicate;
+    duplicate.spec.id = TaskId(id);
+    duplicate.job = JobId(1);
+    EXPECT_THAT(state.RestoreTask(duplicate),
+                StatusIs(absl::StatusCode::kDataLoss, "duplicate"));
+  }
+  EXPECT_EQ(state.tasks().size(), 2u);
+}
+
 }  // namespace
 }  // namespace flowsched::cluster
 

@@ -1,5 +1,6 @@
 // `flowsched bench solver`: the min-cost flow benchmark of tools/bench
-// (flowsched's solvers versus LEMON on scheduling-shaped networks).
+// (flowsched's solvers versus LEMON on scheduling-shaped networks), and
+// `bench e2e` (bench_e2e_command.cc).
 
 #include <iostream>
 #include <memory>
@@ -12,7 +13,7 @@
 
 namespace flowsched::tools {
 
-CommandMain AddBenchCommand(CLI::App& app, CommonFlags& /*flags*/) {
+CommandMain AddBenchCommand(CLI::App& app, CommonFlags& flags) {
   auto* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
   auto* cmd = bench->add_subcommand(
@@ -21,6 +22,7 @@ CommandMain AddBenchCommand(CLI::App& app, CommonFlags& /*flags*/) {
       "Quincy and load-spreading networks (see tools/bench/README.md)");
   auto options = std::make_shared<bench::BenchOptions>();
   auto list = std::make_shared<bool>(false);
+  BenchSubcommand e2e = AddBenchE2eCommand(*bench, flags, app);
   cmd->add_flag("--quick", options->quick,
                 "Small sizes only (seconds; the CI smoke run)");
   cmd->add_option("--cases", options->case_filters,
@@ -43,7 +45,8 @@ CommandMain AddBenchCommand(CLI::App& app, CommonFlags& /*flags*/) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--list", *list, "Print the selected cases and algorithms");
-  return [options, list, cmd]() {
+  return [options, list, cmd, e2e]() {
+    if (e2e.app->parsed()) return e2e.main();
     if (!cmd->parsed()) return 2;
     if (options->algorithms.empty()) {
       options->algorithms = solver::SolverNames();

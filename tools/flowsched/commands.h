@@ -26,6 +26,14 @@ CommandMain AddDemoCommand(CLI::App& app, CommonFlags& flags);
 CommandMain AddSolveCommand(CLI::App& app, CommonFlags& flags);
 CommandMain AddCompareCommand(CLI::App& app, CommonFlags& flags);
 CommandMain AddBenchCommand(CLI::App& app, CommonFlags& flags);
+// `bench e2e`, added to the `bench` subcommand by AddBenchCommand (both the
+// LEMON build and its stub): the callback to run when `app` was parsed.
+struct BenchSubcommand {
+  CLI::App* app = nullptr;
+  CommandMain main;
+};
+BenchSubcommand AddBenchE2eCommand(CLI::App& bench, CommonFlags& flags,
+                                   CLI::App& root);
 CommandMain AddPolicyCommand(CLI::App& app, CommonFlags& flags);
 CommandMain AddExplainCommand(CLI::App& app, CommonFlags& flags);
 
