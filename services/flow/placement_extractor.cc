@@ -63,19 +63,31 @@ absl::StatusOr<std::vector<TaskPlacement>> ExtractPlacements(
     }
   });
 
-  size_t processed = 0;
+  // Task nodes are most of the network and receive at most one unit, so
+  // they get a machine and a unit count instead of a list of their own:
+  // one allocation per task made extraction the largest cost of a round at
+  // 150,000 tasks. `scratch` keeps its capacity across tasks.
+  std::vector<NodeId> task_machine(n, kNoNode);
+  std::vector<int64_t> task_units(n, 0);
+  MachineList scratch;
   while (!ready.empty()) {
     const NodeId node = ready.front();
     ready.pop_front();
-    ++processed;
     network.ForEachInArc(node, [&](const ArcView& arc) {
       const int64_t units = flow_by_slot[arc.slot];
       if (units <= 0) return;
-      MoveUnits(lists[node], lists[arc.src], units);
-      if (--pending[arc.src] == 0 &&
-          network.node(arc.src).kind != NodeKind::kTask) {
-        ready.push_back(arc.src);
+      const bool to_task = network.node(arc.src).kind == NodeKind::kTask;
+      if (to_task) {
+        scratch.clear();
+        MoveUnits(lists[node], scratch, units);
+        for (const auto& [machine, count] : scratch) {
+          task_machine[arc.src] = machine;
+          task_units[arc.src] += count;
+        }
+      } else {
+        MoveUnits(lists[node], lists[arc.src], units);
       }
+      if (--pending[arc.src] == 0 && !to_task) ready.push_back(arc.src);
     });
   }
 
@@ -88,8 +100,7 @@ absl::StatusOr<std::vector<TaskPlacement>> ExtractPlacements(
           absl::StrCat("flow from task node ", id, " cannot be traced"));
       return;
     }
-    int64_t units = 0;
-    for (const auto& entry : lists[id]) units += entry.second;
+    const int64_t units = task_units[id];
     if (units > 1) {
       status = absl::InternalError(absl::StrCat(
           "task node ", id, " reaches ", units, " machine units"));
@@ -97,7 +108,7 @@ absl::StatusOr<std::vector<TaskPlacement>> ExtractPlacements(
     }
     TaskPlacement placement{id, data.entity_id, 0, data.running_on};
     if (units == 1) {
-      placement.machine_id = network.node(lists[id][0].first).entity_id;
+      placement.machine_id = network.node(task_machine[id]).entity_id;
     }
     placements.push_back(placement);
   });
