@@ -9,6 +9,7 @@ TopicNames TopicNames::WithPrefix(std::string_view prefix) {
   names.rounds = p + "rounds";
   names.placements = p + "placements";
   names.dead_letters = p + "dead-letters";
+  names.ledger = p + "ledger";
   return names;
 }
 
@@ -18,6 +19,7 @@ std::vector<TopicSpec> DefaultTopicSpecs(const TopicNames& names) {
       {names.rounds, 1},
       {names.placements, 4},
       {names.dead_letters, 1},
+      {names.ledger, 1},
   };
 }
 

@@ -47,6 +47,8 @@ class PipelineTest : public ::testing::Test {
   [[nodiscard]] int ServicePid(const std::string& name) const;
   // SIGKILLs the service and waits until it is gone.
   void KillService(const std::string& name);
+  // SIGTERMs the service (a clean stop) and waits until it is gone.
+  void StopService(const std::string& name);
 
   // Runs before `flowsched up`; a test with an external broker starts it
   // here and sets broker_flags_ (e.g. "--brokers ... --legacy-broker").
