@@ -99,7 +99,7 @@ PROPS
     # Every topic keeps its records forever and is never compacted: the
     # graph manager rebuilds a lost state from events + ledger (see
     # services/bus/README.md, "Topic settings").
-    for topic in events:4 rounds:1 placements:4 dead-letters:1 ledger:1; do
+    for topic in events:4 rounds:1 placements:4 dead-letters:1 ledger:1 leader:1; do
       java -Dlog4j.configuration="file:$dir/log4j.properties" -cp "$libs/*" \
         kafka.admin.TopicCommand --zookeeper "127.0.0.1:$zk_port" --create \
         --topic "flowsched.${topic%%:*}" --partitions "${topic##*:}" \

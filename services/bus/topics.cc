@@ -10,6 +10,7 @@ TopicNames TopicNames::WithPrefix(std::string_view prefix) {
   names.placements = p + "placements";
   names.dead_letters = p + "dead-letters";
   names.ledger = p + "ledger";
+  names.leader = p + "leader";
   return names;
 }
 
@@ -20,6 +21,7 @@ std::vector<TopicSpec> DefaultTopicSpecs(const TopicNames& names) {
       {names.placements, 4},
       {names.dead_letters, 1},
       {names.ledger, 1},
+      {names.leader, 1},
   };
 }
 

@@ -54,12 +54,13 @@ GraphManager::GraphManager(GraphManagerOptions options, const Clock& clock)
       state_(options_.limits) {}
 
 absl::StatusOr<std::unique_ptr<GraphManager>> GraphManager::Create(
-    GraphManagerOptions options, const Clock& clock) {
+    GraphManagerOptions options, const Clock& clock, bus::LeaderLease* lease) {
   if (options.data_dir.empty()) {
     return absl::InvalidArgumentError("graph manager needs a data directory");
   }
   auto manager =
       std::unique_ptr<GraphManager>(new GraphManager(options, clock));
+  manager->lease_ = lease;
   absl::Status opened = manager->Open();
   if (opened.ok()) return manager;
   if (!manager->damaged_store_) return opened;
@@ -72,6 +73,7 @@ absl::StatusOr<std::unique_ptr<GraphManager>> GraphManager::Create(
                 dir, opened.ToString(), moved);
   manager = std::unique_ptr<GraphManager>(
       new GraphManager(std::move(options), clock));
+  manager->lease_ = lease;
   FLOWSCHED_RETURN_IF_ERROR(manager->Open());
   return manager;
 }
@@ -410,6 +412,11 @@ absl::Status GraphManager::AssignInputs() {
     }
     next_offsets_[{options_.topics.placements, p}] = offset;
   }
+  // The ledger is watched from here on for a higher epoch's claim.
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      auto ledger_marks,
+      consumer_->Watermarks(options_.topics.ledger, 0, kMetadataTimeoutMs));
+  next_offsets_[{options_.topics.ledger, 0}] = ledger_marks.second;
   spdlog::info("consuming {} event and {} placement partitions{}",
                consumed_event_partitions, placement_partitions_,
                options_.deterministic() ? " (deterministic rounds)" : "");
@@ -440,6 +447,17 @@ absl::Status GraphManager::Run(const std::atomic<bool>& stop) {
     const std::vector<bus::Record> records = consumer_->PollOrBackOff(
         options_.max_batch_records, options_.poll_timeout_ms);
     if (!records.empty()) FLOWSCHED_RETURN_IF_ERROR(ProcessRecords(records));
+    // Step down before publishing anything more.
+    if (fenced_by_epoch_ != 0) {
+      MaybeWriteStatus(/*force=*/true);
+      return absl::AbortedError(absl::StrCat(
+          "fenced: the ledger shows epoch ", fenced_by_epoch_,
+          " claimed after this instance's epoch ", meta_.epoch()));
+    }
+    if (lease_ != nullptr && !lease_->Poll(0)) {
+      MaybeWriteStatus(/*force=*/true);
+      return absl::AbortedError("lost the leader lease");
+    }
     CheckRoundTimeout();
     FLOWSCHED_RETURN_IF_ERROR(MaybeCutRound());
     ledger_->MaybeFlush(kLedgerFlushIntervalMs, kLedgerFlushTimeoutMs);
@@ -501,6 +519,19 @@ absl::Status GraphManager::ProcessRecords(
       run->set_to_offset(record.offset + 1);
     } else if (record.topic == options_.topics.placements) {
       HandlePlacementRecord(record, changes);
+    } else if (record.topic == options_.topics.ledger) {
+      // Watched for other instances' epoch claims only; never stored.
+      next_offsets_[{record.topic, record.partition}] = record.offset + 1;
+      v1::LedgerRecord ledger;
+      if (ledger.ParseFromString(record.value) && ledger.has_claim() &&
+          ledger.claim().epoch() > meta_.epoch()) {
+        spdlog::warn("epoch {} claimed by {}; this instance (epoch {}) "
+                     "steps down",
+                     ledger.claim().epoch(), ledger.claim().instance(),
+                     meta_.epoch());
+        fenced_by_epoch_ = ledger.claim().epoch();
+      }
+      continue;
     } else {
       continue;
     }
@@ -968,6 +999,9 @@ v1::GraphManagerStatus GraphManager::BuildStatus() const {
   s.set_pid(::getpid());
   s.set_digest_at_start(digest_at_start_);
   s.set_digest_at_stop(digest_at_stop_);
+  s.set_role(fenced_by_epoch_ != 0 || (lease_ != nullptr && !lease_->held())
+                 ? "standby"
+                 : "active");
   return s;
 }
 

@@ -25,6 +25,7 @@
 #include "services/bus/consumer.h"
 #include "services/bus/dead_letter_publisher.h"
 #include "services/bus/kafka_options.h"
+#include "services/bus/leader_lease.h"
 #include "services/bus/producer.h"
 #include "services/bus/topics.h"
 #include "services/cluster/cluster_state.h"
@@ -83,11 +84,16 @@ class GraphManager {
   // the state rebuilt from the topics. InvalidArgument for bad options or
   // an unknown policy, Unavailable when the brokers cannot be reached or
   // another process holds the store.
+  // `lease` (optional, not owned, must outlive the manager): the leader
+  // lease this instance holds; Run() steps down when it is lost.
   static absl::StatusOr<std::unique_ptr<GraphManager>> Create(
-      GraphManagerOptions options, const Clock& clock);
+      GraphManagerOptions options, const Clock& clock,
+      bus::LeaderLease* lease = nullptr);
 
-  // Runs until `stop` is set. Returns OK after a clean stop, or the error
-  // that made continuing unsafe (a failed RocksDB commit, a policy bug).
+  // Runs until `stop` is set. Returns OK after a clean stop, Aborted when
+  // this instance must step down (its lease was lost, or the ledger shows a
+  // higher epoch's claim: it is fenced), or the error that made continuing
+  // unsafe (a failed RocksDB commit, a policy bug).
   absl::Status Run(const std::atomic<bool>& stop);
 
 
@@ -154,6 +160,9 @@ class GraphManager {
   v1::LedgerRecord batch_ledger_;
   // Replaying the ledger: no dead letters, no ledger records published.
   bool replaying_ = false;
+  bus::LeaderLease* lease_ = nullptr;
+  // A higher epoch's claim appeared in the ledger: step down at once.
+  uint64_t fenced_by_epoch_ = 0;
   // Open() failed because the store is damaged (Create moves it aside).
   bool damaged_store_ = false;
   // Clock mode: the time of the batch being applied, one per batch so the

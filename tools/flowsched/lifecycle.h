@@ -19,6 +19,8 @@ struct UpOptions {
   std::string algorithm = "incremental";
   uint64_t cut_every_events = 0;
   bool cut_at_ticks = false;
+  // The graph manager runs with --ha (leader lease; standby until held).
+  bool ha = false;
   int start_timeout_ms = 30'000;
 };
 

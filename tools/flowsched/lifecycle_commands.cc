@@ -33,6 +33,10 @@ CommandMain AddUpCommand(CLI::App& app, CommonFlags& flags) {
                   "Deterministic rounds every N events (see graph-manager)");
   cmd->add_flag("--cut-at-ticks", options->cut_at_ticks,
                 "Deterministic rounds at Tick events (see graph-manager)");
+  cmd->add_flag("--ha", options->ha,
+                "Run the graph manager with --ha: it joins the leader group "
+                "with every other graph manager on these brokers and is "
+                "active or standby (see `flowsched status`)");
   return [&flags, options]() {
     absl::Status status = StartServices(flags, *options);
     if (!status.ok()) {
