@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <string_view>
 
 #include "fmt/format.h"
 #include "services/common/status_macros.h"
@@ -13,13 +14,25 @@
 namespace flowsched::bus {
 namespace {
 
-// Eager rebalancing: take what the coordinator assigns, drop everything on
-// revocation. Poll() reads the assignment back after serving callbacks.
+// Cooperative-sticky rebalancing: a member joining (a standby, or an
+// ex-leader coming back) never moves the lease away from a live holder,
+// so it does not bounce between instances. Poll() reads the assignment
+// back after serving callbacks.
 void OnRebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
                  rd_kafka_topic_partition_list_t* partitions,
                  void* /*opaque*/) {
+  const bool cooperative =
+      std::string_view(rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE";
   if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-    rd_kafka_assign(rk, partitions);
+    if (cooperative) {
+      rd_kafka_error_t* error = rd_kafka_incremental_assign(rk, partitions);
+      if (error != nullptr) rd_kafka_error_destroy(error);
+    } else {
+      rd_kafka_assign(rk, partitions);
+    }
+  } else if (cooperative) {
+    rd_kafka_error_t* error = rd_kafka_incremental_unassign(rk, partitions);
+    if (error != nullptr) rd_kafka_error_destroy(error);
   } else {
     rd_kafka_assign(rk, nullptr);
   }
@@ -40,6 +53,7 @@ absl::StatusOr<std::unique_ptr<LeaderLease>> LeaderLease::Create(
           options, {
                        {"group.id", group_id},
                        {"enable.auto.commit", "false"},
+                       {"partition.assignment.strategy", "cooperative-sticky"},
                        {"session.timeout.ms", std::to_string(session_timeout_ms)},
                        {"heartbeat.interval.ms", std::to_string(heartbeat_ms)},
                        // The service loop polls often; a loop stuck longer
