@@ -27,12 +27,17 @@ void LedgerHistory::Add(v1::LedgerRecord record) {
   if (record.has_claim()) {
     max_epoch_ = std::max(max_epoch_, record.claim().epoch());
   }
-  if (seq == 0 || epoch < claimed_epoch_) {
+  // Superseded: a later epoch claimed at or below this seq. (A record below
+  // that claim's seq still belongs to the history, even if it arrives
+  // after the claim, e.g. re-published after a failed delivery.)
+  auto claim = claims_.upper_bound(epoch);
+  if (seq == 0 || (claim != claims_.end() && seq >= claim->second)) {
     ++ignored_;
     return;
   }
   if (record.has_claim() && epoch > claimed_epoch_) {
     claimed_epoch_ = epoch;
+    claims_[epoch] = seq;
     // The claimer built on records below `seq`; an older epoch's records
     // from `seq` on are a tail it never saw.
     for (auto it = records_.lower_bound(seq); it != records_.end();) {

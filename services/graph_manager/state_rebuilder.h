@@ -26,9 +26,8 @@ namespace flowsched::graph_manager {
 // The ledger as one history. Records come in offset order; Add() keeps the
 // first record of each seq (write-ahead re-publication duplicates), and
 // fences: an EpochClaim of epoch E at seq N supersedes every record of an
-// older epoch with seq >= N (a deposed instance's tail that the new one
-// never saw), and any record of an epoch below the highest claim that
-// comes later is ignored (a zombie still writing).
+// older epoch with seq >= N, whenever it arrives (a deposed instance's tail
+// that the new one never saw, or a zombie still writing).
 class LedgerHistory {
  public:
   void Add(v1::LedgerRecord record);
@@ -49,6 +48,8 @@ class LedgerHistory {
 
  private:
   std::map<uint64_t, v1::LedgerRecord> records_;
+  // Claimed epoch -> the seq of its claim.
+  std::map<uint64_t, uint64_t> claims_;
   uint64_t max_epoch_ = 0;
   uint64_t claimed_epoch_ = 0;
   uint64_t ignored_ = 0;

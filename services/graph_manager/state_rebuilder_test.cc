@@ -51,13 +51,24 @@ TEST(LedgerHistoryTest, AClaimSupersedesTheOlderEpochsTail) {
   EXPECT_EQ(history.max_epoch(), 2u);
 }
 
+TEST(LedgerHistoryTest, ARecordBelowTheClaimArrivingLateStillCounts) {
+  LedgerHistory history;
+  history.Add(Claim(1, 1));
+  history.Add(Claim(3, 2));  // built on 1..2; record 2 re-published late
+  history.Add(Record(2, 1));
+  history.Add(Record(3, 1));
+  ASSERT_EQ(history.records().size(), 3u);
+  EXPECT_EQ(history.Find(2)->epoch(), 1u);
+  EXPECT_TRUE(history.Find(3)->has_claim());
+}
+
 TEST(LedgerHistoryTest, MaxEpochCountsFencedRecordsToo) {
   LedgerHistory history;
   history.Add(Claim(1, 5));
-  history.Add(Record(2, 3));  // below the claim: ignored, but seen
+  history.Add(Record(1, 3));  // superseded by the claim, but seen
   EXPECT_EQ(history.records().size(), 1u);
   EXPECT_EQ(history.max_epoch(), 5u);
-  history.Add(Record(2, 7));  // an epoch never claimed here still counts
+  history.Add(Record(2, 7));
   EXPECT_EQ(history.max_epoch(), 7u);
 }
 
