@@ -50,7 +50,8 @@ int RunService(const char* name, const CommonFlags& flags, Create create) {
 // then runs the graph manager until it stops, or steps down (lease lost,
 // fenced by a higher epoch) and waits again.
 int RunGraphManagerHa(const CommonFlags& flags,
-                      graph_manager::GraphManagerOptions& options) {
+                      graph_manager::GraphManagerOptions& options,
+                      int session_timeout_ms) {
   constexpr const char* kLeaseGroup = "flowsched-graph-manager-leader";
   InitLogging("graph-manager", flags.log_level);
   const auto& stop = InstallStopHandlers();
@@ -69,7 +70,7 @@ int RunGraphManagerHa(const CommonFlags& flags,
     bus::KafkaOptions lease_kafka = *kafka;
     lease_kafka.client_id = "flowsched-graph-manager-lease";
     auto lease = bus::LeaderLease::Create(lease_kafka, options.topics.leader,
-                                          kLeaseGroup);
+                                          kLeaseGroup, session_timeout_ms);
     if (!lease.ok()) {
       spdlog::error("graph-manager cannot join the leader group: {}",
                     lease.status().ToString());
@@ -170,6 +171,14 @@ CommandMain AddGraphManagerCommand(CLI::App& app, CommonFlags& flags) {
                 "and stay standby until this instance holds the lease (a "
                 "standby takes over within ~10 s when the active one dies; "
                 "each takeover claims a higher epoch that fences the old)");
+  auto lease_session_ms = std::make_shared<int>(6000);
+  cmd->add_option("--lease-session-timeout-ms", *lease_session_ms,
+                  "With --ha: how long the group coordinator waits for a "
+                  "silent active instance before giving the lease to a "
+                  "standby (the broker's group.min.session.timeout.ms, 6000 "
+                  "by default in Kafka, bounds it from below)")
+      ->check(CLI::Range(1000, 300'000))
+      ->capture_default_str();
   cmd->add_option("--max-batch", options->max_batch_records,
                   "Records applied per RocksDB batch")
       ->check(CLI::Range(1, 1'000'000))
@@ -182,8 +191,8 @@ CommandMain AddGraphManagerCommand(CLI::App& app, CommonFlags& flags) {
                   "Machines with more slots are rejected")
       ->check(CLI::Range(1, 100'000))
       ->capture_default_str();
-  return [&flags, options, ha]() {
-    if (*ha) return RunGraphManagerHa(flags, *options);
+  return [&flags, options, ha, lease_session_ms]() {
+    if (*ha) return RunGraphManagerHa(flags, *options, *lease_session_ms);
     return RunService<graph_manager::GraphManager>(
         "graph-manager", flags, [&](const bus::KafkaOptions& kafka,
                                     const Clock& clock) {
