@@ -96,11 +96,16 @@ PROPS
     echo $! >"$dir/zookeeper.pid"
     wait_port "$zk_port" 60
     start_kafka
-    for topic in events:4 rounds:1 placements:4 dead-letters:1; do
+    # Every topic keeps its records forever and is never compacted: the
+    # graph manager rebuilds a lost state from events + ledger (see
+    # services/bus/README.md, "Topic settings").
+    for topic in events:4 rounds:1 placements:4 dead-letters:1 ledger:1 leader:1; do
       java -Dlog4j.configuration="file:$dir/log4j.properties" -cp "$libs/*" \
         kafka.admin.TopicCommand --zookeeper "127.0.0.1:$zk_port" --create \
         --topic "flowsched.${topic%%:*}" --partitions "${topic##*:}" \
-        --replication-factor 1 --config retention.ms=-1 >>"$dir/topics.log" 2>&1
+        --replication-factor 1 --config retention.ms=-1 \
+        --config retention.bytes=-1 --config cleanup.policy=delete \
+        >>"$dir/topics.log" 2>&1
     done
     echo "127.0.0.1:$kafka_port" | tee "$dir/bootstrap"
     ;;

@@ -82,6 +82,8 @@ std::string OffsetKey(std::string_view topic, int32_t partition) {
   return key;
 }
 
+std::string LedgerKey(uint64_t seq) { return IdKey(kLedgerPrefix, seq, 8); }
+
 std::string MetaKey(std::string_view name) {
   std::string key(kMetaPrefix);
   key.append(name);

@@ -17,6 +17,9 @@
 //                         + i32 partition (4 BE, sign bit    (8 bytes BE)
 //                           flipped)
 //   meta          "meta/" + name                             caller-defined
+//   ledger        "l/"    + u64 seq (8 bytes BE)             LedgerRecord not
+//                                                            yet acknowledged
+//                                                            by the broker
 //
 // Values are opaque bytes to storage/ (the graph manager stores the protobuf
 // records of proto/flowsched/v1/state.proto), except offsets, whose encoding
@@ -48,6 +51,7 @@ inline constexpr std::string_view kNodePrefix = "n/";
 inline constexpr std::string_view kArcPrefix = "a/";
 inline constexpr std::string_view kOffsetPrefix = "o/";
 inline constexpr std::string_view kMetaPrefix = "meta/";
+inline constexpr std::string_view kLedgerPrefix = "l/";
 
 std::string JobKey(uint64_t job_id);
 std::string TaskKey(uint64_t task_id);
@@ -56,6 +60,7 @@ std::string NodeKey(uint32_t node_id);
 std::string ArcKey(uint32_t src, uint32_t dst);
 std::string OffsetKey(std::string_view topic, int32_t partition);
 std::string MetaKey(std::string_view name);
+std::string LedgerKey(uint64_t seq);
 
 // The prefix shared by the offset keys of all partitions of `topic`.
 std::string OffsetTopicPrefix(std::string_view topic);

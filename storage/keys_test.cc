@@ -108,7 +108,7 @@ TEST(KeysTest, EncodingPreservesNumericOrder) {
 TEST(KeysTest, NoFamilyPrefixIsAPrefixOfAnother) {
   const std::vector<std::string_view> prefixes = {
       kJobPrefix, kTaskPrefix,   kMachinePrefix, kNodePrefix,
-      kArcPrefix, kOffsetPrefix, kMetaPrefix};
+      kArcPrefix, kOffsetPrefix, kMetaPrefix,    kLedgerPrefix};
   for (std::string_view a : prefixes) {
     for (std::string_view b : prefixes) {
       if (a != b) {

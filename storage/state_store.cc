@@ -286,6 +286,22 @@ absl::Status StateStore::ScanPrefix(
                            fmt::format("scan state store {}", impl_->dir));
 }
 
+absl::Status StateStore::VerifyChecksums() const {
+  return FromRocksDbStatus(
+      impl_->db->VerifyChecksum(),
+      fmt::format("verify checksums of state store {}", impl_->dir));
+}
+
+absl::StatusOr<bool> StateStore::IsEmpty() const {
+  std::unique_ptr<rocksdb::Iterator> it(
+      impl_->db->NewIterator(rocksdb::ReadOptions()));
+  it->SeekToFirst();
+  const bool empty = !it->Valid();
+  FLOWSCHED_RETURN_IF_ERROR(FromRocksDbStatus(
+      it->status(), fmt::format("scan state store {}", impl_->dir)));
+  return empty;
+}
+
 absl::Status StateStore::Commit(StateBatch batch) {
   if (batch.rep_ != nullptr && !batch.rep_->error.ok()) {
     return batch.rep_->error;

@@ -129,6 +129,14 @@ class StateStore {
   // Removes every key in one atomic write.
   absl::Status Clear();
 
+  // Reads every SST file and checks its block checksums (RocksDB's
+  // VerifyChecksum): DataLoss names the damaged file. Costs one full read of
+  // the store, so it is meant for startup.
+  absl::Status VerifyChecksums() const;
+
+  // True if the store holds no key at all.
+  absl::StatusOr<bool> IsEmpty() const;
+
   // Flushes memtables to SST files. Never needed for durability (the WAL
   // already has everything); useful before copying a directory.
   absl::Status Flush();

@@ -100,13 +100,18 @@ TEST(BusTopicsTest, DefaultsAndPrefix) {
   TopicNames prefixed = TopicNames::WithPrefix("t1.");
   EXPECT_EQ(prefixed.events, "t1.events");
   EXPECT_EQ(prefixed.dead_letters, "t1.dead-letters");
+  EXPECT_EQ(prefixed.ledger, "t1.ledger");
   std::vector<TopicSpec> specs = DefaultTopicSpecs(names);
-  ASSERT_EQ(specs.size(), 4u);
+  ASSERT_EQ(specs.size(), 6u);
   EXPECT_EQ(specs[0].name, "flowsched.events");
   EXPECT_EQ(specs[0].partitions, 4);
   EXPECT_EQ(specs[1].partitions, 1);
   EXPECT_EQ(specs[2].partitions, 4);
   EXPECT_EQ(specs[3].partitions, 1);
+  EXPECT_EQ(specs[4].name, "flowsched.ledger");
+  EXPECT_EQ(specs[4].partitions, 1);
+  EXPECT_EQ(specs[5].name, "flowsched.leader");
+  EXPECT_EQ(specs[5].partitions, 1);
 }
 
 TEST(BusKafkaOptionsTest, BadExtraKeyIsInvalidArgument) {

@@ -9,6 +9,8 @@ TopicNames TopicNames::WithPrefix(std::string_view prefix) {
   names.rounds = p + "rounds";
   names.placements = p + "placements";
   names.dead_letters = p + "dead-letters";
+  names.ledger = p + "ledger";
+  names.leader = p + "leader";
   return names;
 }
 
@@ -18,6 +20,8 @@ std::vector<TopicSpec> DefaultTopicSpecs(const TopicNames& names) {
       {names.rounds, 1},
       {names.placements, 4},
       {names.dead_letters, 1},
+      {names.ledger, 1},
+      {names.leader, 1},
   };
 }
 

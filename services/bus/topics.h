@@ -15,8 +15,13 @@ struct TopicNames {
   std::string rounds = "flowsched.rounds";
   std::string placements = "flowsched.placements";
   std::string dead_letters = "flowsched.dead-letters";
+  // The graph manager's ledger (proto/flowsched/v1/ledger.proto): what it
+  // applied, in order; the state is rebuilt from it and the events.
+  std::string ledger = "flowsched.ledger";
+  // Names the graph managers' leader lease (bus::LeaderLease); no records.
+  std::string leader = "flowsched.leader";
 
-  // Prefix + "events", "rounds", "placements", "dead-letters"; a prefix
+  // Prefix + "events", "rounds", "placements", "dead-letters", "ledger", "leader"; a prefix
   // lets tests and several clusters share one broker.
   static TopicNames WithPrefix(std::string_view prefix);
 };
@@ -27,7 +32,8 @@ struct TopicSpec {
 };
 
 // events 4, rounds 1 (one totally ordered stream of solver rounds),
-// placements 4, dead-letters 1.
+// placements 4, dead-letters 1, ledger 1 (one total order), leader 1. Retention and
+// compaction each topic needs: services/bus/README.md.
 std::vector<TopicSpec> DefaultTopicSpecs(const TopicNames& names);
 
 }  // namespace flowsched::bus

@@ -16,6 +16,7 @@
 #include "services/common/status_macros.h"
 #include "services/graph_manager/state_digest.h"
 #include "services/graph_manager/state_persister.h"
+#include "services/graph_manager/state_rebuilder.h"
 #include "spdlog/spdlog.h"
 
 namespace flowsched::graph_manager {
@@ -23,6 +24,14 @@ namespace {
 
 constexpr int kMetadataTimeoutMs = 10'000;
 constexpr int kFlushTimeoutMs = 10'000;
+// Reading the whole ledger, or waiting for one events record, at start.
+constexpr int kReplayTimeoutMs = 60'000;
+// Ledger records are acknowledged (and their pending copies dropped) this
+// often; a shorter flush keeps a broker outage from stalling the loop long.
+constexpr int kLedgerFlushIntervalMs = 100;
+constexpr int kLedgerFlushTimeoutMs = 2'000;
+// Written into GraphManagerMeta.format_version.
+constexpr uint32_t kStoreFormatVersion = 1;
 // Bounds the timing history kept for status reports.
 constexpr size_t kMaxTimings = 10'000;
 
@@ -45,12 +54,26 @@ GraphManager::GraphManager(GraphManagerOptions options, const Clock& clock)
       state_(options_.limits) {}
 
 absl::StatusOr<std::unique_ptr<GraphManager>> GraphManager::Create(
-    GraphManagerOptions options, const Clock& clock) {
+    GraphManagerOptions options, const Clock& clock, bus::LeaderLease* lease) {
   if (options.data_dir.empty()) {
     return absl::InvalidArgumentError("graph manager needs a data directory");
   }
   auto manager =
-      std::unique_ptr<GraphManager>(new GraphManager(std::move(options), clock));
+      std::unique_ptr<GraphManager>(new GraphManager(options, clock));
+  manager->lease_ = lease;
+  absl::Status opened = manager->Open();
+  if (opened.ok()) return manager;
+  if (!manager->damaged_store_) return opened;
+  manager.reset();  // closes the store
+  // Never deleted: the operator may want to look at it.
+  const std::string dir = options.data_dir + "/state";
+  FLOWSCHED_ASSIGN_OR_RETURN(const std::string moved, MoveAside(dir));
+  spdlog::error("THE STATE STORE {} IS DAMAGED ({}); moved it to {} and "
+                "rebuilding the state from the topics",
+                dir, opened.ToString(), moved);
+  manager = std::unique_ptr<GraphManager>(
+      new GraphManager(std::move(options), clock));
+  manager->lease_ = lease;
   FLOWSCHED_RETURN_IF_ERROR(manager->Open());
   return manager;
 }
@@ -65,14 +88,116 @@ absl::Status GraphManager::Open() {
         "cannot create data directory ", options_.data_dir, ": ",
         ec.message()));
   }
+  // The brokers come first: a missing or damaged store is rebuilt from the
+  // topics.
+  bus::KafkaOptions kafka = options_.kafka;
+  kafka.client_id = "flowsched-graph-manager";
+  FLOWSCHED_ASSIGN_OR_RETURN(producer_, bus::Producer::Create(kafka));
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      consumer_, bus::Consumer::Create(kafka, "flowsched-graph-manager"));
+  dead_letters_ = std::make_unique<bus::DeadLetterPublisher>(
+      *producer_, options_.topics.dead_letters, "graph-manager", &clock_);
+  ledger_ = std::make_unique<LedgerPublisher>(*producer_,
+                                              options_.topics.ledger);
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      auto replay_consumer,
+      bus::Consumer::Create(kafka, "flowsched-graph-manager-replay"));
+  LedgerHistory history;
+  int64_t ledger_next = bus::kOffsetBeginning;
+  FLOWSCHED_RETURN_IF_ERROR(ReadLedger(*replay_consumer,
+                                       options_.topics.ledger,
+                                       kReplayTimeoutMs, &ledger_next,
+                                       history));
+  absl::Status opened = OpenStore(history);
+  if (!opened.ok()) {
+    damaged_store_ = opened.code() == absl::StatusCode::kDataLoss;
+    return opened;
+  }
+  FLOWSCHED_RETURN_IF_ERROR(ledger_->RepublishPending(*store_));
+  FLOWSCHED_RETURN_IF_ERROR(CatchUp(history, *replay_consumer));
+
+  // A new epoch per start, above every epoch the ledger ever carried (two
+  // instances with their own stores must never share one): results cut by
+  // an older instance are told apart, and the claim fences it off.
+  meta_.set_epoch(std::max(meta_.epoch(), history.max_epoch()) + 1);
+  if (meta_.next_round_id() == 0) meta_.set_next_round_id(1);
+  meta_.set_format_version(kStoreFormatVersion);
+  meta_.clear_clean_stop_digest();
+  v1::LedgerRecord claim;
+  claim.mutable_claim()->set_epoch(meta_.epoch());
+  claim.mutable_claim()->set_instance(
+      absl::StrCat(options_.data_dir, " pid ", ::getpid()));
+  claim.mutable_claim()->set_policy(meta_.policy());
+  storage::StateBatch batch;
+  StageLedger(claim, batch);
+  StageMetaWithTime(batch);
+  FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
+  ledger_->Publish(claim);
+  ledger_->MaybeFlush(0, kFlushTimeoutMs);
+  digest_at_start_ = StateDigest(state_, network_);
+  spdlog::info(
+      "graph manager epoch {} (policy {}) restored {} machines, {} jobs, {} "
+      "tasks, network of {} nodes and {} arcs; state digest {}",
+      meta_.epoch(), meta_.policy(), state_.machines().size(),
+      state_.jobs().size(),
+      state_.tasks().size(), network_.node_count(), network_.arc_count(),
+      digest_at_start_);
+  FLOWSCHED_RETURN_IF_ERROR(AssignInputs());
+  collector_.set_solver_epoch(meta_.solver_epoch());
+  if (meta_.in_flight_round_id() != 0) {
+    // Results of the round cut before the restart may still arrive.
+    collector_.Expect(meta_.in_flight_round_id(),
+                      meta_.in_flight_graph_epoch(),
+                      static_cast<uint32_t>(placement_partitions_));
+    round_sent_steady_us_ = SteadyMicros();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GraphManager::OpenStore(const LedgerHistory& history) {
   FLOWSCHED_ASSIGN_OR_RETURN(
       store_, storage::StateStore::Open(options_.data_dir + "/state",
                                         storage::StateStore::OpenOptions{}));
+  // Integrity: block checksums of every SST file (RocksDB checks the WAL and
+  // MANIFEST on open), every record decodes and fits (RestoreState), meta
+  // present in a non-empty store, and the state equals the one a clean stop
+  // recorded.
+  FLOWSCHED_RETURN_IF_ERROR(store_->VerifyChecksums());
   FLOWSCHED_RETURN_IF_ERROR(RestoreState(*store_, state_, network_, meta_));
+  FLOWSCHED_ASSIGN_OR_RETURN(const bool empty, store_->IsEmpty());
+  if (meta_.epoch() == 0 && !empty) {
+    return absl::DataLossError("state store holds records but no meta");
+  }
+  if (meta_.format_version() > kStoreFormatVersion) {
+    // A newer flowsched wrote it: not damage, so not moved aside.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "state store format ", meta_.format_version(), " is newer than ",
+        kStoreFormatVersion));
+  }
+  if (!meta_.clean_stop_digest().empty()) {
+    const std::string digest = StateDigest(state_, network_);
+    if (digest != meta_.clean_stop_digest()) {
+      return absl::DataLossError(absl::StrCat(
+          "state digest ", digest, " differs from ",
+          meta_.clean_stop_digest(), " recorded at the last clean stop"));
+    }
+  }
+  // Another instance took over and continued a history this store never
+  // saw (or overwrote its unpublished tail): it is no base to catch up on.
+  if (meta_.ledger_seq() > 0) {
+    const v1::LedgerRecord* same = history.Find(meta_.ledger_seq());
+    if ((same != nullptr && same->epoch() != meta_.ledger_epoch()) ||
+        (same == nullptr && history.claimed_epoch() > meta_.epoch())) {
+      return absl::DataLossError(absl::StrCat(
+          "the store's history (ledger seq ", meta_.ledger_seq(), ", epoch ",
+          meta_.ledger_epoch(), ") diverged from the ledger (claimed epoch ",
+          history.claimed_epoch(), ")"));
+    }
+  }
   FLOWSCHED_RETURN_IF_ERROR(builder_.RestoreFromNetwork());
   network_.set_record_changes(true);
   // The stored network was built by the stored policy; the flag only names
-  // the policy of a fresh store.
+  // the policy of a fresh store (a rebuild takes the ledger's).
   if (meta_.policy().empty()) meta_.set_policy(options_.policy);
   if (meta_.policy() != options_.policy) {
     spdlog::info("keeping the stored policy {} (--policy {} applies to a "
@@ -85,39 +210,172 @@ absl::Status GraphManager::Open() {
         "stored policy is unknown: ", policy.status().message()));
   }
   policy_ = std::move(*policy);
+  return absl::OkStatus();
+}
 
-  // A new epoch per start: results cut by an older instance are told apart.
-  meta_.set_epoch(meta_.epoch() + 1);
-  if (meta_.next_round_id() == 0) meta_.set_next_round_id(1);
+absl::Status GraphManager::CatchUp(const LedgerHistory& history,
+                                   bus::Consumer& consumer) {
+  uint64_t seq = meta_.ledger_seq();
+  if (history.max_seq() <= seq) return absl::OkStatus();
+  const bool rebuild = seq == 0;
+  const size_t count = static_cast<size_t>(std::distance(
+      history.records().upper_bound(seq), history.records().end()));
+  if (rebuild) {
+    spdlog::warn("REBUILDING the state from the topics: replaying {} ledger "
+                 "records and their events",
+                 count);
+  } else {
+    spdlog::warn("the ledger is ahead of the store (seq {} vs {}): replaying "
+                 "{} records",
+                 history.max_seq(), seq, count);
+  }
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      const int32_t event_partitions,
+      producer_->PartitionCount(options_.topics.events, kMetadataTimeoutMs));
+  FLOWSCHED_ASSIGN_OR_RETURN(auto event_offsets,
+                             store_->LoadOffsets(options_.topics.events));
+  for (const auto& [partition, offset] : event_offsets) {
+    next_offsets_[{options_.topics.events, partition}] = offset;
+  }
+  EventFeed feed(consumer, options_.topics.events, event_partitions,
+                 event_offsets, kReplayTimeoutMs);
+  replaying_ = true;
+  for (auto it = history.records().upper_bound(seq);
+       it != history.records().end(); ++it) {
+    if (it->first != seq + 1) {
+      replaying_ = false;
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the ledger lacks record ", seq + 1, " (next is ", it->first,
+          "); cannot replay past it"));
+    }
+    absl::Status replayed = ReplayRecord(it->second, feed);
+    if (!replayed.ok()) {
+      replaying_ = false;
+      return absl::Status(replayed.code(),
+                          absl::StrCat("replaying ledger record ", it->first,
+                                       ": ", replayed.message()));
+    }
+    seq = it->first;
+  }
+  replaying_ = false;
+  // A round cut but not applied in the ledger is cut again (its results,
+  // if any, belong to an older epoch and are ignored); results already in
+  // the placements topic are not read again.
+  if (meta_.in_flight_round_id() != 0) {
+    meta_.set_in_flight_round_id(0);
+    meta_.set_in_flight_graph_epoch(0);
+    if (options_.deterministic()) meta_.set_cut_pending(true);
+  }
   storage::StateBatch batch;
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      const int32_t placement_partitions,
+      producer_->PartitionCount(options_.topics.placements,
+                                kMetadataTimeoutMs));
+  for (int32_t p = 0; p < placement_partitions; ++p) {
+    FLOWSCHED_ASSIGN_OR_RETURN(
+        auto marks, consumer.Watermarks(options_.topics.placements, p,
+                                        kMetadataTimeoutMs));
+    batch.SetOffset(options_.topics.placements, p, marks.second);
+  }
   StageMetaWithTime(batch);
   FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
-  digest_at_start_ = StateDigest(state_, network_);
-  spdlog::info(
-      "graph manager epoch {} (policy {}) restored {} machines, {} jobs, {} "
-      "tasks, network of {} nodes and {} arcs; state digest {}",
-      meta_.epoch(), meta_.policy(), state_.machines().size(),
-      state_.jobs().size(),
-      state_.tasks().size(), network_.node_count(), network_.arc_count(),
-      digest_at_start_);
-
-  bus::KafkaOptions kafka = options_.kafka;
-  kafka.client_id = "flowsched-graph-manager";
-  FLOWSCHED_ASSIGN_OR_RETURN(producer_, bus::Producer::Create(kafka));
-  FLOWSCHED_ASSIGN_OR_RETURN(
-      consumer_, bus::Consumer::Create(kafka, "flowsched-graph-manager"));
-  dead_letters_ = std::make_unique<bus::DeadLetterPublisher>(
-      *producer_, options_.topics.dead_letters, "graph-manager", &clock_);
-  FLOWSCHED_RETURN_IF_ERROR(AssignInputs());
-  collector_.set_solver_epoch(meta_.solver_epoch());
-  if (meta_.in_flight_round_id() != 0) {
-    // Results of the round cut before the restart may still arrive.
-    collector_.Expect(meta_.in_flight_round_id(),
-                      meta_.in_flight_graph_epoch(),
-                      static_cast<uint32_t>(placement_partitions_));
-    round_sent_steady_us_ = SteadyMicros();
-  }
+  next_offsets_.clear();  // AssignInputs reads them from the store
+  pending_changes_.clear();  // the first round is a snapshot
+  spdlog::warn("{} {} ledger records: ledger seq {}, state digest {}",
+               rebuild ? "rebuilt the state from" : "caught up with", count,
+               seq, StateDigest(state_, network_));
   return absl::OkStatus();
+}
+
+absl::Status GraphManager::ReplayRecord(const v1::LedgerRecord& record,
+                                        EventFeed& feed) {
+  batch_time_us_ = record.state_time_us();
+  if (record.has_claim() && !record.claim().policy().empty() &&
+      record.claim().policy() != policy_->name()) {
+    // Only a fresh store can differ (SetPolicy events are replayed): it was
+    // opened with this instance's --policy, not the original's.
+    if (network_.node_count() != 0) {
+      spdlog::warn("ledger record {} names policy {} while the replayed "
+                   "state has {}",
+                   record.seq(), record.claim().policy(), policy_->name());
+    }
+    FLOWSCHED_RETURN_IF_ERROR(SwitchPolicy(record.claim().policy()));
+  }
+  cluster::ChangeSet changes;
+  storage::StateBatch batch;
+  for (const v1::LedgerStep& step : record.steps()) {
+    if (step.has_events()) {
+      const v1::EventRun& run = step.events();
+      for (int64_t offset = run.from_offset(); offset < run.to_offset();
+           ++offset) {
+        FLOWSCHED_ASSIGN_OR_RETURN(const bus::Record event,
+                                   feed.Take(run.partition(), offset));
+        CountEventForCut(ApplyEventRecord(event, changes));
+      }
+      next_offsets_[{options_.topics.events, run.partition()}] =
+          run.to_offset();
+      batch.SetOffset(options_.topics.events, run.partition(),
+                      run.to_offset());
+    } else if (step.has_round()) {
+      const v1::RoundApplied& original = step.round();
+      std::vector<v1::PlacementDecision> decisions;
+      decisions.reserve(static_cast<size_t>(original.decisions_size()));
+      for (const v1::LedgerDecision& d : original.decisions()) {
+        decisions.push_back(d.decision());
+      }
+      v1::RoundApplied again;
+      again.set_round_id(original.round_id());
+      again.set_graph_epoch(original.graph_epoch());
+      ApplyRound(std::move(decisions), again, changes);
+      if (again.applied() != original.applied()) {
+        spdlog::error("replaying round {} applied {} decisions, the original "
+                      "run {}: the rebuilt state differs",
+                      original.round_id(), again.applied(),
+                      original.applied());
+      }
+    }
+  }
+  if (record.has_cut()) {
+    // The state part of MaybeCutRound, at the original cut's time.
+    FLOWSCHED_ASSIGN_OR_RETURN(auto refreshed, RefreshPrices());
+    StageNetwork(refreshed, network_, batch);
+    const uint64_t round_id = record.cut().round_id();
+    meta_.set_next_round_id(std::max(meta_.next_round_id(), round_id + 1));
+    meta_.set_in_flight_round_id(round_id);
+    meta_.set_in_flight_graph_epoch(record.epoch());
+    meta_.set_last_published_round_id(round_id);
+    meta_.set_cut_pending(false);
+  }
+  v1::LedgerRecord copy = record;
+  return CommitChanges(changes, std::move(batch), &copy);
+}
+
+void GraphManager::StageLedger(v1::LedgerRecord& record,
+                               storage::StateBatch& batch) {
+  if (replaying_) {
+    meta_.set_ledger_seq(record.seq());
+    meta_.set_ledger_epoch(record.epoch());
+    return;
+  }
+  record.set_seq(meta_.ledger_seq() + 1);
+  record.set_epoch(meta_.epoch());
+  record.set_state_time_us(StateNowMicros());
+  meta_.set_ledger_seq(record.seq());
+  meta_.set_ledger_epoch(record.epoch());
+  ledger_->Stage(record, batch);
+}
+
+bool GraphManager::CountEventForCut(bool tick) {
+  if (!options_.deterministic()) return false;
+  meta_.set_events_since_cut(meta_.events_since_cut() + 1);
+  if ((options_.cut_at_ticks && tick) ||
+      (options_.cut_every_events > 0 &&
+       meta_.events_since_cut() >= options_.cut_every_events)) {
+    meta_.set_events_since_cut(0);
+    meta_.set_cut_pending(true);
+    return true;
+  }
+  return false;
 }
 
 absl::Status GraphManager::AssignInputs() {
@@ -141,6 +399,8 @@ absl::Status GraphManager::AssignInputs() {
     next_offsets_[{options_.topics.events, p}] =
         it == event_offsets.end() ? bus::kOffsetBeginning : it->second;
   }
+  storage::StateBatch start_offsets;
+  bool new_start_offsets = false;
   for (int32_t p = 0; p < placement_partitions_; ++p) {
     auto it = placement_offsets.find(p);
     int64_t offset = 0;
@@ -148,13 +408,26 @@ absl::Status GraphManager::AssignInputs() {
       offset = it->second;
     } else {
       // Nothing applied yet: only results published from now on matter.
+      // The starting point is stored at once: otherwise a restart before
+      // the first answer on this partition would start at the new end and
+      // skip the answers of a round still in flight.
       FLOWSCHED_ASSIGN_OR_RETURN(
           auto marks, consumer_->Watermarks(options_.topics.placements, p,
                                             kMetadataTimeoutMs));
       offset = marks.second;
+      start_offsets.SetOffset(options_.topics.placements, p, offset);
+      new_start_offsets = true;
     }
     next_offsets_[{options_.topics.placements, p}] = offset;
   }
+  if (new_start_offsets) {
+    FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(start_offsets)));
+  }
+  // The ledger is watched from here on for a higher epoch's claim.
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      auto ledger_marks,
+      consumer_->Watermarks(options_.topics.ledger, 0, kMetadataTimeoutMs));
+  next_offsets_[{options_.topics.ledger, 0}] = ledger_marks.second;
   spdlog::info("consuming {} event and {} placement partitions{}",
                consumed_event_partitions, placement_partitions_,
                options_.deterministic() ? " (deterministic rounds)" : "");
@@ -185,13 +458,35 @@ absl::Status GraphManager::Run(const std::atomic<bool>& stop) {
     const std::vector<bus::Record> records = consumer_->PollOrBackOff(
         options_.max_batch_records, options_.poll_timeout_ms);
     if (!records.empty()) FLOWSCHED_RETURN_IF_ERROR(ProcessRecords(records));
+    // Step down before publishing anything more.
+    if (fenced_by_epoch_ != 0) {
+      MaybeWriteStatus(/*force=*/true);
+      return absl::AbortedError(absl::StrCat(
+          "fenced: the ledger shows epoch ", fenced_by_epoch_,
+          " claimed after this instance's epoch ", meta_.epoch()));
+    }
+    if (lease_ != nullptr && !lease_->Poll(0)) {
+      MaybeWriteStatus(/*force=*/true);
+      return absl::AbortedError("lost the leader lease");
+    }
     CheckRoundTimeout();
     FLOWSCHED_RETURN_IF_ERROR(MaybeCutRound());
+    ledger_->MaybeFlush(kLedgerFlushIntervalMs, kLedgerFlushTimeoutMs);
     MaybeWriteStatus(/*force=*/false);
   }
-  producer_->Flush(kFlushTimeoutMs).IgnoreError();  // best effort at exit
+  // Best effort at exit; unacknowledged ledger records stay pending.
+  ledger_->OnProducerFlushed(producer_->Flush(kFlushTimeoutMs).ok());
   digest_at_stop_ = StateDigest(state_, network_);
   spdlog::info("state digest at stop {}", digest_at_stop_);
+  {
+    // Lets the next start check that it restores this very state.
+    meta_.set_clean_stop_digest(digest_at_stop_);
+    storage::StateBatch batch;
+    ledger_->StageAcknowledged(batch);
+    StageMetaWithTime(batch);
+    absl::Status committed = store_->Commit(std::move(batch));
+    if (!committed.ok()) spdlog::warn("at stop: {}", committed.ToString());
+  }
   MaybeWriteStatus(/*force=*/true);
   spdlog::info("graph manager stopped");
   return absl::OkStatus();
@@ -203,6 +498,8 @@ absl::Status GraphManager::ProcessRecords(
   storage::StateBatch batch;
   const bool was_paused = events_paused_;
   bool reseek = false;
+  batch_time_us_ = clock_.NowMicros();
+  batch_ledger_.Clear();
   for (const bus::Record& record : records) {
     const bool is_event = record.topic == options_.topics.events;
     if (is_event) {
@@ -217,25 +514,44 @@ absl::Status GraphManager::ProcessRecords(
         continue;
       }
       const bool tick = ApplyEventRecord(record, changes);
-      if (options_.deterministic()) {
-        meta_.set_events_since_cut(meta_.events_since_cut() + 1);
-        if ((options_.cut_at_ticks && tick) ||
-            (options_.cut_every_events > 0 &&
-             meta_.events_since_cut() >= options_.cut_every_events)) {
-          meta_.set_events_since_cut(0);
-          meta_.set_cut_pending(true);
-          events_paused_ = true;
-        }
+      if (CountEventForCut(tick)) events_paused_ = true;
+      // The ledger keeps the exact interleaving: runs of one partition.
+      const int n = batch_ledger_.steps_size();
+      v1::EventRun* run =
+          n > 0 && batch_ledger_.steps(n - 1).has_events()
+              ? batch_ledger_.mutable_steps(n - 1)->mutable_events()
+              : nullptr;
+      if (run == nullptr || run->partition() != record.partition ||
+          run->to_offset() != record.offset) {
+        run = batch_ledger_.add_steps()->mutable_events();
+        run->set_partition(record.partition);
+        run->set_from_offset(record.offset);
       }
+      run->set_to_offset(record.offset + 1);
     } else if (record.topic == options_.topics.placements) {
       HandlePlacementRecord(record, changes);
+    } else if (record.topic == options_.topics.ledger) {
+      // Watched for other instances' epoch claims only; never stored.
+      next_offsets_[{record.topic, record.partition}] = record.offset + 1;
+      v1::LedgerRecord ledger;
+      if (ledger.ParseFromString(record.value) && ledger.has_claim() &&
+          ledger.claim().epoch() > meta_.epoch()) {
+        spdlog::warn("epoch {} claimed by {}; this instance (epoch {}) "
+                     "steps down",
+                     ledger.claim().epoch(), ledger.claim().instance(),
+                     meta_.epoch());
+        fenced_by_epoch_ = ledger.claim().epoch();
+      }
+      continue;
     } else {
       continue;
     }
     next_offsets_[{record.topic, record.partition}] = record.offset + 1;
     batch.SetOffset(record.topic, record.partition, record.offset + 1);
   }
-  FLOWSCHED_RETURN_IF_ERROR(CommitChanges(changes, std::move(batch)));
+  FLOWSCHED_RETURN_IF_ERROR(CommitChanges(
+      changes, std::move(batch),
+      batch_ledger_.steps_size() > 0 ? &batch_ledger_ : nullptr));
   if (events_paused_ != was_paused || reseek) {
     FLOWSCHED_RETURN_IF_ERROR(SetEventsPaused(events_paused_));
   }
@@ -270,6 +586,7 @@ bool GraphManager::ApplyEventRecord(const bus::Record& record,
   meta_.set_events_rejected(meta_.events_rejected() + 1);
   spdlog::warn("event {}/{}@{} rejected: {}", record.topic, record.partition,
                record.offset, status.ToString());
+  if (replaying_) return false;  // its dead letter was published before
   absl::Status published = dead_letters_->Publish(record, status);
   if (!published.ok()) {
     spdlog::error("could not publish dead letter for {}/{}@{}: {}",
@@ -313,9 +630,32 @@ void GraphManager::HandlePlacementRecord(const bus::Record& record,
 }
 
 void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {
-  std::vector<v1::PlacementDecision> decisions =
-      collector_.complete_decisions();
   const v1::RoundComplete& summary = collector_.complete_summary();
+  v1::RoundApplied* round = batch_ledger_.add_steps()->mutable_round();
+  round->set_round_id(summary.round_id());
+  round->set_graph_epoch(summary.graph_epoch());
+  ApplyRound(collector_.complete_decisions(), *round, changes);
+  // No worker claimed the rounds yet (a store from before fencing): the
+  // one whose answer was applied is current.
+  if (meta_.solver_epoch() == 0) {
+    meta_.set_solver_epoch(summary.epoch());
+    collector_.set_solver_epoch(summary.epoch());
+  }
+  const double latency_ms =
+      static_cast<double>(SteadyMicros() - round_sent_steady_us_) / 1000.0;
+  PushTiming(solve_ms_, summary.solve_ms());
+  PushTiming(round_trip_ms_, latency_ms);
+  spdlog::info(
+      "round {} applied: {} decisions ({} stale), cost {}, solve {:.2f} ms "
+      "({}), round trip {:.2f} ms",
+      summary.round_id(), round->applied(), round->stale(),
+      summary.total_cost(), summary.solve_ms(), summary.algorithm(),
+      latency_ms);
+}
+
+void GraphManager::ApplyRound(std::vector<v1::PlacementDecision> decisions,
+                              v1::RoundApplied& out,
+                              cluster::ChangeSet& changes) {
   // Partitions interleave arbitrarily, so the order is fixed here:
   // preemptions first, then migrations, then placements, each group in task
   // order. A placement onto a slot (or CPU and memory) that a preemption of
@@ -338,6 +678,15 @@ void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {
               return std::pair(group(a), a.task_id()) <
                      std::pair(group(b), b.task_id());
             });
+  // Outcomes in the same order, for the ledger (consumers learn there
+  // which decisions did not take effect).
+  out.clear_decisions();
+  for (const v1::PlacementDecision& d : decisions) {
+    *out.add_decisions()->mutable_decision() = d;
+  }
+  const auto outcome = [&](const v1::PlacementDecision* d) {
+    return out.mutable_decisions(static_cast<int>(d - decisions.data()));
+  };
   uint64_t applied = 0, stale = 0;
   const int64_t now_us = StateNowMicros();
   const auto apply = [&](const v1::PlacementDecision& d) {
@@ -368,6 +717,8 @@ void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {
       for (const v1::PlacementDecision* d : retry) {
         if (apply(*d).ok()) {
           ++applied;
+          outcome(d)->set_applied(true);
+          outcome(d)->clear_stale_reason();
           progress = true;
         } else {
           left.push_back(d);
@@ -377,6 +728,7 @@ void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {
     }
     for (const v1::PlacementDecision* d : retry) {
       ++stale;
+      outcome(d)->set_stale_reason("migration target stays full");
       spdlog::debug("decision {} not applied: migration target stays full",
                     d->idempotency_key());
     }
@@ -387,10 +739,12 @@ void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {
     absl::Status status = apply(d);
     if (status.ok()) {
       ++applied;
+      outcome(&d)->set_applied(true);
     } else if (d.action() == v1::ACTION_MIGRATE) {
       retry.push_back(&d);
     } else {
       ++stale;
+      outcome(&d)->set_stale_reason(std::string(status.message()));
       spdlog::debug("decision {} not applied: {}", d.idempotency_key(),
                     status.ToString());
     }
@@ -407,29 +761,16 @@ void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {
     }
   }
   meta_.set_decisions_stale(meta_.decisions_stale() + stale);
-  // No worker claimed the rounds yet (a store from before fencing): the
-  // one whose answer was applied is current.
-  if (meta_.solver_epoch() == 0) {
-    meta_.set_solver_epoch(summary.epoch());
-    collector_.set_solver_epoch(summary.epoch());
-  }
   meta_.set_rounds_completed(meta_.rounds_completed() + 1);
-  meta_.set_last_applied_round_id(summary.round_id());
+  meta_.set_last_applied_round_id(out.round_id());
   meta_.set_in_flight_round_id(0);
   meta_.set_in_flight_graph_epoch(0);
-  const double latency_ms =
-      static_cast<double>(SteadyMicros() - round_sent_steady_us_) / 1000.0;
-  PushTiming(solve_ms_, summary.solve_ms());
-  PushTiming(round_trip_ms_, latency_ms);
-  spdlog::info(
-      "round {} applied: {} decisions ({} stale), cost {}, solve {:.2f} ms "
-      "({}), round trip {:.2f} ms",
-      summary.round_id(), applied, stale, summary.total_cost(),
-      summary.solve_ms(), summary.algorithm(), latency_ms);
+  out.set_applied(applied);
+  out.set_stale(stale);
 }
 
 int64_t GraphManager::StateNowMicros() const {
-  return options_.deterministic() ? state_.last_time_us() : clock_.NowMicros();
+  return options_.deterministic() ? state_.last_time_us() : batch_time_us_;
 }
 
 void GraphManager::StageMetaWithTime(storage::StateBatch& batch) {
@@ -480,7 +821,8 @@ absl::Status GraphManager::SwitchPolicy(const std::string& name) {
 }
 
 absl::Status GraphManager::CommitChanges(const cluster::ChangeSet& changes,
-                                         storage::StateBatch batch) {
+                                         storage::StateBatch batch,
+                                         v1::LedgerRecord* ledger) {
   if (!requested_policy_.empty()) {
     const std::string name = std::move(requested_policy_);
     requested_policy_.clear();
@@ -499,6 +841,7 @@ absl::Status GraphManager::CommitChanges(const cluster::ChangeSet& changes,
   std::vector<flow::GraphChange> network_changes = network_.TakeChanges();
   StageEntities(changes, state_, batch);
   StageNetwork(network_changes, network_, batch);
+  if (ledger != nullptr) StageLedger(*ledger, batch);
   StageMetaWithTime(batch);
   absl::Status committed = store_->Commit(std::move(batch));
   if (!committed.ok()) {
@@ -507,6 +850,7 @@ absl::Status GraphManager::CommitChanges(const cluster::ChangeSet& changes,
                         absl::StrCat("state commit failed: ",
                                      committed.message()));
   }
+  if (ledger != nullptr && !replaying_) ledger_->Publish(*ledger);
   pending_changes_.insert(pending_changes_.end(),
                           std::make_move_iterator(network_changes.begin()),
                           std::make_move_iterator(network_changes.end()));
@@ -526,27 +870,31 @@ void GraphManager::CheckRoundTimeout() {
   if (options_.deterministic()) meta_.set_cut_pending(true);
 }
 
-absl::Status GraphManager::MaybeCutRound() {
-  if (!RoundDue()) return absl::OkStatus();
-  if (SteadyMicros() < next_publish_steady_us_) return absl::OkStatus();
-
+absl::StatusOr<std::vector<flow::GraphChange>> GraphManager::RefreshPrices() {
   // Time-dependent prices (Quincy's wait and run costs) are brought up to
   // date right before the cut. Only when a round is due anyway: re-pricing
   // alone never triggers a round, which would otherwise follow round after
   // round while anything waits (deterministic runs add Ticks for that).
-  std::vector<flow::GraphChange> refreshed;
-  if (policy_->time_dependent()) {
-    absl::Status status = policy_->Refresh(
-        state_, flow::SyncContext{StateNowMicros()}, builder_);
-    if (!status.ok()) {
-      return absl::InternalError(
-          absl::StrCat("policy ", std::string(policy_->name()),
-                       " failed to refresh the network: ", status.message()));
-    }
-    refreshed = network_.TakeChanges();
-    pending_changes_.insert(pending_changes_.end(), refreshed.begin(),
-                            refreshed.end());
+  if (!policy_->time_dependent()) return std::vector<flow::GraphChange>{};
+  absl::Status status = policy_->Refresh(
+      state_, flow::SyncContext{StateNowMicros()}, builder_);
+  if (!status.ok()) {
+    return absl::InternalError(
+        absl::StrCat("policy ", std::string(policy_->name()),
+                     " failed to refresh the network: ", status.message()));
   }
+  return network_.TakeChanges();
+}
+
+absl::Status GraphManager::MaybeCutRound() {
+  if (!RoundDue()) return absl::OkStatus();
+  if (SteadyMicros() < next_publish_steady_us_) return absl::OkStatus();
+
+  batch_time_us_ = clock_.NowMicros();
+  FLOWSCHED_ASSIGN_OR_RETURN(const std::vector<flow::GraphChange> refreshed,
+                             RefreshPrices());
+  pending_changes_.insert(pending_changes_.end(), refreshed.begin(),
+                          refreshed.end());
 
   const uint64_t round_id = meta_.next_round_id();
   const bool snapshot = need_snapshot_;
@@ -588,10 +936,17 @@ absl::Status GraphManager::MaybeCutRound() {
   meta_.set_in_flight_graph_epoch(meta_.epoch());
   meta_.set_cut_pending(false);
   {
+    // The ledger records the cut (and its time) so that a replay re-prices
+    // at the same moment.
+    v1::LedgerRecord cut;
+    cut.mutable_cut()->set_round_id(round_id);
+    cut.mutable_cut()->set_snapshot(snapshot);
     storage::StateBatch batch;
     StageNetwork(refreshed, network_, batch);
+    StageLedger(cut, batch);
     StageMetaWithTime(batch);
     FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
+    ledger_->Publish(cut);
   }
   absl::Status sent;
   for (size_t i = 0; i < parts.size() && sent.ok(); ++i) {
@@ -600,7 +955,10 @@ absl::Status GraphManager::MaybeCutRound() {
     sent = producer_->Produce(options_.topics.rounds, 0, "round",
                               parts[i].SerializeAsString());
   }
-  if (sent.ok()) sent = producer_->Flush(kFlushTimeoutMs);
+  if (sent.ok()) {
+    sent = producer_->Flush(kFlushTimeoutMs);
+    ledger_->OnProducerFlushed(sent.ok());
+  }
   if (!sent.ok()) {
     // The solver may have some parts or none; a snapshot next time is safe
     // either way. Back off so a broker outage is not hammered.
@@ -665,6 +1023,9 @@ v1::GraphManagerStatus GraphManager::BuildStatus() const {
   s.set_digest_at_stop(digest_at_stop_);
   s.set_solver_epoch(meta_.solver_epoch());
   s.set_results_fenced(collector_.fenced_records());
+  s.set_role(fenced_by_epoch_ != 0 || (lease_ != nullptr && !lease_->held())
+                 ? "standby"
+                 : "active");
   return s;
 }
 

@@ -19,11 +19,13 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "flowsched/v1/ledger.pb.h"
 #include "flowsched/v1/state.pb.h"
 #include "flowsched/v1/status.pb.h"
 #include "services/bus/consumer.h"
 #include "services/bus/dead_letter_publisher.h"
 #include "services/bus/kafka_options.h"
+#include "services/bus/leader_lease.h"
 #include "services/bus/producer.h"
 #include "services/bus/topics.h"
 #include "services/cluster/cluster_state.h"
@@ -32,7 +34,9 @@
 #include "services/flow/flow_network.h"
 #include "services/flow/network_builder.h"
 #include "services/flow/scheduling_policy.h"
+#include "services/graph_manager/ledger_publisher.h"
 #include "services/graph_manager/round_collector.h"
+#include "services/graph_manager/state_rebuilder.h"
 #include "services/graph_manager/status_report.h"
 #include "storage/state_store.h"
 
@@ -72,21 +76,43 @@ struct GraphManagerOptions {
 
 class GraphManager {
  public:
-  // Opens (or creates) the data directory, restores the last durable state
-  // and connects to the brokers. InvalidArgument for bad options or an
-  // unknown policy, DataLoss for a corrupt store, Unavailable when the
-  // brokers cannot be reached.
+  // Connects to the brokers, opens (or creates) the data directory,
+  // restores the last durable state and catches up with the ledger topic.
+  // A damaged store (RocksDB corruption, failed checksums, records without
+  // meta, a clean-stop digest that does not match, a history that diverged
+  // from the ledger) is moved aside (<data_dir>/state.damaged-<time>) and
+  // the state rebuilt from the topics. InvalidArgument for bad options or
+  // an unknown policy, Unavailable when the brokers cannot be reached or
+  // another process holds the store.
+  // `lease` (optional, not owned, must outlive the manager): the leader
+  // lease this instance holds; Run() steps down when it is lost.
   static absl::StatusOr<std::unique_ptr<GraphManager>> Create(
-      GraphManagerOptions options, const Clock& clock);
+      GraphManagerOptions options, const Clock& clock,
+      bus::LeaderLease* lease = nullptr);
 
-  // Runs until `stop` is set. Returns OK after a clean stop, or the error
-  // that made continuing unsafe (a failed RocksDB commit, a policy bug).
+  // Runs until `stop` is set. Returns OK after a clean stop, Aborted when
+  // this instance must step down (its lease was lost, or the ledger shows a
+  // higher epoch's claim: it is fenced), or the error that made continuing
+  // unsafe (a failed RocksDB commit, a policy bug).
   absl::Status Run(const std::atomic<bool>& stop);
 
 
  private:
   GraphManager(GraphManagerOptions options, const Clock& clock);
   absl::Status Open();
+  // Opens the store, checks it and restores state, network, meta and
+  // policy; sets damaged_store_ with a DataLoss status.
+  absl::Status OpenStore(const LedgerHistory& history);
+  // Replays the ledger records after meta_.ledger_seq() (all of them on an
+  // empty store: the rebuild), reading their events from the events topic.
+  absl::Status CatchUp(const LedgerHistory& history, bus::Consumer& consumer);
+  absl::Status ReplayRecord(const v1::LedgerRecord& record, EventFeed& feed);
+  // Assigns `record` the next seq and the epoch and stages it pending
+  // (during a replay: only remembers it as the last one applied).
+  void StageLedger(v1::LedgerRecord& record, storage::StateBatch& batch);
+  // Deterministic mode: counts an applied event toward the next cut;
+  // returns true when a cut became due.
+  bool CountEventForCut(bool tick);
   absl::Status AssignInputs();
   // Deterministic mode: stop or restart consuming events (re-assigns the
   // consumer so no fetched-ahead event is ever applied early).
@@ -98,6 +124,13 @@ class GraphManager {
   void HandlePlacementRecord(const bus::Record& record,
                              cluster::ChangeSet& changes);
   void ApplyDecisions(cluster::ChangeSet& changes);
+  // Applies one round's decisions in the fixed order (see the .cc) and
+  // records each outcome in `out` (round_id and graph_epoch set by the
+  // caller); also replays a ledger's RoundApplied.
+  void ApplyRound(std::vector<v1::PlacementDecision> decisions,
+                  v1::RoundApplied& out, cluster::ChangeSet& changes);
+  // Time-dependent policies re-price their arcs; returns the changes.
+  absl::StatusOr<std::vector<flow::GraphChange>> RefreshPrices();
   // The time the state and the policy see: the clock, or in deterministic
   // mode the log's time (see GraphManagerOptions::cut_at_ticks).
   [[nodiscard]] int64_t StateNowMicros() const;
@@ -106,8 +139,11 @@ class GraphManager {
   // the change log. Internal if the new policy fails to build the network.
   absl::Status SwitchPolicy(const std::string& name);
   void StageMetaWithTime(storage::StateBatch& batch);
+  // `ledger`: the record describing this batch (nullptr: nothing to
+  // record, e.g. only placement records that completed no round).
   absl::Status CommitChanges(const cluster::ChangeSet& changes,
-                             storage::StateBatch batch);
+                             storage::StateBatch batch,
+                             v1::LedgerRecord* ledger);
   absl::Status MaybeCutRound();
   void CheckRoundTimeout();
   void MaybeWriteStatus(bool force);
@@ -119,6 +155,19 @@ class GraphManager {
   std::unique_ptr<bus::Producer> producer_;
   std::unique_ptr<bus::Consumer> consumer_;
   std::unique_ptr<bus::DeadLetterPublisher> dead_letters_;
+  std::unique_ptr<LedgerPublisher> ledger_;
+  // The ledger record of the batch being applied (steps in order).
+  v1::LedgerRecord batch_ledger_;
+  // Replaying the ledger: no dead letters, no ledger records published.
+  bool replaying_ = false;
+  bus::LeaderLease* lease_ = nullptr;
+  // A higher epoch's claim appeared in the ledger: step down at once.
+  uint64_t fenced_by_epoch_ = 0;
+  // Open() failed because the store is damaged (Create moves it aside).
+  bool damaged_store_ = false;
+  // Clock mode: the time of the batch being applied, one per batch so the
+  // ledger can carry it (see StateNowMicros).
+  int64_t batch_time_us_ = 0;
   cluster::EventDecoder decoder_;
   cluster::ClusterState state_;
   flow::FlowNetwork network_;

@@ -219,6 +219,15 @@ void SolverWorker::HandleRoundRecord(const bus::Record& record) {
         .IgnoreError();  // logged; the record is skipped either way
     return;
   }
+  // Epoch fencing: a graph manager that lost its leadership (paused,
+  // partitioned, restarted by hand) may still publish; once a higher epoch
+  // was seen, rounds of lower ones are ignored.
+  if (round.epoch() < max_graph_epoch_) {
+    spdlog::warn("ignoring round {} of fenced graph manager epoch {} (seen {})",
+                 round.round_id(), round.epoch(), max_graph_epoch_);
+    return;
+  }
+  max_graph_epoch_ = round.epoch();
   const v1::SolverRound* whole = AssembleRound(std::move(round));
   if (whole == nullptr) return;
   if (whole->solver_epoch() != 0 && whole->solver_epoch() != epoch_) {

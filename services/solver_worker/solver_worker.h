@@ -127,6 +127,8 @@ class SolverWorker {
   uint64_t round_id_ = 0;     // the round the replica reflects
   uint64_t graph_epoch_ = 0;  // the graph manager epoch that cut it
   uint64_t addressed_epoch_ = 0;  // its SolverRound.solver_epoch
+  // The highest graph manager epoch any round carried (fencing).
+  uint64_t max_graph_epoch_ = 0;
   bool unsolved_ = false;
   bool deterministic_ = false;  // the last applied round asks for it
   int64_t last_resync_steady_us_ = 0;

@@ -152,6 +152,16 @@ std::string PipelineTest::SolverWorkerWithEpoch(uint64_t solver_epoch) const {
   return "";
 }
 
+void PipelineTest::StopService(const std::string& name) {
+  const int pid = ServicePid(name);
+  ASSERT_GT(pid, 1) << name << " has no pid file";
+  ASSERT_EQ(::kill(pid, SIGTERM), 0) << name;
+  for (int i = 0; i < 3000 && ::kill(pid, 0) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(::kill(pid, 0), 0) << name << " did not stop on SIGTERM";
+}
+
 std::string PipelineTest::Bootstrap() const {
   std::string line;
   std::ifstream in(dir_ + "/bootstrap");

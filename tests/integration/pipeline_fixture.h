@@ -53,6 +53,8 @@ class PipelineTest : public ::testing::Test {
   // With `up --solver-workers 2`: the worker ("solver-worker" or
   // "solver-worker-2") whose epoch is `solver_epoch`; "" if neither.
   [[nodiscard]] std::string SolverWorkerWithEpoch(uint64_t solver_epoch) const;
+  // SIGTERMs the service (a clean stop) and waits until it is gone.
+  void StopService(const std::string& name);
 
   // Runs before `flowsched up`; a test with an external broker starts it
   // here and sets broker_flags_ (e.g. "--brokers ... --legacy-broker").

@@ -106,6 +106,7 @@ absl::Status StartServices(const CommonFlags& flags, const UpOptions& options) {
                                std::to_string(options.cut_every_events)});
     }
     if (options.cut_at_ticks) args.push_back("--cut-at-ticks");
+    if (options.ha) args.push_back("--ha");
     FLOWSCHED_ASSIGN_OR_RETURN(pid_t manager,
                                Start(flags, "graph-manager", std::move(args)));
     auto ready = WaitForFile(status_file, options.start_timeout_ms, manager);

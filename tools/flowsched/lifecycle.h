@@ -23,6 +23,8 @@ struct UpOptions {
   // members of one group (one active, the others take over). 0: as many as
   // the last `up` started (their pid files), at least 1.
   int solver_workers = 0;
+  // The graph manager runs with --ha (leader lease; standby until held).
+  bool ha = false;
   int start_timeout_ms = 30'000;
 };
 

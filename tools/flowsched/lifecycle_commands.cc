@@ -40,6 +40,10 @@ CommandMain AddUpCommand(CLI::App& app, CommonFlags& flags) {
                   "fails. Default: as many as the last `up` started, at "
                   "least 1")
       ->check(CLI::Range(1, 16));
+  cmd->add_flag("--ha", options->ha,
+                "Run the graph manager with --ha: it joins the leader group "
+                "with every other graph manager on these brokers and is "
+                "active or standby (see `flowsched status`)");
   return [&flags, options]() {
     absl::Status status = StartServices(flags, *options);
     if (!status.ok()) {

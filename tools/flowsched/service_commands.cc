@@ -1,13 +1,17 @@
 // `flowsched broker`, `flowsched graph-manager`, `flowsched solver-worker`:
 // the long-running processes, normally started by `flowsched up`.
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 
 #include "services/bus/embedded_broker.h"
 #include "services/common/clock.h"
 #include "services/common/logging.h"
+#include "services/bus/leader_lease.h"
 #include "services/graph_manager/graph_manager.h"
+#include "services/graph_manager/status_report.h"
 #include "services/solver_worker/solver_worker.h"
 #include "spdlog/spdlog.h"
 #include "tools/flowsched/commands.h"
@@ -38,6 +42,76 @@ int RunService(const char* name, const CommonFlags& flags, Create create) {
   if (!status.ok()) {
     spdlog::error("{} stopped: {}", name, status.ToString());
     return 1;
+  }
+  return 0;
+}
+
+// --ha: waits as a standby until this instance holds the leader lease,
+// then runs the graph manager until it stops, or steps down (lease lost,
+// fenced by a higher epoch) and waits again.
+int RunGraphManagerHa(const CommonFlags& flags,
+                      graph_manager::GraphManagerOptions& options,
+                      int session_timeout_ms) {
+  constexpr const char* kLeaseGroup = "flowsched-graph-manager-leader";
+  InitLogging("graph-manager", flags.log_level);
+  const auto& stop = InstallStopHandlers();
+  auto kafka = ResolveKafka(flags);
+  if (!kafka.ok()) {
+    spdlog::error("{}", kafka.status().ToString());
+    return 2;
+  }
+  options.kafka = *kafka;
+  options.topics = Topics(flags);
+  options.data_dir = flags.data_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(flags.data_dir, ec);
+  SystemClock clock;
+  while (!stop.load()) {
+    bus::KafkaOptions lease_kafka = *kafka;
+    lease_kafka.client_id = "flowsched-graph-manager-lease";
+    auto lease = bus::LeaderLease::Create(lease_kafka, options.topics.leader,
+                                          kLeaseGroup, session_timeout_ms);
+    if (!lease.ok()) {
+      spdlog::error("graph-manager cannot join the leader group: {}",
+                    lease.status().ToString());
+      return 1;
+    }
+    spdlog::info("standby: waiting for the leader lease ({})",
+                 options.topics.leader);
+    int64_t last_status_us = 0;
+    while (!stop.load() && !(*lease)->Poll(200)) {
+      if (SteadyMicros() - last_status_us > 1'000'000) {
+        last_status_us = SteadyMicros();
+        v1::GraphManagerStatus standby;
+        standby.set_role("standby");
+        standby.set_pid(::getpid());
+        standby.set_updated_time_us(clock.NowMicros());
+        graph_manager::WriteStatusFile(flags.data_dir + "/status.json",
+                                       standby)
+            .IgnoreError();  // informational only
+      }
+    }
+    if (stop.load()) return 0;
+    const int64_t acquired_us = SteadyMicros();
+    auto manager =
+        graph_manager::GraphManager::Create(options, clock, lease->get());
+    if (!manager.ok()) {
+      spdlog::error("graph-manager cannot start: {}",
+                    manager.status().ToString());
+      return 1;
+    }
+    spdlog::info("active: took over in {:.1f} ms after acquiring the lease",
+                 static_cast<double>(SteadyMicros() - acquired_us) / 1000.0);
+    absl::Status status = (*manager)->Run(stop);
+    if (status.code() == absl::StatusCode::kAborted) {
+      spdlog::warn("stepping down to standby: {}", status.ToString());
+      continue;  // the manager and then the lease are released here
+    }
+    if (!status.ok()) {
+      spdlog::error("graph-manager stopped: {}", status.ToString());
+      return 1;
+    }
+    return 0;
   }
   return 0;
 }
@@ -91,6 +165,20 @@ CommandMain AddGraphManagerCommand(CLI::App& app, CommonFlags& flags) {
       ->capture_default_str();
   cmd->add_flag("--cut-at-ticks", options->cut_at_ticks,
                 "Deterministic rounds: cut a round at each Tick event");
+  auto ha = std::make_shared<bool>(false);
+  cmd->add_flag("--ha", *ha,
+                "High availability: join the graph managers' leader group "
+                "and stay standby until this instance holds the lease (a "
+                "standby takes over within ~10 s when the active one dies; "
+                "each takeover claims a higher epoch that fences the old)");
+  auto lease_session_ms = std::make_shared<int>(6000);
+  cmd->add_option("--lease-session-timeout-ms", *lease_session_ms,
+                  "With --ha: how long the group coordinator waits for a "
+                  "silent active instance before giving the lease to a "
+                  "standby (the broker's group.min.session.timeout.ms, 6000 "
+                  "by default in Kafka, bounds it from below)")
+      ->check(CLI::Range(1000, 300'000))
+      ->capture_default_str();
   cmd->add_option("--max-batch", options->max_batch_records,
                   "Records applied per RocksDB batch")
       ->check(CLI::Range(1, 1'000'000))
@@ -103,7 +191,8 @@ CommandMain AddGraphManagerCommand(CLI::App& app, CommonFlags& flags) {
                   "Machines with more slots are rejected")
       ->check(CLI::Range(1, 100'000))
       ->capture_default_str();
-  return [&flags, options]() {
+  return [&flags, options, ha, lease_session_ms]() {
+    if (*ha) return RunGraphManagerHa(flags, *options, *lease_session_ms);
     return RunService<graph_manager::GraphManager>(
         "graph-manager", flags, [&](const bus::KafkaOptions& kafka,
                                     const Clock& clock) {

@@ -15,6 +15,14 @@ std::string TimingLine(const v1::Timings& t) {
 }  // namespace
 
 void PrintSummary(const v1::GraphManagerStatus& s, std::ostream& out) {
+  if (s.role() == "standby") {
+    // --ha: another graph manager holds the leader lease.
+    fmt::print(out,
+               "graph manager pid {} is standby (waiting for the leader "
+               "lease; the active one reports in its own data directory)\n",
+               s.pid());
+    return;
+  }
   fmt::print(out, "flowsched summary (graph manager epoch {}, policy {})\n",
              s.epoch(), s.policy());
   fmt::print(out, "  machines          {:>10}   ({} task slots)\n",
