@@ -25,6 +25,7 @@ CommandMain AddInspectCommand(CLI::App& app, CommonFlags& flags);
 CommandMain AddDemoCommand(CLI::App& app, CommonFlags& flags);
 CommandMain AddSolveCommand(CLI::App& app, CommonFlags& flags);
 CommandMain AddCompareCommand(CLI::App& app, CommonFlags& flags);
+CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& flags);
 CommandMain AddBenchCommand(CLI::App& app, CommonFlags& flags);
 CommandMain AddPolicyCommand(CLI::App& app, CommonFlags& flags);
 CommandMain AddExplainCommand(CLI::App& app, CommonFlags& flags);
