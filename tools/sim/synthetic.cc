@@ -84,21 +84,32 @@ Workload GenerateSynthetic(const SyntheticSpec& spec) {
   std::uniform_real_distribution<double> request(0.1 * per_slot,
                                                  0.9 * per_slot);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
-  auto size = [&]() {
-    return std::clamp<uint64_t>(static_cast<uint64_t>(std::llround(job_size(rng))),
-                                1, std::max<uint64_t>(1, spec.max_job_size));
-  };
   uint64_t next_job = 1, next_task = 1;
-  auto add_job = [&](int64_t submit_us, bool service, bool initial) {
+  // The trace's job sizes are for 12,500 machines: a subsampled cluster
+  // gets proportionally capped jobs, so one job cannot swamp it.
+  const uint64_t max_size = std::max<uint64_t>(
+      1, std::min<uint64_t>(spec.max_job_size,
+                            std::max<uint64_t>(100, spec.max_job_size *
+                                                        spec.machines / 12'500)));
+  // A task present at time 0 is a length-biased sample (longer tasks are
+  // more likely to be running; for a lognormal that is mu + sigma^2) with a
+  // uniform part of it already done.
+  std::lognormal_distribution<double> service_biased(
+      std::log(spec.service_median_s) + spec.service_sigma * spec.service_sigma,
+      spec.service_sigma);
+  std::lognormal_distribution<double> batch_biased(
+      std::log(spec.batch_median_s) + spec.batch_sigma * spec.batch_sigma,
+      spec.batch_sigma);
+  auto add_job = [&](int64_t submit_us, bool service, uint64_t n) {
     const uint64_t job = next_job++;
-    const uint64_t n = size();
-    // Bigger service jobs get higher priority, like production tiers.
+    const bool initial = submit_us == 0;
+    // Services run at production priority, batch jobs below.
     const int32_t priority = service ? 9 : 2;
     for (uint64_t t = 0; t < n; ++t) {
-      double runtime_s = service ? service_runtime(rng) : batch_runtime(rng);
-      // A task present at time 0 has already run for a part of its
-      // runtime: what is left is uniform over it.
-      if (initial) runtime_s *= unit(rng);
+      double runtime_s =
+          initial ? (service ? service_biased(rng) : batch_biased(rng)) *
+                        unit(rng)
+                  : (service ? service_runtime(rng) : batch_runtime(rng));
       workload.tasks.push_back(SimTask{
           .task_id = next_task++,
           .job_id = job,
@@ -109,11 +120,15 @@ Workload GenerateSynthetic(const SyntheticSpec& spec) {
           .priority = priority,
           .service = service});
     }
-    return n;
+  };
+  auto size = [&]() {
+    return std::clamp<uint64_t>(
+        static_cast<uint64_t>(std::llround(job_size(rng))), 1, max_size);
   };
 
-  const double target = spec.utilisation * static_cast<double>(spec.machines) *
-                        spec.slots_per_machine;
+  const auto target = static_cast<uint64_t>(
+      std::llround(spec.utilisation * static_cast<double>(spec.machines) *
+                   spec.slots_per_machine));
   const double service_mean = Mean(spec.service_median_s, spec.service_sigma);
   const double batch_mean = Mean(spec.batch_median_s, spec.batch_sigma);
   const double fs = std::clamp(spec.service_job_fraction, 0.0, 1.0);
@@ -123,20 +138,34 @@ Workload GenerateSynthetic(const SyntheticSpec& spec) {
       fs * service_mean / (fs * service_mean + (1 - fs) * batch_mean);
   std::bernoulli_distribution initial_service(service_share);
   uint64_t population = 0;
-  while (static_cast<double>(population) < target) {
-    population += add_job(0, initial_service(rng), /*initial=*/true);
+  while (population < target) {
+    // The last job is trimmed so the population is exactly the target.
+    const uint64_t n = std::min(size(), target - population);
+    add_job(0, initial_service(rng), n);
+    population += n;
   }
   // Little's law for the arrival rate of tasks, then of jobs.
   const double mean_runtime_s = fs * service_mean + (1 - fs) * batch_mean;
-  const double mean_job_size =
-      std::exp(spec.job_size_mu + spec.job_size_sigma * spec.job_size_sigma / 2);
-  const double jobs_per_s = target / mean_runtime_s / mean_job_size;
+  // The clipped lognormal's mean, estimated with its own generator so the
+  // workload's random stream is unchanged.
+  double mean_job_size = 0;
+  {
+    std::mt19937_64 probe(spec.seed + 1);
+    constexpr int kProbes = 20'000;
+    for (int i = 0; i < kProbes; ++i) {
+      mean_job_size += static_cast<double>(std::clamp<uint64_t>(
+          static_cast<uint64_t>(std::llround(job_size(probe))), 1, max_size));
+    }
+    mean_job_size /= kProbes;
+  }
+  const double jobs_per_s =
+      static_cast<double>(target) / mean_runtime_s / mean_job_size;
   std::exponential_distribution<double> gap(jobs_per_s > 0 ? jobs_per_s : 1);
   std::bernoulli_distribution is_service(fs);
   double t_s = gap(rng);
   while (jobs_per_s > 0 && t_s * 1e6 < static_cast<double>(spec.duration_us)) {
     add_job(std::max<int64_t>(1, std::llround(t_s * 1e6)), is_service(rng),
-            /*initial=*/false);
+            size());
     t_s += gap(rng);
   }
   AssignInputBlocks(workload, spec.seed);

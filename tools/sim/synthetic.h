@@ -25,7 +25,8 @@ struct SyntheticSpec {
   uint32_t slots_per_machine = 13;
   double utilisation = 0.9;
   int64_t duration_us = 600'000'000;  // arrivals up to this time
-  // Jobs: lognormal size (median e^mu), clipped to [1, max_job_size].
+  // Jobs: lognormal size (median e^mu), clipped to [1, max_job_size],
+  // max_job_size scaled down with machines below 12,500 (at least 100).
   double job_size_mu = 3.26;  // median 26 tasks, mean ~80
   double job_size_sigma = 1.5;
   uint64_t max_job_size = 5'000;

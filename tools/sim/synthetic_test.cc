@@ -46,8 +46,7 @@ TEST(SyntheticTest, FullScaleMatchesTheTracesSteadyState) {
   EXPECT_EQ(racks.size(), (12'500u + 39) / 40);
   const Shape s = Measure(w);
   // About 150,000 running tasks in about 1,800 jobs.
-  EXPECT_GE(s.initial_tasks, 146'250u);
-  EXPECT_LE(s.initial_tasks, 146'250u + spec.max_job_size);
+  EXPECT_EQ(s.initial_tasks, 146'250u);
   EXPECT_GT(s.initial_jobs, 1'200u);
   EXPECT_LT(s.initial_jobs, 2'600u);
   // Heavy tail: the largest job is far above the median one.
