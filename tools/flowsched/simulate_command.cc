@@ -247,10 +247,10 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
       fmt::print(
           "{}: simulated {:.1f}s in {:.1f}s wall ({:.1f}x real time at "
           "speedup {:g}: {:.0f}x the trace's pace); rounds busy {:.1f}s "
-          "({:.0f}% of simulated time)\n",
+          "({:.0f}% of simulated time); warm-up (time-0 population) {:.1f}s\n",
           s.scheduler, s.sim_s, s.wall_s, s.sim_per_wall(), o->speedup,
           s.sim_per_wall() * o->speedup, s.busy_s,
-          s.sim_s > 0 ? 100 * s.busy_s / s.sim_s : 0.0);
+          s.sim_s > 0 ? 100 * s.busy_s / s.sim_s : 0.0, s.warmup_s);
     }
     for (const sim::SimResult& r : results) {
       if (r.rejected_events > 0 || r.stale > 0 || r.capacity_violations > 0) {

@@ -53,7 +53,7 @@ std::string FileStem(const std::string& scheduler) {
 
 Summary Summarise(const SimResult& result) {
   Summary s{.scheduler = result.scheduler,
-            .rounds = result.rounds.size(),
+            .rounds = 0,
             .placed = result.placements.size(),
             .unplaced = result.unplaced,
             .preempted = result.preempted,
@@ -67,15 +67,17 @@ Summary Summarise(const SimResult& result) {
   std::vector<double> rounds;
   double waiting = 0, slots = 0, cpu = 0, fairness = 0;
   for (const RoundRecord& r : result.rounds) {
+    if (r.warmup) continue;  // reported as warmup_s
     rounds.push_back(r.runtime_ms);
     waiting += static_cast<double>(r.waiting);
     slots += r.slot_utilisation;
     cpu += r.cpu_utilisation;
     fairness += r.fairness;
   }
+  s.rounds = rounds.size();
   s.round_ms = sim::Summarise(rounds);
-  if (!result.rounds.empty()) {
-    const auto n = static_cast<double>(result.rounds.size());
+  if (!rounds.empty()) {
+    const auto n = static_cast<double>(rounds.size());
     s.mean_waiting = waiting / n;
     s.mean_slot_utilisation = slots / n;
     s.mean_cpu_utilisation = cpu / n;
@@ -89,6 +91,7 @@ Summary Summarise(const SimResult& result) {
   s.sim_s = static_cast<double>(result.sim_end_us) / 1e6;
   s.wall_s = result.wall_s;
   s.busy_s = result.busy_s;
+  s.warmup_s = result.warmup_s;
   return s;
 }
 
@@ -116,15 +119,15 @@ absl::Status WriteSchedulerCsvs(const SimResult& result,
   if (auto s = Open(stem + "_rounds.csv", out); !s.ok()) return s;
   out << "round,start_s,runtime_ms,sync_ms,solve_ms,check_ms,extract_ms,"
          "algorithm,waiting,running,placed,preempted,migrated,stale,"
-         "slot_utilisation,cpu_utilisation,fairness_jain\n";
+         "slot_utilisation,cpu_utilisation,fairness_jain,warmup\n";
   for (const RoundRecord& r : result.rounds) {
     out << fmt::format(
         "{},{:.6f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{},{},{},{},{},"
-        "{:.4f},{:.4f},{:.4f}\n",
+        "{:.4f},{:.4f},{:.4f},{}\n",
         r.round, static_cast<double>(r.start_us) / 1e6, r.runtime_ms,
         r.sync_ms, r.solve_ms, r.check_ms, r.extract_ms, r.algorithm,
         r.waiting, r.running, r.placed, r.preempted, r.migrated, r.stale,
-        r.slot_utilisation, r.cpu_utilisation, r.fairness);
+        r.slot_utilisation, r.cpu_utilisation, r.fairness, r.warmup ? 1 : 0);
   }
   out.close();
   if (!out) return absl::UnavailableError("cannot write " + stem + "_rounds.csv");
@@ -139,18 +142,18 @@ absl::Status WriteSummaryCsv(const std::vector<Summary>& rows,
          "latency_p99_ms,latency_max_ms,round_mean_ms,round_p99_ms,"
          "round_max_ms,mean_waiting,slot_utilisation,cpu_utilisation,"
          "preempted,migrated,local,rack,cross_rack,cross_rack_bytes,"
-         "fairness_jain,sim_s,wall_s,busy_s,sim_per_wall\n";
+         "fairness_jain,sim_s,wall_s,busy_s,sim_per_wall,warmup_s\n";
   for (const Summary& s : rows) {
     out << fmt::format(
         "{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.1f},"
         "{:.4f},{:.4f},{},{},{:.4f},{:.4f},{:.4f},{},{:.4f},{:.3f},{:.3f},"
-        "{:.3f},{:.3f}\n",
+        "{:.3f},{:.3f},{:.3f}\n",
         s.scheduler, s.rounds, s.placed, s.unplaced, s.latency_ms.p50,
         s.latency_ms.p90, s.latency_ms.p99, s.latency_ms.max, s.round_ms.mean,
         s.round_ms.p99, s.round_ms.max, s.mean_waiting,
         s.mean_slot_utilisation, s.mean_cpu_utilisation, s.preempted,
         s.migrated, s.local, s.rack, s.cross, s.cross_bytes, s.mean_fairness,
-        s.sim_s, s.wall_s, s.busy_s, s.sim_per_wall());
+        s.sim_s, s.wall_s, s.busy_s, s.sim_per_wall(), s.warmup_s);
   }
   out.close();
   if (!out) return absl::UnavailableError("cannot write " + dir + "/summary.csv");

@@ -15,7 +15,7 @@ namespace flowsched::sim {
 
 struct Summary {
   std::string scheduler;
-  uint64_t rounds = 0;
+  uint64_t rounds = 0;  // after the warm-up
   uint64_t placed = 0;  // latency samples
   uint64_t unplaced = 0;
   Distribution latency_ms;
@@ -28,6 +28,7 @@ struct Summary {
   int64_t cross_bytes = 0;
   double mean_fairness = 1;
   double sim_s = 0, wall_s = 0, busy_s = 0;
+  double warmup_s = 0;  // placing the time-0 population (not simulated time)
   // Simulated seconds per wall second; >= 1 keeps up with the (sped-up)
   // workload in real time.
   [[nodiscard]] double sim_per_wall() const {

@@ -34,7 +34,7 @@ check() {  # dir scheduler-stem...
 
 mkdir -p "$out/synthetic" "$out/trace"
 "$flowsched" simulate --machines 150 --slots-per-machine 8 --utilisation 0.6 \
-  --speedup 300 --duration 60 --policy quincy-qfp --baselines greedy \
+  --speedup 300 --duration 20 --policy quincy-qfp --baselines greedy \
   --seed 5 --out "$out/synthetic" > "$out/synthetic/stdout"
 check "$out/synthetic" flow-quincy-qfp greedy
 

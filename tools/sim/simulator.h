@@ -11,6 +11,10 @@
 // plus the round that places it. Events that happened during a round are
 // applied after its decisions.
 //
+// The time-0 population is placed first by warm-up rounds that take no
+// simulated time (recorded, flagged), so measurement starts from the
+// running steady state as in Firmament's trace replay.
+//
 // Placed tasks run for their (sped-up) runtime and then finish; a
 // preempted or migrated task starts over (its runtime counts from the new
 // placement), and a task of a removed machine waits again.
@@ -67,6 +71,7 @@ struct RoundRecord {
   double slot_utilisation = 0;
   double cpu_utilisation = 0;  // kCpuMemory only
   double fairness = 1;         // last FairShareJain sample
+  bool warmup = false;         // placed the time-0 population, off the clock
 };
 
 struct PlacementRecord {
@@ -92,8 +97,9 @@ struct SimResult {
   uint64_t capacity_violations = 0;  // machines seen over slots/CPU/memory
   LocalityBytes locality;          // input of every placement
   int64_t sim_end_us = 0;
-  double wall_s = 0;               // the whole simulation
-  double busy_s = 0;               // sum of round runtimes
+  double wall_s = 0;               // the simulation after the warm-up
+  double busy_s = 0;               // sum of round runtimes (after warm-up)
+  double warmup_s = 0;             // wall time of the warm-up rounds
 };
 
 // InvalidArgument for an unknown scheduler or solver; Internal if a round

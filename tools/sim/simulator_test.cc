@@ -31,7 +31,7 @@ TEST(SimulatorTest, SyntheticFlowAndBaselinePlaceEverythingThatFits) {
   const SyntheticSpec spec{.machines = 120,
                            .slots_per_machine = 8,
                            .utilisation = 0.6,
-                           .duration_us = 6 * 3'600'000'000LL,
+                           .duration_us = 2 * 3'600'000'000LL,
                            .seed = 3};
   const Workload w = GenerateSynthetic(spec);
   const SimOptions options{.slots_per_machine = 8, .speedup = 300};
