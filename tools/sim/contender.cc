@@ -164,32 +164,44 @@ AppliedDecisions ApplyDecisions(const RoundDecisions& round,
                                 cluster::ClusterState& state, int64_t now_us,
                                 cluster::ChangeSet& changes) {
   AppliedDecisions applied;
-  for (int pass = 0; pass < 3; ++pass) {
-    for (const Decision& d : round.decisions) {
-      const bool place = d.from.value() == 0 && d.to.value() != 0;
-      const bool preempt = d.from.value() != 0 && d.to.value() == 0;
-      const bool migrate = d.from.value() != 0 && d.to.value() != 0;
-      if (pass == 0 && preempt) {
-        if (state.Preempt(d.task, now_us, changes).ok()) {
-          ++applied.preempted;
-          applied.preempted_tasks.push_back(d.task);
-        } else {
-          ++applied.stale;
-        }
-      } else if (pass == 1 && migrate) {
-        if (state.Migrate(d.task, d.from, d.to, now_us, changes).ok()) {
-          ++applied.migrated;
-          applied.placed.emplace_back(d.task, d.to);
-        } else {
-          ++applied.stale;
-        }
-      } else if (pass == 2 && place) {
-        if (state.Place(d.task, d.to, now_us, changes).ok()) {
-          applied.placed.emplace_back(d.task, d.to);
-        } else {
-          ++applied.stale;
-        }
+  std::vector<const Decision*> migrations;
+  for (const Decision& d : round.decisions) {
+    if (d.from.value() != 0 && d.to.value() == 0) {
+      if (state.Preempt(d.task, now_us, changes).ok()) {
+        ++applied.preempted;
+        applied.preempted_tasks.push_back(d.task);
+      } else {
+        ++applied.stale;
       }
+    } else if (d.from.value() != 0 && d.to.value() != 0) {
+      migrations.push_back(&d);
+    }
+  }
+  // As GraphManager::ApplyDecisions: a migration into a machine another
+  // migration of the round leaves is retried until no more succeed (a
+  // chain resolves; a cycle of full machines stays stale).
+  bool progress = true;
+  while (progress && !migrations.empty()) {
+    progress = false;
+    std::vector<const Decision*> left;
+    for (const Decision* d : migrations) {
+      if (state.Migrate(d->task, d->from, d->to, now_us, changes).ok()) {
+        ++applied.migrated;
+        applied.placed.emplace_back(d->task, d->to);
+        progress = true;
+      } else {
+        left.push_back(d);
+      }
+    }
+    migrations = std::move(left);
+  }
+  applied.stale += migrations.size();
+  for (const Decision& d : round.decisions) {
+    if (d.from.value() != 0 || d.to.value() == 0) continue;
+    if (state.Place(d.task, d.to, now_us, changes).ok()) {
+      applied.placed.emplace_back(d.task, d.to);
+    } else {
+      ++applied.stale;
     }
   }
   return applied;

@@ -64,8 +64,10 @@ struct AppliedDecisions {
   uint64_t preempted = 0, migrated = 0, stale = 0;
 };
 
-// Applies a round as the graph manager does: preemptions, then migrations,
-// then placements; a decision that went stale is skipped and counted.
+// Applies a round as the graph manager does (GraphManager::ApplyDecisions):
+// preemptions, then migrations (retried while a chain makes progress), then
+// placements, each in decision order; a decision that went stale is skipped
+// and counted.
 // Touched entities are merged into `changes`.
 AppliedDecisions ApplyDecisions(const RoundDecisions& round,
                                 cluster::ClusterState& state, int64_t now_us,
