@@ -294,9 +294,9 @@ absl::Status Simulation::Run() {
     result_.rounds.back().start_us = 0;
     result_.rounds.back().warmup = true;
     Progress(false);
-    // Placements went on at time 0: nothing else changed, so a round with
-    // no decisions ends the warm-up.
-    if (round->decisions.empty()) break;
+    // Done once the population runs (or a round changes nothing). Not
+    // "no decisions": a preemptive policy may keep migrating.
+    if (round->decisions.empty() || state_.waiting_task_count() == 0) break;
   }
   // Wall time is measured from here: sim/wall compares the steady state.
   const int64_t measured_start_us = SteadyMicros();
