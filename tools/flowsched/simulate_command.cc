@@ -42,6 +42,7 @@ struct SimulateOptions {
   std::string out = "sim-out";
   uint64_t seed = 1;
   double progress_every_s = 2.0;
+  double max_wall_s = 0;
 };
 
 absl::StatusOr<sim::Workload> LoadWorkload(const SimulateOptions& o) {
@@ -172,6 +173,11 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed (synthetic workload, data blocks)")
       ->capture_default_str();
+  cmd->add_option("--max-wall", o->max_wall_s,
+                  "Stop each scheduler's simulation after this many wall "
+                  "seconds (0: no limit); reported as truncated")
+      ->check(CLI::Range(0.0, 1e7))
+      ->capture_default_str();
   cmd->add_option("--progress-every", o->progress_every_s,
                   "Seconds (wall) between progress lines on stderr")
       ->check(CLI::Range(0.1, 3600.0))
@@ -220,7 +226,8 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
         .horizon_us = std::llround(o->duration_s * 1e6),
         .solver = o->solver,
         .progress = &std::cerr,
-        .progress_every_s = o->progress_every_s};
+        .progress_every_s = o->progress_every_s,
+        .max_wall_s = o->max_wall_s};
     std::vector<sim::SimResult> results;
     std::vector<sim::Summary> summaries;
     for (const std::string& name : schedulers) {
@@ -253,6 +260,10 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
           s.sim_s > 0 ? 100 * s.busy_s / s.sim_s : 0.0, s.warmup_s);
     }
     for (const sim::SimResult& r : results) {
+      if (r.truncated) {
+        fmt::print("{}: TRUNCATED by --max-wall at {:.1f}s simulated\n",
+                   r.scheduler, static_cast<double>(r.sim_end_us) / 1e6);
+      }
       if (r.rejected_events > 0 || r.stale > 0 || r.capacity_violations > 0) {
         fmt::print("{}: {} events rejected, {} stale decisions, {} capacity "
                    "violations\n",

@@ -193,7 +193,7 @@ std::string WritePlots(const std::vector<SimResult>& results,
     if (r.scheduler.rfind("flow:", 0) == 0) {
       if (!runtime_plots.empty()) runtime_plots += ", \\\n     ";
       runtime_plots += fmt::format(
-          "'{}_rounds.csv' using 2:3 with points pt 7 ps 0.3 title '{}'", stem,
+          "'{}_rounds.csv' using 2:3 with points pt 7 ps 0.8 title '{}'", stem,
           r.scheduler);
     }
   }

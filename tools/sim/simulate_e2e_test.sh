@@ -1,5 +1,5 @@
 #!/bin/sh
-# End-to-end `flowsched simulate` runs (ctest sim.simulate_e2e, label unit;
+# End-to-end `flowsched simulate` runs (ctest sim.simulate_e2e, label integration;
 # tools/sim/CMakeLists.txt): a small synthetic cluster and the tiny Google-format
 # trace, Quincy plus one baseline. Asserts outcomes: exit 0, every CSV and
 # the plot script exist, no task left unplaced, one latency row per placed

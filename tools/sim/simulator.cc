@@ -309,6 +309,12 @@ absl::Status Simulation::Run() {
       continue;
     }
     if (now > horizon_us_ && ++settle > kSettleRounds) break;
+    if (options_.max_wall_s > 0 &&
+        static_cast<double>(SteadyMicros() - wall_start_us_) / 1e6 >
+            options_.max_wall_s) {
+      result_.truncated = true;
+      break;
+    }
     const int64_t start = SteadyMicros();
     auto round = contender_->Decide(state_, pending_, now);
     const int64_t elapsed = std::max<int64_t>(1, SteadyMicros() - start);

@@ -53,6 +53,9 @@ struct SimOptions {
   // Progress lines on `progress` (if set) every this many wall seconds.
   std::ostream* progress = nullptr;
   double progress_every_s = 2.0;
+  // Stop after this many wall seconds (0: no limit); the result is marked
+  // truncated. For full-scale runs whose rounds take long.
+  double max_wall_s = 0;
   // Fairness (FairShareJain) is sampled every this many rounds.
   uint32_t fairness_every = 10;
 };
@@ -100,6 +103,7 @@ struct SimResult {
   double wall_s = 0;               // the simulation after the warm-up
   double busy_s = 0;               // sum of round runtimes (after warm-up)
   double warmup_s = 0;             // wall time of the warm-up rounds
+  bool truncated = false;          // stopped by max_wall_s
 };
 
 // InvalidArgument for an unknown scheduler or solver; Internal if a round
