@@ -165,8 +165,10 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
                   "Comma-separated baselines on the same input (greedy, "
                   "greedy-fair, filter-score) or 'none'")
       ->capture_default_str();
-  cmd->add_option("--duration", o->duration_s,
-                  "Simulated seconds (after --speedup); 0: the whole trace")
+  auto* duration = cmd->add_option(
+      "--duration", o->duration_s,
+      "Simulated seconds (after --speedup); 0: the whole trace (the default "
+      "with a trace)")
       ->check(CLI::Range(0.0, 1e9))
       ->capture_default_str();
   cmd->add_option("--out", o->out, "Output directory (created)")
@@ -182,7 +184,9 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
                   "Seconds (wall) between progress lines on stderr")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
-  return [o]() {
+  return [o, duration]() {
+    // A trace runs whole unless told otherwise (its events start at 600 s).
+    if (!o->trace_tasks.empty() && duration->count() == 0) o->duration_s = 0;
     if (o->model == "cpu-mem" && o->policy.rfind("quincy", 0) == 0) {
       std::cerr << "flowsched simulate: note: Quincy policies count slots; "
                    "with --model cpu-mem prefer --policy cpu-memory\n";
