@@ -13,6 +13,8 @@ packages=(
   clang libclang-rt-14-dev
   # the real Kafka 0.9 broker of deploy/kafka09.sh runs on Java 17
   openjdk-17-jre-headless
+  # plots of `flowsched simulate` (optional: without it the script is kept)
+  gnuplot-nox
 )
 
 missing=()

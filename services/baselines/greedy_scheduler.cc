@@ -95,6 +95,7 @@ std::vector<BaselinePlacement> GreedyScheduler::Schedule(
   }
 
   std::set<TaskId> taken;
+  std::map<const Queue*, size_t> queue_front;  // first entry not yet taken
   std::vector<BaselinePlacement> placements;
   for (const auto& [machine_id, original] : state.machines()) {
     cluster::Machine machine = original;  // scratch copy for this round
@@ -107,7 +108,14 @@ std::vector<BaselinePlacement> GreedyScheduler::Schedule(
     };
     const auto first_eligible = [&](const Queue* queue) -> const cluster::Task* {
       if (queue == nullptr) return nullptr;
-      auto it = std::find_if(queue->begin(), queue->end(), eligible);
+      // Taken tasks never become eligible again this round: skip the taken
+      // prefix for good, so a scan is not quadratic in the queue length.
+      size_t& front = queue_front[queue];
+      while (front < queue->size() && taken.contains((*queue)[front]->spec.id)) {
+        ++front;
+      }
+      auto it = std::find_if(queue->begin() + static_cast<std::ptrdiff_t>(front),
+                             queue->end(), eligible);
       return it == queue->end() ? nullptr : *it;
     };
     const auto find_queue = [](auto& queues, const auto& key) -> const Queue* {

@@ -14,18 +14,13 @@
 
 #include "absl/strings/str_split.h"
 #include "fmt/format.h"
-#include "services/baselines/baseline_scheduler.h"
 #include "services/cluster/cluster_state.h"
 #include "services/cluster/event_decoder.h"
-#include "services/common/clock.h"
-#include "services/flow/flow_network.h"
-#include "services/flow/network_builder.h"
-#include "services/flow/placement_extractor.h"
-#include "services/flow/scheduling_policy.h"
-#include "services/solver/flow_checker.h"
 #include "services/solver/solver_registry.h"
 #include "tools/flowsched/commands.h"
 #include "tools/flowsched/event_submitter.h"
+#include "tools/sim/contender.h"
+#include "tools/sim/metrics.h"
 
 namespace flowsched::tools {
 namespace {
@@ -38,99 +33,6 @@ struct Outcome {
   std::string error;
 };
 
-// One scheduler as the replay sees it: after each slice of events it gets
-// the state and the touched entities and changes the state by placing.
-class Contender {
- public:
-  virtual ~Contender() = default;
-  virtual absl::Status Round(cluster::ClusterState& state,
-                             const cluster::ChangeSet& changes, int64_t now_us,
-                             Outcome& outcome) = 0;
-};
-
-class BaselineContender final : public Contender {
- public:
-  explicit BaselineContender(std::unique_ptr<baselines::BaselineScheduler> s)
-      : scheduler_(std::move(s)) {}
-  absl::Status Round(cluster::ClusterState& state, const cluster::ChangeSet&,
-                     int64_t now_us, Outcome& outcome) override {
-    const int64_t start = SteadyMicros();
-    const auto placements = scheduler_->Schedule(state);
-    outcome.solve_ms += static_cast<double>(SteadyMicros() - start) / 1000.0;
-    for (const auto& p : placements) {
-      cluster::ChangeSet ignored;
-      if (!state.Place(p.task, p.machine, now_us, ignored).ok()) {
-        return absl::InternalError("a baseline placement did not fit");
-      }
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  std::unique_ptr<baselines::BaselineScheduler> scheduler_;
-};
-
-class FlowContender final : public Contender {
- public:
-  explicit FlowContender(std::unique_ptr<flow::SchedulingPolicy> policy)
-      : policy_(std::move(policy)) {}
-  absl::Status Round(cluster::ClusterState& state,
-                     const cluster::ChangeSet& changes, int64_t now_us,
-                     Outcome& outcome) override {
-    const flow::SyncContext context{now_us};
-    if (auto s = policy_->Sync(changes, state, context, builder_); !s.ok()) {
-      return s;
-    }
-    if (policy_->time_dependent()) {
-      if (auto s = policy_->Refresh(state, context, builder_); !s.ok()) return s;
-    }
-    solver::McmfProblem problem;
-    std::vector<flow::ArcSlot> slots;
-    network_.ExportProblem(problem, slots);
-    const int64_t start = SteadyMicros();
-    auto solution = solver_->Solve(problem);
-    outcome.solve_ms += static_cast<double>(SteadyMicros() - start) / 1000.0;
-    if (!solution.ok()) return solution.status();
-    if (solution->outcome != solver::McmfOutcome::kOptimal) {
-      return absl::InternalError("the network is infeasible");
-    }
-    if (auto s = solver::CheckOptimalFlow(problem, *solution); !s.ok()) return s;
-    std::vector<int64_t> flow_by_slot(network_.arc_slot_count(), 0);
-    for (size_t i = 0; i < slots.size(); ++i) {
-      flow_by_slot[slots[i]] += solution->flow[i];
-    }
-    auto placements = flow::ExtractPlacements(network_, flow_by_slot);
-    if (!placements.ok()) return placements.status();
-    // As the graph manager applies a round: preemptions, migrations,
-    // placements; what no longer fits is stale and waits.
-    cluster::ChangeSet applied;
-    for (int pass = 0; pass < 3; ++pass) {
-      for (const flow::TaskPlacement& p : *placements) {
-        if (p.machine_id == p.running_on) continue;
-        const TaskId task(p.task_id);
-        if (pass == 0 && p.machine_id == 0) {
-          state.Preempt(task, now_us, applied).IgnoreError();  // stale: skip
-        } else if (pass == 1 && p.machine_id != 0 && p.running_on != 0) {
-          state.Migrate(task, MachineId(p.running_on), MachineId(p.machine_id),
-                        now_us, applied)
-              .IgnoreError();  // stale: skip
-        } else if (pass == 2 && p.machine_id != 0 && p.running_on == 0) {
-          state.Place(task, MachineId(p.machine_id), now_us, applied)
-              .IgnoreError();  // stale: skip
-        }
-      }
-    }
-    return policy_->Sync(applied, state, context, builder_);
-  }
-
- private:
-  std::unique_ptr<flow::SchedulingPolicy> policy_;
-  flow::FlowNetwork network_;
-  flow::NetworkBuilder builder_{network_};
-  std::unique_ptr<solver::McmfSolver> solver_ =
-      std::move(solver::MakeSolver(solver::kDefaultSolver)).value();
-};
-
 void CountLocality(const cluster::ClusterState& state, Outcome& outcome) {
   for (const auto& [id, task] : state.tasks()) {
     if (!task.running()) {
@@ -138,31 +40,16 @@ void CountLocality(const cluster::ClusterState& state, Outcome& outcome) {
       continue;
     }
     ++outcome.placed;
-    const cluster::Machine* machine = state.FindMachine(task.machine);
-    int64_t local = 0, rack = 0;
-    for (const cluster::DataLocality& input : task.spec.input) {
-      if (input.machine == task.machine) {
-        local += input.bytes;
-      } else if (input.machine.value() != 0) {
-        const cluster::Machine* holder = state.FindMachine(input.machine);
-        if (holder != nullptr && machine != nullptr &&
-            holder->rack == machine->rack) {
-          rack += input.bytes;
-        }
-      } else if (machine != nullptr && input.rack == machine->rack) {
-        rack += input.bytes;
-      }
-    }
-    const int64_t total = std::max(task.spec.input_bytes, local + rack);
-    outcome.local += local;
-    outcome.rack += rack;
-    outcome.remote += total - local - rack;
+    const sim::LocalityBytes bytes = sim::InputLocality(state, task, task.machine);
+    outcome.local += bytes.local;
+    outcome.rack += bytes.rack;
+    outcome.remote += bytes.remote;
   }
 }
 
 // Events without a time are spaced `step_us` apart: time-dependent costs
 // (Quincy's waiting time) need time to pass between rounds.
-Outcome Replay(const std::string& name, std::unique_ptr<Contender> contender,
+Outcome Replay(const std::string& name, std::unique_ptr<sim::Contender> contender,
                const std::vector<v1::ClusterEvent>& events, size_t round_every,
                int64_t step_us) {
   Outcome outcome{.name = name};
@@ -172,10 +59,16 @@ Outcome Replay(const std::string& name, std::unique_ptr<Contender> contender,
   int64_t now_us = 0;
   auto round = [&]() -> bool {
     ++outcome.rounds;
-    absl::Status s = contender->Round(state, changes, now_us, outcome);
+    auto decided = contender->Decide(state, changes, now_us);
     changes.Clear();
-    if (!s.ok()) outcome.error = s.ToString();
-    return s.ok();
+    if (!decided.ok()) {
+      outcome.error = decided.status().ToString();
+      return false;
+    }
+    outcome.solve_ms += decided->total_ms();
+    // The applied decisions reach the policy with the next round's changes.
+    sim::ApplyDecisions(*decided, state, now_us, changes);
+    return true;
   };
   for (size_t i = 0; i < events.size(); ++i) {
     auto event = decoder.FromProto(events[i]);
@@ -246,24 +139,14 @@ CommandMain AddCompareCommand(CLI::App& app, CommonFlags& /*flags*/) {
     int exit_code = 0;
     for (const std::string& name :
          std::vector<std::string>(absl::StrSplit(options->schedulers, ','))) {
-      std::unique_ptr<Contender> contender;
-      if (name.rfind("flow:", 0) == 0) {
-        auto policy = flow::MakePolicy(name.substr(5));
-        if (!policy.ok()) {
-          std::cerr << "flowsched compare: " << policy.status().message() << "\n";
-          return 2;
-        }
-        contender = std::make_unique<FlowContender>(std::move(*policy));
-      } else {
-        auto baseline = baselines::MakeBaseline(name);
-        if (!baseline.ok()) {
-          std::cerr << "flowsched compare: " << baseline.status().message() << "\n";
-          return 2;
-        }
-        contender = std::make_unique<BaselineContender>(std::move(*baseline));
+      auto contender =
+          sim::MakeContender(name, std::string(solver::kDefaultSolver));
+      if (!contender.ok()) {
+        std::cerr << "flowsched compare: " << contender.status().message() << "\n";
+        return 2;
       }
       const Outcome o =
-          Replay(name, std::move(contender), parsed.events, options->round_every,
+          Replay(name, std::move(*contender), parsed.events, options->round_every,
                  static_cast<int64_t>(options->seconds_per_event * 1e6));
       if (!o.error.empty()) {
         std::cerr << "flowsched compare: " << name << ": " << o.error << "\n";

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
       {"demo", AddDemoCommand(app, flags)},
       {"solve", AddSolveCommand(app, flags)},
       {"compare", AddCompareCommand(app, flags)},
+      {"simulate", AddSimulateCommand(app, flags)},
       {"bench", AddBenchCommand(app, flags)},
       {"policy", AddPolicyCommand(app, flags)},
       {"explain", AddExplainCommand(app, flags)},

@@ -1,0 +1,210 @@
+#include "tools/sim/contender.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "services/baselines/baseline_scheduler.h"
+#include "services/common/clock.h"
+#include "services/flow/flow_network.h"
+#include "services/flow/network_builder.h"
+#include "services/flow/placement_extractor.h"
+#include "services/flow/scheduling_policy.h"
+#include "services/solver/flow_checker.h"
+#include "services/solver/solver_registry.h"
+#include "services/solver_worker/incremental_mirror.h"
+
+namespace flowsched::sim {
+namespace {
+
+double MillisSince(int64_t start_us) {
+  return static_cast<double>(SteadyMicros() - start_us) / 1000.0;
+}
+
+class BaselineContender final : public Contender {
+ public:
+  explicit BaselineContender(std::unique_ptr<baselines::BaselineScheduler> s)
+      : scheduler_(std::move(s)) {}
+  absl::StatusOr<RoundDecisions> Decide(const cluster::ClusterState& state,
+                                        const cluster::ChangeSet&,
+                                        int64_t) override {
+    RoundDecisions round;
+    round.algorithm = std::string(scheduler_->name());
+    const int64_t start = SteadyMicros();
+    for (const auto& p : scheduler_->Schedule(state)) {
+      round.decisions.push_back({p.task, MachineId(0), p.machine});
+    }
+    round.solve_ms = MillisSince(start);
+    return round;
+  }
+
+ private:
+  std::unique_ptr<baselines::BaselineScheduler> scheduler_;
+};
+
+// The graph manager's side (policy, network with recorded changes) and the
+// solver worker's (replica network, IncrementalMirror or a one-shot
+// solver, checker, extraction) in one object.
+class FlowContender final : public Contender {
+ public:
+  FlowContender(std::unique_ptr<flow::SchedulingPolicy> policy,
+                std::unique_ptr<solver::McmfSolver> solver, bool incremental)
+      : policy_(std::move(policy)) {
+    if (incremental) {
+      mirror_ = std::make_unique<solver_worker::IncrementalMirror>(
+          std::move(solver));
+      network_.set_record_changes(true);
+    } else {
+      solver_ = std::move(solver);
+    }
+  }
+
+  absl::StatusOr<RoundDecisions> Decide(const cluster::ClusterState& state,
+                                        const cluster::ChangeSet& changes,
+                                        int64_t now_us) override {
+    RoundDecisions round;
+    const flow::SyncContext context{now_us};
+    int64_t start = SteadyMicros();
+    if (auto s = policy_->Sync(changes, state, context, builder_); !s.ok()) {
+      return s;
+    }
+    if (policy_->time_dependent()) {
+      if (auto s = policy_->Refresh(state, context, builder_); !s.ok()) return s;
+    }
+    round.sync_ms = MillisSince(start);
+
+    start = SteadyMicros();
+    solver::McmfProblem problem;
+    absl::StatusOr<solver::McmfSolution> solution;
+    std::vector<int64_t> flow_by_slot;
+    const flow::FlowNetwork* solved = &network_;
+    if (mirror_) {
+      for (const flow::GraphChange& change : network_.TakeChanges()) {
+        if (auto s = mirror_->Apply(change, replica_); !s.ok()) return s;
+      }
+      auto result = mirror_->Solve();
+      if (!result.ok()) return result.status();
+      round.algorithm = result->algorithm;
+      problem = std::move(result->problem);
+      solution = std::move(result->solution);
+      if (solution->outcome == solver::McmfOutcome::kOptimal) {
+        mirror_->FlowBySlot(replica_, flow_by_slot);
+      }
+      solved = &replica_;
+    } else {
+      std::vector<flow::ArcSlot> slots;
+      network_.ExportProblem(problem, slots);
+      solution = solver_->Solve(problem);
+      if (!solution.ok()) return solution.status();
+      round.algorithm = solution->algorithm;
+      if (solution->outcome == solver::McmfOutcome::kOptimal) {
+        flow_by_slot.assign(network_.arc_slot_count(), 0);
+        for (size_t i = 0; i < slots.size(); ++i) {
+          flow_by_slot[slots[i]] += solution->flow[i];
+        }
+      }
+    }
+    round.solve_ms = MillisSince(start);
+    if (solution->outcome != solver::McmfOutcome::kOptimal) {
+      return absl::InternalError("the network is infeasible");
+    }
+
+    start = SteadyMicros();
+    if (auto s = solver::CheckOptimalFlow(problem, *solution); !s.ok()) {
+      return s;
+    }
+    round.check_ms = MillisSince(start);
+
+    start = SteadyMicros();
+    auto placements = flow::ExtractPlacements(*solved, flow_by_slot);
+    if (!placements.ok()) return placements.status();
+    for (const flow::TaskPlacement& p : *placements) {
+      if (p.machine_id == p.running_on) continue;
+      round.decisions.push_back({TaskId(p.task_id), MachineId(p.running_on),
+                                 MachineId(p.machine_id)});
+    }
+    round.extract_ms = MillisSince(start);
+    return round;
+  }
+
+ private:
+  std::unique_ptr<flow::SchedulingPolicy> policy_;
+  flow::FlowNetwork network_;
+  flow::NetworkBuilder builder_{network_};
+  std::unique_ptr<solver::McmfSolver> solver_;
+  std::unique_ptr<solver_worker::IncrementalMirror> mirror_;
+  flow::FlowNetwork replica_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Contender>> MakeContender(
+    const std::string& name, const std::string& solver) {
+  if (name.rfind("flow:", 0) == 0) {
+    auto policy = flow::MakePolicy(name.substr(5));
+    if (!policy.ok()) return policy.status();
+    const bool incremental = solver == "incremental";
+    auto algorithm = solver::MakeSolver(
+        incremental ? std::string(solver::kDefaultSolver) : solver);
+    if (!algorithm.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(algorithm.status().message(), " or 'incremental'"));
+    }
+    return std::make_unique<FlowContender>(std::move(*policy),
+                                           std::move(*algorithm), incremental);
+  }
+  auto baseline = baselines::MakeBaseline(name);
+  if (!baseline.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        baseline.status().message(), "; or flow:<policy>"));
+  }
+  return std::make_unique<BaselineContender>(std::move(*baseline));
+}
+
+AppliedDecisions ApplyDecisions(const RoundDecisions& round,
+                                cluster::ClusterState& state, int64_t now_us,
+                                cluster::ChangeSet& changes) {
+  AppliedDecisions applied;
+  std::vector<const Decision*> migrations;
+  for (const Decision& d : round.decisions) {
+    if (d.from.value() != 0 && d.to.value() == 0) {
+      if (state.Preempt(d.task, now_us, changes).ok()) {
+        ++applied.preempted;
+        applied.preempted_tasks.push_back(d.task);
+      } else {
+        ++applied.stale;
+      }
+    } else if (d.from.value() != 0 && d.to.value() != 0) {
+      migrations.push_back(&d);
+    }
+  }
+  // As GraphManager::ApplyDecisions: a migration into a machine another
+  // migration of the round leaves is retried until no more succeed (a
+  // chain resolves; a cycle of full machines stays stale).
+  bool progress = true;
+  while (progress && !migrations.empty()) {
+    progress = false;
+    std::vector<const Decision*> left;
+    for (const Decision* d : migrations) {
+      if (state.Migrate(d->task, d->from, d->to, now_us, changes).ok()) {
+        ++applied.migrated;
+        applied.placed.emplace_back(d->task, d->to);
+        progress = true;
+      } else {
+        left.push_back(d);
+      }
+    }
+    migrations = std::move(left);
+  }
+  applied.stale += migrations.size();
+  for (const Decision& d : round.decisions) {
+    if (d.from.value() != 0 || d.to.value() == 0) continue;
+    if (state.Place(d.task, d.to, now_us, changes).ok()) {
+      applied.placed.emplace_back(d.task, d.to);
+    } else {
+      ++applied.stale;
+    }
+  }
+  return applied;
+}
+
+}  // namespace flowsched::sim

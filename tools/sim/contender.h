@@ -1,0 +1,76 @@
+#pragma once
+
+// A scheduler as a replay or simulation drives it, in-process: the flow
+// scheduler (a policy from the registry, a solver, the checker and the
+// placement extractor: the graph manager's and solver worker's code path)
+// or a baseline (services/baselines). Each round it sees the cluster state
+// and what changed since its last round, and proposes decisions; the
+// caller applies them (ApplyDecisions) when the round is over, so a
+// simulator can let the round's runtime pass first.
+//
+// Used by `flowsched compare` and `flowsched simulate`.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "services/cluster/change_set.h"
+#include "services/cluster/cluster_state.h"
+#include "services/common/strong_id.h"
+
+namespace flowsched::sim {
+
+// One decision: place (from 0), preempt (to 0) or migrate (both set).
+struct Decision {
+  TaskId task;
+  MachineId from;
+  MachineId to;
+};
+
+struct RoundDecisions {
+  std::vector<Decision> decisions;
+  // Where the round's time went (wall clock, ms). Baselines only schedule.
+  double sync_ms = 0;      // policy: state changes into the network
+  double solve_ms = 0;     // min-cost flow, or the baseline's Schedule
+  double check_ms = 0;     // CheckOptimalFlow
+  double extract_ms = 0;   // placement extraction
+  std::string algorithm;   // the solver that produced the flow
+  [[nodiscard]] double total_ms() const {
+    return sync_ms + solve_ms + check_ms + extract_ms;
+  }
+};
+
+class Contender {
+ public:
+  virtual ~Contender() = default;
+  // `changes`: entities touched since the previous call (events and the
+  // previous round's applied decisions).
+  virtual absl::StatusOr<RoundDecisions> Decide(
+      const cluster::ClusterState& state, const cluster::ChangeSet& changes,
+      int64_t now_us) = 0;
+};
+
+// "flow:<policy>" (any flow::PolicyNames() entry) or a baseline name
+// ("greedy", "greedy-fair", "filter-score"). `solver` is "incremental" (the
+// solver worker's IncrementalMirror) or a solver::SolverNames() entry.
+absl::StatusOr<std::unique_ptr<Contender>> MakeContender(
+    const std::string& name, const std::string& solver);
+
+struct AppliedDecisions {
+  std::vector<std::pair<TaskId, MachineId>> placed;  // incl. migrated to
+  std::vector<TaskId> preempted_tasks;
+  uint64_t preempted = 0, migrated = 0, stale = 0;
+};
+
+// Applies a round as the graph manager does (GraphManager::ApplyDecisions):
+// preemptions, then migrations (retried while a chain makes progress), then
+// placements, each in decision order; a decision that went stale is skipped
+// and counted.
+// Touched entities are merged into `changes`.
+AppliedDecisions ApplyDecisions(const RoundDecisions& round,
+                                cluster::ClusterState& state, int64_t now_us,
+                                cluster::ChangeSet& changes);
+
+}  // namespace flowsched::sim

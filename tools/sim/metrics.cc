@@ -1,0 +1,95 @@
+#include "tools/sim/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "services/baselines/greedy_scheduler.h"
+
+namespace flowsched::sim {
+
+LocalityBytes InputLocality(const cluster::ClusterState& state,
+                            const cluster::Task& task, MachineId machine_id) {
+  LocalityBytes bytes;
+  const cluster::Machine* machine = state.FindMachine(machine_id);
+  for (const cluster::DataLocality& input : task.spec.input) {
+    if (input.bytes <= 0) continue;
+    if (input.machine.value() != 0 && input.machine == machine_id) {
+      bytes.local += input.bytes;
+    } else if (input.machine.value() != 0) {
+      const cluster::Machine* holder = state.FindMachine(input.machine);
+      if (holder != nullptr && machine != nullptr &&
+          holder->rack == machine->rack) {
+        bytes.rack += input.bytes;
+      }
+    } else if (machine != nullptr && input.rack == machine->rack) {
+      bytes.rack += input.bytes;
+    }
+  }
+  const int64_t total =
+      std::max(task.spec.input_bytes, bytes.local + bytes.rack);
+  bytes.remote = total - bytes.local - bytes.rack;
+  return bytes;
+}
+
+double Percentile(const std::vector<double>& sorted, double p) {
+  const double n = static_cast<double>(sorted.size());
+  const auto rank = static_cast<size_t>(std::ceil(std::clamp(p, 0.0, 1.0) * n));
+  return sorted[rank == 0 ? 0 : rank - 1];
+}
+
+Distribution Summarise(std::vector<double>& values) {
+  Distribution d;
+  if (values.empty()) return d;
+  std::sort(values.begin(), values.end());
+  d.count = values.size();
+  d.p50 = Percentile(values, 0.5);
+  d.p90 = Percentile(values, 0.9);
+  d.p99 = Percentile(values, 0.99);
+  d.max = values.back();
+  d.mean = std::accumulate(values.begin(), values.end(), 0.0) /
+           static_cast<double>(values.size());
+  return d;
+}
+
+std::vector<std::pair<double, double>> Cdf(const std::vector<double>& sorted,
+                                           size_t max_points) {
+  std::vector<std::pair<double, double>> points;
+  const size_t n = sorted.size();
+  if (n == 0 || max_points == 0) return points;
+  const size_t step = (n + max_points - 1) / max_points;  // ceil
+  for (size_t i = step - 1; i < n; i += step) {
+    points.emplace_back(sorted[i],
+                        static_cast<double>(i + 1) / static_cast<double>(n));
+  }
+  if (points.back().second < 1.0) points.emplace_back(sorted.back(), 1.0);
+  return points;
+}
+
+double JainIndex(const std::vector<double>& x) {
+  double sum = 0, squares = 0;
+  for (double v : x) {
+    sum += v;
+    squares += v * v;
+  }
+  if (x.empty() || squares == 0) return 1.0;
+  return sum * sum / (static_cast<double>(x.size()) * squares);
+}
+
+double FairShareJain(const cluster::ClusterState& state) {
+  std::vector<double> ratios;
+  for (const auto& [job_id, share] : baselines::FairShares(state)) {
+    if (share <= 0) continue;
+    const cluster::Job* job = state.FindJob(job_id);
+    if (job == nullptr) continue;
+    int64_t running = 0;
+    for (TaskId t : job->tasks) {
+      const cluster::Task* task = state.FindTask(t);
+      running += task != nullptr && task->running() ? 1 : 0;
+    }
+    ratios.push_back(static_cast<double>(running) / static_cast<double>(share));
+  }
+  return JainIndex(ratios);
+}
+
+}  // namespace flowsched::sim

@@ -1,0 +1,87 @@
+#include "tools/sim/simulator.h"
+
+#include <set>
+
+#include "gtest/gtest.h"
+#include "tools/sim/report.h"
+#include "tools/sim/synthetic.h"
+#include "tools/sim/trace_reader.h"
+
+namespace flowsched::sim {
+namespace {
+
+constexpr char kTraceDir[] = FLOWSCHED_SOURCE_DIR "/tests/data/google_trace_tiny";
+
+void ExpectSane(const SimResult& r, const Workload& w, uint32_t slots) {
+  EXPECT_EQ(r.capacity_violations, 0u) << r.scheduler;
+  EXPECT_EQ(r.placements.size() + r.unplaced, r.submitted) << r.scheduler;
+  std::set<uint64_t> seen;
+  for (const PlacementRecord& p : r.placements) {
+    EXPECT_GE(p.placed_us, p.submit_us);
+    EXPECT_TRUE(seen.insert(p.task).second) << "task placed twice: " << p.task;
+  }
+  for (const RoundRecord& round : r.rounds) {
+    EXPECT_LE(round.running, w.machines.size() * slots);
+    EXPECT_GE(round.runtime_ms, 0);
+  }
+  EXPECT_GT(r.locality.total(), 0);
+}
+
+TEST(SimulatorTest, SyntheticFlowAndBaselinePlaceEverythingThatFits) {
+  const SyntheticSpec spec{.machines = 120,
+                           .slots_per_machine = 8,
+                           .utilisation = 0.6,
+                           .duration_us = 2 * 3'600'000'000LL,
+                           .seed = 3};
+  const Workload w = GenerateSynthetic(spec);
+  const SimOptions options{.slots_per_machine = 8, .speedup = 300};
+  for (const std::string scheduler : {"flow:quincy-qfp", "greedy"}) {
+    auto r = Simulate(w, scheduler, options);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ExpectSane(*r, w, 8);
+    EXPECT_GT(r->submitted, 0u);
+    EXPECT_EQ(r->unplaced, 0u) << scheduler;
+    EXPECT_EQ(r->initial_placed + r->placements.size(), w.tasks.size())
+        << scheduler;
+    const Summary s = Summarise(*r);
+    EXPECT_EQ(s.placed, r->placements.size());
+    EXPECT_GT(s.sim_s, 0);
+    EXPECT_NEAR(s.local + s.rack + s.cross, 1.0, 1e-9);
+  }
+}
+
+TEST(SimulatorTest, TinyTraceRunsInCpuMemoryModelToo) {
+  TraceReader reader(TraceOptions{});
+  ASSERT_TRUE(reader
+                  .ReadFiles(std::string(kTraceDir) + "/machine_events.csv",
+                             std::string(kTraceDir) + "/task_events.csv")
+                  .ok());
+  Workload w = reader.Build();
+  AssignInputBlocks(w, 1);
+  for (const auto& [model, policy] :
+       {std::pair{Model::kSlots, "flow:quincy-qfp"},
+        std::pair{Model::kCpuMemory, "flow:cpu-memory"},
+        std::pair{Model::kSlots, "greedy-fair"},
+        std::pair{Model::kCpuMemory, "filter-score"}}) {
+    auto r = Simulate(w, policy, SimOptions{.model = model});
+    ASSERT_TRUE(r.ok()) << r.status();
+    ExpectSane(*r, w, model == Model::kSlots ? 13 : kCpuMemorySlots);
+    EXPECT_EQ(r->initial_placed, 2u) << policy;
+    EXPECT_EQ(r->placements.size(), 8u) << policy;
+    EXPECT_EQ(r->unplaced, 0u) << policy;
+    EXPECT_EQ(r->rejected_events, 0u) << policy;
+  }
+}
+
+TEST(SimulatorTest, UnknownSchedulerOrSolverIsInvalidArgument) {
+  const Workload w = GenerateSynthetic({.machines = 4, .duration_us = 1});
+  EXPECT_EQ(Simulate(w, "flow:nope", {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Simulate(w, "flow:quincy-qfp", {.solver = "nope"}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Simulate(w, "fifo", {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace flowsched::sim

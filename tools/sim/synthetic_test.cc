@@ -1,0 +1,132 @@
+#include "tools/sim/synthetic.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "gtest/gtest.h"
+
+namespace flowsched::sim {
+namespace {
+
+struct Shape {
+  uint64_t initial_tasks = 0, initial_jobs = 0, arriving_tasks = 0;
+  uint64_t service_tasks = 0, largest_job = 0;
+  std::vector<uint64_t> job_sizes;
+};
+
+Shape Measure(const Workload& w) {
+  Shape s;
+  std::map<uint64_t, uint64_t> sizes;
+  std::set<uint64_t> initial_jobs;
+  for (const SimTask& t : w.tasks) {
+    ++sizes[t.job_id];
+    if (t.submit_us == 0) {
+      ++s.initial_tasks;
+      initial_jobs.insert(t.job_id);
+    } else {
+      ++s.arriving_tasks;
+    }
+    s.service_tasks += t.service ? 1 : 0;
+  }
+  s.initial_jobs = initial_jobs.size();
+  for (const auto& [job, n] : sizes) s.job_sizes.push_back(n);
+  std::sort(s.job_sizes.begin(), s.job_sizes.end());
+  s.largest_job = s.job_sizes.back();
+  return s;
+}
+
+TEST(SyntheticTest, FullScaleMatchesTheTracesSteadyState) {
+  SyntheticSpec spec;  // 12,500 machines, 90% of 13 slots
+  spec.duration_us = 60'000'000;
+  const Workload w = GenerateSynthetic(spec);
+  ASSERT_EQ(w.machines.size(), 12'500u);
+  std::set<std::string> racks;
+  for (const SimMachine& m : w.machines) racks.insert(m.rack);
+  EXPECT_EQ(racks.size(), (12'500u + 39) / 40);
+  const Shape s = Measure(w);
+  // About 150,000 running tasks in about 1,800 jobs.
+  EXPECT_EQ(s.initial_tasks, 146'250u);
+  EXPECT_GT(s.initial_jobs, 1'200u);
+  EXPECT_LT(s.initial_jobs, 2'600u);
+  // Heavy tail: the largest job is far above the median one.
+  const uint64_t median = s.job_sizes[s.job_sizes.size() / 2];
+  EXPECT_GT(s.largest_job, 20 * median);
+  // Services hold most running tasks; batch tasks still arrive.
+  EXPECT_GT(s.service_tasks, s.initial_tasks / 2);
+  EXPECT_GT(s.arriving_tasks, 0u);
+}
+
+TEST(SyntheticTest, ArrivalsKeepThePopulationSteadyAndRuntimesDiffer) {
+  SyntheticSpec spec{.machines = 400, .duration_us = 3'600'000'000};
+  const Workload w = GenerateSynthetic(spec);
+  double service_runtime = 0, batch_runtime = 0;
+  uint64_t services = 0, batches = 0, arrived = 0;
+  for (const SimTask& t : w.tasks) {
+    ASSERT_GT(t.duration_us, 0);
+    ASSERT_LE(t.submit_us, spec.duration_us);
+    ASSERT_GT(t.cpu, 0);
+    ASSERT_LE(t.cpu, 1.0 / spec.slots_per_machine);
+    if (t.submit_us == 0) continue;
+    ++arrived;
+    (t.service ? service_runtime : batch_runtime) +=
+        static_cast<double>(t.duration_us);
+    (t.service ? services : batches) += 1;
+  }
+  ASSERT_GT(services, 0u);
+  ASSERT_GT(batches, 0u);
+  EXPECT_GT(service_runtime / static_cast<double>(services),
+            10 * batch_runtime / static_cast<double>(batches));
+  // Little's law: in an hour about (running / mean runtime) * 3600 arrive;
+  // within a factor of two (job sizes are heavy-tailed).
+  const double running = 0.9 * 400 * 13;
+  const double expected = running / 7'613 * 3'600;
+  EXPECT_GT(static_cast<double>(arrived), expected / 2);
+  EXPECT_LT(static_cast<double>(arrived), expected * 2);
+}
+
+TEST(SyntheticTest, InputBlocksLiveOnMachinesMostlyInTheJobsHomeRack) {
+  const Workload w = GenerateSynthetic({.machines = 400, .duration_us = 1});
+  std::map<uint64_t, std::string> rack_of;
+  for (const SimMachine& m : w.machines) rack_of[m.id] = m.rack;
+  std::map<uint64_t, std::map<std::string, int64_t>> job_rack_bytes;
+  int64_t total = 0;
+  for (const SimTask& t : w.tasks) {
+    int64_t sum = 0;
+    ASSERT_FALSE(t.input.empty());
+    for (const cluster::DataLocality& in : t.input) {
+      ASSERT_TRUE(rack_of.contains(in.machine.value()));
+      sum += in.bytes;
+      job_rack_bytes[t.job_id][rack_of[in.machine.value()]] += in.bytes;
+    }
+    EXPECT_EQ(sum, t.input_bytes);
+    total += sum;
+  }
+  int64_t in_top_rack = 0;
+  for (const auto& [job, racks] : job_rack_bytes) {
+    int64_t top = 0;
+    for (const auto& [rack, bytes] : racks) top = std::max(top, bytes);
+    in_top_rack += top;
+  }
+  EXPECT_GT(static_cast<double>(in_top_rack), 0.7 * static_cast<double>(total));
+}
+
+TEST(SyntheticTest, DeterministicForASeed) {
+  const SyntheticSpec spec{.machines = 200, .duration_us = 600'000'000};
+  const Workload a = GenerateSynthetic(spec);
+  const Workload b = GenerateSynthetic(spec);
+  ASSERT_EQ(a.tasks.size(), b.tasks.size());
+  for (size_t i = 0; i < a.tasks.size(); ++i) {
+    ASSERT_EQ(a.tasks[i].submit_us, b.tasks[i].submit_us);
+    ASSERT_EQ(a.tasks[i].duration_us, b.tasks[i].duration_us);
+    ASSERT_EQ(a.tasks[i].input, b.tasks[i].input);
+  }
+  SyntheticSpec other = spec;
+  other.seed = 2;
+  const Workload c = GenerateSynthetic(other);
+  EXPECT_FALSE(c.tasks.size() == a.tasks.size() &&
+               c.tasks.back().submit_us == a.tasks.back().submit_us);
+}
+
+}  // namespace
+}  // namespace flowsched::sim
