@@ -164,6 +164,8 @@ class IncrementalSolver {
   void GrowHandles(uint32_t handle);
   void AddExcess(uint32_t v, int64_t delta);
   void MarkActive(uint32_t v);
+  // Queues v for PlaceFreshNodes if it has no arcs (new or isolated).
+  void MarkFresh(uint32_t v);
   // Moves `delta` units onto residual arc r (and off its partner).
   void Push(uint32_t r, int64_t delta);
   // Moves flow along residual arc r without touching excesses (path

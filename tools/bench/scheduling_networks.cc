@@ -348,16 +348,21 @@ void ClusterNetwork::UpdateMachineArcs(uint32_t m) {
                               .capacity = slots, .cost = 0});
     return;
   }
-  // Convex X -> M arc as parallel unit pieces: the k-th further task costs
-  // per_task_cost * (running + k) (load_spreading_policy.h).
-  const int64_t free_slots =
-      std::max<int64_t>(0, slots - int64_t{machine.running});
+  // Convex X -> M arc as parallel unit pieces, one per slot with a fixed
+  // cost: slot s costs per_task_cost * s and is open (capacity 1) while it
+  // is free, i.e. s > running. The open pieces' costs are exactly
+  // per_task_cost * (running + k) for the k-th further task
+  // (load_spreading_policy.h), but a task starting or finishing changes
+  // one piece's capacity instead of every piece's cost, so a round's churn
+  // does not move reduced costs on the whole machine (every cost change on
+  // an arc with flow forces a cancellation and a Dijkstra phase in the
+  // incremental solver; see tools/bench/README.md).
   for (size_t k = 0; k < machine.piece_arcs.size(); ++k) {
-    const auto piece = static_cast<int64_t>(k) + 1;
+    const auto slot = static_cast<int64_t>(k) + 1;
     SetArc(machine.piece_arcs[k],
            {.src = kClusterAggregator, .dst = machine.node,
-            .capacity = piece <= free_slots ? 1 : 0,
-            .cost = kLsPerTaskCost * (int64_t{machine.running} + piece)});
+            .capacity = slot > int64_t{machine.running} && slot <= slots ? 1 : 0,
+            .cost = kLsPerTaskCost * slot});
   }
 }
 
