@@ -53,7 +53,9 @@ class FailoverTest : public PipelineTest {
   void StartSecond() {
     std::filesystem::create_directories(second_dir());
     CommandResult started = Shell(absl::StrCat(
-        FLOWSCHED_BINARY, " graph-manager --ha --data-dir ", second_dir(),
+        FLOWSCHED_BINARY,
+        " graph-manager --ha --lease-session-timeout-ms 3000 --data-dir ",
+        second_dir(),
         " --brokers ", Bootstrap(), " > ", second_dir(),
         "/graph-manager.log 2>&1 & echo $!"));
     ASSERT_EQ(started.exit_code, 0);

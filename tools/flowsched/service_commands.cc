@@ -169,8 +169,9 @@ CommandMain AddGraphManagerCommand(CLI::App& app, CommonFlags& flags) {
   cmd->add_flag("--ha", *ha,
                 "High availability: join the graph managers' leader group "
                 "and stay standby until this instance holds the lease (a "
-                "standby takes over within ~10 s when the active one dies; "
-                "each takeover claims a higher epoch that fences the old)");
+                "standby takes over one to two lease sessions after the "
+                "active one dies; each takeover claims a higher epoch that "
+                "fences the old)");
   auto lease_session_ms = std::make_shared<int>(6000);
   cmd->add_option("--lease-session-timeout-ms", *lease_session_ms,
                   "With --ha: how long the group coordinator waits for a "
