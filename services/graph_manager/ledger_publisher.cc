@@ -5,6 +5,7 @@
 
 #include "services/common/clock.h"
 #include "services/common/status_macros.h"
+#include "services/graph_manager/ledger_parts.h"
 #include "spdlog/spdlog.h"
 #include "storage/keys.h"
 
@@ -40,13 +41,17 @@ void LedgerPublisher::Publish(const v1::LedgerRecord& record) {
 }
 
 void LedgerPublisher::Produce(uint64_t seq, const std::string& bytes) {
-  absl::Status produced =
-      producer_.Produce(topic_, kLedgerPartition, "ledger", bytes);
-  if (!produced.ok()) {
-    // Stays unacknowledged; the next flush attempt produces it again.
-    produce_failed_ = true;
-    spdlog::warn("ledger record {} not enqueued: {}", seq,
-                 produced.ToString());
+  for (const std::string& part : SplitLedgerRecord(bytes, seq)) {
+    absl::Status produced =
+        producer_.Produce(topic_, kLedgerPartition, "ledger", part);
+    if (!produced.ok()) {
+      // Stays unacknowledged; the next flush attempt produces it again
+      // (slices that did get through are kept once by readers).
+      produce_failed_ = true;
+      spdlog::warn("ledger record {} not enqueued: {}", seq,
+                   produced.ToString());
+      return;
+    }
   }
 }
 

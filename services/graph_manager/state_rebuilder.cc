@@ -3,6 +3,7 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "fmt/format.h"
 #include "services/common/clock.h"
 #include "services/common/status_macros.h"
+#include "services/graph_manager/ledger_parts.h"
 #include "spdlog/spdlog.h"
 
 namespace flowsched::graph_manager {
@@ -79,6 +81,7 @@ absl::Status ReadLedger(bus::Consumer& consumer, const std::string& topic,
     return absl::OkStatus();
   }
   FLOWSCHED_RETURN_IF_ERROR(consumer.Assign({{topic, 0, next}}));
+  LedgerAssembler assembler;
   const int64_t deadline = SteadyMicros() + int64_t{timeout_ms} * 1000;
   while (next < marks.second) {
     if (SteadyMicros() > deadline) {
@@ -97,8 +100,15 @@ absl::Status ReadLedger(bus::Consumer& consumer, const std::string& topic,
                       record.offset);
         continue;
       }
-      history.Add(std::move(parsed));
+      std::optional<v1::LedgerRecord> whole = assembler.Add(std::move(parsed));
+      if (whole.has_value()) history.Add(std::move(*whole));
     }
+  }
+  if (assembler.incomplete() > 0) {
+    // The writer was cut off between slices; the record was still pending
+    // in its store and will be published again whole.
+    spdlog::warn("ledger {}: {} records with slices missing; ignored", topic,
+                 assembler.incomplete());
   }
   *next_offset = next;
   return consumer.Assign({});
