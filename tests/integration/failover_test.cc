@@ -64,26 +64,6 @@ class FailoverTest : public PipelineTest {
         << started.out;
   }
 
-  v1::GraphManagerStatus WaitFor(
-      const std::string& dir,
-      const std::function<bool(const v1::GraphManagerStatus&)>& done,
-      int timeout_s, const std::string& what) {
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-    v1::GraphManagerStatus last;
-    while (std::chrono::steady_clock::now() < deadline) {
-      auto status = graph_manager::ReadStatusFile(dir + "/status.json");
-      if (status.ok()) {
-        last = *status;
-        if (done(last)) return last;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ADD_FAILURE() << "timed out after " << timeout_s << " s waiting for "
-                  << what << "; last status: " << last.ShortDebugString();
-    return last;
-  }
-
   uint64_t SubmitJobs(uint64_t jobs) {
     CommandResult generated = Flowsched(absl::StrCat(
         "generate --what jobs --jobs ", jobs, " --tasks-per-job ",
@@ -108,11 +88,11 @@ class FailoverTest : public PipelineTest {
 };
 
 TEST_F(FailoverTest, StandbyTakesOverAndTheOldInstanceIsFenced) {
-  WaitFor(dir_, [](const auto& s) { return s.role() == "active"; }, 30,
+  WaitForStatusIn(dir_, [](const auto& s) { return s.role() == "active"; }, 30,
           "the first graph manager active");
   StartSecond();
   if (HasFatalFailure()) return;
-  WaitFor(second_dir(), [](const auto& s) { return s.role() == "standby"; },
+  WaitForStatusIn(second_dir(), [](const auto& s) { return s.role() == "standby"; },
           30, "the second graph manager standby");
 
   CommandResult machines = Flowsched(absl::StrCat(
@@ -121,7 +101,7 @@ TEST_F(FailoverTest, StandbyTakesOverAndTheOldInstanceIsFenced) {
   Submit(machines.out);
   uint64_t submitted = SubmitJobs(4);
   const v1::GraphManagerStatus first =
-      WaitFor(dir_, AllPlaced(submitted), 60, "the first workload placed");
+      WaitForStatusIn(dir_, AllPlaced(submitted), 60, "the first workload placed");
   const int first_pid = ServicePid("graph-manager");
 
   // SIGKILL the active one; new work arrives at once.
@@ -132,14 +112,14 @@ TEST_F(FailoverTest, StandbyTakesOverAndTheOldInstanceIsFenced) {
   const std::string digest(absl::StripAsciiWhitespace(offline.out));
   submitted += SubmitJobs(2);
   // Liveness bound only; the measured time is printed.
-  const v1::GraphManagerStatus taken = WaitFor(
+  const v1::GraphManagerStatus taken = WaitForStatusIn(
       second_dir(), [](const auto& s) { return s.role() == "active"; }, 30,
       "the standby taking over");
   const double takeover_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                     killed_at)
           .count();
-  const v1::GraphManagerStatus placed = WaitFor(
+  const v1::GraphManagerStatus placed = WaitForStatusIn(
       second_dir(), AllPlaced(submitted), 30, "new work placed after takeover");
   const double placed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() -
@@ -157,10 +137,10 @@ TEST_F(FailoverTest, StandbyTakesOverAndTheOldInstanceIsFenced) {
   CommandResult up = Flowsched("up --ha");
   ASSERT_EQ(up.exit_code, 0) << up.err;
   ASSERT_NE(ServicePid("graph-manager"), first_pid);
-  WaitFor(dir_, [](const auto& s) { return s.role() == "standby"; }, 30,
+  WaitForStatusIn(dir_, [](const auto& s) { return s.role() == "standby"; }, 30,
           "the restarted graph manager standby");
   submitted += SubmitJobs(2);
-  const v1::GraphManagerStatus after = WaitFor(
+  const v1::GraphManagerStatus after = WaitForStatusIn(
       second_dir(), AllPlaced(submitted), 30, "work placed with two up");
   EXPECT_EQ(after.epoch(), taken.epoch()) << "the active one was displaced";
   EXPECT_EQ(after.pid(), placed.pid());
@@ -172,7 +152,7 @@ TEST_F(FailoverTest, StandbyTakesOverAndTheOldInstanceIsFenced) {
   // down, and whatever it still publishes is ignored.
   ASSERT_EQ(::kill(second_pid_, SIGSTOP), 0);
   const auto paused_at = std::chrono::steady_clock::now();
-  const v1::GraphManagerStatus third = WaitFor(
+  const v1::GraphManagerStatus third = WaitForStatusIn(
       dir_, [](const auto& s) { return s.role() == "active"; }, 30,
       "the restarted instance taking over from the paused one");
   std::cout << "takeover from a paused leader after "
@@ -183,10 +163,10 @@ TEST_F(FailoverTest, StandbyTakesOverAndTheOldInstanceIsFenced) {
   EXPECT_GT(third.epoch(), after.epoch());
   submitted += SubmitJobs(1);
   ASSERT_EQ(::kill(second_pid_, SIGCONT), 0);
-  WaitFor(second_dir(), [](const auto& s) { return s.role() == "standby"; },
+  WaitForStatusIn(second_dir(), [](const auto& s) { return s.role() == "standby"; },
           30, "the resumed ex-leader stepping down");
   const v1::GraphManagerStatus last =
-      WaitFor(dir_, AllPlaced(submitted), 30, "work placed after the pause");
+      WaitForStatusIn(dir_, AllPlaced(submitted), 30, "work placed after the pause");
   EXPECT_EQ(last.epoch(), third.epoch());
   const std::string second_log =
       Shell("cat " + second_dir() + "/graph-manager.log").out;

@@ -89,20 +89,41 @@ void PipelineTest::Submit(const std::string& json_lines) {
 v1::GraphManagerStatus PipelineTest::WaitForStatus(
     const std::function<bool(const v1::GraphManagerStatus&)>& done,
     int timeout_s, const std::string& what) {
+  return WaitForStatusIn(dir_, done, timeout_s, what);
+}
+
+v1::GraphManagerStatus PipelineTest::WaitForStatusIn(
+    const std::string& dir,
+    const std::function<bool(const v1::GraphManagerStatus&)>& done,
+    int timeout_s, const std::string& what) {
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   v1::GraphManagerStatus last;
   while (std::chrono::steady_clock::now() < deadline) {
-    auto status = graph_manager::ReadStatusFile(dir_ + "/status.json");
+    auto status = graph_manager::ReadStatusFile(dir + "/status.json");
     if (status.ok()) {
       last = *status;
       if (done(last)) return last;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // Fine enough to time a takeover (failover tests print it).
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ADD_FAILURE() << "timed out after " << timeout_s << " s waiting for "
                 << what << "; last status: " << last.ShortDebugString();
   return last;
+}
+
+void PipelineTest::ExpectAllPlacedWithinSlots(uint64_t tasks, uint64_t slots) {
+  const std::map<uint64_t, uint64_t> placed = TaskPlacements();
+  EXPECT_EQ(placed.size(), tasks);
+  std::map<uint64_t, uint64_t> per_machine;
+  for (const auto& [task, machine] : placed) {
+    EXPECT_NE(machine, 0u) << "task " << task << " waits";
+    ++per_machine[machine];
+  }
+  for (const auto& [machine, count] : per_machine) {
+    EXPECT_LE(count, slots) << "machine " << machine << " over capacity";
+  }
 }
 
 std::map<uint64_t, uint64_t> PipelineTest::TaskPlacements() {

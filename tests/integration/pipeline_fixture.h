@@ -38,9 +38,18 @@ class PipelineTest : public ::testing::Test {
   v1::GraphManagerStatus WaitForStatus(
       const std::function<bool(const v1::GraphManagerStatus&)>& done,
       int timeout_s, const std::string& what);
+  // The same for the graph manager whose data directory is `dir` (a second
+  // instance in failover tests).
+  v1::GraphManagerStatus WaitForStatusIn(
+      const std::string& dir,
+      const std::function<bool(const v1::GraphManagerStatus&)>& done,
+      int timeout_s, const std::string& what);
   // task id -> machine id (0 while waiting), read from the graph manager's
   // RocksDB through `flowsched inspect tasks`.
   std::map<uint64_t, uint64_t> TaskPlacements();
+  // Exactly once: the store holds `tasks` tasks, each placed (none
+  // waiting), and no machine runs more than `slots`.
+  void ExpectAllPlacedWithinSlots(uint64_t tasks, uint64_t slots);
   [[nodiscard]] std::string Bootstrap() const;
   // The pid `flowsched up` recorded for "broker", "graph-manager" or
   // "solver-worker"; 0 if none.

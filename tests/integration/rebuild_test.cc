@@ -135,16 +135,7 @@ TEST_P(RebuildTest, RebuildsTheSameDigestFromTheTopics) {
   submitted += added;
   live += added - kTasksPerJob;
   WaitAllPlaced(live, submitted, "every task placed after the rebuild");
-  std::map<uint64_t, uint64_t> placed = TaskPlacements();
-  EXPECT_EQ(placed.size(), live);
-  std::map<uint64_t, uint64_t> per_machine;
-  for (const auto& [task, machine] : placed) {
-    EXPECT_NE(machine, 0u) << "task " << task << " waits";
-    ++per_machine[machine];
-  }
-  for (const auto& [machine, count] : per_machine) {
-    EXPECT_LE(count, kSlots) << "machine " << machine << " over capacity";
-  }
+  ExpectAllPlacedWithinSlots(live, kSlots);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -86,16 +86,7 @@ TEST_F(PipelineTest, KilledServicesResumeTheLastDurableState) {
       },
       90, "every live task placed after the kills");
   EXPECT_EQ(status.events_rejected(), 0u);
-  std::map<uint64_t, uint64_t> placed = TaskPlacements();
-  EXPECT_EQ(placed.size(), live_tasks);
-  std::map<uint64_t, uint64_t> per_machine;
-  for (const auto& [task, machine] : placed) {
-    EXPECT_NE(machine, 0u) << "task " << task << " waits";
-    ++per_machine[machine];
-  }
-  for (const auto& [machine, count] : per_machine) {
-    EXPECT_LE(count, kSlots) << "machine " << machine << " over capacity";
-  }
+  ExpectAllPlacedWithinSlots(live_tasks, kSlots);
 }
 
 }  // namespace

@@ -212,16 +212,7 @@ TEST_F(SolverFailoverTest, StandbyTakesOverAndOldInstancesAreFenced) {
   EXPECT_EQ(status.events_rejected(), 0u);
 
   // Exactly once: every task placed once, no machine over its slots.
-  std::map<uint64_t, uint64_t> placed = TaskPlacements();
-  EXPECT_EQ(placed.size(), jobs * kTasksPerJob);
-  std::map<uint64_t, uint64_t> per_machine;
-  for (const auto& [task, machine] : placed) {
-    EXPECT_NE(machine, 0u) << "task " << task << " waits";
-    ++per_machine[machine];
-  }
-  for (const auto& [machine, count] : per_machine) {
-    EXPECT_LE(count, kSlots) << "machine " << machine << " over capacity";
-  }
+  ExpectAllPlacedWithinSlots(jobs * kTasksPerJob, kSlots);
 }
 
 }  // namespace
