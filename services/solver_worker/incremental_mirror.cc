@@ -1,5 +1,6 @@
 #include "services/solver_worker/incremental_mirror.h"
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 #include <utility>
@@ -68,6 +69,17 @@ absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
       return network.Apply(change);
     }
     case Type::kSetArc: {
+      // A change re-sends the whole arc; the pieces it had before let the
+      // solver be told only about pieces that really changed. A piece left
+      // alone keeps its flow and is not queued for repair, so a load
+      // spreading start or finish (one slot piece flips its capacity) costs
+      // the solver one arc, not the machine's whole arc.
+      std::vector<flow::ArcSegment> before;
+      if (auto old_arc = network.FindArc(change.src, change.dst)) {
+        before.push_back({old_arc->capacity, old_arc->cost});
+        before.insert(before.end(), old_arc->extra_segments.begin(),
+                      old_arc->extra_segments.end());
+      }
       FLOWSCHED_RETURN_IF_ERROR(network.Apply(change));
       const flow::ArcSlot slot = network.FindArc(change.src, change.dst)->slot;
       if (slot >= slot_handles_.size()) slot_handles_.resize(slot + 1);
@@ -78,12 +90,15 @@ absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
         free_handles_.push_back(handles.back());
         handles.pop_back();
       }
+      // Handles beyond the old piece count are new to the solver.
+      const size_t known = std::min(handles.size(), before.size());
       while (handles.size() < pieces) handles.push_back(AllocateHandle());
-      FLOWSCHED_RETURN_IF_ERROR(solver_->SetArc(handles[0], change.src,
-                                                change.dst, change.capacity,
-                                                change.cost));
-      for (size_t i = 1; i < pieces; ++i) {
-        const flow::ArcSegment& piece = change.extra_segments[i - 1];
+      for (size_t i = 0; i < pieces; ++i) {
+        const flow::ArcSegment piece =
+            i == 0 ? flow::ArcSegment{change.capacity, change.cost}
+                   : change.extra_segments[i - 1];
+        if (i < known && before[i] == piece) continue;
+        ++pieces_sent_;
         FLOWSCHED_RETURN_IF_ERROR(solver_->SetArc(
             handles[i], change.src, change.dst, piece.capacity, piece.cost));
       }

@@ -54,6 +54,9 @@ class IncrementalMirror {
   // extraction. REQUIRES: a successful Solve since the last change.
   void FlowBySlot(const flow::FlowNetwork& network,
                   std::vector<int64_t>& flow_by_slot) const;
+  // Arc pieces handed to the solver since construction: what the changes
+  // really cost it (a re-sent piece with its old values is not handed on).
+  [[nodiscard]] uint64_t pieces_sent() const { return pieces_sent_; }
 
  private:
   // Installs a one-shot solution so later rounds repair from it.
@@ -67,6 +70,7 @@ class IncrementalMirror {
   std::vector<uint32_t> free_handles_;
   uint32_t next_handle_ = 0;
   bool cold_ = true;
+  uint64_t pieces_sent_ = 0;
 };
 
 }  // namespace flowsched::solver_worker
