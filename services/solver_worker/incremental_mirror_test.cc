@@ -146,6 +146,9 @@ TEST(IncrementalMirrorTest, OnlyChangedPiecesReachTheSolver) {
   auto result = mirror.Solve();
   ASSERT_THAT(result, IsOk());
   EXPECT_EQ(result->outcome, solver::McmfOutcome::kOptimal);
+  // The closed slot piece is not in the solver: 12 open pieces of X->M,
+  // M->S, task->M, task->U_1 and U_1->S.
+  EXPECT_EQ(result->problem.arcs.size(), 16u);
 }
 
 }  // namespace
