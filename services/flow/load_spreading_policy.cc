@@ -37,15 +37,11 @@ absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
     const NodeId node = builder.EnsureMachineNode(machine_id);
     const auto slots = static_cast<int64_t>(machine->task_slots);
     const auto running = static_cast<int64_t>(machine->running.size());
-    // One piece per slot with a fixed cost: slot s costs per_task_cost * s
-    // and is open (capacity 1) iff it is free, s >= running. The open
-    // pieces are exactly today's convex function (the k-th new task costs
-    // per_task_cost * (running + k)), so one round still spreads a burst;
-    // but a task starting or finishing flips one piece's capacity instead
-    // of rewriting every piece's cost, and the incremental solver only
-    // repairs that piece (a cost change on a piece with flow forces a
-    // cancellation and a Dijkstra phase). Beyond kMaxArcSegments pieces the
-    // last one takes the remaining free slots at its own fixed cost.
+    // One fixed-cost piece per slot, open iff the slot is free (see the
+    // header): the same convex function as repricing free-slot pieces by
+    // the running count, but a start or finish changes one piece's
+    // capacity, not every piece's cost. Closed pieces below `running` keep
+    // every piece at the same position, so the change is one piece.
     const auto pieces = static_cast<size_t>(
         std::min<int64_t>(slots, static_cast<int64_t>(kMaxArcSegments)));
     std::vector<ArcSegment> slot_pieces(std::max<size_t>(pieces, 1));
