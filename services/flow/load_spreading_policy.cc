@@ -1,6 +1,7 @@
 #include "services/flow/load_spreading_policy.h"
 
 #include <algorithm>
+#include <span>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -36,20 +37,24 @@ absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
     const NodeId node = builder.EnsureMachineNode(machine_id);
     const auto slots = static_cast<int64_t>(machine->task_slots);
     const auto running = static_cast<int64_t>(machine->running.size());
-    // The k-th new task on this machine costs per_task_cost * (running + k),
-    // so one round spreads a burst of tasks instead of filling machines in
-    // arbitrary order. Beyond kMaxArcSegments the last piece takes the rest.
-    const int64_t free_slots = std::max<int64_t>(0, slots - running);
-    const int64_t pieces =
-        std::min<int64_t>(free_slots, static_cast<int64_t>(kMaxArcSegments));
-    std::vector<ArcSegment> extra;
-    for (int64_t k = 1; k < pieces; ++k) {
-      extra.push_back({k + 1 == pieces ? free_slots - k : 1,
-                       params_.per_task_cost * (running + k)});
+    // One fixed-cost piece per slot, open iff the slot is free (see the
+    // header): the same convex function as repricing free-slot pieces by
+    // the running count, but a start or finish changes one piece's
+    // capacity, not every piece's cost. Closed pieces below `running` keep
+    // every piece at the same position, so the change is one piece.
+    const auto pieces = static_cast<size_t>(
+        std::min<int64_t>(slots, static_cast<int64_t>(kMaxArcSegments)));
+    std::vector<ArcSegment> slot_pieces(std::max<size_t>(pieces, 1));
+    for (size_t s = 0; s < pieces; ++s) {
+      const auto slot = static_cast<int64_t>(s);
+      const int64_t covered = s + 1 == pieces ? slots - slot : 1;
+      slot_pieces[s] = {std::clamp<int64_t>(slot + covered - running, 0,
+                                            covered),
+                        params_.per_task_cost * slot};
     }
     FLOWSCHED_RETURN_IF_ERROR(network.SetArc(
-        aggregator, node, pieces == 0 ? 0 : 1, params_.per_task_cost * running,
-        extra));
+        aggregator, node, slot_pieces[0].capacity, slot_pieces[0].cost,
+        std::span<const ArcSegment>(slot_pieces).subspan(1)));
     FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, {{sink, slots, 0}}));
   }
   for (TaskId task_id : changes.tasks) {

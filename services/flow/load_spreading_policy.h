@@ -10,6 +10,18 @@
 //
 //   task --(0)--> X --(convex: k-th new task costs
 //                       per_task_cost * (running(m) + k), free slots)--> M
+//
+// The convex X->M arc is one piece per slot s = 0 .. slots-1 with the
+// fixed cost per_task_cost * s and capacity 1 iff the slot is free
+// (s >= running(m); the pieces below are closed with capacity 0). The open
+// pieces are exactly the function above, but a task starting or finishing
+// flips one piece's capacity instead of repricing every piece, so the
+// incremental solver repairs one arc per start or finish (a cost change on
+// a piece with flow forces a cancellation and a Dijkstra phase; at 12,500
+// machines that made rounds take seconds in tools/bench). The solver
+// worker keeps closed pieces out of the solver (incremental_mirror.h).
+// Beyond kMaxArcSegments slots the last piece takes the remaining free
+// slots at its fixed cost per_task_cost * (kMaxArcSegments - 1).
 //   M --(slots)--> S
 //   task --(unscheduled_cost)--> U_job --(tasks of job)--> S
 //   running task --(0)--> its machine; --(preemption_cost)--> U_job

@@ -1,6 +1,8 @@
 #include "services/flow/load_spreading_policy.h"
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -87,17 +89,111 @@ TEST_F(LoadSpreadingPolicyTest, RunningTasksRaiseTheMachineCost) {
   const NodeId m1 = builder_.FindMachineNode(MachineId(1));
   const NodeId t71 = builder_.FindTaskNode(TaskId(71));
   const NodeId u7 = builder_.FindJobNode(JobId(7));
-  EXPECT_EQ(ArcCost(x, m1), 10);  // one running task
-  // Three free slots: pieces cost 10, 20, 30.
-  EXPECT_EQ(network_.FindArc(x, m1)->extra_segments.size(), 2u);
-  EXPECT_EQ(network_.FindArc(x, m1)->extra_segments[1],
-            (ArcSegment{1, 30}));
+  // One piece per slot at a fixed cost (10 * slot); the running task's
+  // slot 0 is closed, so the three free slots still cost 10, 20, 30 (the
+  // layout used to be three pieces repriced from the running count; the
+  // open pieces are the same, see load_spreading_policy.h).
+  EXPECT_EQ(ArcCost(x, m1), 0);
+  EXPECT_EQ(network_.FindArc(x, m1)->capacity, 0);
+  EXPECT_THAT(network_.FindArc(x, m1)->extra_segments,
+              ::testing::ElementsAre(ArcSegment{1, 10}, ArcSegment{1, 20},
+                                     ArcSegment{1, 30}));
   // The running task keeps its machine at no cost and may only leave it by
   // preemption, which costs more than waiting.
   EXPECT_EQ(ArcCost(t71, m1), 0);
   EXPECT_EQ(ArcCost(t71, u7), 200'000);
   EXPECT_FALSE(network_.FindArc(t71, x).has_value());
   EXPECT_EQ(network_.node(t71).running_on, 1u);
+}
+
+// The open pieces price the k-th new task (k = 0, 1, ...) at
+// per_task_cost * (running + k) for every running count, the convex
+// function the policy has always meant; a machine beyond kMaxArcSegments
+// slots lumps its last free slots into the last piece.
+TEST(LoadSpreadingArcTest, OpenPiecesAreTheConvexCostOfTheFreeSlots) {
+  for (const uint32_t slots : {1u, 2u, 4u, 13u, 64u, 100u}) {
+    for (uint32_t running = 0; running <= slots; ++running) {
+      cluster::ClusterState state;
+      cluster::ChangeSet changes;
+      ASSERT_THAT(state.Apply(Ev(cluster::MachineAdded{MachineId(1), "r", {},
+                                                       slots, {}}),
+                              1, changes),
+                  IsOk());
+      cluster::JobSubmitted job{JobId(1), "j", 0, {}};
+      for (uint64_t t = 1; t <= running; ++t) job.tasks.push_back({.id = TaskId(t)});
+      ASSERT_THAT(state.Apply(Ev(job), 1, changes), IsOk());
+      for (uint64_t t = 1; t <= running; ++t) {
+        ASSERT_THAT(state.Place(TaskId(t), MachineId(1), 1, changes), IsOk());
+      }
+      FlowNetwork network;
+      NetworkBuilder builder(network);
+      LoadSpreadingPolicy policy;
+      ASSERT_THAT(policy.Sync(changes, state, SyncContext{1}, builder), IsOk());
+      auto arc = network.FindArc(builder.cluster_aggregator(),
+                                 builder.FindMachineNode(MachineId(1)));
+      ASSERT_TRUE(arc.has_value());
+      std::vector<int64_t> unit_costs(static_cast<size_t>(arc->capacity),
+                                      arc->cost);
+      for (const ArcSegment& piece : arc->extra_segments) {
+        unit_costs.insert(unit_costs.end(), static_cast<size_t>(piece.capacity),
+                          piece.cost);
+      }
+      ASSERT_EQ(unit_costs.size(), slots - running)
+          << slots << " slots, " << running << " running";
+      for (size_t k = 0; k < unit_costs.size(); ++k) {
+        const int64_t slot = std::min<int64_t>(
+            running + static_cast<int64_t>(k), kMaxArcSegments - 1);
+        EXPECT_EQ(unit_costs[k], 10 * slot)
+            << slots << " slots, " << running << " running, task " << k;
+      }
+    }
+  }
+}
+
+// Why the pieces have fixed costs: a start or finish changes one piece's
+// capacity, so the solver's incremental mirror repairs one arc instead of
+// every piece of the machine's arc.
+TEST_F(LoadSpreadingPolicyTest, StartOrFinishFlipsOnePiece) {
+  Apply(cluster::MachineAdded{MachineId(1), "r", {}, 13, {}});
+  cluster::JobSubmitted job{JobId(7), "j", 0, {}};
+  job.tasks.resize(2);
+  job.tasks[0].id = TaskId(71);
+  job.tasks[1].id = TaskId(72);
+  Apply(job);
+  Sync();
+  const NodeId x = builder_.cluster_aggregator();
+  const NodeId m1 = builder_.FindMachineNode(MachineId(1));
+  auto pieces = [&] {
+    auto arc = network_.FindArc(x, m1);
+    std::vector<ArcSegment> out{{arc->capacity, arc->cost}};
+    out.insert(out.end(), arc->extra_segments.begin(),
+               arc->extra_segments.end());
+    return out;
+  };
+  auto changed = [](const std::vector<ArcSegment>& a,
+                    const std::vector<ArcSegment>& b) {
+    EXPECT_EQ(a.size(), b.size());
+    std::vector<size_t> out;
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+      if (a[i] != b[i]) {
+        EXPECT_EQ(a[i].cost, b[i].cost) << "piece " << i;
+        out.push_back(i);
+      }
+    }
+    return out;
+  };
+  const std::vector<ArcSegment> idle = pieces();
+  ASSERT_THAT(state_.Place(TaskId(71), MachineId(1), 5, changes_), IsOk());
+  Sync();
+  const std::vector<ArcSegment> one = pieces();
+  EXPECT_EQ(changed(idle, one), std::vector<size_t>{0});
+  ASSERT_THAT(state_.Place(TaskId(72), MachineId(1), 5, changes_), IsOk());
+  Sync();
+  const std::vector<ArcSegment> two = pieces();
+  EXPECT_EQ(changed(one, two), std::vector<size_t>{1});
+  Apply(cluster::TaskFinished{JobId(7), TaskId(71)});
+  Sync();
+  EXPECT_EQ(changed(two, pieces()), std::vector<size_t>{1});
 }
 
 TEST_F(LoadSpreadingPolicyTest, RemovalsShrinkTheNetwork) {

@@ -1,5 +1,6 @@
 #include "services/solver_worker/incremental_mirror.h"
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 #include <utility>
@@ -35,12 +36,18 @@ uint32_t IncrementalMirror::AllocateHandle() {
 
 absl::Status IncrementalMirror::ReleaseSlot(flow::ArcSlot slot) {
   if (slot >= slot_handles_.size()) return absl::OkStatus();
-  for (uint32_t handle : slot_handles_[slot]) {
-    FLOWSCHED_RETURN_IF_ERROR(solver_->RemoveArc(handle));
-    free_handles_.push_back(handle);
+  for (PieceHandle& piece : slot_handles_[slot]) {
+    FLOWSCHED_RETURN_IF_ERROR(RemovePiece(piece));
+    free_handles_.push_back(piece.handle);
   }
   slot_handles_[slot].clear();
   return absl::OkStatus();
+}
+
+absl::Status IncrementalMirror::RemovePiece(PieceHandle& piece) {
+  if (!piece.in_solver) return absl::OkStatus();
+  piece.in_solver = false;
+  return solver_->RemoveArc(piece.handle);
 }
 
 absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
@@ -68,24 +75,45 @@ absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
       return network.Apply(change);
     }
     case Type::kSetArc: {
+      // A change re-sends the whole arc; the pieces it had before let the
+      // solver be told only about pieces that really changed. A piece left
+      // alone keeps its flow and is not queued for repair, so a load
+      // spreading start or finish (one slot piece flips its capacity) costs
+      // the solver one arc, not the machine's whole arc.
+      std::vector<flow::ArcSegment> before;
+      if (auto old_arc = network.FindArc(change.src, change.dst)) {
+        before.push_back({old_arc->capacity, old_arc->cost});
+        before.insert(before.end(), old_arc->extra_segments.begin(),
+                      old_arc->extra_segments.end());
+      }
       FLOWSCHED_RETURN_IF_ERROR(network.Apply(change));
       const flow::ArcSlot slot = network.FindArc(change.src, change.dst)->slot;
       if (slot >= slot_handles_.size()) slot_handles_.resize(slot + 1);
-      std::vector<uint32_t>& handles = slot_handles_[slot];
+      std::vector<PieceHandle>& handles = slot_handles_[slot];
       const size_t pieces = 1 + change.extra_segments.size();
       while (handles.size() > pieces) {
-        FLOWSCHED_RETURN_IF_ERROR(solver_->RemoveArc(handles.back()));
-        free_handles_.push_back(handles.back());
+        FLOWSCHED_RETURN_IF_ERROR(RemovePiece(handles.back()));
+        free_handles_.push_back(handles.back().handle);
         handles.pop_back();
       }
-      while (handles.size() < pieces) handles.push_back(AllocateHandle());
-      FLOWSCHED_RETURN_IF_ERROR(solver_->SetArc(handles[0], change.src,
-                                                change.dst, change.capacity,
-                                                change.cost));
-      for (size_t i = 1; i < pieces; ++i) {
-        const flow::ArcSegment& piece = change.extra_segments[i - 1];
-        FLOWSCHED_RETURN_IF_ERROR(solver_->SetArc(
-            handles[i], change.src, change.dst, piece.capacity, piece.cost));
+      // Handles beyond the old piece count are new to the solver.
+      const size_t known = std::min(handles.size(), before.size());
+      while (handles.size() < pieces) handles.push_back({AllocateHandle()});
+      for (size_t i = 0; i < pieces; ++i) {
+        const flow::ArcSegment piece =
+            i == 0 ? flow::ArcSegment{change.capacity, change.cost}
+                   : change.extra_segments[i - 1];
+        if (i < known && before[i] == piece) continue;
+        ++pieces_sent_;
+        if (piece.capacity == 0) {
+          // Cancels any flow, as a capacity of 0 would.
+          FLOWSCHED_RETURN_IF_ERROR(RemovePiece(handles[i]));
+          continue;
+        }
+        FLOWSCHED_RETURN_IF_ERROR(solver_->SetArc(handles[i].handle,
+                                                  change.src, change.dst,
+                                                  piece.capacity, piece.cost));
+        handles[i].in_solver = true;
       }
       return absl::OkStatus();
     }
@@ -165,8 +193,8 @@ void IncrementalMirror::FlowBySlot(const flow::FlowNetwork& network,
   flow_by_slot.assign(network.arc_slot_count(), 0);
   for (size_t slot = 0; slot < slot_handles_.size() && slot < flow_by_slot.size();
        ++slot) {
-    for (uint32_t handle : slot_handles_[slot]) {
-      flow_by_slot[slot] += solver_->flow(handle);
+    for (const PieceHandle& piece : slot_handles_[slot]) {
+      flow_by_slot[slot] += solver_->flow(piece.handle);
     }
   }
 }

@@ -6,7 +6,11 @@
 //
 // Node ids are the network's node ids. Each arc slot of the network owns
 // one solver handle per convex piece; handles are recycled through a free
-// list so solver arrays stay dense. After a snapshot (or when the
+// list so solver arrays stay dense. A change re-sends a whole arc, but only
+// the pieces whose capacity or cost differ from the replica's reach the
+// solver, and a piece of capacity 0 is kept out of it: load spreading opens
+// and closes fixed-cost slot pieces (load_spreading_policy.h), so a start
+// or finish is one arc removed from or added to the solver. After a snapshot (or when the
 // incremental solver gives up, e.g. potentials near overflow) the next
 // Solve is a cold start: a one-shot solver on the exported problem, whose
 // optimal flow is installed so that later rounds repair from it.
@@ -54,6 +58,9 @@ class IncrementalMirror {
   // extraction. REQUIRES: a successful Solve since the last change.
   void FlowBySlot(const flow::FlowNetwork& network,
                   std::vector<int64_t>& flow_by_slot) const;
+  // Arc pieces handed to the solver since construction: what the changes
+  // really cost it (a re-sent piece with its old values is not handed on).
+  [[nodiscard]] uint64_t pieces_sent() const { return pieces_sent_; }
 
  private:
   // Installs a one-shot solution so later rounds repair from it.
@@ -63,10 +70,20 @@ class IncrementalMirror {
 
   std::unique_ptr<solver::McmfSolver> cold_solver_;
   std::unique_ptr<solver::IncrementalSolver> solver_;
-  std::vector<std::vector<uint32_t>> slot_handles_;
+  // One handle per piece position of an arc. A piece without capacity is
+  // kept out of the solver (in_solver false): load spreading's closed slot
+  // pieces would otherwise be most of the solver's arcs at high
+  // utilisation, scanned by every Dijkstra and every from-scratch race.
+  struct PieceHandle {
+    uint32_t handle = 0;
+    bool in_solver = false;
+  };
+  absl::Status RemovePiece(PieceHandle& piece);
+  std::vector<std::vector<PieceHandle>> slot_handles_;
   std::vector<uint32_t> free_handles_;
   uint32_t next_handle_ = 0;
   bool cold_ = true;
+  uint64_t pieces_sent_ = 0;
 };
 
 }  // namespace flowsched::solver_worker

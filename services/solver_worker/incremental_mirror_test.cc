@@ -107,5 +107,49 @@ TEST(IncrementalMirrorTest, EveryRoundIsOptimalAndMatchesAFromScratchSolve) {
   EXPECT_GT(incremental_rounds, 10);
 }
 
+// A change re-sends a machine's whole X->M arc, but a start only flips one
+// slot piece's capacity (load_spreading_policy.h); the mirror hands the
+// solver that piece and the task's own arcs, not all 13 pieces.
+TEST(IncrementalMirrorTest, OnlyChangedPiecesReachTheSolver) {
+  cluster::ClusterState state;
+  flow::FlowNetwork primary;
+  primary.set_record_changes(true);
+  flow::NetworkBuilder builder(primary);
+  flow::LoadSpreadingPolicy policy;
+  flow::FlowNetwork replica;
+  IncrementalMirror mirror(std::make_unique<solver::CostScaling>());
+  auto sync = [&](const cluster::ChangeSet& changes) {
+    ASSERT_THAT(policy.Sync(changes, state, builder), IsOk());
+    for (const flow::GraphChange& change : primary.TakeChanges()) {
+      ASSERT_THAT(mirror.Apply(change, replica), IsOk());
+    }
+  };
+  cluster::ChangeSet changes;
+  ASSERT_THAT(state.Apply({"e", 0, "t",
+                           cluster::MachineAdded{MachineId(1), "r", {}, 13, {}}},
+                          1, changes),
+              IsOk());
+  ASSERT_THAT(state.Apply({"e", 0, "t",
+                           cluster::JobSubmitted{JobId(1), "j", 0,
+                                                 {{.id = TaskId(1)}}}},
+                          1, changes),
+              IsOk());
+  sync(changes);
+  ASSERT_THAT(mirror.Solve(), IsOk());
+  const uint64_t before = mirror.pieces_sent();
+  cluster::ChangeSet placed;
+  ASSERT_THAT(state.Place(TaskId(1), MachineId(1), 2, placed), IsOk());
+  sync(placed);
+  // The task's arc to U_1 (now the preemption cost), its new arc to the
+  // machine, and slot 0 of X->M closing. Its arc to X is removed.
+  EXPECT_EQ(mirror.pieces_sent() - before, 3u);
+  auto result = mirror.Solve();
+  ASSERT_THAT(result, IsOk());
+  EXPECT_EQ(result->outcome, solver::McmfOutcome::kOptimal);
+  // The closed slot piece is not in the solver: 12 open pieces of X->M,
+  // M->S, task->M, task->U_1 and U_1->S.
+  EXPECT_EQ(result->problem.arcs.size(), 16u);
+}
+
 }  // namespace
 }  // namespace flowsched::solver_worker
