@@ -261,6 +261,25 @@ std::map<JobId, QuincyJobBounds> QuincyPolicy::ComputeBounds(
   return bounds;
 }
 
+bool QuincyPolicy::TopologyUnchanged(const cluster::ChangeSet& changes,
+                                     const cluster::ClusterState& state) const {
+  if (!synced_ || state.machines().size() != topology_.machines.size()) {
+    return false;
+  }
+  for (MachineId id : changes.machines) {
+    const cluster::Machine* machine = state.FindMachine(id);
+    auto known = topology_.machines.find(id);
+    if ((machine == nullptr) != (known == topology_.machines.end())) {
+      return false;
+    }
+    if (machine != nullptr && (known->second.first != machine->rack ||
+                               known->second.second != machine->task_slots)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 absl::Status QuincyPolicy::SyncTopology(const cluster::ChangeSet& changes,
                                         const cluster::ClusterState& state,
                                         NetworkBuilder& builder,
@@ -268,12 +287,19 @@ absl::Status QuincyPolicy::SyncTopology(const cluster::ChangeSet& changes,
   FlowNetwork& network = builder.network();
   const NodeId sink = builder.EnsureSink();
   const NodeId aggregator = builder.EnsureClusterAggregator();
+  // Placements name their machine in every change set, so the whole
+  // topology is only rebuilt (and compared) when a machine's rack or slots
+  // changed, or one came or went.
   Topology topology;
-  for (const auto& [id, machine] : state.machines()) {
-    topology.machines[id] = {machine.rack, machine.task_slots};
-    topology.racks[machine.rack].push_back(id);
+  if (TopologyUnchanged(changes, state)) {
+    changed = false;
+  } else {
+    for (const auto& [id, machine] : state.machines()) {
+      topology.machines[id] = {machine.rack, machine.task_slots};
+      topology.racks[machine.rack].push_back(id);
+    }
+    changed = !(topology == topology_);
   }
-  changed = !(topology == topology_);
   std::set<MachineId> resync;
   for (MachineId id : changes.machines) resync.insert(id);
   if (changed) {
@@ -352,7 +378,7 @@ absl::Status QuincyPolicy::SyncJobs(const cluster::ChangeSet& changes,
 absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
                                     const cluster::ClusterState& state,
                                     int64_t now_us,
-                                    NetworkBuilder& builder) const {
+                                    NetworkBuilder& builder) {
   const TaskId task_id = task.spec.id;
   const NodeId node = builder.EnsureTaskNode(task_id, 1, task.machine);
   const NodeId job_node = builder.FindJobNode(task.job);
@@ -363,26 +389,43 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
   const TaskLocality locality = Locate(task, state);
   const int64_t total = locality.total;
 
-  // Rack worst cases R^R_l, X^R_l and the cluster's R^X, X^X.
+  // Rack worst cases R^R_l, X^R_l and the cluster's R^X, X^X. A rack
+  // without input data has B_l = 0 and R^R_l = 0, so only the racks named
+  // by the task's entries are visited: B_l, and the smallest L_m of the
+  // rack when every one of its computers holds some input (else 0).
+  struct RackBytes {
+    int64_t in_rack = 0;
+    size_t with_data = 0;
+    int64_t smallest = 0;
+  };
+  std::map<std::string, RackBytes> data_racks;
+  for (const auto& [rack, bytes] : locality.in_rack) {
+    if (topology_.racks.contains(rack)) {
+      data_racks[rack] = {bytes, 0, total};
+    }
+  }
+  for (const auto& [id, bytes] : locality.on_machine) {
+    auto where = topology_.machines.find(id);
+    if (where == topology_.machines.end()) continue;
+    auto rack = data_racks.find(where->second.first);
+    if (rack == data_racks.end()) continue;
+    ++rack->second.with_data;
+    rack->second.smallest = std::min(rack->second.smallest, bytes);
+  }
   std::map<std::string, int64_t> rack_cost;
   int64_t worst_rack_bytes = 0;
   int64_t min_rack_bytes = total;
-  for (const auto& [rack, machines] : topology_.racks) {
-    const int64_t in_rack = BytesAt(locality.in_rack, rack);
-    int64_t min_local = 0;
-    size_t with_data = 0;
-    int64_t smallest = total;
-    for (MachineId id : machines) {
-      const int64_t local = BytesAt(locality.on_machine, id);
-      if (local > 0) {
-        ++with_data;
-        smallest = std::min(smallest, local);
-      }
-    }
-    if (with_data == machines.size()) min_local = smallest;
-    worst_rack_bytes = std::max(worst_rack_bytes, in_rack - min_local);
-    min_rack_bytes = std::min(min_rack_bytes, in_rack);
-    rack_cost[rack] = DataCost(in_rack - min_local, total - in_rack);
+  if (data_racks.size() < topology_.racks.size()) {
+    min_rack_bytes = std::min<int64_t>(min_rack_bytes, 0);
+  }
+  for (const auto& [rack, bytes] : data_racks) {
+    const int64_t min_local =
+        bytes.with_data == topology_.racks.at(rack).size() ? bytes.smallest
+                                                            : 0;
+    worst_rack_bytes = std::max(worst_rack_bytes, bytes.in_rack - min_local);
+    min_rack_bytes = std::min(min_rack_bytes, bytes.in_rack);
+    rack_cost[rack] =
+        DataCost(bytes.in_rack - min_local, total - bytes.in_rack);
   }
   if (topology_.racks.empty()) min_rack_bytes = 0;
   const int64_t cluster_core_bytes = total - min_rack_bytes;
@@ -405,6 +448,7 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
   };
 
   std::vector<DesiredArc> arcs;
+  TimePricing pricing;
   if (task.running()) {
     const NodeId machine_node = builder.FindMachineNode(task.machine);
     auto where = topology_.machines.find(task.machine);
@@ -429,6 +473,7 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
     }
     arcs.push_back(
         {machine_node, 1, RunningCost(data, task.RunMicros(now_us))});
+    pricing = {task.machine, data};
   }
   // QF and Q: a running task keeps only the arc to its computer (the paper
   // sets the others' capacity to 0; leaving them out is the same flow).
@@ -443,7 +488,35 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
       arcs.push_back({builder.FindMachineNode(id), 1, computer_cost(id)});
     }
   }
-  return builder.SetOutArcs(node, arcs);
+  FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, arcs));
+  pricing_[task_id] = pricing;
+  return absl::OkStatus();
+}
+
+void QuincyPolicy::RemoveTask(TaskId id, NetworkBuilder& builder) {
+  builder.RemoveTaskNode(id);
+  pricing_.erase(id);
+}
+
+absl::Status QuincyPolicy::RepriceTask(const cluster::Task& task, NodeId node,
+                                       const TimePricing& pricing,
+                                       int64_t now_us,
+                                       NetworkBuilder& builder) const {
+  // The same arcs and costs SyncTask gives them; the others do not depend
+  // on time. SetArc records nothing when the cost is unchanged.
+  FlowNetwork& network = builder.network();
+  if (task.running()) {
+    const NodeId machine_node = builder.FindMachineNode(task.machine);
+    FLOWSCHED_RETURN_IF_ERROR(network.SetArc(
+        node, machine_node, 1,
+        RunningCost(pricing.running_data, task.RunMicros(now_us))));
+  }
+  if (!task.running() || preemptive()) {
+    FLOWSCHED_RETURN_IF_ERROR(
+        network.SetArc(node, builder.FindJobNode(task.job), 1,
+                       WaitCost(task.WaitMicros(now_us))));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status QuincyPolicy::Sync(const cluster::ChangeSet& changes,
@@ -454,11 +527,13 @@ absl::Status QuincyPolicy::Sync(const cluster::ChangeSet& changes,
   FLOWSCHED_RETURN_IF_ERROR(
       SyncTopology(changes, state, builder, topology_changed));
   FLOWSCHED_RETURN_IF_ERROR(SyncJobs(changes, state, builder));
+  synced_ = true;
   if (topology_changed) {
     // Preference lists name computers and racks: re-derive every task.
     for (TaskId id : changes.tasks) {
-      if (state.FindTask(id) == nullptr) builder.RemoveTaskNode(id);
+      if (state.FindTask(id) == nullptr) RemoveTask(id, builder);
     }
+    pricing_.clear();
     for (const auto& [id, task] : state.tasks()) {
       FLOWSCHED_RETURN_IF_ERROR(SyncTask(task, state, context.now_us, builder));
     }
@@ -466,7 +541,7 @@ absl::Status QuincyPolicy::Sync(const cluster::ChangeSet& changes,
     for (TaskId id : changes.tasks) {
       const cluster::Task* task = state.FindTask(id);
       if (task == nullptr) {
-        builder.RemoveTaskNode(id);
+        RemoveTask(id, builder);
         continue;
       }
       FLOWSCHED_RETURN_IF_ERROR(
@@ -481,13 +556,31 @@ absl::Status QuincyPolicy::Sync(const cluster::ChangeSet& changes,
 absl::Status QuincyPolicy::Refresh(const cluster::ClusterState& state,
                                    const SyncContext& context,
                                    NetworkBuilder& builder) {
-  // Wait and running costs grow with time: re-price every task.
-  cluster::ChangeSet none;
-  bool topology_changed = false;
-  FLOWSCHED_RETURN_IF_ERROR(SyncTopology(none, state, builder, topology_changed));
-  FLOWSCHED_RETURN_IF_ERROR(SyncJobs(none, state, builder));
+  // Wait and running costs grow with time: re-price every task. Topology
+  // and job bounds do not depend on time, so after a Sync (REQUIRES: for
+  // every change) they stand; a fresh policy over a restored network
+  // derives them here once.
+  if (!synced_) {
+    cluster::ChangeSet none;
+    bool topology_changed = false;
+    FLOWSCHED_RETURN_IF_ERROR(
+        SyncTopology(none, state, builder, topology_changed));
+    FLOWSCHED_RETURN_IF_ERROR(SyncJobs(none, state, builder));
+    synced_ = true;
+  }
   for (const auto& [id, task] : state.tasks()) {
-    FLOWSCHED_RETURN_IF_ERROR(SyncTask(task, state, context.now_us, builder));
+    // A task is re-derived in full if this policy never priced it (a
+    // restored network) or its node or machine moved since.
+    const NodeId node = builder.FindTaskNode(id);
+    auto pricing = pricing_.find(id);
+    if (node == kNoNode || pricing == pricing_.end() ||
+        pricing->second.machine != (task.running() ? task.machine
+                                                   : MachineId())) {
+      FLOWSCHED_RETURN_IF_ERROR(SyncTask(task, state, context.now_us, builder));
+      continue;
+    }
+    FLOWSCHED_RETURN_IF_ERROR(
+        RepriceTask(task, node, pricing->second, context.now_us, builder));
   }
   return builder.network().UpdateNode(
       builder.sink(),

@@ -39,6 +39,13 @@
 // As in the paper, the current computer of a running task that is not
 // preferred is priced at its rack's worst case when the rack is preferred,
 // and at (X^X / P, X^X) with P racks otherwise.
+//
+// Cost of a round: Sync re-derives the changed tasks, each in time
+// proportional to its locality entries (racks without input data all share
+// one price, so they are never enumerated), and Refresh re-prices only the
+// time-dependent arcs (omega*nu to U_j, d* - theta to the current computer)
+// from the d* remembered at the task's last Sync, so both stay linear in
+// the cluster's size at 150,000 tasks and 12,500 machines.
 
 #include <cstddef>
 #include <cstdint>
@@ -46,6 +53,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "services/flow/scheduling_policy.h"
 
 namespace flowsched::flow {
@@ -122,6 +130,15 @@ class QuincyPolicy final : public SchedulingPolicy {
     std::map<MachineId, std::pair<std::string, uint32_t>> machines;
     bool operator==(const Topology&) const = default;
   };
+  // What Refresh needs to re-price a task without re-deriving it: the
+  // machine the task ran on at its last Sync (0 if waiting) and d* there.
+  struct TimePricing {
+    MachineId machine;
+    int64_t running_data = 0;
+  };
+  // True if the machines named in `changes` leave the topology as it is.
+  [[nodiscard]] bool TopologyUnchanged(const cluster::ChangeSet& changes,
+                                       const cluster::ClusterState& state) const;
   absl::Status SyncTopology(const cluster::ChangeSet& changes,
                             const cluster::ClusterState& state,
                             NetworkBuilder& builder, bool& changed);
@@ -130,7 +147,12 @@ class QuincyPolicy final : public SchedulingPolicy {
                         NetworkBuilder& builder);
   absl::Status SyncTask(const cluster::Task& task,
                         const cluster::ClusterState& state, int64_t now_us,
-                        NetworkBuilder& builder) const;
+                        NetworkBuilder& builder);
+  void RemoveTask(TaskId id, NetworkBuilder& builder);
+  // Sets only the time-dependent arcs of a task synced before.
+  absl::Status RepriceTask(const cluster::Task& task, NodeId node,
+                           const TimePricing& pricing, int64_t now_us,
+                           NetworkBuilder& builder) const;
   [[nodiscard]] bool preemptive() const {
     return params_.variant != QuincyVariant::kQf &&
            params_.variant != QuincyVariant::kQ;
@@ -139,6 +161,11 @@ class QuincyPolicy final : public SchedulingPolicy {
   QuincyParams params_;
   std::string name_;
   Topology topology_;
+  // False until a Sync (or a Refresh of a fresh policy over a restored
+  // network) has derived the topology and the job nodes.
+  bool synced_ = false;
+  // Every task SyncTask priced, by id; entries leave with their task.
+  absl::flat_hash_map<TaskId, TimePricing> pricing_;
   int64_t sink_offset_ = 0;  // sum of the U_j supplies
 };
 

@@ -1,9 +1,14 @@
 #include "services/flow/quincy_policy.h"
 
+#include <algorithm>
 #include <map>
+#include <random>
+#include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
 #include "services/common/status_matchers.h"
 #include "services/flow/policy_test_util.h"
 
@@ -324,6 +329,193 @@ TEST_F(QuincyPolicyTest, MachineChangesRederivePreferencesAndRacks) {
   ASSERT_THAT(restored.RestoreFromNetwork(), IsOk());
   EXPECT_EQ(restored.FindRackNode("r1"), R("r1"));
 }
+
+// Every computer of r1 holds input and both racks do, so the rack worst
+// case uses the smallest L_m of r1 and the cluster's X^X the smaller B_l.
+// t1 reads 1000 MiB: 300 on m1, 200 on m2, 400 on m3, 100 nowhere known.
+//   r1: B = 500, min L = 200: rho = 300 + 2 * 500 = 1300
+//   r2: B = 400, m4 holds none: rho = 400 + 2 * 600 = 1600
+//   alpha = R^X + 2 X^X = max(300, 400) + 2 * (1000 - 400) = 1600
+//   gamma: m1 200 + 2 * 500 = 1200, m2 1300, m3 0 + 2 * 600 = 1200
+// Running on m4 (not preferred, rack preferred): d* = rho_r2 = 1600.
+TEST_F(QuincyPolicyTest, RackWorstCasesWhenEveryComputerHoldsInput) {
+  Init(QuincyVariant::kQfp);
+  Submit(0, 1,
+         {Task(1, 0,
+               {{MachineId(1), "", 300},
+                {MachineId(2), "", 200},
+                {MachineId(3), "", 400},
+                {MachineId(77), "", 100}})});
+  Sync(0);
+  EXPECT_EQ(Arc(T(1), R("r1")).cost, 1300);
+  EXPECT_EQ(Arc(T(1), R("r2")).cost, 1600);
+  EXPECT_EQ(Arc(T(1), builder_.cluster_aggregator()).cost, 1600);
+  EXPECT_EQ(Arc(T(1), M(1)).cost, 1200);
+  EXPECT_EQ(Arc(T(1), M(2)).cost, 1300);
+  EXPECT_EQ(Arc(T(1), M(3)).cost, 1200);
+  EXPECT_FALSE(network_.FindArc(T(1), M(4)).has_value());
+  ASSERT_THAT(state_.Place(TaskId(1), MachineId(4), 0, changes_), IsOk());
+  Sync(0);
+  EXPECT_EQ(Arc(T(1), M(4)).cost, 1600);
+  ASSERT_THAT(policy_->Refresh(state_, SyncContext{kSecond}, builder_),
+              IsOk());
+  EXPECT_EQ(Arc(T(1), M(4)).cost, 1600 - 1024);
+}
+
+// Refresh records a change only for an arc whose price moved: nothing at
+// the time of the last Refresh, and later only the wait arcs of waiting tasks
+// and the running arcs of running tasks, each once.
+TEST_F(QuincyPolicyTest, RefreshRecordsOnlyCostsThatChanged) {
+  Init(QuincyVariant::kQfp);
+  Submit(0, 1, {Task(1, 10, {{MachineId(1), "", 10}}), Task(2, 0)});
+  Submit(0, 2, {Task(3, 0), Task(4, 0), Task(5, 0), Task(6, 0)});
+  Sync(0);
+  ASSERT_THAT(state_.Place(TaskId(1), MachineId(1), kSecond, changes_),
+              IsOk());
+  Sync(kSecond);  // re-derives task 1 only: the others are priced at 0
+  ASSERT_THAT(policy_->Refresh(state_, SyncContext{kSecond}, builder_),
+              IsOk());
+  network_.set_record_changes(true);
+  ASSERT_THAT(policy_->Refresh(state_, SyncContext{kSecond}, builder_),
+              IsOk());
+  EXPECT_TRUE(network_.TakeChanges().empty());
+  ASSERT_THAT(policy_->Refresh(state_, SyncContext{3 * kSecond}, builder_),
+              IsOk());
+  std::map<std::pair<NodeId, NodeId>, int> set_arcs;
+  for (const GraphChange& change : network_.TakeChanges()) {
+    ASSERT_EQ(change.type, GraphChange::Type::kSetArc);
+    ++set_arcs[{change.src, change.dst}];
+  }
+  std::map<std::pair<NodeId, NodeId>, int> expected = {{{T(1), M(1)}, 1}};
+  for (uint64_t task = 2; task <= 6; ++task) {
+    expected[{T(task), U(task == 2 ? 1 : 2)}] = 1;
+  }
+  EXPECT_EQ(set_arcs, expected);
+  EXPECT_EQ(Arc(T(2), U(1)).cost, 3 * 512);
+  ASSERT_THAT(policy_->Refresh(state_, SyncContext{3 * kSecond}, builder_),
+              IsOk());
+  EXPECT_TRUE(network_.TakeChanges().empty());
+}
+
+// The whole network as sorted lines naming nodes by kind and entity, so
+// that networks built in different orders compare equal.
+std::vector<std::string> Describe(const FlowNetwork& network) {
+  std::vector<std::string> lines;
+  const auto name = [&](NodeId id) {
+    const NodeData& d = network.node(id);
+    return absl::StrCat(static_cast<int>(d.kind), ":", d.entity_id);
+  };
+  network.ForEachNode([&](NodeId id, const NodeData& d) {
+    lines.push_back(absl::StrCat("node ", name(id), " supply ", d.supply,
+                                 " on ", d.running_on));
+    network.ForEachOutArc(id, [&](const ArcView& arc) {
+      lines.push_back(absl::StrCat("arc ", name(id), " -> ", name(arc.dst),
+                                   " cap ", arc.capacity, " cost ",
+                                   arc.cost));
+    });
+  });
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// Incremental Syncs and Refreshes over a random history (placements by the
+// solver, finishes, arrivals, machines leaving and joining) end in the
+// network a fresh policy builds from scratch at the same time, and a fresh
+// policy's first Refresh over that network (a restart) changes nothing.
+class QuincyRebuildTest : public ::testing::TestWithParam<QuincyVariant> {};
+
+TEST_P(QuincyRebuildTest, RefreshMatchesAFromScratchBuild) {
+  const QuincyParams params = QuincyParams::ForVariant(GetParam());
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  FlowNetwork network;
+  NetworkBuilder builder(network);
+  QuincyPolicy policy(params);
+  std::mt19937_64 rng(7);
+  const auto pick = [&](uint64_t n) { return rng() % n; };
+  const auto apply = [&](int64_t t, cluster::EventBody body) {
+    ASSERT_THAT(state.Apply(ClusterEvent{"e", t, "t", body}, t, changes),
+                IsOk());
+  };
+  for (uint64_t m = 1; m <= 9; ++m) {
+    apply(0, cluster::MachineAdded{MachineId(m), absl::StrCat("r", m % 3),
+                                   {}, 2, {}});
+  }
+  uint64_t next_task = 1;
+  const auto random_task = [&]() {
+    std::vector<DataLocality> input;
+    for (uint64_t i = pick(4); i > 0; --i) {
+      if (pick(4) == 0) {
+        input.push_back({MachineId(), absl::StrCat("r", pick(4)),
+                         static_cast<int64_t>(1 + pick(500)) * kMiB});
+      } else {
+        input.push_back({MachineId(1 + pick(11)), "",
+                         static_cast<int64_t>(1 + pick(500)) * kMiB});
+      }
+    }
+    return cluster::TaskSpec{
+        .id = TaskId(next_task++), .input = input,
+        .input_bytes = static_cast<int64_t>(pick(800)) * kMiB};
+  };
+  int64_t now = 0;
+  for (int step = 0; step < 12; ++step) {
+    now += kSecond / 3;
+    if (step % 3 == 0) {
+      std::vector<cluster::TaskSpec> tasks;
+      for (uint64_t i = 1 + pick(4); i > 0; --i) tasks.push_back(random_task());
+      apply(now, cluster::JobSubmitted{JobId(1 + step), "j", 0, tasks});
+    }
+    if (step == 5) apply(now, cluster::MachineRemoved{MachineId(4)});
+    if (step == 8) {
+      apply(now, cluster::MachineAdded{MachineId(11), "r7", {}, 3, {}});
+    }
+    if (step == 10 && !state.tasks().empty()) {
+      const cluster::Task& first = state.tasks().begin()->second;
+      apply(now, cluster::TaskFinished{first.job, first.spec.id});
+    }
+    ASSERT_THAT(policy.Sync(changes, state, SyncContext{now}, builder),
+                IsOk());
+    changes.Clear();
+    ASSERT_THAT(policy.Refresh(state, SyncContext{now}, builder), IsOk());
+    auto round = flow::testing::SolveNetwork(network);
+    ASSERT_THAT(round, IsOk());
+    ASSERT_THAT(flow::testing::ApplyRound(*round, state, now, changes),
+                IsOk());
+  }
+  ASSERT_THAT(policy.Sync(changes, state, SyncContext{now}, builder), IsOk());
+  changes.Clear();
+  now += 5 * kSecond;
+  ASSERT_THAT(policy.Refresh(state, SyncContext{now}, builder), IsOk());
+
+  FlowNetwork scratch;
+  NetworkBuilder scratch_builder(scratch);
+  QuincyPolicy fresh(params);
+  cluster::ChangeSet everything;
+  for (const auto& [id, job] : state.jobs()) everything.jobs.insert(id);
+  for (const auto& [id, m] : state.machines()) everything.machines.insert(id);
+  for (const auto& [id, task] : state.tasks()) everything.tasks.insert(id);
+  ASSERT_THAT(fresh.Sync(everything, state, SyncContext{now}, scratch_builder),
+              IsOk());
+  EXPECT_GT(state.tasks().size(), 5u);
+  size_t running = 0;
+  for (const auto& [id, task] : state.tasks()) running += task.running();
+  EXPECT_GT(running, 2u);
+  EXPECT_EQ(Describe(network), Describe(scratch));
+
+  NetworkBuilder restored(network);
+  ASSERT_THAT(restored.RestoreFromNetwork(), IsOk());
+  QuincyPolicy restarted(params);
+  network.set_record_changes(true);
+  ASSERT_THAT(restarted.Refresh(state, SyncContext{now}, restored), IsOk());
+  EXPECT_TRUE(network.TakeChanges().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, QuincyRebuildTest,
+                         ::testing::Values(QuincyVariant::kQfp,
+                                           QuincyVariant::kQf,
+                                           QuincyVariant::kQp,
+                                           QuincyVariant::kQ,
+                                           QuincyVariant::kQfpx));
 
 TEST(QuincyRegistryTest, VariantsAreRegisteredByName) {
   for (const char* name : {"quincy-qfp", "quincy-qf", "quincy-qp", "quincy-q",
