@@ -8,10 +8,10 @@
 namespace flowsched::graph_manager {
 
 std::vector<std::string> SplitLedgerRecord(const std::string& serialized,
-                                           uint64_t seq,
+                                           uint64_t seq, uint64_t epoch,
                                            size_t max_bytes) {
   if (serialized.size() <= max_bytes) return {serialized};
-  // Room for the slice's own fields (seq, part numbers, length).
+  // Room for the slice's own fields (seq, epoch, part numbers, length).
   const size_t slice_bytes = std::max<size_t>(max_bytes - 64, 1);
   const size_t count = (serialized.size() + slice_bytes - 1) / slice_bytes;
   std::vector<std::string> parts;
@@ -19,6 +19,7 @@ std::vector<std::string> SplitLedgerRecord(const std::string& serialized,
   for (size_t i = 0; i < count; ++i) {
     v1::LedgerRecord part;
     part.set_seq(seq);
+    part.set_epoch(epoch);
     part.set_part(static_cast<uint32_t>(i));
     part.set_part_count(static_cast<uint32_t>(count));
     part.set_part_bytes(serialized.substr(i * slice_bytes, slice_bytes));
@@ -34,7 +35,9 @@ std::optional<v1::LedgerRecord> LedgerAssembler::Add(v1::LedgerRecord record) {
                   record.seq(), record.part(), record.part_count());
     return std::nullopt;
   }
-  Partial& partial = partial_[record.seq()];
+  const std::pair<uint64_t, uint64_t> key{record.seq(), record.epoch()};
+  if (assembled_.contains(key)) return std::nullopt;  // a late duplicate
+  Partial& partial = partial_[key];
   if (partial.count == 0) partial.count = record.part_count();
   if (partial.count != record.part_count()) {
     spdlog::error("ledger seq {}: slices disagree on their count ({} vs {}); "
@@ -48,7 +51,8 @@ std::optional<v1::LedgerRecord> LedgerAssembler::Add(v1::LedgerRecord record) {
   std::string whole;
   for (auto& [index, slice] : partial.slices) whole += slice;
   const uint64_t seq = record.seq();
-  partial_.erase(seq);
+  partial_.erase(key);
+  assembled_.insert(key);
   v1::LedgerRecord assembled;
   if (!assembled.ParseFromString(whole)) {
     spdlog::error("ledger seq {}: its slices do not parse as one record; "

@@ -14,7 +14,9 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flowsched/v1/ledger.pb.h"
@@ -25,11 +27,13 @@ namespace flowsched::graph_manager {
 // rounds (GraphManagerOptions::max_round_record_bytes).
 inline constexpr size_t kMaxLedgerRecordBytes = 512 * 1024;
 
-// The records to publish for `serialized` (a whole LedgerRecord of `seq`):
-// itself if it fits in `max_bytes`, else its slices (seq and part fields
-// only: epoch and content are read from the assembled record).
+// The records to publish for `serialized` (a whole LedgerRecord of `seq`
+// written by `epoch`): itself if it fits in `max_bytes`, else its slices.
+// Slices carry the epoch because two instances (a fenced one and its
+// successor) may both write a large record at one seq: their slices must
+// not be mixed.
 std::vector<std::string> SplitLedgerRecord(
-    const std::string& serialized, uint64_t seq,
+    const std::string& serialized, uint64_t seq, uint64_t epoch,
     size_t max_bytes = kMaxLedgerRecordBytes);
 
 class LedgerAssembler {
@@ -39,7 +43,7 @@ class LedgerAssembler {
   // are missing, and for a slice set that does not parse (logged).
   std::optional<v1::LedgerRecord> Add(v1::LedgerRecord record);
 
-  // Seqs with slices still missing.
+  // Records with slices still missing.
   [[nodiscard]] size_t incomplete() const { return partial_.size(); }
 
  private:
@@ -47,7 +51,11 @@ class LedgerAssembler {
     uint32_t count = 0;
     std::map<uint32_t, std::string> slices;
   };
-  std::map<uint64_t, Partial> partial_;
+  // By (seq, epoch of the writer).
+  std::map<std::pair<uint64_t, uint64_t>, Partial> partial_;
+  // Already assembled: late duplicate slices of these are dropped instead
+  // of starting a set that would never complete.
+  std::set<std::pair<uint64_t, uint64_t>> assembled_;
 };
 
 }  // namespace flowsched::graph_manager

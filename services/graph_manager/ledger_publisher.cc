@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "services/common/clock.h"
 #include "services/common/status_macros.h"
 #include "services/graph_manager/ledger_parts.h"
@@ -35,13 +36,14 @@ void LedgerPublisher::Stage(const v1::LedgerRecord& record,
 }
 
 void LedgerPublisher::Publish(const v1::LedgerRecord& record) {
-  std::string bytes = record.SerializeAsString();
-  Produce(record.seq(), bytes);
-  unacked_[record.seq()] = std::move(bytes);
+  Unacked entry{record.epoch(), record.SerializeAsString()};
+  Produce(record.seq(), entry);
+  unacked_[record.seq()] = std::move(entry);
 }
 
-void LedgerPublisher::Produce(uint64_t seq, const std::string& bytes) {
-  for (const std::string& part : SplitLedgerRecord(bytes, seq)) {
+void LedgerPublisher::Produce(uint64_t seq, const Unacked& entry) {
+  for (const std::string& part :
+       SplitLedgerRecord(entry.bytes, seq, entry.epoch)) {
     absl::Status produced =
         producer_.Produce(topic_, kLedgerPartition, "ledger", part);
     if (!produced.ok()) {
@@ -64,9 +66,14 @@ absl::Status LedgerPublisher::RepublishPending(
         FLOWSCHED_ASSIGN_OR_RETURN(
             const uint64_t seq,
             storage::DecodeIdKey(key, storage::kLedgerPrefix));
-        std::string bytes(value);
-        Produce(seq, bytes);
-        unacked_[seq] = std::move(bytes);
+        v1::LedgerRecord record;
+        if (!record.ParseFromString(std::string(value))) {
+          return absl::DataLossError(absl::StrCat(
+              "pending ledger record ", seq, " in the store does not parse"));
+        }
+        Unacked entry{record.epoch(), std::string(value)};
+        Produce(seq, entry);
+        unacked_[seq] = std::move(entry);
         ++count;
         return absl::OkStatus();
       }));
@@ -101,7 +108,7 @@ void LedgerPublisher::OnProducerFlushed(bool ok) {
   backoff_ms_ = std::clamp(backoff_ms_ * 2, 100, 5000);
   spdlog::warn("ledger: {} records not acknowledged, publishing them again",
                unacked_.size());
-  for (const auto& [seq, bytes] : unacked_) Produce(seq, bytes);
+  for (const auto& [seq, entry] : unacked_) Produce(seq, entry);
 }
 
 }  // namespace flowsched::graph_manager

@@ -46,11 +46,15 @@ class LedgerPublisher {
   [[nodiscard]] size_t unacknowledged() const { return unacked_.size(); }
 
  private:
-  void Produce(uint64_t seq, const std::string& bytes);
+  struct Unacked {
+    uint64_t epoch = 0;  // of the writer, for the slices of a large record
+    std::string bytes;   // the serialized record
+  };
+  void Produce(uint64_t seq, const Unacked& entry);
 
   bus::Producer& producer_;
   std::string topic_;
-  std::map<uint64_t, std::string> unacked_;  // seq -> serialized record
+  std::map<uint64_t, Unacked> unacked_;  // by seq
   uint64_t acked_up_to_ = 0;    // pending copies <= this may be deleted
   uint64_t deleted_up_to_ = 0;  // ... and were staged for deletion
   int64_t last_flush_steady_us_ = 0;

@@ -32,14 +32,21 @@ void LedgerHistory::Add(v1::LedgerRecord record) {
   // Superseded: a later epoch claimed at or below this seq. (A record below
   // that claim's seq still belongs to the history, even if it arrives
   // after the claim, e.g. re-published after a failed delivery.)
-  auto claim = claims_.upper_bound(epoch);
-  if (seq == 0 || (claim != claims_.end() && seq >= claim->second)) {
+  // Any higher epoch's claim counts, not only the next one: claims may
+  // arrive in any order, and a higher epoch may have claimed lower.
+  bool superseded = seq == 0;
+  for (auto claim = claims_.upper_bound(epoch); claim != claims_.end();
+       ++claim) {
+    superseded = superseded || seq >= claim->second;
+  }
+  if (superseded) {
     ++ignored_;
     return;
   }
-  if (record.has_claim() && epoch > claimed_epoch_) {
-    claimed_epoch_ = epoch;
-    claims_[epoch] = seq;
+  if (record.has_claim()) {
+    claimed_epoch_ = std::max(claimed_epoch_, epoch);
+    auto [claim, fresh] = claims_.try_emplace(epoch, seq);
+    if (!fresh) claim->second = std::min(claim->second, seq);
     // The claimer built on records below `seq`; an older epoch's records
     // from `seq` on are a tail it never saw.
     for (auto it = records_.lower_bound(seq); it != records_.end();) {

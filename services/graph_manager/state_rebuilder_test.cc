@@ -51,6 +51,26 @@ TEST(LedgerHistoryTest, AClaimSupersedesTheOlderEpochsTail) {
   EXPECT_EQ(history.max_epoch(), 2u);
 }
 
+TEST(LedgerHistoryTest, EveryHigherClaimFencesNotOnlyTheNextOne) {
+  LedgerHistory history;
+  history.Add(Claim(1, 1));
+  history.Add(Record(2, 1));
+  // Epoch 2 claimed at seq 5 (it had read up to 4), epoch 3 at seq 3 (it
+  // had read up to 2 only); the claims arrive in that order.
+  history.Add(Claim(5, 2));
+  history.Add(Claim(3, 3));
+  // Epoch 1's tail at seq 4 is below epoch 2's claim but above epoch 3's:
+  // epoch 3 never saw it, so it is not history.
+  history.Add(Record(4, 1));
+  EXPECT_EQ(history.Find(4), nullptr);
+  // Epoch 2's claim itself sits above epoch 3's claim: fenced as well.
+  EXPECT_EQ(history.Find(5), nullptr);
+  history.Add(Record(4, 3));
+  ASSERT_NE(history.Find(4), nullptr);
+  EXPECT_EQ(history.Find(4)->epoch(), 3u);
+  EXPECT_EQ(history.claimed_epoch(), 3u);
+}
+
 TEST(LedgerHistoryTest, ARecordBelowTheClaimArrivingLateStillCounts) {
   LedgerHistory history;
   history.Add(Claim(1, 1));
