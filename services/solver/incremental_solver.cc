@@ -11,7 +11,9 @@
 
 #include <fmt/format.h>
 
+#include "services/common/status_macros.h"
 #include "services/solver/problem_validator.h"
+#include "services/solver/solution_cost.h"
 
 namespace flowsched::solver {
 namespace {
@@ -714,11 +716,8 @@ absl::StatusOr<IncrementalResult> IncrementalSolver::Solve() {
   last_outcome_ = outcome;
   result.outcome = outcome;
   if (outcome == McmfOutcome::kOptimal) {
-    if (total_cost_ > std::numeric_limits<int64_t>::max() ||
-        total_cost_ < std::numeric_limits<int64_t>::min()) {
-      return absl::OutOfRangeError("optimal total cost does not fit in int64");
-    }
-    result.total_cost = static_cast<int64_t>(total_cost_);
+    FLOWSCHED_ASSIGN_OR_RETURN(result.total_cost,
+                               CheckedTotalCost(total_cost_));
   }
   stats.solve_ms = std::chrono::duration<double, std::milli>(
                        std::chrono::steady_clock::now() - start)

@@ -13,6 +13,7 @@
 #include "services/common/status_macros.h"
 #include "services/solver/int128.h"
 #include "services/solver/problem_validator.h"
+#include "services/solver/solution_cost.h"
 
 namespace flowsched::solver {
 namespace {
@@ -315,22 +316,11 @@ bool Workspace::BlockingFlow() {
 }
 
 absl::StatusOr<McmfSolution> Workspace::ExtractSolution() const {
-  McmfSolution solution;
-  solution.outcome = McmfOutcome::kOptimal;
-  solution.flow.resize(problem_.arcs.size());
-  Int128 total_cost = 0;
-  for (size_t i = 0; i < problem_.arcs.size(); ++i) {
-    const McmfArc& arc = problem_.arcs[i];
-    const int64_t flow = arc.capacity - arcs_[forward_arc_[i]].residual;
-    solution.flow[i] = flow;
-    total_cost += static_cast<Int128>(flow) * arc.cost;
-  }
-  if (total_cost > std::numeric_limits<int64_t>::max() ||
-      total_cost < std::numeric_limits<int64_t>::min()) {
-    return absl::OutOfRangeError(
-        "optimal total cost does not fit in int64");
-  }
-  solution.total_cost = static_cast<int64_t>(total_cost);
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      McmfSolution solution,
+      SolutionFromResiduals(problem_, [this](size_t i) {
+        return arcs_[forward_arc_[i]].residual;
+      }));
   solution.potentials.resize(node_count_);
   for (uint32_t v = 0; v < node_count_; ++v) {
     solution.potentials[v] = -potential_[v];
