@@ -126,7 +126,7 @@ int64_t QuincyPolicy::RunningCost(int64_t data_cost, int64_t run_us) const {
   const int64_t run_cost = RoundToUnits(
       kUnitsPerPaperUnit * static_cast<double>(run_us) / kMicrosPerSecond,
       3 * params_.omega_cap);
-  return std::max(floor, data_cost - run_cost);
+  return std::max(floor, data_cost - run_cost - params_.stay_bonus);
 }
 
 std::map<JobId, QuincyJobBounds> QuincyPolicy::ComputeBounds(
