@@ -20,6 +20,7 @@
 
 #include "fmt/format.h"
 #include "services/solver/cost_scaling.h"
+#include "services/solver/dimacs.h"
 #include "services/solver/flow_checker.h"
 #include "services/solver/incremental_solver.h"
 #include "services/solver/solver_registry.h"
@@ -585,7 +586,15 @@ std::vector<BenchCase> StandardCases(bool quick) {
 int RunSolverBench(const BenchOptions& options, std::ostream& out,
                    std::ostream& progress) {
   std::vector<BenchCase> cases;
+  for (const std::string& path : options.dimacs_files) {
+    BenchCase c;
+    c.name = path.substr(path.find_last_of('/') + 1);
+    c.kind = "dimacs";
+    c.dimacs_path = path;
+    cases.push_back(c);
+  }
   for (const BenchCase& c : StandardCases(options.quick)) {
+    if (!options.dimacs_files.empty()) break;
     bool selected = options.case_filters.empty();
     for (const std::string& filter : options.case_filters) {
       if (c.name.find(filter) != std::string::npos) selected = true;
@@ -622,8 +631,24 @@ int RunSolverBench(const BenchOptions& options, std::ostream& out,
                             bench_case.name)
              << std::flush;
     const Clock::time_point gen_start = Clock::now();
-    ClusterNetwork network(bench_case.shape, bench_case.incremental);
-    const solver::McmfProblem& problem = network.problem();
+    std::optional<ClusterNetwork> network;
+    solver::McmfProblem file_problem;
+    if (bench_case.dimacs_path.empty()) {
+      network.emplace(bench_case.shape, bench_case.incremental);
+    } else {
+      std::ifstream in(bench_case.dimacs_path);
+      absl::StatusOr<solver::DimacsProblem> parsed =
+          in ? solver::ParseDimacs(in)
+             : absl::NotFoundError("cannot open the file");
+      if (!parsed.ok()) {
+        progress << fmt::format(" {}: {}\n", bench_case.dimacs_path,
+                                std::string(parsed.status().message()));
+        return 2;
+      }
+      file_problem = std::move(parsed->problem);
+    }
+    const solver::McmfProblem& problem =
+        network ? network->problem() : file_problem;
     progress << fmt::format(" {} nodes, {} arcs in {:.1f} s\n",
                             problem.node_count, problem.arcs.size(),
                             MsSince(gen_start) / 1000.0);
@@ -641,7 +666,7 @@ int RunSolverBench(const BenchOptions& options, std::ostream& out,
                               bench_case.name, algorithm)
                << std::flush;
       results.push_back(RunInChild(bench_case, algorithm, problem,
-                                   incremental ? &network : nullptr,
+                                   incremental ? &*network : nullptr,
                                    options.repeat, options.max_seconds));
       const AlgorithmResult& r = results.back();
       progress << fmt::format(" {} in {:.1f} s{}\n", r.status, r.wall_s,
@@ -711,7 +736,8 @@ int RunSolverBench(const BenchOptions& options, std::ostream& out,
         "\n== {}: {} nodes, {} arcs, {} tasks ({} running); problem {:.1f} "
         "MB\n",
         bench_case.name, problem.node_count, problem.arcs.size(),
-        network.live_tasks(), network.running_tasks(), problem_mb);
+        network ? network->live_tasks() : 0,
+        network ? network->running_tasks() : 0, problem_mb);
     if (incremental) {
       out << fmt::format(
           "   {} rounds, mean {:.0f} changed arcs per round; per-round ms over "
@@ -760,12 +786,20 @@ int RunSolverBench(const BenchOptions& options, std::ostream& out,
       if (!r.note.empty()) out << "      note: " << r.note << "\n";
       if (csv.is_open()) {
         const int64_t cost = r.samples.empty() ? 0 : r.samples.back().cost;
+        // shape,machines,slots_per_machine,utilisation,tasks: unknown for
+        // a network read from a file.
+        const std::string shape_columns =
+            network ? fmt::format("{},{},{},{},{}",
+                                  ShapeName(bench_case.shape.shape),
+                                  bench_case.shape.machines,
+                                  bench_case.shape.slots_per_machine,
+                                  bench_case.shape.utilisation,
+                                  network->live_tasks())
+                    : std::string(",,,,");
         csv << fmt::format(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
             "{},{},{},{:.1f},{:.1f},{},{}\n",
-            bench_case.name, bench_case.kind, ShapeName(bench_case.shape.shape),
-            bench_case.shape.machines, bench_case.shape.slots_per_machine,
-            bench_case.shape.utilisation, network.live_tasks(),
+            bench_case.name, bench_case.kind, shape_columns,
             problem.node_count, problem.arcs.size(), r.algorithm, r.status,
             r.samples.size(), CsvNum(s.median), CsvNum(s.min),
             CsvNum(s.core_median), r.samples.empty() ? "" : std::to_string(cost),

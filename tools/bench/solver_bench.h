@@ -23,7 +23,8 @@ inline constexpr char kIncremental[] = "incremental";
 
 struct BenchCase {
   std::string name;
-  std::string kind;  // "static", "contended" or "incremental"
+  std::string kind;  // "static", "contended", "incremental" or "dimacs"
+  std::string dimacs_path;  // kind "dimacs": the network is read from here
   ClusterShape shape;
   uint32_t rounds = 0;  // incremental: rounds after the initial solve
   IncrementalOptions incremental;
@@ -47,6 +48,10 @@ struct BenchOptions {
   // longer is killed and reported as skipped for that case.
   double max_seconds = 0;
   std::string csv_path;  // empty: no CSV
+  // DIMACS min-cost flow files benchmarked as static cases (kind "dimacs",
+  // named by file name) instead of the standard suite, e.g. the networks
+  // `flowsched simulate --export-rounds` writes.
+  std::vector<std::string> dimacs_files;
 };
 
 // Runs the selected cases, each algorithm in its own forked process (for

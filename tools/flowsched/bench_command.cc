@@ -28,6 +28,12 @@ CommandMain AddBenchCommand(CLI::App& app, CommonFlags& flags) {
   cmd->add_option("--cases", options->case_filters,
                   "Comma-separated substrings of case names (see --list)")
       ->delimiter(',');
+  cmd->add_option("--dimacs", options->dimacs_files,
+                  "Benchmark these DIMACS min-cost flow files (comma-"
+                  "separated) instead of the generated cases, e.g. networks "
+                  "from `flowsched simulate --export-rounds`")
+      ->delimiter(',')
+      ->check(CLI::ExistingFile);
   cmd->add_option("--csv", options->csv_path,
                   "Write one row per (case, algorithm) to this file");
   cmd->add_option("--algorithm", options->algorithms,

@@ -43,6 +43,7 @@ struct SimulateOptions {
   uint64_t seed = 1;
   double progress_every_s = 2.0;
   double max_wall_s = 0;
+  uint32_t export_rounds = 0;
 };
 
 absl::StatusOr<sim::Workload> LoadWorkload(const SimulateOptions& o) {
@@ -180,6 +181,12 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
                   "seconds (0: no limit); reported as truncated")
       ->check(CLI::Range(0.0, 1e7))
       ->capture_default_str();
+  cmd->add_option("--export-rounds", o->export_rounds,
+                  "Write the flow scheduler's first N round networks as "
+                  "DIMACS to <out>/networks/round-<k>.dimacs (for "
+                  "`flowsched solve`)")
+      ->check(CLI::Range(0u, 100000u))
+      ->capture_default_str();
   cmd->add_option("--progress-every", o->progress_every_s,
                   "Seconds (wall) between progress lines on stderr")
       ->check(CLI::Range(0.1, 3600.0))
@@ -231,7 +238,17 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
         .solver = o->solver,
         .progress = &std::cerr,
         .progress_every_s = o->progress_every_s,
-        .max_wall_s = o->max_wall_s};
+        .max_wall_s = o->max_wall_s,
+        .export_dir = o->export_rounds > 0 ? o->out + "/networks" : "",
+        .export_rounds = o->export_rounds};
+    if (o->export_rounds > 0) {
+      std::filesystem::create_directories(options.export_dir, ec);
+      if (ec) {
+        std::cerr << "flowsched simulate: cannot create " << options.export_dir
+                  << ": " << ec.message() << "\n";
+        return 2;
+      }
+    }
     std::vector<sim::SimResult> results;
     std::vector<sim::Summary> summaries;
     for (const std::string& name : schedulers) {

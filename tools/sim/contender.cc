@@ -1,5 +1,6 @@
 #include "tools/sim/contender.h"
 
+#include <fstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +10,7 @@
 #include "services/flow/network_builder.h"
 #include "services/flow/placement_extractor.h"
 #include "services/flow/scheduling_policy.h"
+#include "services/solver/dimacs.h"
 #include "services/solver/flow_checker.h"
 #include "services/solver/solver_registry.h"
 #include "services/solver_worker/incremental_mirror.h"
@@ -47,8 +49,11 @@ class BaselineContender final : public Contender {
 class FlowContender final : public Contender {
  public:
   FlowContender(std::unique_ptr<flow::SchedulingPolicy> policy,
-                std::unique_ptr<solver::McmfSolver> solver, bool incremental)
-      : policy_(std::move(policy)) {
+                std::unique_ptr<solver::McmfSolver> solver, bool incremental,
+                std::string export_dir, uint32_t export_rounds)
+      : policy_(std::move(policy)),
+        export_dir_(std::move(export_dir)),
+        export_rounds_(export_rounds) {
     if (incremental) {
       mirror_ = std::make_unique<solver_worker::IncrementalMirror>(
           std::move(solver));
@@ -104,6 +109,7 @@ class FlowContender final : public Contender {
       }
     }
     round.solve_ms = MillisSince(start);
+    if (auto s = Export(problem); !s.ok()) return s;
     if (solution->outcome != solver::McmfOutcome::kOptimal) {
       return absl::InternalError("the network is infeasible");
     }
@@ -127,7 +133,24 @@ class FlowContender final : public Contender {
   }
 
  private:
+  // Writes the round's network while rounds_ < export_rounds_.
+  absl::Status Export(const solver::McmfProblem& problem) {
+    ++rounds_;
+    if (export_dir_.empty() || rounds_ > export_rounds_) return absl::OkStatus();
+    const std::string path =
+        absl::StrCat(export_dir_, "/round-", rounds_, ".dimacs");
+    std::ofstream out(path);
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+    return solver::WriteDimacs(
+        problem, out,
+        absl::StrCat("flowsched simulate: ", std::string(policy_->name()), " round ",
+                     rounds_));
+  }
+
   std::unique_ptr<flow::SchedulingPolicy> policy_;
+  std::string export_dir_;
+  uint32_t export_rounds_ = 0;
+  uint32_t rounds_ = 0;
   flow::FlowNetwork network_;
   flow::NetworkBuilder builder_{network_};
   std::unique_ptr<solver::McmfSolver> solver_;
@@ -138,7 +161,8 @@ class FlowContender final : public Contender {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Contender>> MakeContender(
-    const std::string& name, const std::string& solver) {
+    const std::string& name, const std::string& solver,
+    const std::string& export_dir, uint32_t export_rounds) {
   if (name.rfind("flow:", 0) == 0) {
     auto policy = flow::MakePolicy(name.substr(5));
     if (!policy.ok()) return policy.status();
@@ -150,7 +174,8 @@ absl::StatusOr<std::unique_ptr<Contender>> MakeContender(
           absl::StrCat(algorithm.status().message(), " or 'incremental'"));
     }
     return std::make_unique<FlowContender>(std::move(*policy),
-                                           std::move(*algorithm), incremental);
+                                           std::move(*algorithm), incremental,
+                                           export_dir, export_rounds);
   }
   auto baseline = baselines::MakeBaseline(name);
   if (!baseline.ok()) {

@@ -55,8 +55,12 @@ class Contender {
 // "flow:<policy>" (any flow::PolicyNames() entry) or a baseline name
 // ("greedy", "greedy-fair", "filter-score"). `solver` is "incremental" (the
 // solver worker's IncrementalMirror) or a solver::SolverNames() entry.
+// `export_dir`, if not empty, receives the network of each of the first
+// `export_rounds` rounds of a flow contender as DIMACS
+// (round-<k>.dimacs), to replay a round with `flowsched solve`.
 absl::StatusOr<std::unique_ptr<Contender>> MakeContender(
-    const std::string& name, const std::string& solver);
+    const std::string& name, const std::string& solver,
+    const std::string& export_dir = "", uint32_t export_rounds = 0);
 
 struct AppliedDecisions {
   std::vector<std::pair<TaskId, MachineId>> placed;  // incl. migrated to

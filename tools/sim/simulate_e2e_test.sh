@@ -35,8 +35,24 @@ check() {  # dir scheduler-stem...
 mkdir -p "$out/synthetic" "$out/trace"
 "$flowsched" simulate --machines 150 --slots-per-machine 8 --utilisation 0.6 \
   --speedup 300 --duration 20 --policy quincy-qfp --baselines greedy \
-  --seed 5 --out "$out/synthetic" > "$out/synthetic/stdout"
+  --seed 5 --export-rounds 2 --out "$out/synthetic" > "$out/synthetic/stdout"
 check "$out/synthetic" flow-quincy-qfp greedy
+
+# The exported round networks replay through `flowsched solve` and
+# `bench solver --dimacs`, whose exit 0 means every flowsched solve was
+# certified optimal and matched LEMON's cost.
+for k in 1 2; do
+  net="$out/synthetic/networks/round-$k.dimacs"
+  test -s "$net" || { echo "missing $net"; exit 1; }
+  "$flowsched" solve "$net" | grep -q "^cost=-\{0,1\}[0-9]* algorithm=" ||
+    { echo "flowsched solve $net failed"; exit 1; }
+done
+test ! -e "$out/synthetic/networks/round-3.dimacs"
+"$flowsched" bench solver --dimacs "$out/synthetic/networks/round-2.dimacs" \
+  --algorithm relaxation,cost_scaling --repeat 1 --csv "$out/dimacs.csv" \
+  > "$out/dimacs.txt" 2>&1 || { cat "$out/dimacs.txt"; exit 1; }
+[ "$(grep -c '^round-2.dimacs,dimacs,.*,ok,' "$out/dimacs.csv")" = 4 ] ||
+  { cat "$out/dimacs.csv"; exit 1; }
 
 "$flowsched" simulate --trace-machines "$data/machine_events.csv" \
   --trace-tasks "$data/task_events.csv" --duration 0 --policy quincy-qfp \

@@ -354,7 +354,8 @@ absl::StatusOr<SimResult> Simulate(const Workload& workload,
   if (!(options.speedup > 0) || !std::isfinite(options.speedup)) {
     return absl::InvalidArgumentError("speedup must be a positive number");
   }
-  auto contender = MakeContender(scheduler, options.solver);
+  auto contender = MakeContender(scheduler, options.solver,
+                                 options.export_dir, options.export_rounds);
   if (!contender.ok()) return contender.status();
   SimResult result;
   result.scheduler = scheduler;

@@ -58,6 +58,10 @@ struct SimOptions {
   double max_wall_s = 0;
   // Fairness (FairShareJain) is sampled every this many rounds.
   uint32_t fairness_every = 10;
+  // The first export_rounds networks of the flow scheduler are written to
+  // export_dir as DIMACS (round-<k>.dimacs) when export_dir is set.
+  std::string export_dir;
+  uint32_t export_rounds = 0;
 };
 
 inline constexpr int kSettleRounds = 20;
