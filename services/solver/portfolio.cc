@@ -9,6 +9,18 @@
 namespace flowsched::solver {
 
 absl::StatusOr<McmfSolution> Portfolio::Solve(const McmfProblem& problem) {
+  return Race(problem, nullptr);
+}
+
+absl::StatusOr<McmfSolution> Portfolio::SolveFrom(
+    const McmfProblem& problem, const std::vector<int64_t>& flow,
+    const std::vector<int64_t>& potentials) {
+  const WarmStart warm{flow, potentials};
+  return Race(problem, &warm);
+}
+
+absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
+                                             const WarmStart* warm) {
   std::atomic<bool> local_stop{false};
   std::atomic<bool>* stop = race_stop_ != nullptr ? race_stop_ : &local_stop;
   // 0: no winner yet, 1: relaxation, 2: cost scaling.
@@ -18,13 +30,18 @@ absl::StatusOr<McmfSolution> Portfolio::Solve(const McmfProblem& problem) {
   std::thread relaxation_thread([&] {
     Relaxation relaxation;
     relaxation.set_stop_flag(stop);
-    relaxed = relaxation.Solve(problem);
+    relaxed = warm == nullptr
+                  ? relaxation.Solve(problem)
+                  : relaxation.SolveFrom(problem, {warm->flow, warm->potentials});
     int none = 0;
     if (relaxed.ok() && winner.compare_exchange_strong(none, 1)) stop->store(true);
   });
   CostScalingOptions options;
   options.stop = stop;
-  absl::StatusOr<McmfSolution> scaled = CostScaling(options).Solve(problem);
+  absl::StatusOr<McmfSolution> scaled =
+      warm == nullptr
+          ? CostScaling(options).Solve(problem)
+          : CostScaling(options).SolveFrom(problem, warm->flow, warm->potentials);
   int none = 0;
   if (scaled.ok() && winner.compare_exchange_strong(none, 2)) stop->store(true);
   relaxation_thread.join();

@@ -11,7 +11,9 @@
 // timing): deterministic rounds use a single algorithm instead.
 
 #include <atomic>
+#include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "services/solver/mcmf_solver.h"
@@ -29,7 +31,24 @@ class Portfolio final : public McmfSolver {
   absl::StatusOr<McmfSolution> Solve(const McmfProblem& problem) override;
   std::string_view name() const override { return "portfolio"; }
 
+  // Firmament's incremental portfolio: both algorithms start from a
+  // previous optimum of a network with the same node and arc indexing
+  // (relaxation from its prices and flow, Relaxation::SolveFrom; cost
+  // scaling with price refinement, CostScaling::SolveFrom), so whichever
+  // algorithm won the last round, the other resumes from its solution.
+  // The result is as exact as Solve's.
+  absl::StatusOr<McmfSolution> SolveFrom(const McmfProblem& problem,
+                                         const std::vector<int64_t>& flow,
+                                         const std::vector<int64_t>& potentials);
+
  private:
+  struct WarmStart {
+    const std::vector<int64_t>& flow;
+    const std::vector<int64_t>& potentials;
+  };
+  absl::StatusOr<McmfSolution> Race(const McmfProblem& problem,
+                                    const WarmStart* warm);
+
   std::atomic<bool>* race_stop_;
 };
 

@@ -43,6 +43,23 @@ TEST(PortfolioTest, MatchesLemonOnRandomNetworks) {
   testgen::ExpectCornerCasesSolved(solve);
 }
 
+// Firmament's incremental portfolio: both algorithms resume from another
+// round's optimum; infeasible networks are still recognised (cost scaling
+// checks feasibility first and stops the relaxation).
+TEST(PortfolioTest, WarmStartMatchesLemon) {
+  const testgen::SolveFn solve = [](const McmfProblem& problem,
+                                    uint64_t seed) {
+    const testgen::WarmStartPoint start =
+        testgen::PerturbedOptimum(problem, seed);
+    return Portfolio().SolveFrom(problem, start.flow, start.potentials);
+  };
+  testgen::ExpectMatchesLemonOnRandomFeasibleNetworks(solve);
+  testgen::ExpectMatchesLemonFeasibilityOnRandomSupplies(solve);
+  testgen::ExpectMatchesLemonOnSchedulingNetworks(solve);
+  testgen::ExpectMatchesLemonOnCappedSchedulingNetworks(solve);
+  testgen::ExpectCornerCasesSolved(solve);
+}
+
 TEST(PortfolioTest, ACallerStopCancelsBothAlgorithms) {
   std::atomic<bool> stop{true};
   Portfolio portfolio(&stop);

@@ -49,9 +49,9 @@ class Workspace {
             const std::atomic<bool>* stop)
       : problem_(problem), options_(options), stop_(stop) {}
 
-  // Bounds checks, residual graph, zero prices, negative-cost arcs
-  // saturated (complementary slackness for zero prices).
-  absl::Status Init();
+  // Bounds checks, residual graph, zero prices (or the warm start's),
+  // arcs with negative reduced cost saturated (complementary slackness).
+  absl::Status Init(const RelaxationWarmStart* warm = nullptr);
   // Relaxation iterations until no surplus is left. Returns kInfeasible only
   // with a cut certificate (a set with surplus and no residual arc out).
   absl::StatusOr<McmfOutcome> Run();
@@ -133,7 +133,7 @@ class Workspace {
   size_t frontier_back_head_ = 0;
 };
 
-absl::Status Workspace::Init() {
+absl::Status Workspace::Init(const RelaxationWarmStart* warm) {
   node_count_ = problem_.node_count;
   const size_t arc_count = problem_.arcs.size();
   int64_t max_abs_cost = 0;
@@ -161,25 +161,50 @@ absl::Status Workspace::Init() {
   forward_arc_.assign(arc_count, 0);
   surplus_.assign(problem_.supply.begin(), problem_.supply.end());
   sink_side_.assign(node_count_, 0);
+  price_.assign(node_count_, 0);
+  if (warm != nullptr) {
+    // Shift the start prices to [0, span]: only differences matter, and
+    // the guard below keeps every rise checked against kMaxPrice.
+    const size_t known = std::min<size_t>(warm->potentials.size(), node_count_);
+    int64_t low = 0, high = 0;
+    for (size_t v = 0; v < known; ++v) {
+      low = std::min(low, warm->potentials[v]);
+      high = std::max(high, warm->potentials[v]);
+    }
+    if (static_cast<Int128>(high) - low > (Int128{1} << 60)) {
+      return absl::OutOfRangeError(
+          "relaxation: the warm start's prices span more than 2^60");
+    }
+    for (size_t v = 0; v < known; ++v) price_[v] = warm->potentials[v] - low;
+    for (size_t v = known; v < node_count_; ++v) price_[v] = -low;
+  }
   for (size_t i = 0; i < arc_count; ++i) {
     const McmfArc& arc = problem_.arcs[i];
     const uint32_t fwd = next[arc.src]++;
     const uint32_t rev = next[arc.dst]++;
-    arcs_[fwd] = ResidualArc{arc.capacity, arc.cost, arc.dst, rev};
-    arcs_[rev] = ResidualArc{0, -arc.cost, arc.src, fwd};
+    const int64_t rc = arc.cost - price_[arc.src] + price_[arc.dst];
+    arcs_[fwd] = ResidualArc{arc.capacity, rc, arc.dst, rev};
+    arcs_[rev] = ResidualArc{0, -rc, arc.src, fwd};
     forward_arc_[i] = fwd;
-    // Zero prices: an arc with negative cost must carry its capacity.
-    if (arc.cost < 0 && arc.capacity > 0) {
-      arcs_[fwd].residual = 0;
-      arcs_[rev].residual = arc.capacity;
-      surplus_[arc.src] -= arc.capacity;
-      surplus_[arc.dst] += arc.capacity;
+    // Complementary slackness: an arc with negative reduced cost carries
+    // its capacity, one with positive reduced cost nothing, a balanced
+    // one whatever the warm start had on it.
+    int64_t flow = 0;
+    if (rc < 0) {
+      flow = arc.capacity;
+    } else if (rc == 0 && warm != nullptr && i < warm->flow.size()) {
+      flow = std::clamp<int64_t>(warm->flow[i], 0, arc.capacity);
+    }
+    if (flow > 0) {
+      arcs_[fwd].residual = arc.capacity - flow;
+      arcs_[rev].residual = flow;
+      surplus_[arc.src] -= flow;
+      surplus_[arc.dst] += flow;
     }
     if (arc.capacity > 0 && arc.src != arc.dst && problem_.supply[arc.dst] < 0) {
       sink_side_[arc.src] = 1;
     }
   }
-  price_.assign(node_count_, 0);
   queued_.assign(node_count_, 0);
   label_stamp_.assign(node_count_, 0);
   scan_stamp_.assign(node_count_, 0);
@@ -487,6 +512,23 @@ absl::StatusOr<McmfSolution> Workspace::ExtractSolution() const {
 }
 
 }  // namespace
+
+absl::StatusOr<McmfSolution> Relaxation::SolveFrom(
+    const McmfProblem& problem, const RelaxationWarmStart& start) {
+  FLOWSCHED_RETURN_IF_ERROR(ValidateProblem(problem));
+  if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) {
+    return absl::CancelledError("relaxation: stopped by the caller");
+  }
+  Workspace workspace(problem, options_, stop_);
+  FLOWSCHED_RETURN_IF_ERROR(workspace.Init(&start));
+  McmfSolution solution;
+  FLOWSCHED_ASSIGN_OR_RETURN(const McmfOutcome outcome, workspace.Run());
+  if (outcome == McmfOutcome::kOptimal) {
+    FLOWSCHED_ASSIGN_OR_RETURN(solution, workspace.ExtractSolution());
+  }
+  solution.algorithm = std::string(name());
+  return solution;
+}
 
 absl::StatusOr<McmfSolution> Relaxation::Solve(const McmfProblem& problem) {
   FLOWSCHED_RETURN_IF_ERROR(ValidateProblem(problem));

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -47,6 +48,15 @@ struct RelaxationOptions {
 // Solve keeps all work arrays local, so one instance may serve concurrent
 // calls (they share the stop flag); set_stop_flag itself is not
 // synchronised and belongs before the calls.
+// Where a warm-started solve begins: the flow and potentials of a previous
+// optimum of a network with the same node ids (McmfSolution convention),
+// typically the last round's before this round's changes. Neither needs to
+// fit the new problem: the flow is a hint, the potentials the real start.
+struct RelaxationWarmStart {
+  std::span<const int64_t> flow;        // per problem arc; shorter: 0
+  std::span<const int64_t> potentials;  // per node; shorter: 0
+};
+
 class Relaxation final : public McmfSolver {
  public:
   Relaxation() = default;
@@ -54,6 +64,19 @@ class Relaxation final : public McmfSolver {
 
   absl::StatusOr<McmfSolution> Solve(const McmfProblem& problem) override;
   std::string_view name() const override { return "relaxation"; }
+
+  // Relaxation as a repair engine: starts from `start`'s prices instead of
+  // zero and from its flow wherever complementary slackness allows (an arc
+  // with rc < 0 is saturated, rc > 0 emptied, rc == 0 keeps the hint
+  // clamped to its capacity), so after a round that changed little only
+  // the imbalances this leaves are routed. Prices are shifted to start at
+  // 0; OutOfRange if their span exceeds 2^60 (re-solve from scratch then).
+  // Skips the up-front max flow of Solve: an infeasible problem ends with a
+  // cut certificate (kInfeasible) or at the price guard (OutOfRange), so
+  // callers race it or fall back to Solve. The result is exact and carries
+  // its own potentials, like Solve's.
+  absl::StatusOr<McmfSolution> SolveFrom(const McmfProblem& problem,
+                                         const RelaxationWarmStart& start);
 
   // Cooperative cancellation for a portfolio racing several solvers: while
   // `*stop` is true, Solve returns CancelledError within a few thousand

@@ -245,5 +245,39 @@ TEST(RelaxationTest, StopFlagCancelsARunningSolve) {
   }
 }
 
+// Relaxation as a repair engine: from the optimum of a perturbed network
+// (the previous round's) it must still end exactly optimal.
+TEST(RelaxationWarmStartTest, MatchesLemonFromAPerturbedOptimum) {
+  const testgen::SolveFn solve = [](const McmfProblem& problem,
+                                    uint64_t seed) {
+    const testgen::WarmStartPoint start =
+        testgen::PerturbedOptimum(problem, seed);
+    return Relaxation().SolveFrom(problem, {start.flow, start.potentials});
+  };
+  testgen::ExpectMatchesLemonOnRandomFeasibleNetworks(solve);
+  testgen::ExpectMatchesLemonOnSchedulingNetworks(solve);
+  testgen::ExpectMatchesLemonOnLargeSchedulingNetwork(solve);
+  testgen::ExpectCornerCasesSolved(solve);
+}
+
+TEST(RelaxationWarmStartTest, ShortOrEmptyStartsAndFarApartPrices) {
+  const McmfProblem problem =
+      testgen::SchedulingNetwork(7, testgen::SchedulingOptions{});
+  // An empty start is a cold start without the up-front max flow.
+  ExpectMatchesLemon(problem, Relaxation().SolveFrom(problem, {}));
+  // A start for fewer arcs and nodes (new ones since): the rest start at 0.
+  testgen::WarmStartPoint start = testgen::PerturbedOptimum(problem, 7);
+  start.flow.resize(start.flow.size() / 2);
+  start.potentials.resize(start.potentials.size() / 2);
+  ExpectMatchesLemon(problem,
+                     Relaxation().SolveFrom(problem, {start.flow,
+                                                      start.potentials}));
+  // Prices too far apart to shift safely are refused, not wrapped.
+  std::vector<int64_t> wide(problem.node_count, 0);
+  wide[0] = int64_t{1} << 61;
+  EXPECT_THAT(Relaxation().SolveFrom(problem, {{}, wide}),
+              StatusIs(absl::StatusCode::kOutOfRange, "span more than 2^60"));
+}
+
 }  // namespace
 }  // namespace flowsched::solver

@@ -5,6 +5,8 @@
 #include <random>
 #include <vector>
 
+#include "services/solver/cost_scaling.h"
+
 namespace flowsched::solver::testgen {
 namespace {
 
@@ -160,6 +162,32 @@ McmfProblem SchedulingNetwork(uint64_t seed, const SchedulingOptions& options) {
   }
   problem.supply[sink] = -static_cast<int64_t>(tasks);
   return problem;
+}
+
+WarmStartPoint PerturbedOptimum(const McmfProblem& problem, uint64_t seed) {
+  Rng rng(seed ^ 0x5eed'57a7'0000'0001ULL);
+  McmfProblem changed = problem;
+  for (McmfArc& arc : changed.arcs) {
+    if (rng.Chance(0.2)) {
+      arc.cost = std::clamp<int64_t>(arc.cost + rng.Int(-20, 20), -kMaxArcCost,
+                                     kMaxArcCost);
+    }
+    if (rng.Chance(0.1)) arc.capacity = rng.Int(0, arc.capacity + 3);
+  }
+  WarmStartPoint point;
+  auto solution = CostScaling().Solve(changed);
+  if (solution.ok() && solution->outcome == McmfOutcome::kOptimal) {
+    point.flow = std::move(solution->flow);
+    point.potentials = std::move(solution->potentials);
+    return point;
+  }
+  for (const McmfArc& arc : problem.arcs) {
+    point.flow.push_back(rng.Int(0, arc.capacity + 1));
+  }
+  for (uint32_t v = 0; v < problem.node_count; ++v) {
+    point.potentials.push_back(rng.Int(-1000, 1000));
+  }
+  return point;
 }
 
 }  // namespace flowsched::solver::testgen

@@ -53,4 +53,15 @@ struct SchedulingOptions {
 
 McmfProblem SchedulingNetwork(uint64_t seed, const SchedulingOptions& options);
 
+// A starting point for warm-started solvers: the optimum (by cost scaling)
+// of a copy of `problem` with the costs of about a fifth of the arcs and
+// the capacities of about a tenth changed, as a round's changes would; if
+// that copy is infeasible, a random flow and random potentials instead.
+// Sized to `problem`.
+struct WarmStartPoint {
+  std::vector<int64_t> flow;
+  std::vector<int64_t> potentials;
+};
+WarmStartPoint PerturbedOptimum(const McmfProblem& problem, uint64_t seed);
+
 }  // namespace flowsched::solver::testgen

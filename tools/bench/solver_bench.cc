@@ -23,6 +23,7 @@
 #include "services/solver/dimacs.h"
 #include "services/solver/flow_checker.h"
 #include "services/solver/incremental_solver.h"
+#include "services/solver/portfolio.h"
 #include "services/solver/solver_registry.h"
 #include "tools/bench/lemon_runners.h"
 
@@ -99,6 +100,23 @@ class Runner {
   virtual void Changed(const RoundChanges& /*changes*/) {}
 };
 
+// Outcome and cost of a timed solve into `sample`, after the optimality
+// certificate; the error text on failure.
+std::optional<std::string> CheckedSample(
+    const solver::McmfProblem& problem,
+    const absl::StatusOr<solver::McmfSolution>& solution, Sample& sample) {
+  if (!solution.ok()) return solution.status().ToString();
+  sample.optimal = solution->outcome == solver::McmfOutcome::kOptimal;
+  sample.cost = solution->total_cost;
+  if (sample.optimal) {
+    if (absl::Status check = solver::CheckOptimalFlow(problem, *solution);
+        !check.ok()) {
+      return "CheckOptimalFlow: " + check.ToString();
+    }
+  }
+  return std::nullopt;
+}
+
 class FlowschedRunner final : public Runner {
  public:
   explicit FlowschedRunner(std::unique_ptr<solver::McmfSolver> solver)
@@ -108,16 +126,7 @@ class FlowschedRunner final : public Runner {
     const Clock::time_point start = Clock::now();
     absl::StatusOr<solver::McmfSolution> solution = solver_->Solve(problem);
     sample.total_ms = sample.core_ms = MsSince(start);
-    if (!solution.ok()) return solution.status().ToString();
-    sample.optimal = solution->outcome == solver::McmfOutcome::kOptimal;
-    sample.cost = solution->total_cost;
-    if (sample.optimal) {
-      if (absl::Status check = solver::CheckOptimalFlow(problem, *solution);
-          !check.ok()) {
-        return "CheckOptimalFlow: " + check.ToString();
-      }
-    }
-    return std::nullopt;
+    return CheckedSample(problem, solution, sample);
   }
 
  private:
@@ -216,6 +225,29 @@ class IncrementalRunner final : public Runner {
   bool warm_ = false;
 };
 
+// The portfolio warm-started from the previous round's optimum (problem
+// indices are stable across a sequence's rounds); round 0 is cold.
+class WarmPortfolioRunner final : public Runner {
+ public:
+  std::optional<std::string> Solve(const solver::McmfProblem& problem,
+                                   Sample& sample) override {
+    const Clock::time_point start = Clock::now();
+    solver::Portfolio portfolio;
+    absl::StatusOr<solver::McmfSolution> solution =
+        last_.outcome == solver::McmfOutcome::kOptimal
+            ? portfolio.SolveFrom(problem, last_.flow, last_.potentials)
+            : portfolio.Solve(problem);
+    sample.total_ms = sample.core_ms = MsSince(start);
+    std::optional<std::string> failure =
+        CheckedSample(problem, solution, sample);
+    if (!failure) last_ = std::move(*solution);
+    return failure;
+  }
+
+ private:
+  solver::McmfSolution last_;
+};
+
 class LemonRunner final : public Runner {
  public:
   explicit LemonRunner(LemonAlgorithm algorithm) : algorithm_(algorithm) {}
@@ -243,6 +275,9 @@ std::unique_ptr<Runner> MakeRunner(const std::string& algorithm,
     return std::make_unique<LemonRunner>(LemonAlgorithm::kCostScaling);
   }
   if (algorithm == kIncremental) return std::make_unique<IncrementalRunner>();
+  if (algorithm == kWarmPortfolio) {
+    return std::make_unique<WarmPortfolioRunner>();
+  }
   absl::StatusOr<std::unique_ptr<solver::McmfSolver>> solver =
       solver::MakeSolver(algorithm);
   if (!solver.ok()) {
@@ -654,7 +689,8 @@ int RunSolverBench(const BenchOptions& options, std::ostream& out,
                             MsSince(gen_start) / 1000.0);
     std::vector<AlgorithmResult> results;
     for (const std::string& algorithm : algorithms) {
-      if (algorithm == kIncremental && !incremental) {
+      if ((algorithm == kIncremental || algorithm == kWarmPortfolio) &&
+          !incremental) {
         // A cold solve of the incremental runner is cost scaling itself.
         AlgorithmResult skipped;
         skipped.algorithm = algorithm;

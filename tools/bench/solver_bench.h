@@ -20,6 +20,10 @@ inline constexpr char kLemonCostScaling[] = "lemon_cs";
 // flowsched's incremental solver; runs on incremental sequences only (a cold
 // case would just be cost scaling).
 inline constexpr char kIncremental[] = "incremental";
+// Firmament's incremental portfolio (relaxation and cost scaling both
+// resuming from the previous round's optimum, Portfolio::SolveFrom);
+// incremental sequences only.
+inline constexpr char kWarmPortfolio[] = "warm_portfolio";
 
 struct BenchCase {
   std::string name;

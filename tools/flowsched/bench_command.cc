@@ -57,6 +57,7 @@ CommandMain AddBenchCommand(CLI::App& app, CommonFlags& flags) {
     if (options->algorithms.empty()) {
       options->algorithms = solver::SolverNames();
       options->algorithms.push_back(bench::kIncremental);
+      options->algorithms.push_back(bench::kWarmPortfolio);
     }
     if (*list) {
       for (const bench::BenchCase& c : bench::StandardCases(options->quick)) {
