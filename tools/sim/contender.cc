@@ -133,7 +133,7 @@ class FlowContender final : public Contender {
   }
 
  private:
-  // Writes the round's network while rounds_ < export_rounds_.
+  // Writes the network of each of the first export_rounds_ rounds.
   absl::Status Export(const solver::McmfProblem& problem) {
     ++rounds_;
     if (export_dir_.empty() || rounds_ > export_rounds_) return absl::OkStatus();
@@ -143,8 +143,8 @@ class FlowContender final : public Contender {
     if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
     return solver::WriteDimacs(
         problem, out,
-        absl::StrCat("flowsched simulate: ", std::string(policy_->name()), " round ",
-                     rounds_));
+        absl::StrCat("flowsched simulate: ", std::string(policy_->name()),
+                     " round ", rounds_));
   }
 
   std::unique_ptr<flow::SchedulingPolicy> policy_;
