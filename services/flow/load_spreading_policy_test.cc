@@ -30,6 +30,15 @@ class LoadSpreadingPolicyTest : public ::testing::Test {
                 IsOk());
     changes_.Clear();
   }
+  // Job 7 with tasks 71 and 72, then a Sync.
+  void SubmitJob7AndSync() {
+    cluster::JobSubmitted job{JobId(7), "j", 0, {}};
+    job.tasks.resize(2);
+    job.tasks[0].id = TaskId(71);
+    job.tasks[1].id = TaskId(72);
+    Apply(job);
+    Sync();
+  }
   int64_t ArcCost(NodeId src, NodeId dst) {
     auto arc = network_.FindArc(src, dst);
     EXPECT_TRUE(arc.has_value()) << src << "->" << dst;
@@ -46,12 +55,7 @@ class LoadSpreadingPolicyTest : public ::testing::Test {
 TEST_F(LoadSpreadingPolicyTest, BuildsFirmamentFigure6aShape) {
   Apply(cluster::MachineAdded{MachineId(1), "r", {}, 2, {}});
   Apply(cluster::MachineAdded{MachineId(2), "r", {}, 3, {}});
-  cluster::JobSubmitted job{JobId(7), "j", 0, {}};
-  job.tasks.resize(2);
-  job.tasks[0].id = TaskId(71);
-  job.tasks[1].id = TaskId(72);
-  Apply(job);
-  Sync();
+  SubmitJob7AndSync();
 
   const NodeId sink = builder_.sink();
   const NodeId x = builder_.cluster_aggregator();
@@ -77,12 +81,7 @@ TEST_F(LoadSpreadingPolicyTest, BuildsFirmamentFigure6aShape) {
 
 TEST_F(LoadSpreadingPolicyTest, RunningTasksRaiseTheMachineCost) {
   Apply(cluster::MachineAdded{MachineId(1), "r", {}, 4, {}});
-  cluster::JobSubmitted job{JobId(7), "j", 0, {}};
-  job.tasks.resize(2);
-  job.tasks[0].id = TaskId(71);
-  job.tasks[1].id = TaskId(72);
-  Apply(job);
-  Sync();
+  SubmitJob7AndSync();
   ASSERT_THAT(state_.Place(TaskId(71), MachineId(1), 5, changes_), IsOk());
   Sync();
   const NodeId x = builder_.cluster_aggregator();
@@ -155,12 +154,7 @@ TEST(LoadSpreadingArcTest, OpenPiecesAreTheConvexCostOfTheFreeSlots) {
 // every piece of the machine's arc.
 TEST_F(LoadSpreadingPolicyTest, StartOrFinishFlipsOnePiece) {
   Apply(cluster::MachineAdded{MachineId(1), "r", {}, 13, {}});
-  cluster::JobSubmitted job{JobId(7), "j", 0, {}};
-  job.tasks.resize(2);
-  job.tasks[0].id = TaskId(71);
-  job.tasks[1].id = TaskId(72);
-  Apply(job);
-  Sync();
+  SubmitJob7AndSync();
   const NodeId x = builder_.cluster_aggregator();
   const NodeId m1 = builder_.FindMachineNode(MachineId(1));
   auto pieces = [&] {

@@ -18,16 +18,23 @@ namespace {
 
 using ::flowsched::testing::IsOk;
 
-// The graph manager side: cluster state and policy produce the change log
-// that rounds carry; the mirror replays it into a replica and its solver.
-TEST(IncrementalMirrorTest, EveryRoundIsOptimalAndMatchesAFromScratchSolve) {
+// The graph manager side (cluster state, load-spreading policy, a primary
+// network recording its changes) and the worker side (replica and mirror).
+class IncrementalMirrorTest : public ::testing::Test {
+ protected:
+  IncrementalMirrorTest() { primary.set_record_changes(true); }
+
   cluster::ClusterState state;
   flow::FlowNetwork primary;
-  primary.set_record_changes(true);
-  flow::NetworkBuilder builder(primary);
+  flow::NetworkBuilder builder{primary};
   flow::LoadSpreadingPolicy policy;
   flow::FlowNetwork replica;
-  IncrementalMirror mirror(std::make_unique<solver::CostScaling>());
+  IncrementalMirror mirror{std::make_unique<solver::CostScaling>()};
+};
+
+// The graph manager side: cluster state and policy produce the change log
+// that rounds carry; the mirror replays it into a replica and its solver.
+TEST_F(IncrementalMirrorTest, EveryRoundIsOptimalAndMatchesAFromScratchSolve) {
   std::mt19937_64 rng(11);
   uint64_t next_task = 1, next_job = 1;
   std::vector<uint64_t> live;
@@ -110,14 +117,7 @@ TEST(IncrementalMirrorTest, EveryRoundIsOptimalAndMatchesAFromScratchSolve) {
 // A change re-sends a machine's whole X->M arc, but a start only flips one
 // slot piece's capacity (load_spreading_policy.h); the mirror hands the
 // solver that piece and the task's own arcs, not all 13 pieces.
-TEST(IncrementalMirrorTest, OnlyChangedPiecesReachTheSolver) {
-  cluster::ClusterState state;
-  flow::FlowNetwork primary;
-  primary.set_record_changes(true);
-  flow::NetworkBuilder builder(primary);
-  flow::LoadSpreadingPolicy policy;
-  flow::FlowNetwork replica;
-  IncrementalMirror mirror(std::make_unique<solver::CostScaling>());
+TEST_F(IncrementalMirrorTest, OnlyChangedPiecesReachTheSolver) {
   auto sync = [&](const cluster::ChangeSet& changes) {
     ASSERT_THAT(policy.Sync(changes, state, builder), IsOk());
     for (const flow::GraphChange& change : primary.TakeChanges()) {

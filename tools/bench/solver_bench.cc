@@ -662,8 +662,10 @@ int RunSolverBench(const BenchOptions& options, std::ostream& out,
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const BenchCase& bench_case = cases[ci];
     const bool incremental = bench_case.rounds > 0;
-    progress << fmt::format("[{}/{}] {}: generating...", ci + 1, cases.size(),
-                            bench_case.name)
+    progress << fmt::format("[{}/{}] {}: {}...", ci + 1, cases.size(),
+                            bench_case.name,
+                            bench_case.dimacs_path.empty() ? "generating"
+                                                           : "reading")
              << std::flush;
     const Clock::time_point gen_start = Clock::now();
     std::optional<ClusterNetwork> network;
