@@ -68,6 +68,7 @@ class Workspace {
   // which the cold epsilon holds) and the cold epsilon is returned.
   int64_t WarmEpsilon();
   const McmfProblem& problem() const { return problem_; }
+  const CostScalingOptions& options() const { return options_; }
   int64_t ColdEpsilon() const { return std::max<int64_t>(1, max_abs_cost_ * scale_); }
 
   // Scaling phases from `start_epsilon` (the flow must be start-optimal)
@@ -603,7 +604,12 @@ absl::StatusOr<McmfSolution> Workspace::ExtractSolution() {
 absl::StatusOr<McmfSolution> Finish(Workspace& workspace, int64_t start_epsilon,
                                     bool warm, std::string_view name) {
   McmfSolution solution;
-  if (!HasFeasibleFlow(workspace.problem())) {
+  const Feasibility feasibility =
+      CheckFeasibility(workspace.problem(), workspace.options().stop);
+  if (feasibility == Feasibility::kStopped) {
+    return absl::CancelledError("cost scaling stopped by its caller");
+  }
+  if (feasibility == Feasibility::kInfeasible) {
     solution.outcome = McmfOutcome::kInfeasible;
   } else {
     FLOWSCHED_RETURN_IF_ERROR(workspace.Optimize(start_epsilon, warm));

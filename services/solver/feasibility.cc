@@ -14,6 +14,15 @@ constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 }  // namespace
 
 bool HasFeasibleFlow(const McmfProblem& problem) {
+  return CheckFeasibility(problem, nullptr) == Feasibility::kFeasible;
+}
+
+Feasibility CheckFeasibility(const McmfProblem& problem,
+                             const std::atomic<bool>* stop) {
+  const auto stopped = [stop] {
+    return stop != nullptr && stop->load(std::memory_order_relaxed);
+  };
+  if (stopped()) return Feasibility::kStopped;
   const uint32_t node_count = problem.node_count;
   const size_t arc_count = problem.arcs.size();
   // CSR residual network, counting-sorted by tail in input order; `mate`
@@ -55,7 +64,8 @@ bool HasFeasibleFlow(const McmfProblem& problem) {
     for (uint32_t v = 0; v < node_count; ++v) {
       if (excess[v] > 0) roots.push_back(v);
     }
-    if (roots.empty()) return true;
+    if (roots.empty()) return Feasibility::kFeasible;
+    if (stopped()) return Feasibility::kStopped;
     std::fill(level.begin(), level.end(), kNone);
     queue = roots;
     for (uint32_t v : roots) level[v] = 0;
@@ -75,9 +85,11 @@ bool HasFeasibleFlow(const McmfProblem& problem) {
         }
       }
     }
-    if (!reached) return false;
+    if (!reached) return Feasibility::kInfeasible;
     for (uint32_t v = 0; v < node_count; ++v) current[v] = first_out[v];
-    for (uint32_t root : roots) {
+    for (size_t r = 0; r < roots.size(); ++r) {
+      if ((r & 1023) == 1023 && stopped()) return Feasibility::kStopped;
+      const uint32_t root = roots[r];
       path.clear();
       uint32_t u = root;
       while (excess[root] > 0) {

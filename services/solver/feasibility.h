@@ -5,6 +5,8 @@
 // push-relabel and the relaxation method both assume that every excess can
 // reach a deficit).
 
+#include <atomic>
+
 #include "services/solver/mcmf_problem.h"
 
 namespace flowsched::solver {
@@ -14,5 +16,14 @@ namespace flowsched::solver {
 // positive-supply nodes to the negative-supply ones on a private CSR copy of
 // the network: O(n + m) memory, freed on return. Deterministic.
 bool HasFeasibleFlow(const McmfProblem& problem);
+
+enum class Feasibility { kFeasible, kInfeasible, kStopped };
+
+// As above, but reads `stop` (may be null) once per Dinic phase and every
+// 1,024 roots, and answers kStopped as soon as it is set: a portfolio's
+// losing algorithm must not hold its race for a whole max flow at 1.5
+// million arcs (tens of milliseconds) after the winner has finished.
+Feasibility CheckFeasibility(const McmfProblem& problem,
+                             const std::atomic<bool>* stop);
 
 }  // namespace flowsched::solver

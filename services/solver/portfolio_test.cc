@@ -3,6 +3,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/common/status_matchers.h"
+#include "services/solver/feasibility.h"
 #include "services/solver/flow_checker.h"
 #include "services/solver/lemon_reference.h"
 #include "services/solver/solver_conformance.h"
@@ -67,6 +68,23 @@ TEST(PortfolioTest, ACallerStopCancelsBothAlgorithms) {
       testgen::SchedulingNetwork(3, testgen::SchedulingOptions{});
   EXPECT_THAT(portfolio.Solve(problem),
               StatusIs(absl::StatusCode::kCancelled, ""));
+}
+
+// The race's stop flag reaches the up-front max flow both algorithms run,
+// so a losing algorithm leaves the race without finishing it.
+TEST(FeasibilityTest, AnswersAndHonoursAStop) {
+  const McmfProblem feasible =
+      testgen::SchedulingNetwork(3, testgen::SchedulingOptions{});
+  EXPECT_EQ(CheckFeasibility(feasible, nullptr), Feasibility::kFeasible);
+  EXPECT_TRUE(HasFeasibleFlow(feasible));
+  std::atomic<bool> stop{true};
+  EXPECT_EQ(CheckFeasibility(feasible, &stop), Feasibility::kStopped);
+  McmfProblem cut;  // supply with no way to its demand
+  cut.node_count = 3;
+  cut.supply = {1, 0, -1};
+  cut.arcs = {McmfArc{.src = 0, .dst = 1, .capacity = 1, .cost = 0}};
+  EXPECT_EQ(CheckFeasibility(cut, nullptr), Feasibility::kInfeasible);
+  EXPECT_FALSE(HasFeasibleFlow(cut));
 }
 
 }  // namespace

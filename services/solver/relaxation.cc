@@ -541,7 +541,11 @@ absl::StatusOr<McmfSolution> Relaxation::Solve(const McmfProblem& problem) {
   // The relaxation method assumes feasibility (an infeasible problem shows
   // up only as prices rising without bound, possibly to the 2^61 guard), so
   // ask a max flow first, as cost scaling does.
-  if (HasFeasibleFlow(problem)) {
+  const Feasibility feasibility = CheckFeasibility(problem, stop_);
+  if (feasibility == Feasibility::kStopped) {
+    return absl::CancelledError("relaxation: stopped by the caller");
+  }
+  if (feasibility == Feasibility::kFeasible) {
     FLOWSCHED_ASSIGN_OR_RETURN(const McmfOutcome outcome, workspace.Run());
     if (outcome == McmfOutcome::kOptimal) {
       FLOWSCHED_ASSIGN_OR_RETURN(solution, workspace.ExtractSolution());
