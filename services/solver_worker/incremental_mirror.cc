@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -12,8 +15,8 @@
 namespace flowsched::solver_worker {
 
 IncrementalMirror::IncrementalMirror(
-    std::unique_ptr<solver::McmfSolver> cold_solver)
-    : cold_solver_(std::move(cold_solver)) {
+    std::unique_ptr<solver::McmfSolver> cold_solver, MirrorOptions options)
+    : cold_solver_(std::move(cold_solver)), options_(options) {
   Reset();
 }
 
@@ -121,41 +124,72 @@ absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
   return absl::InvalidArgumentError("unknown graph change");
 }
 
+bool IncrementalMirror::RepairAlone(
+    absl::StatusOr<solver::IncrementalResult>& repaired) {
+  std::atomic<bool> deadline{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  std::thread timer([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, std::chrono::microseconds(options_.race_delay_us),
+                     [&] { return finished; })) {
+      deadline.store(true);
+    }
+  });
+  solver_->set_stop_flag(&deadline);
+  repaired = solver_->Solve();
+  solver_->set_stop_flag(nullptr);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    finished = true;
+  }
+  cv.notify_one();
+  timer.join();
+  return !(repaired.status().code() == absl::StatusCode::kCancelled &&
+           deadline.load());
+}
+
 absl::StatusOr<MirrorResult> IncrementalMirror::Solve() {
   MirrorResult result;
   if (!cold_) {
-    // Portfolio (Firmament section 6.1): repair the previous flow and solve
-    // from scratch by the relaxation / cost scaling portfolio at the same
-    // time; the first to finish wins and stops the others. Repair wins when
-    // the round's changes stay local; the from-scratch algorithms bound the
-    // round when changes ripple through the whole network.
-    solver::McmfSolution unused;
-    solver_->Export(result.problem, unused, result.handles);
-    std::atomic<bool> stop{false};
-    absl::StatusOr<solver::McmfSolution> raced =
-        absl::UnknownError("the portfolio did not run");
-    std::thread racer([&] {
-      raced = solver::Portfolio(&stop).Solve(result.problem);
-    });
-    solver_->set_stop_flag(&stop);
-    auto repaired = solver_->Solve();
-    solver_->set_stop_flag(nullptr);
-    if (repaired.ok()) stop.store(true);
-    racer.join();
+    absl::StatusOr<solver::IncrementalResult> repaired =
+        absl::UnknownError("the repair did not run");
+    if (options_.race_delay_us <= 0 || !RepairAlone(repaired)) {
+      // Portfolio (Firmament section 6.1): the repair (resumed from where
+      // the delay stopped it) and the relaxation / cost scaling portfolio
+      // from scratch; the first to finish wins and stops the others. The
+      // from-scratch algorithms bound the round when changes ripple
+      // through the whole network.
+      solver::McmfSolution unused;
+      solver_->Export(result.problem, unused, result.handles);
+      std::atomic<bool> stop{false};
+      absl::StatusOr<solver::McmfSolution> raced =
+          absl::UnknownError("the portfolio did not run");
+      std::thread racer([&] {
+        raced = solver::Portfolio(&stop).Solve(result.problem);
+      });
+      solver_->set_stop_flag(&stop);
+      repaired = solver_->Solve();
+      solver_->set_stop_flag(nullptr);
+      if (repaired.ok()) stop.store(true);
+      racer.join();
+      if (!repaired.ok() &&
+          repaired.status().code() == absl::StatusCode::kCancelled &&
+          raced.ok() && raced->outcome == solver::McmfOutcome::kOptimal) {
+        result.solution = std::move(*raced);
+        result.outcome = result.solution.outcome;
+        result.total_cost = result.solution.total_cost;
+        result.algorithm = result.solution.algorithm;
+        FLOWSCHED_RETURN_IF_ERROR(Install(result));
+        return result;
+      }
+    }
     if (repaired.ok()) {
       result.outcome = repaired->outcome;
       result.total_cost = repaired->total_cost;
       result.algorithm = "incremental";
       solver_->Export(result.problem, result.solution, result.handles);
-      return result;
-    }
-    if (repaired.status().code() == absl::StatusCode::kCancelled &&
-        raced.ok() && raced->outcome == solver::McmfOutcome::kOptimal) {
-      result.solution = std::move(*raced);
-      result.outcome = result.solution.outcome;
-      result.total_cost = result.solution.total_cost;
-      result.algorithm = result.solution.algorithm;
-      FLOWSCHED_RETURN_IF_ERROR(Install(result));
       return result;
     }
     if (repaired.status().code() != absl::StatusCode::kOutOfRange &&

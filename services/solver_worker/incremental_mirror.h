@@ -40,9 +40,22 @@ struct MirrorResult {
   std::vector<uint32_t> handles;
 };
 
+struct MirrorOptions {
+  // How long the incremental repair runs alone before the from-scratch
+  // portfolio joins the race. Most rounds repair in a few milliseconds;
+  // starting the portfolio at once (as Firmament does) costs those rounds
+  // an export of the whole problem and, on two cores, the time the losers
+  // take to notice they lost (at 150,000 tasks about 25 ms and 90 ms). A
+  // round that takes longer gives the portfolio its head start back, less
+  // this delay, which is small next to a from-scratch solve of such a
+  // network. 0 races from the start.
+  int64_t race_delay_us = 20'000;
+};
+
 class IncrementalMirror {
  public:
-  explicit IncrementalMirror(std::unique_ptr<solver::McmfSolver> cold_solver);
+  explicit IncrementalMirror(std::unique_ptr<solver::McmfSolver> cold_solver,
+                             MirrorOptions options = {});
 
   // Drops all state: the next changes rebuild the network from empty.
   void Reset();
@@ -51,8 +64,9 @@ class IncrementalMirror {
   absl::Status Apply(const flow::GraphChange& change,
                      flow::FlowNetwork& network);
   // Solves the current network and exports problem and solution for the
-  // checker: a cold start by the cold solver, or a race of incremental
-  // repair against cost scaling from scratch (first to finish wins).
+  // checker: a cold start by the cold solver, or the incremental repair,
+  // raced after MirrorOptions::race_delay_us against the portfolio solving
+  // from scratch (first to finish wins).
   absl::StatusOr<MirrorResult> Solve();
   // Flow per arc slot of `network` (pieces summed), for placement
   // extraction. REQUIRES: a successful Solve since the last change.
@@ -65,10 +79,15 @@ class IncrementalMirror {
  private:
   // Installs a one-shot solution so later rounds repair from it.
   absl::Status Install(const MirrorResult& result);
+  // The repair alone, stopped at the race delay: true if it finished
+  // (`repaired` holds its result or error), false if the delay ran out
+  // first (the solver keeps a consistent pseudoflow to resume from).
+  bool RepairAlone(absl::StatusOr<solver::IncrementalResult>& repaired);
   uint32_t AllocateHandle();
   absl::Status ReleaseSlot(flow::ArcSlot slot);
 
   std::unique_ptr<solver::McmfSolver> cold_solver_;
+  MirrorOptions options_;
   std::unique_ptr<solver::IncrementalSolver> solver_;
   // One handle per piece position of an arc. A piece without capacity is
   // kept out of the solver (in_solver false): load spreading's closed slot

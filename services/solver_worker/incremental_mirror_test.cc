@@ -20,7 +20,11 @@ using ::flowsched::testing::IsOk;
 
 // The graph manager side (cluster state, load-spreading policy, a primary
 // network recording its changes) and the worker side (replica and mirror).
-class IncrementalMirrorTest : public ::testing::Test {
+// The parameter is the mirror's race delay: the default (the repair alone
+// first), 0 (Firmament's race from the start) and 1 us (the delay runs out
+// in every round that needs a Dijkstra, so the stopped repair resumes in
+// the race).
+class IncrementalMirrorTest : public ::testing::TestWithParam<int64_t> {
  protected:
   IncrementalMirrorTest() { primary.set_record_changes(true); }
 
@@ -29,12 +33,17 @@ class IncrementalMirrorTest : public ::testing::Test {
   flow::NetworkBuilder builder{primary};
   flow::LoadSpreadingPolicy policy;
   flow::FlowNetwork replica;
-  IncrementalMirror mirror{std::make_unique<solver::CostScaling>()};
+  IncrementalMirror mirror{std::make_unique<solver::CostScaling>(),
+                           MirrorOptions{.race_delay_us = GetParam()}};
 };
+
+INSTANTIATE_TEST_SUITE_P(RaceDelays, IncrementalMirrorTest,
+                         ::testing::Values(MirrorOptions{}.race_delay_us, 0,
+                                           1));
 
 // The graph manager side: cluster state and policy produce the change log
 // that rounds carry; the mirror replays it into a replica and its solver.
-TEST_F(IncrementalMirrorTest, EveryRoundIsOptimalAndMatchesAFromScratchSolve) {
+TEST_P(IncrementalMirrorTest, EveryRoundIsOptimalAndMatchesAFromScratchSolve) {
   std::mt19937_64 rng(11);
   uint64_t next_task = 1, next_job = 1;
   std::vector<uint64_t> live;
@@ -117,7 +126,7 @@ TEST_F(IncrementalMirrorTest, EveryRoundIsOptimalAndMatchesAFromScratchSolve) {
 // A change re-sends a machine's whole X->M arc, but a start only flips one
 // slot piece's capacity (load_spreading_policy.h); the mirror hands the
 // solver that piece and the task's own arcs, not all 13 pieces.
-TEST_F(IncrementalMirrorTest, OnlyChangedPiecesReachTheSolver) {
+TEST_P(IncrementalMirrorTest, OnlyChangedPiecesReachTheSolver) {
   auto sync = [&](const cluster::ChangeSet& changes) {
     ASSERT_THAT(policy.Sync(changes, state, builder), IsOk());
     for (const flow::GraphChange& change : primary.TakeChanges()) {
