@@ -39,6 +39,19 @@ int64_t RoundToUnits(double value, int64_t cap) {
   return static_cast<int64_t>(std::llround(value));
 }
 
+// The step theta is priced in at `run_us` (QuincyParams::theta_bits): a
+// power of two times the base step, so the grid points of a coarser step
+// are grid points of every finer one and the priced theta never decreases.
+int64_t RunStep(int64_t run_us, const QuincyParams& params) {
+  const int64_t base = std::max<int64_t>(1, params.theta_step_us);
+  int64_t step = base;
+  const int bits = std::clamp(params.theta_bits, 0, 62);
+  while (step <= INT64_MAX / 2 && run_us / (step * 2) >= (int64_t{1} << bits)) {
+    step *= 2;
+  }
+  return step;
+}
+
 // Where a task's input lives (Quincy section 4.2's data-size inputs).
 struct TaskLocality {
   int64_t total = 0;                        // T
@@ -118,7 +131,20 @@ int64_t QuincyPolicy::DataCost(int64_t rack_bytes, int64_t core_bytes) const {
                       params_.omega_cap);
 }
 
+int64_t QuincyPolicy::PricedRunMicros(int64_t run_us) const {
+  if (run_us <= 0) return 0;
+  const int64_t step = RunStep(run_us, params_);
+  return run_us / step * step;
+}
+
+int64_t QuincyPolicy::NextRunPriceMicros(int64_t run_us) const {
+  if (run_us < 0) return 0;
+  const int64_t step = RunStep(run_us, params_);
+  return run_us / step * step + step;
+}
+
 int64_t QuincyPolicy::RunningCost(int64_t data_cost, int64_t run_us) const {
+  run_us = PricedRunMicros(run_us);
   // gamma = d* - p* with p* = theta seconds (Appendix). The floor -2 Omega
   // is below -Omega, so a task that ran long enough is never evicted
   // (starvation freedom, section 4.2), and keeps the cost in range.
@@ -489,19 +515,42 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
     }
   }
   FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, arcs));
-  pricing_[task_id] = pricing;
+  Remember(task, pricing, now_us);
   return absl::OkStatus();
+}
+
+int64_t QuincyPolicy::RunningDue(const cluster::Task& task, int64_t data,
+                                 int64_t now_us) const {
+  const int64_t run_us = task.RunMicros(now_us);
+  const int64_t floor = -2 * params_.omega_cap;
+  if (RunningCost(data, run_us) <= floor) return kNever;
+  const int64_t next = NextRunPriceMicros(run_us);
+  return now_us + (next - run_us);
+}
+
+void QuincyPolicy::Remember(const cluster::Task& task, TimePricing pricing,
+                            int64_t now_us) {
+  if (task.running()) {
+    pricing.due_us = RunningDue(task, pricing.running_data, now_us);
+    if (pricing.due_us != kNever) due_.emplace(pricing.due_us, task.spec.id);
+    waiting_.erase(task.spec.id);
+  } else {
+    pricing.due_us = kNever;
+    waiting_.insert(task.spec.id);
+  }
+  pricing_[task.spec.id] = pricing;
 }
 
 void QuincyPolicy::RemoveTask(TaskId id, NetworkBuilder& builder) {
   builder.RemoveTaskNode(id);
   pricing_.erase(id);
+  waiting_.erase(id);
 }
 
 absl::Status QuincyPolicy::RepriceTask(const cluster::Task& task, NodeId node,
                                        const TimePricing& pricing,
                                        int64_t now_us,
-                                       NetworkBuilder& builder) const {
+                                       NetworkBuilder& builder) {
   // The same arcs and costs SyncTask gives them; the others do not depend
   // on time. SetArc records nothing when the cost is unchanged.
   FlowNetwork& network = builder.network();
@@ -516,6 +565,7 @@ absl::Status QuincyPolicy::RepriceTask(const cluster::Task& task, NodeId node,
         network.SetArc(node, builder.FindJobNode(task.job), 1,
                        WaitCost(task.WaitMicros(now_us))));
   }
+  if (task.running()) Remember(task, pricing, now_us);
   return absl::OkStatus();
 }
 
@@ -534,6 +584,8 @@ absl::Status QuincyPolicy::Sync(const cluster::ChangeSet& changes,
       if (state.FindTask(id) == nullptr) RemoveTask(id, builder);
     }
     pricing_.clear();
+    waiting_.clear();
+    due_ = {};
     for (const auto& [id, task] : state.tasks()) {
       FLOWSCHED_RETURN_IF_ERROR(SyncTask(task, state, context.now_us, builder));
     }
@@ -553,13 +605,30 @@ absl::Status QuincyPolicy::Sync(const cluster::ChangeSet& changes,
       -(static_cast<int64_t>(builder.task_node_count()) + sink_offset_), 0);
 }
 
+absl::Status QuincyPolicy::RefreshTask(const cluster::Task& task,
+                                       const cluster::ClusterState& state,
+                                       int64_t now_us,
+                                       NetworkBuilder& builder) {
+  const TaskId id = task.spec.id;
+  const NodeId node = builder.FindTaskNode(id);
+  auto pricing = pricing_.find(id);
+  if (node == kNoNode || pricing == pricing_.end() ||
+      pricing->second.machine !=
+          (task.running() ? task.machine : MachineId())) {
+    return SyncTask(task, state, now_us, builder);
+  }
+  const TimePricing copy = pricing->second;  // Remember may rehash
+  return RepriceTask(task, node, copy, now_us, builder);
+}
+
 absl::Status QuincyPolicy::Refresh(const cluster::ClusterState& state,
                                    const SyncContext& context,
                                    NetworkBuilder& builder) {
-  // Wait and running costs grow with time: re-price every task. Topology
-  // and job bounds do not depend on time, so after a Sync (REQUIRES: for
-  // every change) they stand; a fresh policy over a restored network
-  // derives them here once.
+  // Wait and running costs grow with time: re-price the waiting tasks and
+  // the running tasks whose priced theta stepped (QuincyParams::theta_bits).
+  // Topology and job bounds do not depend on time, so after a Sync
+  // (REQUIRES: for every change) they stand; a fresh policy over a restored
+  // network derives them here once.
   if (!synced_) {
     cluster::ChangeSet none;
     bool topology_changed = false;
@@ -568,19 +637,34 @@ absl::Status QuincyPolicy::Refresh(const cluster::ClusterState& state,
     FLOWSCHED_RETURN_IF_ERROR(SyncJobs(none, state, builder));
     synced_ = true;
   }
-  for (const auto& [id, task] : state.tasks()) {
-    // A task is re-derived in full if this policy never priced it (a
-    // restored network) or its node or machine moved since.
-    const NodeId node = builder.FindTaskNode(id);
-    auto pricing = pricing_.find(id);
-    if (node == kNoNode || pricing == pricing_.end() ||
-        pricing->second.machine != (task.running() ? task.machine
-                                                   : MachineId())) {
-      FLOWSCHED_RETURN_IF_ERROR(SyncTask(task, state, context.now_us, builder));
-      continue;
+  if (pricing_.size() != state.tasks().size()) {
+    // Tasks this policy never priced (a restored network): visit all.
+    for (const auto& [id, task] : state.tasks()) {
+      FLOWSCHED_RETURN_IF_ERROR(
+          RefreshTask(task, state, context.now_us, builder));
     }
-    FLOWSCHED_RETURN_IF_ERROR(
-        RepriceTask(task, node, pricing->second, context.now_us, builder));
+  } else {
+    // Waiting tasks' wait costs grow every round; running tasks change
+    // price only at their due time.
+    const std::vector<TaskId> waiting(waiting_.begin(), waiting_.end());
+    for (TaskId id : waiting) {
+      if (const cluster::Task* task = state.FindTask(id)) {
+        FLOWSCHED_RETURN_IF_ERROR(
+            RefreshTask(*task, state, context.now_us, builder));
+      }
+    }
+    while (!due_.empty() && due_.top().first <= context.now_us) {
+      const auto [due_us, id] = due_.top();
+      due_.pop();
+      auto pricing = pricing_.find(id);
+      if (pricing == pricing_.end() || pricing->second.due_us != due_us) {
+        continue;  // stale: re-priced or removed since
+      }
+      if (const cluster::Task* task = state.FindTask(id)) {
+        FLOWSCHED_RETURN_IF_ERROR(
+            RefreshTask(*task, state, context.now_us, builder));
+      }
+    }
   }
   return builder.network().UpdateNode(
       builder.sink(),

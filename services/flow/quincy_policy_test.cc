@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -157,7 +158,8 @@ TEST_F(QuincyPolicyTest, RecentlyStartedTaskMovesForLocality) {
   Apply(0, cluster::TaskSubmitted{JobId(1),
                                   Task(2, 1000, {{MachineId(1), "", 1000}})});
   Sync(kSecond / 2);
-  EXPECT_EQ(Arc(T(1), M(1)).cost, -512 - QuincyParams{}.stay_bonus);
+  // theta is priced in whole seconds at first: 0.5 s counts as 0.
+  EXPECT_EQ(Arc(T(1), M(1)).cost, -QuincyParams{}.stay_bonus);
   EXPECT_EQ(Arc(T(2), R("r1")).cost, 1000);
   auto round = Solve();
   EXPECT_EQ(round.machine_of[2], 1u);
@@ -425,6 +427,61 @@ TEST_F(QuincyPolicyTest, RefreshRecordsOnlyCostsThatChanged) {
   ASSERT_THAT(policy_->Refresh(state_, SyncContext{3 * kSecond}, builder_),
               IsOk());
   EXPECT_TRUE(network_.TakeChanges().empty());
+}
+
+TEST(QuincyThetaTest, PricedInSecondsThenThreeSignificantBits) {
+  const QuincyPolicy policy;
+  EXPECT_EQ(policy.PricedRunMicros(-5), 0);
+  EXPECT_EQ(policy.PricedRunMicros(kSecond / 2), 0);
+  EXPECT_EQ(policy.PricedRunMicros(3 * kSecond / 2), kSecond);
+  EXPECT_EQ(policy.PricedRunMicros(15 * kSecond + 1), 15 * kSecond);
+  EXPECT_EQ(policy.PricedRunMicros(17 * kSecond), 16 * kSecond);  // step 2 s
+  EXPECT_EQ(policy.PricedRunMicros(100 * kSecond), 96 * kSecond);  // step 8 s
+  EXPECT_EQ(policy.NextRunPriceMicros(100 * kSecond), 104 * kSecond);
+  EXPECT_EQ(policy.NextRunPriceMicros(kSecond / 2), kSecond);
+  // Never more than 1/8 (theta_bits = 3) below theta once past 8 s, and
+  // never decreasing.
+  int64_t last = 0;
+  for (int64_t run = 0; run < 5000 * kSecond; run += 7 * kSecond / 3) {
+    const int64_t priced = policy.PricedRunMicros(run);
+    EXPECT_LE(priced, run);
+    EXPECT_GE(priced, last);
+    if (run >= 8 * kSecond) {
+      EXPECT_GT(priced, run - run / 8 - 1) << run;
+    }
+    EXPECT_GT(policy.NextRunPriceMicros(run), run);
+    last = priced;
+  }
+}
+
+// A running task's arc is re-priced only when its priced theta steps:
+// every second up to 16 s, every 2 s up to 32 s, ...; a waiting task's
+// wait arc every round.
+TEST_F(QuincyPolicyTest, RefreshRepricesRunningTasksOnlyWhenThetaSteps) {
+  Init(QuincyVariant::kQfp);
+  Submit(0, 1, {Task(1, 0), Task(2, 0)});
+  Sync(0);
+  ASSERT_THAT(state_.Place(TaskId(1), MachineId(1), 0, changes_), IsOk());
+  Sync(0);
+  network_.set_record_changes(true);
+  const auto changed_arcs = [&](int64_t now) {
+    EXPECT_THAT(policy_->Refresh(state_, SyncContext{now}, builder_), IsOk());
+    std::set<std::pair<NodeId, NodeId>> arcs;
+    for (const GraphChange& change : network_.TakeChanges()) {
+      if (change.type == GraphChange::Type::kSetArc) {
+        arcs.insert({change.src, change.dst});
+      }
+    }
+    return arcs;
+  };
+  using Arcs = std::set<std::pair<NodeId, NodeId>>;
+  EXPECT_EQ(changed_arcs(kSecond / 2), (Arcs{{T(2), U(1)}}));
+  EXPECT_EQ(changed_arcs(kSecond), (Arcs{{T(1), M(1)}, {T(2), U(1)}}));
+  EXPECT_EQ(Arc(T(1), M(1)).cost, -1024 - QuincyParams{}.stay_bonus);
+  EXPECT_EQ(changed_arcs(20 * kSecond), (Arcs{{T(1), M(1)}, {T(2), U(1)}}));
+  EXPECT_EQ(changed_arcs(21 * kSecond), (Arcs{{T(2), U(1)}}));
+  EXPECT_EQ(changed_arcs(22 * kSecond), (Arcs{{T(1), M(1)}, {T(2), U(1)}}));
+  EXPECT_EQ(Arc(T(1), M(1)).cost, -22 * 1024 - QuincyParams{}.stay_bonus);
 }
 
 // The whole network as sorted lines naming nodes by kind and entity, so
