@@ -87,6 +87,14 @@ class FlowNetwork {
     return nodes_[id].data;
   }
   [[nodiscard]] std::optional<ArcView> FindArc(NodeId src, NodeId dst) const;
+  // Whether arc slot `slot` holds a live arc and, if so, its ends: a
+  // sequential walk over slots, for passes that visit every arc with flow.
+  [[nodiscard]] bool ArcEnds(ArcSlot slot, NodeId& src, NodeId& dst) const {
+    if (slot >= arcs_.size() || !arcs_[slot].live) return false;
+    src = arcs_[slot].src;
+    dst = arcs_[slot].dst;
+    return true;
+  }
 
   void ForEachOutArc(NodeId id, const std::function<void(const ArcView&)>& fn)
       const;
