@@ -162,6 +162,13 @@ void AddResources(Resources& to, const Resources& r, int64_t sign) {
 }
 }  // namespace
 
+void ClusterState::CountRunning(JobId job, int delta) {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return;
+  it->second.running = static_cast<uint32_t>(
+      static_cast<int64_t>(it->second.running) + delta);
+}
+
 void ClusterState::Unplace(Task& task, int64_t now_us, ChangeSet& changes) {
   if (!task.running()) return;
   auto machine_it = machines_.find(task.machine);
@@ -175,6 +182,7 @@ void ClusterState::Unplace(Task& task, int64_t now_us, ChangeSet& changes) {
   task.machine = MachineId(0);
   task.start_time_us = 0;
   --running_count_;
+  CountRunning(task.job, -1);
   changes.tasks.insert(task.spec.id);
 }
 
@@ -246,6 +254,7 @@ absl::Status ClusterState::ApplyMachineGone(MachineId id, int64_t time_us,
     task.machine = MachineId(0);
     task.start_time_us = 0;
     --running_count_;
+    CountRunning(task.job, -1);
     changes.tasks.insert(task_id);
   }
   total_slots_ -= it->second.task_slots;
@@ -308,6 +317,7 @@ absl::Status ClusterState::Place(TaskId task_id, MachineId machine_id,
   task.start_time_us = now_us;
   ++task.placements;
   ++running_count_;
+  CountRunning(task.job, 1);
   changes.tasks.insert(task_id);
   changes.machines.insert(machine_id);
   return absl::OkStatus();
@@ -352,6 +362,7 @@ absl::Status ClusterState::RestoreJob(Job job) {
         absl::StrCat("stored job ", job.id.value(), " appears twice"));
   }
   job.tasks.clear();
+  job.running = 0;  // rebuilt by RestoreTask
   jobs_.emplace(job.id, std::move(job));
   return absl::OkStatus();
 }
@@ -396,6 +407,7 @@ absl::Status ClusterState::RestoreTask(Task task) {
     running.emplace_hint(running.end(), id);
     AddResources(machine_it->second.allocated, task.spec.request, 1);
     ++running_count_;
+    ++job_it->second.running;
   }
   std::set<TaskId>& job_tasks = job_it->second.tasks;
   job_tasks.emplace_hint(job_tasks.end(), id);

@@ -92,6 +92,8 @@ class ClusterState {
 
   // Finds a task and checks that it belongs to `job`.
   absl::StatusOr<Task*> TaskOfJob(JobId job, TaskId task);
+  // Adds delta to the running count of `job` (if it still exists).
+  void CountRunning(JobId job, int delta);
   // Takes the task off its machine and starts a waiting period at now_us.
   void Unplace(Task& task, int64_t now_us, ChangeSet& changes);
   void SeeTime(int64_t now_us) {

@@ -141,6 +141,34 @@ TEST_F(ClusterStateTest, PreemptAndMigrate) {
               StatusIs(absl::StatusCode::kFailedPrecondition, "not running"));
 }
 
+// Job::running follows every way a task starts or stops running.
+TEST_F(ClusterStateTest, JobRunningCountFollowsPlacements) {
+  const auto running = [&] { return state_.FindJob(JobId(1))->running; };
+  ASSERT_THAT(state_.Apply(Event(MachineAdded{MachineId(2), "r", {}, 2, {}}),
+                           0, changes_),
+              IsOk());
+  EXPECT_EQ(running(), 0u);
+  ASSERT_THAT(state_.Place(TaskId(11), MachineId(1), 7, changes_), IsOk());
+  ASSERT_THAT(state_.Place(TaskId(12), MachineId(2), 7, changes_), IsOk());
+  EXPECT_EQ(running(), 2u);
+  ASSERT_THAT(state_.Migrate(TaskId(11), MachineId(1), MachineId(2), 8,
+                             changes_),
+              IsOk());
+  EXPECT_EQ(running(), 2u);
+  ASSERT_THAT(state_.Preempt(TaskId(11), changes_), IsOk());
+  EXPECT_EQ(running(), 1u);
+  ASSERT_THAT(state_.Apply(Event(MachineFailed{MachineId(2), "power"}), 0,
+                           changes_),
+              IsOk());
+  EXPECT_EQ(running(), 0u);
+  ASSERT_THAT(state_.Place(TaskId(11), MachineId(1), 9, changes_), IsOk());
+  ASSERT_THAT(state_.Apply(Event(TaskFinished{JobId(1), TaskId(11)}), 10,
+                           changes_),
+              IsOk());
+  EXPECT_EQ(running(), 0u);
+  EXPECT_EQ(state_.running_task_count(), 0u);
+}
+
 TEST_F(ClusterStateTest, TaskLimitPerJobHoldsForLateSubmissions) {
   ValidationLimits limits;
   limits.max_tasks_per_job = 2;
@@ -200,6 +228,7 @@ TEST_F(ClusterStateTest, RestoreInAnyOrderRebuildsTheSameState) {
     EXPECT_THAT(job_tasks, ::testing::ElementsAre(1, 2, 3, 4, 5, 6));
     EXPECT_THAT(running, ::testing::ElementsAre(2, 4, 6));
     EXPECT_EQ(state->running_task_count(), 3u);
+    EXPECT_EQ(state->FindJob(JobId(1))->running, 3u);
   }
   ClusterState state = restore({1, 3});
   for (uint64_t id : {1, 3}) {

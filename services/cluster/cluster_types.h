@@ -79,6 +79,10 @@ struct Job {
   // The Google trace's "different machines" constraint: no two tasks of
   // this job may run on one machine at the same time.
   bool different_machines = false;
+  // Tasks of this job placed on a machine; kept by ClusterState (not
+  // persisted: RestoreTask rebuilds it), so fair-share policies need not
+  // visit every task each round.
+  uint32_t running = 0;
 };
 
 struct Machine {

@@ -162,10 +162,7 @@ std::map<JobId, QuincyJobBounds> QuincyPolicy::ComputeBounds(
   for (const auto& [id, job] : state.jobs()) {
     QuincyJobBounds& b = bounds[id];
     b.tasks = static_cast<int64_t>(job.tasks.size());
-    for (TaskId task_id : job.tasks) {
-      const cluster::Task* task = state.FindTask(task_id);
-      if (task != nullptr && task->running()) ++b.running;
-    }
+    b.running = job.running;
     if (params_.admission_limit == 0 ||
         admitted.size() < params_.admission_limit) {
       admitted.push_back(id);
