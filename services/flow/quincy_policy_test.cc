@@ -158,8 +158,7 @@ TEST_F(QuincyPolicyTest, RecentlyStartedTaskMovesForLocality) {
   Apply(0, cluster::TaskSubmitted{JobId(1),
                                   Task(2, 1000, {{MachineId(1), "", 1000}})});
   Sync(kSecond / 2);
-  // theta is priced in whole seconds at first: 0.5 s counts as 0.
-  EXPECT_EQ(Arc(T(1), M(1)).cost, -QuincyParams{}.stay_bonus);
+  EXPECT_EQ(Arc(T(1), M(1)).cost, -512 - QuincyParams{}.stay_bonus);
   EXPECT_EQ(Arc(T(2), R("r1")).cost, 1000);
   auto round = Solve();
   EXPECT_EQ(round.machine_of[2], 1u);
@@ -429,8 +428,14 @@ TEST_F(QuincyPolicyTest, RefreshRecordsOnlyCostsThatChanged) {
   EXPECT_TRUE(network_.TakeChanges().empty());
 }
 
-TEST(QuincyThetaTest, PricedInSecondsThenThreeSignificantBits) {
-  const QuincyPolicy policy;
+TEST(QuincyThetaTest, PricedInStepsThenThreeSignificantBits) {
+  const QuincyPolicy defaults;
+  EXPECT_EQ(defaults.PricedRunMicros(kSecond / 20), 0);
+  EXPECT_EQ(defaults.PricedRunMicros(kSecond / 2 + 1), kSecond / 2);
+  EXPECT_EQ(defaults.PricedRunMicros(20 * kSecond), 19'200'000);  // 1.6 s
+  QuincyParams seconds;
+  seconds.theta_step_us = kSecond;
+  const QuincyPolicy policy(seconds);
   EXPECT_EQ(policy.PricedRunMicros(-5), 0);
   EXPECT_EQ(policy.PricedRunMicros(kSecond / 2), 0);
   EXPECT_EQ(policy.PricedRunMicros(3 * kSecond / 2), kSecond);
@@ -455,8 +460,8 @@ TEST(QuincyThetaTest, PricedInSecondsThenThreeSignificantBits) {
 }
 
 // A running task's arc is re-priced only when its priced theta steps:
-// every second up to 16 s, every 2 s up to 32 s, ...; a waiting task's
-// wait arc every round.
+// every 100 ms up to 1.6 s, ..., every 1.6 s from 12.8 s to 25.6 s; a
+// waiting task's wait arc every round.
 TEST_F(QuincyPolicyTest, RefreshRepricesRunningTasksOnlyWhenThetaSteps) {
   Init(QuincyVariant::kQfp);
   Submit(0, 1, {Task(1, 0), Task(2, 0)});
@@ -475,13 +480,14 @@ TEST_F(QuincyPolicyTest, RefreshRepricesRunningTasksOnlyWhenThetaSteps) {
     return arcs;
   };
   using Arcs = std::set<std::pair<NodeId, NodeId>>;
-  EXPECT_EQ(changed_arcs(kSecond / 2), (Arcs{{T(2), U(1)}}));
-  EXPECT_EQ(changed_arcs(kSecond), (Arcs{{T(1), M(1)}, {T(2), U(1)}}));
-  EXPECT_EQ(Arc(T(1), M(1)).cost, -1024 - QuincyParams{}.stay_bonus);
+  EXPECT_EQ(changed_arcs(kSecond / 20), (Arcs{{T(2), U(1)}}));
+  EXPECT_EQ(changed_arcs(kSecond / 10), (Arcs{{T(1), M(1)}, {T(2), U(1)}}));
+  EXPECT_EQ(changed_arcs(kSecond / 10), Arcs{});
+  EXPECT_EQ(Arc(T(1), M(1)).cost, -102 - QuincyParams{}.stay_bonus);
   EXPECT_EQ(changed_arcs(20 * kSecond), (Arcs{{T(1), M(1)}, {T(2), U(1)}}));
-  EXPECT_EQ(changed_arcs(21 * kSecond), (Arcs{{T(2), U(1)}}));
-  EXPECT_EQ(changed_arcs(22 * kSecond), (Arcs{{T(1), M(1)}, {T(2), U(1)}}));
-  EXPECT_EQ(Arc(T(1), M(1)).cost, -22 * 1024 - QuincyParams{}.stay_bonus);
+  EXPECT_EQ(changed_arcs(20'500'000), (Arcs{{T(2), U(1)}}));
+  EXPECT_EQ(changed_arcs(20'800'000), (Arcs{{T(1), M(1)}, {T(2), U(1)}}));
+  EXPECT_EQ(Arc(T(1), M(1)).cost, -21'299 - QuincyParams{}.stay_bonus);
 }
 
 // The whole network as sorted lines naming nodes by kind and entity, so
