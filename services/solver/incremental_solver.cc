@@ -507,19 +507,13 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total_excess,
                                              IncrementalStats& stats) {
   // Multi-source Dijkstra on reduced costs (non-negative by the invariant)
   // with a lazily filled binary heap (Hapi digest 1.2: binary heap, small
-  // heap, partial Dijkstra). Among nodes at equal distance deficits come
-  // first, so a search that reaches the sink at the distance of thousands
-  // of other nodes (a free slot behind the cluster aggregator at 12,500
-  // machines) stops there; then ties break by node index for determinism.
-  const auto cmp = std::greater<HeapEntry>();
-  const auto entry = [this](int64_t d, uint32_t v) {
-    return HeapEntry{d, excess_[v] < 0 ? 0u : 1u, v};
-  };
+  // heap, partial Dijkstra). Ties break by node index for determinism.
+  const auto cmp = std::greater<std::pair<int64_t, uint32_t>>();
   heap_.clear();
   for (uint32_t v : sources_) {
     dist_[v] = 0;
     touched_.push_back(v);
-    heap_.push_back(entry(0, v));
+    heap_.emplace_back(0, v);
   }
   std::make_heap(heap_.begin(), heap_.end(), cmp);
   ++stats.dijkstra_runs;
@@ -530,7 +524,7 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total_excess,
                           IncrementalOptions::DijkstraStop::kFirstDeficit;
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), cmp);
-    const auto [d, tie, u] = heap_.back();
+    const auto [d, u] = heap_.back();
     heap_.pop_back();
     if (d != dist_[u]) continue;  // stale entry
     settled_.push_back(u);
@@ -547,7 +541,7 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total_excess,
       if (nd < dist_[arc.head]) {
         if (dist_[arc.head] == kInfinity) touched_.push_back(arc.head);
         dist_[arc.head] = nd;
-        heap_.push_back(entry(nd, arc.head));
+        heap_.emplace_back(nd, arc.head);
         std::push_heap(heap_.begin(), heap_.end(), cmp);
       }
     }
@@ -748,18 +742,18 @@ void IncrementalSolver::RecenterPotentials() {
     if (NodeExists(v)) top = std::max(top, potential_[v]);
   }
   if (top == std::numeric_limits<int64_t>::min()) return;
-  const auto cmp = std::greater<HeapEntry>();
+  const auto cmp = std::greater<std::pair<int64_t, uint32_t>>();
   heap_.clear();
   std::vector<int64_t> dist(node_limit_, kInfinity);
   for (uint32_t v = 0; v < node_limit_; ++v) {
     if (!NodeExists(v)) continue;
     dist[v] = top - potential_[v];
-    heap_.emplace_back(dist[v], 1u, v);
+    heap_.emplace_back(dist[v], v);
   }
   std::make_heap(heap_.begin(), heap_.end(), cmp);
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), cmp);
-    const auto [d, tie, u] = heap_.back();
+    const auto [d, u] = heap_.back();
     heap_.pop_back();
     if (d != dist[u]) continue;
     for (uint32_t r : adj_[u]) {
@@ -768,7 +762,7 @@ void IncrementalSolver::RecenterPotentials() {
       const int64_t nd = d + arc.cost + potential_[u] - potential_[arc.head];
       if (nd < dist[arc.head]) {
         dist[arc.head] = nd;
-        heap_.emplace_back(nd, 1u, arc.head);
+        heap_.emplace_back(nd, arc.head);
         std::push_heap(heap_.begin(), heap_.end(), cmp);
       }
     }

@@ -13,7 +13,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -224,9 +223,7 @@ class IncrementalSolver {
   std::vector<int64_t> dist_;
   std::vector<uint32_t> touched_;
   std::vector<uint32_t> settled_;
-  // Dijkstra's heap: (distance, 0 for a deficit node else 1, node).
-  using HeapEntry = std::tuple<int64_t, uint32_t, uint32_t>;
-  std::vector<HeapEntry> heap_;
+  std::vector<std::pair<int64_t, uint32_t>> heap_;
   std::vector<uint32_t> sources_;
   uint32_t phase_ = 0;  // Dijkstra runs; settled_stamp_ marks the last one's
   std::vector<uint32_t> settled_stamp_;
