@@ -185,9 +185,10 @@ absl::StatusOr<std::unique_ptr<Contender>> MakeContender(
   return std::make_unique<BaselineContender>(std::move(*baseline));
 }
 
-AppliedDecisions ApplyDecisions(const RoundDecisions& round,
-                                cluster::ClusterState& state, int64_t now_us,
-                                cluster::ChangeSet& changes) {
+AppliedDecisions ApplyDecisions(
+    const RoundDecisions& round, cluster::ClusterState& state, int64_t now_us,
+    cluster::ChangeSet& changes,
+    const std::function<int64_t(TaskId)>& started_at) {
   AppliedDecisions applied;
   std::vector<const Decision*> migrations;
   for (const Decision& d : round.decisions) {
@@ -223,7 +224,8 @@ AppliedDecisions ApplyDecisions(const RoundDecisions& round,
   applied.stale += migrations.size();
   for (const Decision& d : round.decisions) {
     if (d.from.value() != 0 || d.to.value() == 0) continue;
-    if (state.Place(d.task, d.to, now_us, changes).ok()) {
+    const int64_t start_us = started_at ? started_at(d.task) : now_us;
+    if (state.Place(d.task, d.to, start_us, changes).ok()) {
       applied.placed.emplace_back(d.task, d.to);
     } else {
       ++applied.stale;

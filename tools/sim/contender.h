@@ -11,6 +11,7 @@
 // Used by `flowsched compare` and `flowsched simulate`.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,9 +73,12 @@ struct AppliedDecisions {
 // preemptions, then migrations (retried while a chain makes progress), then
 // placements, each in decision order; a decision that went stale is skipped
 // and counted.
-// Touched entities are merged into `changes`.
-AppliedDecisions ApplyDecisions(const RoundDecisions& round,
-                                cluster::ClusterState& state, int64_t now_us,
-                                cluster::ChangeSet& changes);
+// Touched entities are merged into `changes`. `started_at`, if set, gives
+// a placed task's start time instead of now_us (the warm-up places tasks
+// that were already running when the simulation starts).
+AppliedDecisions ApplyDecisions(
+    const RoundDecisions& round, cluster::ClusterState& state, int64_t now_us,
+    cluster::ChangeSet& changes,
+    const std::function<int64_t(TaskId)>& started_at = nullptr);
 
 }  // namespace flowsched::sim

@@ -50,7 +50,8 @@ class Simulation {
   }
   void ApplyDue(int64_t now_us);
   void Apply(const Event& event);
-  void AfterRound(const RoundDecisions& round, int64_t now_us);
+  void AfterRound(const RoundDecisions& round, int64_t now_us,
+                  bool warmup = false);
   void Progress(bool force);
 
   const Workload& workload_;
@@ -156,10 +157,17 @@ void Simulation::ApplyDue(int64_t now_us) {
   }
 }
 
-void Simulation::AfterRound(const RoundDecisions& round, int64_t now_us) {
+void Simulation::AfterRound(const RoundDecisions& round, int64_t now_us,
+                            bool warmup) {
   const uint64_t waiting = state_.waiting_task_count();
+  // The time-0 population has been running for its age: its theta starts
+  // there, as in the trace, not at 0 for all 146,000 tasks at once.
+  const auto started_at = [&](TaskId t) {
+    return now_us - Scale(workload_.tasks[task_index_.at(t.value())].age_us);
+  };
   const AppliedDecisions applied =
-      ApplyDecisions(round, state_, now_us, pending_);
+      warmup ? ApplyDecisions(round, state_, now_us, pending_, started_at)
+             : ApplyDecisions(round, state_, now_us, pending_);
   for (TaskId t : applied.preempted_tasks) {
     ++generation_[task_index_.at(t.value())];
   }
@@ -290,7 +298,7 @@ absl::Status Simulation::Run() {
                                              round.status().ToString()));
     }
     result_.warmup_s += round->total_ms() / 1000.0;
-    AfterRound(*round, now);
+    AfterRound(*round, now, /*warmup=*/true);
     result_.rounds.back().start_us = 0;
     result_.rounds.back().warmup = true;
     Progress(false);

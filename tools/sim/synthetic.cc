@@ -106,15 +106,22 @@ Workload GenerateSynthetic(const SyntheticSpec& spec) {
     // Services run at production priority, batch jobs below.
     const int32_t priority = service ? 9 : 2;
     for (uint64_t t = 0; t < n; ++t) {
-      double runtime_s =
-          initial ? (service ? service_biased(rng) : batch_biased(rng)) *
-                        unit(rng)
-                  : (service ? service_runtime(rng) : batch_runtime(rng));
+      double runtime_s = 0, age_s = 0;
+      if (initial) {
+        const double length_s =
+            service ? service_biased(rng) : batch_biased(rng);
+        const double left = unit(rng);
+        runtime_s = length_s * left;
+        age_s = length_s - runtime_s;
+      } else {
+        runtime_s = service ? service_runtime(rng) : batch_runtime(rng);
+      }
       workload.tasks.push_back(SimTask{
           .task_id = next_task++,
           .job_id = job,
           .submit_us = submit_us,
           .duration_us = std::max<int64_t>(1, std::llround(runtime_s * 1e6)),
+          .age_us = std::llround(age_s * 1e6),
           .cpu = request(rng),
           .memory = request(rng),
           .priority = priority,
