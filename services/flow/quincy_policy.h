@@ -84,8 +84,13 @@ struct QuincyParams {
   double delta_computer = 0.1;
   double delta_rack = 0.1;
   size_t max_preferences = 10;
-  // Omega in cost units (about 6 days of waiting at omega = 0.5).
-  int64_t omega_cap = int64_t{1} << 28;
+  // Omega in cost units: 2^20 is about 34 minutes of waiting at omega =
+  // 0.5, and a task that ran about 34 minutes (its running cost at the floor
+  // -2 Omega) is never preempted. It bounds max|cost| for the solvers: cost
+  // scaling needs (n + 1)^2 max|cost| < 2^57, which at 12,500 machines and
+  // 150,000 tasks (161,000 nodes) allows 2^22. With 2^28 the running cost of
+  // tasks that ran for hours went past that and every cold start failed.
+  int64_t omega_cap = int64_t{1} << 20;
   // Cost units a running task's arc to its own computer costs less than
   // d* - theta. The paper's theta is 0 when a task starts, so a task that
   // just started could move to any computer of equal data cost at no

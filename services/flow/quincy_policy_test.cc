@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "services/common/status_matchers.h"
 #include "services/flow/policy_test_util.h"
+#include "services/solver/int128.h"
 
 namespace flowsched::flow {
 namespace {
@@ -426,6 +427,20 @@ TEST_F(QuincyPolicyTest, RefreshRecordsOnlyCostsThatChanged) {
   ASSERT_THAT(policy_->Refresh(state_, SyncContext{3 * kSecond}, builder_),
               IsOk());
   EXPECT_TRUE(network_.TakeChanges().empty());
+}
+
+// Tasks run for hours: the running cost then sits at its floor, and the
+// default cap keeps that within what cost scaling accepts at the issue's
+// scale ((n + 1)^2 max|cost| < 2^57 with 12,500 machines, 150,000 tasks and
+// their racks and jobs: about 165,000 nodes).
+TEST(QuincyParamsTest, LongRunningCostsFitCostScalingAtGoogleScale) {
+  const QuincyPolicy policy;
+  const int64_t cap = QuincyParams{}.omega_cap;
+  const int64_t hours = int64_t{3600} * kSecond * 10;
+  EXPECT_EQ(policy.RunningCost(policy.DataCost(0, 0), hours), -2 * cap);
+  EXPECT_LE(policy.WaitCost(hours), cap);
+  const solver::Int128 n1 = 165'000 + 1;
+  EXPECT_LT(n1 * n1 * (2 * cap), solver::Int128{1} << 57);
 }
 
 TEST(QuincyThetaTest, PricedInStepsThenThreeSignificantBits) {
