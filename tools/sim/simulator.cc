@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <ostream>
 #include <queue>
 
@@ -162,12 +163,14 @@ void Simulation::AfterRound(const RoundDecisions& round, int64_t now_us,
   const uint64_t waiting = state_.waiting_task_count();
   // The time-0 population has been running for its age: its theta starts
   // there, as in the trace, not at 0 for all 146,000 tasks at once.
-  const auto started_at = [&](TaskId t) {
-    return now_us - Scale(workload_.tasks[task_index_.at(t.value())].age_us);
-  };
+  std::function<int64_t(TaskId)> started_at;
+  if (warmup) {
+    started_at = [&](TaskId t) {
+      return now_us - Scale(workload_.tasks[task_index_.at(t.value())].age_us);
+    };
+  }
   const AppliedDecisions applied =
-      warmup ? ApplyDecisions(round, state_, now_us, pending_, started_at)
-             : ApplyDecisions(round, state_, now_us, pending_);
+      ApplyDecisions(round, state_, now_us, pending_, started_at);
   for (TaskId t : applied.preempted_tasks) {
     ++generation_[task_index_.at(t.value())];
   }

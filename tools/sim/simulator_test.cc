@@ -3,6 +3,8 @@
 #include <set>
 
 #include "gtest/gtest.h"
+#include "services/cluster/cluster_state.h"
+#include "tools/sim/contender.h"
 #include "tools/sim/report.h"
 #include "tools/sim/synthetic.h"
 #include "tools/sim/trace_reader.h"
@@ -71,6 +73,33 @@ TEST(SimulatorTest, TinyTraceRunsInCpuMemoryModelToo) {
     EXPECT_EQ(r->unplaced, 0u) << policy;
     EXPECT_EQ(r->rejected_events, 0u) << policy;
   }
+}
+
+// The warm-up places the time-0 population as started `started_at` (in
+// the past): their running time, and so Quincy's theta, starts at their
+// age. Later placements start at the round's time.
+TEST(SimulatorTest, ApplyDecisionsStartsPlacementsWhenToldTo) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  ASSERT_TRUE(state
+                  .Apply({"e", 0, "t",
+                          cluster::MachineAdded{MachineId(1), "r", {}, 2, {}}},
+                         0, changes)
+                  .ok());
+  cluster::JobSubmitted job{JobId(1), "j", 0, {}};
+  job.tasks.push_back({.id = TaskId(1)});
+  job.tasks.push_back({.id = TaskId(2)});
+  ASSERT_TRUE(state.Apply({"e", 0, "t", job}, 0, changes).ok());
+  RoundDecisions aged;
+  aged.decisions.push_back({TaskId(1), MachineId(0), MachineId(1)});
+  const AppliedDecisions first = ApplyDecisions(
+      aged, state, 0, changes, [](TaskId) { return -5'000'000; });
+  EXPECT_EQ(first.placed.size(), 1u);
+  EXPECT_EQ(state.FindTask(TaskId(1))->RunMicros(1'000'000), 6'000'000);
+  RoundDecisions fresh;
+  fresh.decisions.push_back({TaskId(2), MachineId(0), MachineId(1)});
+  ApplyDecisions(fresh, state, 2'000'000, changes);
+  EXPECT_EQ(state.FindTask(TaskId(2))->RunMicros(3'000'000), 1'000'000);
 }
 
 TEST(SimulatorTest, UnknownSchedulerOrSolverIsInvalidArgument) {

@@ -111,6 +111,30 @@ TEST(SyntheticTest, InputBlocksLiveOnMachinesMostlyInTheJobsHomeRack) {
   EXPECT_GT(static_cast<double>(in_top_rack), 0.7 * static_cast<double>(total));
 }
 
+// A task present at time 0 is part-way through a length-biased runtime: a
+// uniform part of it is done (its age, Quincy's theta at the start) and
+// the rest is its remaining duration. Arrivals have no age.
+TEST(SyntheticTest, InitialTasksHaveRunAUniformPartOfTheirRuntime) {
+  const Workload w =
+      GenerateSynthetic({.machines = 200, .duration_us = 60'000'000});
+  double done_fraction = 0;
+  uint64_t initial = 0, aged = 0;
+  for (const SimTask& t : w.tasks) {
+    ASSERT_GE(t.age_us, 0);
+    if (t.submit_us != 0) {
+      ASSERT_EQ(t.age_us, 0) << t.task_id;
+      continue;
+    }
+    ++initial;
+    aged += t.age_us > 0;
+    done_fraction += static_cast<double>(t.age_us) /
+                     static_cast<double>(t.age_us + t.duration_us);
+  }
+  ASSERT_GT(initial, 1000u);
+  EXPECT_GT(aged, initial * 99 / 100);
+  EXPECT_NEAR(done_fraction / static_cast<double>(initial), 0.5, 0.05);
+}
+
 TEST(SyntheticTest, DeterministicForASeed) {
   const SyntheticSpec spec{.machines = 200, .duration_us = 600'000'000};
   const Workload a = GenerateSynthetic(spec);
@@ -119,6 +143,7 @@ TEST(SyntheticTest, DeterministicForASeed) {
   for (size_t i = 0; i < a.tasks.size(); ++i) {
     ASSERT_EQ(a.tasks[i].submit_us, b.tasks[i].submit_us);
     ASSERT_EQ(a.tasks[i].duration_us, b.tasks[i].duration_us);
+    ASSERT_EQ(a.tasks[i].age_us, b.tasks[i].age_us);
     ASSERT_EQ(a.tasks[i].input, b.tasks[i].input);
   }
   SyntheticSpec other = spec;
