@@ -35,6 +35,11 @@ struct IncrementalStats {
   uint64_t nodes_touched = 0;
   uint64_t augmentations = 0;  // augmenting paths (drain walks included)
   uint64_t dijkstra_runs = 0;
+  // Of those, the runs grown backwards from the deficit nodes.
+  uint64_t backward_runs = 0;
+  // Dinic stages (BFS level graph plus blocking flow) over the admissible
+  // networks the Dijkstra runs left.
+  uint64_t blocking_stages = 0;
   // Arcs whose flow was saturated or cancelled to restore reduced-cost
   // optimality after a change (Hapi's repair rules).
   uint64_t arcs_repaired = 0;
@@ -63,6 +68,16 @@ struct IncrementalOptions {
   // through the sink" of a finished task) and scans at most this many arcs.
   // 0 disables the walks.
   uint32_t drain_arc_budget = 256;
+  // Which side each Dijkstra grows from. A multi-source Dijkstra gives every
+  // node its distance from the *nearest* root, so after the potential update
+  // only the roots nearest to the other side have zero-reduced-cost paths:
+  // a job of k new tasks that reach the sink at k different costs takes k
+  // phases when searched from the tasks, one when searched back from the
+  // sink. kAuto grows backwards once the excess nodes outnumber the deficit
+  // nodes 4 times (a job arrival), forwards otherwise (finished tasks, cost
+  // changes, failed machines); kForward always grows from the excess nodes.
+  enum class SearchSide { kAuto, kForward };
+  SearchSide search_side = SearchSide::kAuto;
 };
 
 class IncrementalSolver {
@@ -181,8 +196,13 @@ class IncrementalSolver {
   void RepairArc(uint32_t handle, IncrementalStats& stats);
   void Drain(IncrementalStats& stats);
   bool DrainWalk(uint32_t root, bool forward, IncrementalStats& stats);
-  int64_t ShortestDistances(int64_t total_excess, IncrementalStats& stats);
-  void UpdatePotentials(int64_t bound);
+  // Dijkstra on reduced costs from the roots (forward: the excess nodes, over
+  // residual arcs; backward: the deficit nodes, over residual arcs
+  // reversed) until the settled nodes of the other side cover `total`
+  // units. Returns the last settled distance, kInfinity if none was reached.
+  int64_t ShortestDistances(int64_t total, bool backward,
+                            IncrementalStats& stats);
+  void UpdatePotentials(int64_t bound, bool backward);
   bool BlockingFlow(IncrementalStats& stats);
   void TouchForDfs(uint32_t v);
 
@@ -224,7 +244,8 @@ class IncrementalSolver {
   std::vector<uint32_t> touched_;
   std::vector<uint32_t> settled_;
   std::vector<std::pair<int64_t, uint32_t>> heap_;
-  std::vector<uint32_t> sources_;
+  std::vector<uint32_t> sources_;   // excess nodes of this phase
+  std::vector<uint32_t> deficits_;  // deficit nodes of this phase
   uint32_t phase_ = 0;  // Dijkstra runs; settled_stamp_ marks the last one's
   std::vector<uint32_t> settled_stamp_;
 
@@ -235,6 +256,8 @@ class IncrementalSolver {
   std::vector<uint32_t> current_arc_;  // index into adj_[v]
   std::vector<uint8_t> dfs_state_;
   std::vector<uint32_t> path_;
+  std::vector<uint32_t> level_;  // BlockingFlow's BFS hop level
+  std::vector<uint32_t> bfs_queue_;
 };
 
 }  // namespace flowsched::solver

@@ -3,7 +3,7 @@
 // the changes, to Solve, to export and check, plus the solver's counters.
 //
 // Usage: incremental_profile [quincy|ls] [machines] [rounds] [change]
-//          [drain_arc_budget] [1: kFirstDeficit]
+//          [drain_arc_budget] [1: kFirstDeficit] [1: SearchSide::kForward]
 //   change: fraction of live tasks changing per round (default 0.01)
 
 #include <algorithm>
@@ -53,6 +53,9 @@ int Run(int argc, char** argv) {
   if (argc > 6 && std::atoi(argv[6]) == 1) {
     solver_options.dijkstra_stop =
         solver::IncrementalOptions::DijkstraStop::kFirstDeficit;
+  }
+  if (argc > 7 && std::atoi(argv[7]) == 1) {
+    solver_options.search_side = solver::IncrementalOptions::SearchSide::kForward;
   }
   solver::IncrementalSolver solver(solver_options);
   for (uint32_t v = 0; v < problem.node_count; ++v) {
@@ -112,12 +115,13 @@ int Run(int argc, char** argv) {
     fmt::print(
         "round {:2}: nodes {:5} arcs {:6} arr {:4} done {:4} start {:4} fail {} "
         "| apply {:6.2f} solve {:8.2f} check {:6.1f}{} | dijkstra {:4} touched "
-        "{:9} aug {:6} repaired {:5} drained {:5}\n",
+        "{:9} aug {:6} repaired {:5} drained {:5} backward {:4} stages {:4}\n",
         r + 1, changes.changed_nodes.size(), changes.changed_arcs.size(),
         changes.arrivals, changes.completions, changes.starts,
         changes.failed_machine >= 0 ? 1 : 0, apply_ms.back(), s.solve_ms,
         check_ms.back(), ok ? "" : " CHECK FAILED", s.dijkstra_runs,
-        s.nodes_touched, s.augmentations, s.arcs_repaired, s.drained_units);
+        s.nodes_touched, s.augmentations, s.arcs_repaired, s.drained_units,
+        s.backward_runs, s.blocking_stages);
   }
   fmt::print("apply p50 {:.2f}; solve p50 {:.2f} p90 {:.2f} p99 {:.2f}; check p50 {:.1f} ms\n",
              Percentile(apply_ms, 0.5), Percentile(solve_ms, 0.5),
