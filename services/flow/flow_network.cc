@@ -28,6 +28,10 @@ void PushMin(std::vector<T>& heap, T value) {
 void FlowNetwork::PlaceNode(NodeId id, const NodeData& data) {
   NodeSlot& slot = nodes_[id];
   slot.data = data;
+  if (node_kinds_.size() < nodes_.size()) {
+    node_kinds_.resize(nodes_.size(), NodeKind::kUnused);
+  }
+  node_kinds_[id] = data.kind;
   slot.first_out = kNil;
   slot.first_in = kNil;
   ++live_nodes_;
@@ -109,6 +113,7 @@ void FlowNetwork::UnlinkArc(ArcSlot slot) {
   if (arc.next_in != kNil) arcs_[arc.next_in].prev_in = arc.prev_in;
   arc_index_.erase(ArcKey(arc.src, arc.dst));
   arc.live = false;
+  arc_ends_[slot] = Ends{};
   PushMin(free_arcs_, slot);
 }
 
@@ -129,6 +134,7 @@ absl::Status FlowNetwork::RemoveNode(NodeId id) {
   }
   total_supply_ -= nodes_[id].data.supply;
   nodes_[id].data = NodeData{};
+  node_kinds_[id] = NodeKind::kUnused;
   --live_nodes_;
   PushMin(free_nodes_, id);
   Record({.type = GraphChange::Type::kRemoveNode, .node = id});
@@ -198,7 +204,9 @@ absl::Status FlowNetwork::SetArc(NodeId src, NodeId dst, int64_t capacity,
     if (slot == kNil) {
       slot = static_cast<ArcSlot>(arcs_.size());
       arcs_.emplace_back();
+      arc_ends_.emplace_back();
     }
+    arc_ends_[slot] = Ends{src, dst};
     it->second = slot;
     ArcEntry& arc = arcs_[slot];
     arc = ArcEntry{.src = src, .dst = dst, .capacity = capacity, .cost = cost,

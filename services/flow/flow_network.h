@@ -90,10 +90,17 @@ class FlowNetwork {
   // Whether arc slot `slot` holds a live arc and, if so, its ends: a
   // sequential walk over slots, for passes that visit every arc with flow.
   [[nodiscard]] bool ArcEnds(ArcSlot slot, NodeId& src, NodeId& dst) const {
-    if (slot >= arcs_.size() || !arcs_[slot].live) return false;
-    src = arcs_[slot].src;
-    dst = arcs_[slot].dst;
+    if (slot >= arc_ends_.size() || arc_ends_[slot].src == kNoNode) {
+      return false;
+    }
+    src = arc_ends_[slot].src;
+    dst = arc_ends_[slot].dst;
     return true;
+  }
+  // node(id).kind, from a byte per node slot (kUnused for a dead slot):
+  // passes over every arc with flow ask it of 150,000 random nodes.
+  [[nodiscard]] NodeKind kind(NodeId id) const {
+    return id < node_kinds_.size() ? node_kinds_[id] : NodeKind::kUnused;
   }
 
   void ForEachOutArc(NodeId id, const std::function<void(const ArcView&)>& fn)
@@ -147,6 +154,17 @@ class FlowNetwork {
   // (slot reused through AddNodeWithId) and is skipped when popped.
   std::vector<NodeId> free_nodes_;
   std::vector<ArcEntry> arcs_;
+  // Copies of each slot's ends (src kNoNode: dead) and each node's kind,
+  // 8 bytes an arc and 1 a node instead of the 72 and 48 of the entries:
+  // a walk over the arcs with flow (a tenth of 1.5 million) then streams
+  // 12 MB instead of touching a cache line per arc (profiled: 60% of
+  // placement extraction at 12,500 machines).
+  struct Ends {
+    NodeId src = kNoNode;
+    NodeId dst = kNoNode;
+  };
+  std::vector<Ends> arc_ends_;
+  std::vector<NodeKind> node_kinds_;
   std::vector<ArcSlot> free_arcs_;
   absl::flat_hash_map<uint64_t, ArcSlot> arc_index_;
   size_t live_nodes_ = 0;

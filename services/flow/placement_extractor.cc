@@ -58,7 +58,7 @@ absl::StatusOr<std::vector<TaskPlacement>> ExtractPlacements(
     std::vector<uint32_t> next(first_in.begin(), first_in.end() - 1);
     for (const auto& [dst, arc] : flows) in_arcs[next[dst]++] = arc;
   }
-  const auto kind = [&](NodeId id) { return network.node(id).kind; };
+  const auto kind = [&](NodeId id) { return network.kind(id); };
 
   // A node is ready once every outgoing flow arc that leads to another
   // node than the sink has handed its machines back (Kahn's order on the

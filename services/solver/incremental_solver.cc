@@ -866,7 +866,10 @@ void IncrementalSolver::Export(McmfProblem& problem, McmfSolution& solution,
                                    .cost = arcs_[2 * h].cost});
     arc_handles.push_back(h);
   }
-  solution = McmfSolution{};
+  // Cleared, not reassigned, so a caller's buffers keep their capacity.
+  solution.flow.clear();
+  solution.potentials.clear();
+  solution.total_cost = 0;
   solution.algorithm = "incremental";
   solution.outcome = last_outcome_;
   if (last_outcome_ != McmfOutcome::kOptimal) return;

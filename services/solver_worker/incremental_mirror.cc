@@ -152,6 +152,14 @@ bool IncrementalMirror::RepairAlone(
 
 absl::StatusOr<MirrorResult> IncrementalMirror::Solve() {
   MirrorResult result;
+  FLOWSCHED_RETURN_IF_ERROR(Solve(result));
+  return result;
+}
+
+absl::Status IncrementalMirror::Solve(MirrorResult& result) {
+  result.outcome = solver::McmfOutcome::kInfeasible;
+  result.total_cost = 0;
+  result.algorithm.clear();
   if (!cold_) {
     absl::StatusOr<solver::IncrementalResult> repaired =
         absl::UnknownError("the repair did not run");
@@ -161,8 +169,7 @@ absl::StatusOr<MirrorResult> IncrementalMirror::Solve() {
       // from scratch; the first to finish wins and stops the others. The
       // from-scratch algorithms bound the round when changes ripple
       // through the whole network.
-      solver::McmfSolution unused;
-      solver_->Export(result.problem, unused, result.handles);
+      solver_->Export(result.problem, result.solution, result.handles);
       std::atomic<bool> stop{false};
       absl::StatusOr<solver::McmfSolution> raced =
           absl::UnknownError("the portfolio did not run");
@@ -182,7 +189,7 @@ absl::StatusOr<MirrorResult> IncrementalMirror::Solve() {
         result.total_cost = result.solution.total_cost;
         result.algorithm = result.solution.algorithm;
         FLOWSCHED_RETURN_IF_ERROR(Install(result));
-        return result;
+        return absl::OkStatus();
       }
     }
     if (repaired.ok()) {
@@ -190,7 +197,7 @@ absl::StatusOr<MirrorResult> IncrementalMirror::Solve() {
       result.total_cost = repaired->total_cost;
       result.algorithm = "incremental";
       solver_->Export(result.problem, result.solution, result.handles);
-      return result;
+      return absl::OkStatus();
     }
     if (repaired.status().code() != absl::StatusCode::kOutOfRange &&
         repaired.status().code() != absl::StatusCode::kCancelled) {
@@ -198,16 +205,15 @@ absl::StatusOr<MirrorResult> IncrementalMirror::Solve() {
     }
     cold_ = true;  // potentials drifted too far, or both failed: start over
   }
-  solver::McmfSolution unused;
-  solver_->Export(result.problem, unused, result.handles);
+  solver_->Export(result.problem, result.solution, result.handles);
   FLOWSCHED_ASSIGN_OR_RETURN(result.solution,
                              cold_solver_->Solve(result.problem));
   result.outcome = result.solution.outcome;
   result.total_cost = result.solution.total_cost;
   result.algorithm = std::string(cold_solver_->name());
-  if (result.outcome != solver::McmfOutcome::kOptimal) return result;
+  if (result.outcome != solver::McmfOutcome::kOptimal) return absl::OkStatus();
   FLOWSCHED_RETURN_IF_ERROR(Install(result));
-  return result;
+  return absl::OkStatus();
 }
 
 absl::Status IncrementalMirror::Install(const MirrorResult& result) {

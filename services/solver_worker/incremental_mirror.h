@@ -70,6 +70,11 @@ class IncrementalMirror {
   // raced after MirrorOptions::race_delay_us against the portfolio solving
   // from scratch (first to finish wins).
   absl::StatusOr<MirrorResult> Solve();
+  // The same into `result`, reusing its buffers. A caller that keeps one
+  // MirrorResult across rounds exports the network without allocating: at
+  // 12,500 machines the fresh ~60 MB of a new result cost a round about
+  // 10 ms of page faults.
+  absl::Status Solve(MirrorResult& result);
   // Flow per arc slot of `network` (pieces summed), for placement
   // extraction. REQUIRES: a successful Solve since the last change.
   void FlowBySlot(const flow::FlowNetwork& network,

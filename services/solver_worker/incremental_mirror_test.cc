@@ -49,6 +49,7 @@ TEST_P(IncrementalMirrorTest, EveryRoundIsOptimalAndMatchesAFromScratchSolve) {
   std::vector<uint64_t> live;
   std::map<uint64_t, uint64_t> job_of;
   int incremental_rounds = 0;
+  MirrorResult kept;
 
   for (int round = 0; round < 60; ++round) {
     cluster::ChangeSet changes;
@@ -85,8 +86,18 @@ TEST_P(IncrementalMirrorTest, EveryRoundIsOptimalAndMatchesAFromScratchSolve) {
       ASSERT_THAT(mirror.Apply(change, replica), IsOk());
     }
 
-    auto result = mirror.Solve();
-    ASSERT_THAT(result, IsOk());
+    // Even rounds reuse one result's buffers (as the solver worker does),
+    // odd rounds get a fresh one: both must carry the whole round.
+    MirrorResult fresh;
+    const MirrorResult* result = &kept;
+    if (round % 2 == 0) {
+      ASSERT_THAT(mirror.Solve(kept), IsOk());
+    } else {
+      auto solved = mirror.Solve();
+      ASSERT_THAT(solved, IsOk());
+      fresh = std::move(*solved);
+      result = &fresh;
+    }
     ASSERT_EQ(result->outcome, solver::McmfOutcome::kOptimal);
     EXPECT_THAT(solver::CheckOptimalFlow(result->problem, result->solution),
                 IsOk());

@@ -116,6 +116,10 @@ class SolverWorker {
   std::unique_ptr<solver::McmfSolver> solver_;  // one-shot rounds
   // Incremental rounds; null when a one-shot algorithm is configured.
   std::unique_ptr<IncrementalMirror> mirror_;
+  // The last round's problem, solution and flow per arc slot; the next
+  // round writes into the same buffers (see SolveAndPublish).
+  MirrorResult round_result_;
+  std::vector<int64_t> flow_by_slot_;
   int32_t placement_partitions_ = 0;
   // Holds the rounds partition (always, without options_.standby).
   bool active_ = false;

@@ -78,50 +78,47 @@ class FlowContender final : public Contender {
     round.sync_ms = MillisSince(start);
 
     start = SteadyMicros();
-    solver::McmfProblem problem;
-    absl::StatusOr<solver::McmfSolution> solution;
-    std::vector<int64_t> flow_by_slot;
     const flow::FlowNetwork* solved = &network_;
+    solver::McmfProblem& problem = result_.problem;
+    solver::McmfSolution& solution = result_.solution;
     if (mirror_) {
       for (const flow::GraphChange& change : network_.TakeChanges()) {
         if (auto s = mirror_->Apply(change, replica_); !s.ok()) return s;
       }
-      auto result = mirror_->Solve();
-      if (!result.ok()) return result.status();
-      round.algorithm = result->algorithm;
-      problem = std::move(result->problem);
-      solution = std::move(result->solution);
-      if (solution->outcome == solver::McmfOutcome::kOptimal) {
-        mirror_->FlowBySlot(replica_, flow_by_slot);
+      if (auto s = mirror_->Solve(result_); !s.ok()) return s;
+      round.algorithm = result_.algorithm;
+      if (solution.outcome == solver::McmfOutcome::kOptimal) {
+        mirror_->FlowBySlot(replica_, flow_by_slot_);
       }
       solved = &replica_;
     } else {
       std::vector<flow::ArcSlot> slots;
       network_.ExportProblem(problem, slots);
-      solution = solver_->Solve(problem);
-      if (!solution.ok()) return solution.status();
-      round.algorithm = solution->algorithm;
-      if (solution->outcome == solver::McmfOutcome::kOptimal) {
-        flow_by_slot.assign(network_.arc_slot_count(), 0);
+      auto solved_now = solver_->Solve(problem);
+      if (!solved_now.ok()) return solved_now.status();
+      solution = std::move(*solved_now);
+      round.algorithm = solution.algorithm;
+      if (solution.outcome == solver::McmfOutcome::kOptimal) {
+        flow_by_slot_.assign(network_.arc_slot_count(), 0);
         for (size_t i = 0; i < slots.size(); ++i) {
-          flow_by_slot[slots[i]] += solution->flow[i];
+          flow_by_slot_[slots[i]] += solution.flow[i];
         }
       }
     }
     round.solve_ms = MillisSince(start);
     if (auto s = Export(problem); !s.ok()) return s;
-    if (solution->outcome != solver::McmfOutcome::kOptimal) {
+    if (solution.outcome != solver::McmfOutcome::kOptimal) {
       return absl::InternalError("the network is infeasible");
     }
 
     start = SteadyMicros();
-    if (auto s = solver::CheckOptimalFlow(problem, *solution); !s.ok()) {
+    if (auto s = solver::CheckOptimalFlow(problem, solution); !s.ok()) {
       return s;
     }
     round.check_ms = MillisSince(start);
 
     start = SteadyMicros();
-    auto placements = flow::ExtractPlacements(*solved, flow_by_slot);
+    auto placements = flow::ExtractPlacements(*solved, flow_by_slot_);
     if (!placements.ok()) return placements.status();
     for (const flow::TaskPlacement& p : *placements) {
       if (p.machine_id == p.running_on) continue;
@@ -156,6 +153,10 @@ class FlowContender final : public Contender {
   std::unique_ptr<solver::McmfSolver> solver_;
   std::unique_ptr<solver_worker::IncrementalMirror> mirror_;
   flow::FlowNetwork replica_;
+  // The last round's problem, solution and flow per slot, kept so that the
+  // next round exports into buffers that are already mapped.
+  solver_worker::MirrorResult result_;
+  std::vector<int64_t> flow_by_slot_;
 };
 
 }  // namespace
