@@ -23,6 +23,7 @@ IncrementalMirror::IncrementalMirror(
 void IncrementalMirror::Reset() {
   solver_ = std::make_unique<solver::IncrementalSolver>();
   slot_handles_.clear();
+  handle_slot_.clear();
   free_handles_.clear();
   next_handle_ = 0;
   cold_ = true;
@@ -101,7 +102,12 @@ absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
       }
       // Handles beyond the old piece count are new to the solver.
       const size_t known = std::min(handles.size(), before.size());
-      while (handles.size() < pieces) handles.push_back({AllocateHandle()});
+      while (handles.size() < pieces) {
+        const uint32_t handle = AllocateHandle();
+        if (handle >= handle_slot_.size()) handle_slot_.resize(handle + 1);
+        handle_slot_[handle] = slot;
+        handles.push_back({handle});
+      }
       for (size_t i = 0; i < pieces; ++i) {
         const flow::ArcSegment piece =
             i == 0 ? flow::ArcSegment{change.capacity, change.cost}
@@ -229,13 +235,17 @@ absl::Status IncrementalMirror::Install(const MirrorResult& result) {
 }
 
 void IncrementalMirror::FlowBySlot(const flow::FlowNetwork& network,
+                                   const MirrorResult& result,
                                    std::vector<int64_t>& flow_by_slot) const {
   flow_by_slot.assign(network.arc_slot_count(), 0);
-  for (size_t slot = 0; slot < slot_handles_.size() && slot < flow_by_slot.size();
-       ++slot) {
-    for (const PieceHandle& piece : slot_handles_[slot]) {
-      flow_by_slot[slot] += solver_->flow(piece.handle);
-    }
+  const std::vector<int64_t>& flow = result.solution.flow;
+  const size_t count = std::min(flow.size(), result.handles.size());
+  for (size_t i = 0; i < count; ++i) {
+    if (flow[i] == 0) continue;
+    const uint32_t handle = result.handles[i];
+    if (handle >= handle_slot_.size()) continue;
+    const flow::ArcSlot slot = handle_slot_[handle];
+    if (slot < flow_by_slot.size()) flow_by_slot[slot] += flow[i];
   }
 }
 

@@ -76,8 +76,10 @@ class IncrementalMirror {
   // 10 ms of page faults.
   absl::Status Solve(MirrorResult& result);
   // Flow per arc slot of `network` (pieces summed), for placement
-  // extraction. REQUIRES: a successful Solve since the last change.
-  void FlowBySlot(const flow::FlowNetwork& network,
+  // extraction, read from `result`, this mirror's last Solve result: one
+  // sequential pass over the exported flow, skipping the nine tenths that
+  // are zero, instead of asking the solver for every piece of every slot.
+  void FlowBySlot(const flow::FlowNetwork& network, const MirrorResult& result,
                   std::vector<int64_t>& flow_by_slot) const;
   // Arc pieces handed to the solver since construction: what the changes
   // really cost it (a re-sent piece with its old values is not handed on).
@@ -106,6 +108,9 @@ class IncrementalMirror {
   };
   absl::Status RemovePiece(PieceHandle& piece);
   std::vector<std::vector<PieceHandle>> slot_handles_;
+  // The slot each handle was last given to (a free handle's is stale, but
+  // only live handles are exported).
+  std::vector<flow::ArcSlot> handle_slot_;
   std::vector<uint32_t> free_handles_;
   uint32_t next_handle_ = 0;
   bool cold_ = true;

@@ -111,7 +111,7 @@ TEST_P(IncrementalMirrorTest, EveryRoundIsOptimalAndMatchesAFromScratchSolve) {
     EXPECT_EQ(result->total_cost, reference->total_cost) << "round " << round;
     // Placements come out of the mirror's flow.
     std::vector<int64_t> flow_by_slot;
-    mirror.FlowBySlot(replica, flow_by_slot);
+    mirror.FlowBySlot(replica, *result, flow_by_slot);
     auto placements = flow::ExtractPlacements(replica, flow_by_slot);
     ASSERT_THAT(placements, IsOk());
     EXPECT_EQ(placements->size(), state.tasks().size());

@@ -358,7 +358,7 @@ void SolverWorker::SolveAndPublish() {
     verdict = mirror_->Solve(round_result_);
     if (verdict.ok()) {
       solution.algorithm = round_result_.algorithm;
-      mirror_->FlowBySlot(network_, flow_by_slot);
+      mirror_->FlowBySlot(network_, round_result_, flow_by_slot);
     } else {
       // The mirror may be inconsistent now: rebuild from a snapshot.
       synced_ = false;

@@ -88,7 +88,7 @@ class FlowContender final : public Contender {
       if (auto s = mirror_->Solve(result_); !s.ok()) return s;
       round.algorithm = result_.algorithm;
       if (solution.outcome == solver::McmfOutcome::kOptimal) {
-        mirror_->FlowBySlot(replica_, flow_by_slot_);
+        mirror_->FlowBySlot(replica_, result_, flow_by_slot_);
       }
       solved = &replica_;
     } else {
