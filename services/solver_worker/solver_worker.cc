@@ -14,7 +14,7 @@
 #include "services/codec/round_codec.h"
 #include "services/common/status_macros.h"
 #include "services/flow/placement_extractor.h"
-#include "services/solver/flow_checker.h"
+#include "services/solver_worker/checked_extraction.h"
 #include "services/solver/solver_registry.h"
 #include "services/solver_worker/decision_builder.h"
 #include "spdlog/spdlog.h"
@@ -387,16 +387,14 @@ void SolverWorker::SolveAndPublish() {
     verdict = absl::InternalError("the network of the round is infeasible");
   }
   // Guarantee 6: the checker runs on every result before anything is
-  // published, whichever algorithm produced it.
-  if (verdict.ok()) verdict = solver::CheckOptimalFlow(problem, solution);
+  // published, whichever algorithm produced it (side by side with the
+  // extraction, whose placements are dropped if the check fails).
   std::vector<flow::TaskPlacement> placements;
   if (verdict.ok()) {
-    auto extracted = flow::ExtractPlacements(*solved, flow_by_slot);
-    if (extracted.ok()) {
-      placements = std::move(*extracted);
-    } else {
-      verdict = extracted.status();
-    }
+    CheckedPlacements checked =
+        CheckAndExtract(problem, solution, *solved, flow_by_slot);
+    verdict = std::move(checked.verdict);
+    placements = std::move(checked.placements);
   }
   if (!verdict.ok()) {
     // Nothing unchecked is published. The graph manager times the round

@@ -11,8 +11,8 @@
 #include "services/flow/placement_extractor.h"
 #include "services/flow/scheduling_policy.h"
 #include "services/solver/dimacs.h"
-#include "services/solver/flow_checker.h"
 #include "services/solver/solver_registry.h"
+#include "services/solver_worker/checked_extraction.h"
 #include "services/solver_worker/incremental_mirror.h"
 
 namespace flowsched::sim {
@@ -111,21 +111,17 @@ class FlowContender final : public Contender {
       return absl::InternalError("the network is infeasible");
     }
 
-    start = SteadyMicros();
-    if (auto s = solver::CheckOptimalFlow(problem, solution); !s.ok()) {
-      return s;
-    }
-    round.check_ms = MillisSince(start);
-
-    start = SteadyMicros();
-    auto placements = flow::ExtractPlacements(*solved, flow_by_slot_);
-    if (!placements.ok()) return placements.status();
-    for (const flow::TaskPlacement& p : *placements) {
+    solver_worker::CheckedPlacements checked = solver_worker::CheckAndExtract(
+        problem, solution, *solved, flow_by_slot_);
+    round.check_ms = checked.check_ms;
+    round.extract_ms = checked.extract_ms;
+    round.check_extract_ms = checked.wall_ms;
+    if (!checked.verdict.ok()) return checked.verdict;
+    for (const flow::TaskPlacement& p : checked.placements) {
       if (p.machine_id == p.running_on) continue;
       round.decisions.push_back({TaskId(p.task_id), MachineId(p.running_on),
                                  MachineId(p.machine_id)});
     }
-    round.extract_ms = MillisSince(start);
     return round;
   }
 

@@ -1,0 +1,45 @@
+#include "services/solver_worker/checked_extraction.h"
+
+#include <thread>
+#include <utility>
+
+#include "services/common/clock.h"
+#include "services/solver/flow_checker.h"
+
+namespace flowsched::solver_worker {
+namespace {
+
+double MillisSince(int64_t start_us) {
+  return static_cast<double>(SteadyMicros() - start_us) / 1000.0;
+}
+
+}  // namespace
+
+CheckedPlacements CheckAndExtract(const solver::McmfProblem& problem,
+                                  const solver::McmfSolution& solution,
+                                  const flow::FlowNetwork& network,
+                                  const std::vector<int64_t>& flow_by_slot) {
+  CheckedPlacements out;
+  const int64_t start = SteadyMicros();
+  absl::Status checked;
+  std::thread checker([&] {
+    const int64_t check_start = SteadyMicros();
+    checked = solver::CheckOptimalFlow(problem, solution);
+    out.check_ms = MillisSince(check_start);
+  });
+  absl::StatusOr<std::vector<flow::TaskPlacement>> extracted =
+      flow::ExtractPlacements(network, flow_by_slot);
+  out.extract_ms = MillisSince(start);
+  checker.join();
+  out.wall_ms = MillisSince(start);
+  if (!checked.ok()) {
+    out.verdict = std::move(checked);
+  } else if (!extracted.ok()) {
+    out.verdict = extracted.status();
+  } else {
+    out.placements = std::move(*extracted);
+  }
+  return out;
+}
+
+}  // namespace flowsched::solver_worker
