@@ -14,8 +14,8 @@
 #include "services/codec/round_codec.h"
 #include "services/common/status_macros.h"
 #include "services/flow/placement_extractor.h"
-#include "services/solver_worker/checked_extraction.h"
 #include "services/solver/solver_registry.h"
+#include "services/solver_worker/checked_extraction.h"
 #include "services/solver_worker/decision_builder.h"
 #include "spdlog/spdlog.h"
 
