@@ -28,6 +28,37 @@ TEST(FlowNetworkTest, ReusesTheLowestFreeNodeId) {
   EXPECT_EQ(net.total_supply(), 3);
 }
 
+// The compact copies extraction reads must follow every add, removal and
+// reuse of a slot, including a node id reused through AddNodeWithId.
+TEST(FlowNetworkTest, ArcEndsAndKindsFollowSlotReuse) {
+  FlowNetwork net;
+  const NodeId t = net.AddNode(Task(1));
+  const NodeId x = net.AddNode({.kind = NodeKind::kClusterAggregator});
+  const NodeId s = net.AddNode({.kind = NodeKind::kSink, .supply = -1});
+  EXPECT_EQ(net.kind(t), NodeKind::kTask);
+  EXPECT_EQ(net.kind(x), NodeKind::kClusterAggregator);
+  EXPECT_EQ(net.kind(s + 7), NodeKind::kUnused);  // beyond every slot
+  ASSERT_THAT(net.SetArc(t, x, 1, 0), IsOk());
+  ASSERT_THAT(net.SetArc(x, s, 1, 0), IsOk());
+  const ArcSlot tx = net.FindArc(t, x)->slot;
+  NodeId src = kNoNode, dst = kNoNode;
+  ASSERT_TRUE(net.ArcEnds(tx, src, dst));
+  EXPECT_EQ(src, t);
+  EXPECT_EQ(dst, x);
+  ASSERT_THAT(net.RemoveNode(t), IsOk());
+  EXPECT_EQ(net.kind(t), NodeKind::kUnused);
+  EXPECT_FALSE(net.ArcEnds(tx, src, dst));
+  // Slot and id come back, with other ends and another kind.
+  ASSERT_THAT(net.AddNodeWithId(t, {.kind = NodeKind::kMachine}), IsOk());
+  EXPECT_EQ(net.kind(t), NodeKind::kMachine);
+  ASSERT_THAT(net.SetArc(x, t, 1, 0), IsOk());
+  EXPECT_EQ(net.FindArc(x, t)->slot, tx);
+  ASSERT_TRUE(net.ArcEnds(tx, src, dst));
+  EXPECT_EQ(src, x);
+  EXPECT_EQ(dst, t);
+  EXPECT_FALSE(net.ArcEnds(tx + 100, src, dst));
+}
+
 TEST(FlowNetworkTest, RemovingANodeRemovesItsArcs) {
   FlowNetwork net;
   NodeId a = net.AddNode(Task(1));
