@@ -262,8 +262,8 @@ TEST(IncrementalSolverTest, JobArrivalIsPricedFromTheSinkInOneSearch) {
   EXPECT_EQ(automatic.dijkstra_runs, 1u);
   EXPECT_EQ(automatic.backward_runs, 1u);
   EXPECT_EQ(automatic.augmentations, 40u);
-  // The level graph is one hop deep (task -> machine -> sink is two hops,
-  // all at the same level), so one stage routes every task.
+  // Every task reaches the sink in the same two hops (task -> machine ->
+  // sink) over disjoint machines, so one Dinic stage routes all of them.
   EXPECT_EQ(automatic.blocking_stages, 1u);
   const IncrementalStats forward = PlaceJobWithDistinctCosts(
       {.search_side = IncrementalOptions::SearchSide::kForward});
