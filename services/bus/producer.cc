@@ -43,14 +43,17 @@ absl::StatusOr<std::unique_ptr<Producer>> Producer::Create(
                                     {"reconnect.backoff.ms", "100"},
                                     {"reconnect.backoff.max.ms", "2000"},
                                     // A round or snapshot at 12,500
-                                    // machines is 20+ MB of protobuf;
-                                    // LZ4 shrinks it enough to stay in
-                                    // the embedded broker's 5 MiB per
-                                    // partition, whose overflow cost the
-                                    // solver worker the round's first
-                                    // parts (e2e: 8 of 10 runs before, 0
-                                    // of 5 after). Kafka 0.9 reads LZ4
-                                    // too (librdkafka frames it the old
+                                    // machines is 20+ MB of protobuf,
+                                    // and the embedded broker keeps 5 MiB
+                                    // per partition: a solver worker busy
+                                    // elsewhere found the first parts
+                                    // gone (bench e2e: 8 of 10 runs).
+                                    // LZ4 shrinks load-spreading rounds
+                                    // below that (0 of 5 runs); Quincy
+                                    // arcs compress only ~2x, so larger
+                                    // rounds still depend on the
+                                    // snapshot retry. Kafka 0.9 reads
+                                    // LZ4 (librdkafka frames it the old
                                     // way for pre-0.10 brokers).
                                     {"compression.codec", "lz4"},
                                 }));
