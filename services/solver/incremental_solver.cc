@@ -35,6 +35,10 @@ constexpr int64_t kMaxExcess = int64_t{1} << 62;
 // Quincy simulation at 1x: 2, 4 and 16 all halve the placement latency of
 // job arrivals against forward only; 4 was best (README "search side").
 constexpr size_t kBackwardRatio = 4;
+// RebalanceLeaf sorts a node's arcs; tasks have a handful (Quincy: X, U_j,
+// up to ten preferences, the running arc). Larger nodes are aggregators
+// with arcs in, which never qualify anyway.
+constexpr size_t kLeafArcLimit = 64;
 
 template <typename T>
 void GrowTo(std::vector<T>& v, size_t size, const T& value) {
@@ -66,6 +70,7 @@ void IncrementalSolver::GrowNodes(uint32_t node) {
     GrowTo(dfs_state_, size, uint8_t{kFresh});
     GrowTo(level_, size, uint32_t{0});
     GrowTo(settled_stamp_, size, uint32_t{0});
+    GrowTo(leaf_stamp_, size, uint32_t{0});
   }
   node_limit_ = node + 1;
 }
@@ -373,6 +378,7 @@ void IncrementalSolver::PlaceFreshNodes() {
         continue;
       }
       fresh_[v] = 0;
+      leaf_stamp_[v] = leaf_pass_;
       if (best_out != std::numeric_limits<int64_t>::min()) {
         potential_[v] = best_out;
       } else if (best_in != kInfinity) {
@@ -407,12 +413,66 @@ void IncrementalSolver::RepairArc(uint32_t handle, IncrementalStats& stats) {
 }
 
 void IncrementalSolver::ApplyPendingRepairs(IncrementalStats& stats) {
+  if (++leaf_pass_ == 0) {  // the stamps wrapped: start them over
+    std::fill(leaf_stamp_.begin(), leaf_stamp_.end(), 0);
+    leaf_pass_ = 1;
+  }
+  // Stamps the nodes it places, which RebalanceLeaf then leaves alone.
   PlaceFreshNodes();
+  leaf_candidates_.clear();
   for (uint32_t h : dirty_handles_) {
     handle_dirty_[h] = 0;
-    if (HandleLive(h)) RepairArc(h, stats);
+    if (!HandleLive(h)) continue;
+    RepairArc(h, stats);
+    const uint32_t tail = Tail(2 * h);
+    if (options_.rebalance_leaves && leaf_stamp_[tail] != leaf_pass_) {
+      leaf_stamp_[tail] = leaf_pass_;
+      leaf_candidates_.push_back(tail);
+    }
   }
   dirty_handles_.clear();
+  for (uint32_t u : leaf_candidates_) RebalanceLeaf(u, stats);
+}
+
+void IncrementalSolver::RebalanceLeaf(uint32_t u, IncrementalStats& stats) {
+  // With no arc entering u, u's potential appears only in the reduced
+  // costs of its own arcs, rc = key + pi[u] with key = cost - pi[head]. So
+  // u alone can be brought to complementary slackness: spread the units u
+  // must send (its supply = its excess plus its outflow) over its arcs in
+  // increasing key, and set pi[u] = -key of the last arc that got flow.
+  // Arcs before it are full with rc <= 0, arcs after it empty with rc >= 0.
+  // Moved units become excesses or deficits at the heads.
+  const std::vector<uint32_t>& list = adj_[u];
+  if (list.empty() || list.size() > kLeafArcLimit) return;
+  int64_t units = excess_[u];
+  leaf_arcs_.clear();
+  for (uint32_t r : list) {
+    if ((r & 1u) != 0 || arcs_[r].head == u) return;  // an arc enters u
+    units += arcs_[r ^ 1u].residual;                  // flow on r
+    leaf_arcs_.emplace_back(arcs_[r].cost - potential_[arcs_[r].head], r);
+  }
+  if (units < 0) return;  // u cannot be balanced locally
+  std::sort(leaf_arcs_.begin(), leaf_arcs_.end());
+  int64_t left = units;
+  int64_t price_key = leaf_arcs_.front().first;  // no flow: tight on the best
+  for (const auto& [key, r] : leaf_arcs_) {
+    const int64_t flow = arcs_[r ^ 1u].residual;
+    const int64_t target = std::min(left, flow + arcs_[r].residual);
+    left -= target;
+    if (target > 0) price_key = key;
+    if (target == flow) continue;
+    MoveFlow(r, target - flow);
+    AddExcess(arcs_[r].head, target - flow);
+    AddExcess(u, flow - target);
+    ++stats.arcs_repaired;
+  }
+  // Units beyond the capacity of every arc stay at u as excess; every arc
+  // is full then and pi[u] = -(largest key) keeps all their rc <= 0.
+  if (left > 0) price_key = leaf_arcs_.back().first;
+  potential_[u] = -price_key;
+  if (potential_[u] > kPotentialLimit || potential_[u] < -kPotentialLimit) {
+    recenter_needed_ = true;
+  }
 }
 
 void IncrementalSolver::TouchForDfs(uint32_t v) {

@@ -4,6 +4,7 @@
 //
 // Usage: incremental_profile [quincy|ls] [machines] [rounds] [change]
 //          [drain_arc_budget] [1: kFirstDeficit] [1: SearchSide::kForward]
+//          [1: rebalance_leaves off]
 //   change: fraction of live tasks changing per round (default 0.01)
 
 #include <algorithm>
@@ -57,6 +58,7 @@ int Run(int argc, char** argv) {
   if (argc > 7 && std::atoi(argv[7]) == 1) {
     solver_options.search_side = solver::IncrementalOptions::SearchSide::kForward;
   }
+  if (argc > 8 && std::atoi(argv[8]) == 1) solver_options.rebalance_leaves = false;
   solver::IncrementalSolver solver(solver_options);
   for (uint32_t v = 0; v < problem.node_count; ++v) {
     if (absl::Status s = solver.SetSupply(v, problem.supply[v]); !s.ok()) {
