@@ -140,11 +140,15 @@ TEST(BusKafkaOptionsTest, LegacyBrokerSettingsAndExtraOverride) {
   EXPECT_EQ(*GetKafkaConfigValue(**conf, "broker.version.fallback"), "0.9.0.1");
   EXPECT_EQ(*GetKafkaConfigValue(**conf, "enable.idempotence"), "false");
   EXPECT_EQ(*GetKafkaConfigValue(**conf, "client.id"), "flowsched");
+  // Every client turns Nagle's algorithm off (it delayed small writes).
+  EXPECT_EQ(*GetKafkaConfigValue(**conf, "socket.nagle.disable"), "true");
 
   options.extra["enable.idempotence"] = "true";
+  options.extra["socket.nagle.disable"] = "false";
   conf = BuildKafkaConfig(options, {});
   ASSERT_THAT(conf, IsOk());
   EXPECT_EQ(*GetKafkaConfigValue(**conf, "enable.idempotence"), "true");
+  EXPECT_EQ(*GetKafkaConfigValue(**conf, "socket.nagle.disable"), "false");
 }
 
 TEST_F(BusTest, ProduceAndConsumeKeyedRecords) {
