@@ -1,5 +1,6 @@
 #include "services/solver_worker/checked_extraction.h"
 
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -22,15 +23,23 @@ CheckedPlacements CheckAndExtract(const solver::McmfProblem& problem,
   CheckedPlacements out;
   const int64_t start = SteadyMicros();
   absl::Status checked;
-  std::thread checker([&] {
+  const auto check = [&] {
     const int64_t check_start = SteadyMicros();
     checked = solver::CheckOptimalFlow(problem, solution);
     out.check_ms = MillisSince(check_start);
-  });
+  };
+  // A process out of threads still checks, one step after the other,
+  // instead of dying on the exception.
+  std::thread checker;
+  try {
+    checker = std::thread(check);
+  } catch (const std::system_error&) {
+    check();
+  }
   absl::StatusOr<std::vector<flow::TaskPlacement>> extracted =
       flow::ExtractPlacements(network, flow_by_slot);
   out.extract_ms = MillisSince(start);
-  checker.join();
+  if (checker.joinable()) checker.join();
   out.wall_ms = MillisSince(start);
   if (!checked.ok()) {
     out.verdict = std::move(checked);

@@ -358,7 +358,11 @@ void SolverWorker::SolveAndPublish() {
     verdict = mirror_->Solve(round_result_);
     if (verdict.ok()) {
       solution.algorithm = round_result_.algorithm;
-      mirror_->FlowBySlot(network_, round_result_, flow_by_slot);
+      // Only an optimal result carries an exported flow (an infeasible
+      // round is refused below).
+      if (solution.outcome == solver::McmfOutcome::kOptimal) {
+        mirror_->FlowBySlot(network_, round_result_, flow_by_slot);
+      }
     } else {
       // The mirror may be inconsistent now: rebuild from a snapshot.
       synced_ = false;
