@@ -4,8 +4,10 @@
 //
 // Usage: incremental_profile [quincy|ls] [machines] [rounds] [change]
 //          [drain_arc_budget] [1: kFirstDeficit] [1: SearchSide::kForward]
-//          [1: rebalance_leaves off]
+//          [1: rebalance_leaves off] [1: random starts]
 //   change: fraction of live tasks changing per round (default 0.01)
+//   random starts: IncrementalOptions::StartModel::kRandomFreeSlot (the
+//   generator's stress model) instead of starts that follow the optimum
 
 #include <algorithm>
 #include <chrono>
@@ -47,6 +49,9 @@ int Run(int argc, char** argv) {
   shape.machines = machines;
   shape.utilisation = 0.9;
   IncrementalOptions options{.min_change = change, .max_change = change};
+  if (argc > 9 && std::atoi(argv[9]) == 1) {
+    options.starts = IncrementalOptions::StartModel::kRandomFreeSlot;
+  }
   ClusterNetwork network(shape, options);
   const solver::McmfProblem& problem = network.problem();
   solver::IncrementalOptions solver_options;
@@ -90,7 +95,12 @@ int Run(int argc, char** argv) {
              problem.node_count, problem.arcs.size(), MsSince(t));
   std::vector<double> apply_ms, solve_ms, check_ms;
   for (int r = 0; r < rounds; ++r) {
-    const RoundChanges changes = network.NextRound();
+    std::vector<int64_t> own_flow;
+    if (getenv("FS_SELF")) {
+      own_flow.resize(problem.arcs.size());
+      for (uint32_t a = 0; a < problem.arcs.size(); ++a) own_flow[a] = solver.flow(a);
+    }
+    const RoundChanges changes = network.NextRound(own_flow.empty() ? nullptr : &own_flow);
     t = Clock::now();
     for (uint32_t v : changes.changed_nodes) {
       (void)solver.SetSupply(v, problem.supply[v]);

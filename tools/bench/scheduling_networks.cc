@@ -5,6 +5,10 @@
 #include <functional>
 #include <utility>
 
+#include "absl/status/statusor.h"
+#include "services/solver/cost_scaling.h"
+#include "services/solver/relaxation.h"
+
 namespace flowsched::bench {
 namespace {
 
@@ -300,14 +304,16 @@ void ClusterNetwork::BuildTaskArcs(Task& task) {
                                     .cost = Uniform(0, alpha / 3)}));
     }
   }
-  if (running) {
-    // d* - p*: data cost on the current machine minus the seconds already
-    // run, so long-running tasks become ever cheaper to keep.
-    task.arcs.push_back(AllocArc(
-        {.src = task.node,
-         .dst = machines_[static_cast<size_t>(task.machine)].node,
-         .capacity = 1, .cost = Uniform(-400, 200)}));
-  }
+  if (running) AddRunningArc(task);
+}
+
+void ClusterNetwork::AddRunningArc(Task& task) {
+  // d* - p*: data cost on the current machine minus the seconds already
+  // run, so long-running tasks become ever cheaper to keep.
+  task.arcs.push_back(AllocArc(
+      {.src = task.node,
+       .dst = machines_[static_cast<size_t>(task.machine)].node,
+       .capacity = 1, .cost = Uniform(-400, 200)}));
 }
 
 void ClusterNetwork::FreeTaskArcs(Task& task) {
@@ -322,6 +328,12 @@ void ClusterNetwork::StartTask(uint32_t id, uint32_t machine) {
   task.machine = machine;
   ++machines_[machine].running;
   UpdateMachineArcs(machine);
+  if (shape_.shape == NetworkShape::kQuincy) {
+    // The task keeps its preferences (its input data stays where it is)
+    // and gains the arc to the machine it runs on.
+    AddRunningArc(task);
+    return;
+  }
   FreeTaskArcs(task);
   BuildTaskArcs(task);
 }
@@ -334,6 +346,11 @@ void ClusterNetwork::StopTask(uint32_t id) {
   task.machine = -1;
   --machines_[machine].running;
   UpdateMachineArcs(machine);
+  if (shape_.shape == NetworkShape::kQuincy) {
+    FreeArc(task.arcs.back());  // the running arc (AddRunningArc)
+    task.arcs.pop_back();
+    return;
+  }
   FreeTaskArcs(task);
   BuildTaskArcs(task);
 }
@@ -393,24 +410,122 @@ void ClusterNetwork::RecoverMachine(uint32_t m) {
   if (rack_count_ > 0) UpdateRackArc(machines_[m].rack);
 }
 
+bool ClusterNetwork::HasRoom(uint32_t m) const {
+  return !machines_[m].failed &&
+         machines_[m].running < shape_.slots_per_machine;
+}
+
 int64_t ClusterNetwork::PickFreeMachine() {
-  auto has_room = [this](uint32_t m) {
-    return !machines_[m].failed &&
-           machines_[m].running < shape_.slots_per_machine;
-  };
   for (int attempt = 0; attempt < 64; ++attempt) {
     const auto m = static_cast<uint32_t>(Uniform(0, shape_.machines - 1));
-    if (has_room(m)) return m;
+    if (HasRoom(m)) return m;
   }
   const auto start = static_cast<uint32_t>(Uniform(0, shape_.machines - 1));
   for (uint32_t i = 0; i < shape_.machines; ++i) {
     const uint32_t m = (start + i) % shape_.machines;
-    if (has_room(m)) return m;
+    if (HasRoom(m)) return m;
   }
   return -1;
 }
 
-RoundChanges ClusterNetwork::NextRound() {
+std::vector<int64_t> ClusterNetwork::OptimumPlacements(
+    const std::vector<int64_t>* last_flow) const {
+  std::vector<int64_t> placement(tasks_.size(), -1);
+  absl::StatusOr<solver::McmfSolution> solution;
+  if (last_flow == nullptr || last_flow->size() != problem_.arcs.size()) {
+    // Deterministic exact solvers, the faster one per shape (relaxation is
+    // ~30x cost scaling's time on load spreading, cost scaling ~2x
+    // relaxation's on Quincy).
+    solution = shape_.shape == NetworkShape::kQuincy
+                   ? solver::Relaxation().Solve(problem_)
+                   : solver::CostScaling().Solve(problem_);
+    if (!solution.ok() ||
+        solution->outcome != solver::McmfOutcome::kOptimal) {
+      return placement;
+    }
+    last_flow = &solution->flow;
+  }
+  const std::vector<int64_t>& flow = *last_flow;
+  std::vector<int64_t> machine_of_node(problem_.node_count, -1);
+  // Units each machine receives through the aggregators (Quincy: R -> M;
+  // load spreading: X -> M pieces), and each rack through X -> R.
+  std::vector<int64_t> via_aggregator(machines_.size(), 0);
+  for (uint32_t m = 0; m < machines_.size(); ++m) {
+    const Machine& machine = machines_[m];
+    machine_of_node[machine.node] = m;
+    if (shape_.shape == NetworkShape::kQuincy) {
+      via_aggregator[m] = flow[machine.rack_arc];
+    } else {
+      for (const uint32_t piece : machine.piece_arcs) {
+        via_aggregator[m] += flow[piece];
+      }
+    }
+  }
+  std::vector<int64_t> via_x(rack_count_, 0);
+  for (uint32_t r = 0; r < rack_count_; ++r) via_x[r] = flow[rack_arcs_[r]];
+  // Splits aggregated flow over machines in index order: rack r's units
+  // go to its machines, X's (load spreading) to every machine.
+  std::vector<uint32_t> rack_cursor(rack_count_, 0);
+  uint32_t x_cursor = 0;
+  uint32_t rack_of_x_cursor = 0;
+  auto take_machine = [&](uint32_t first, uint32_t count,
+                          uint32_t& cursor) -> int64_t {
+    while (cursor < count && via_aggregator[first + cursor] <= 0) ++cursor;
+    if (cursor == count) return -1;
+    --via_aggregator[first + cursor];
+    return first + cursor;
+  };
+  const uint32_t per_rack = std::max<uint32_t>(1, shape_.machines_per_rack);
+  auto take_from_rack = [&](uint32_t r) -> int64_t {
+    const uint32_t first = rack_first_machine_[r];
+    const uint32_t count = std::min<uint32_t>(
+        per_rack, static_cast<uint32_t>(machines_.size()) - first);
+    return take_machine(first, count, rack_cursor[r]);
+  };
+  // Direct and rack arcs first, then X, so X's share never takes a unit a
+  // rack arc's task needs.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const uint32_t id : waiting_) {
+      const Task& task = tasks_[id];
+      for (const uint32_t arc : task.arcs) {
+        if (flow[arc] <= 0) continue;
+        const uint32_t dst = problem_.arcs[arc].dst;
+        const bool through_x = dst == kClusterAggregator;
+        if (pass == 0 && !through_x) {
+          if (machine_of_node[dst] >= 0) {
+            placement[id] = machine_of_node[dst];
+          } else if (dst >= 2 && dst < 2 + rack_count_) {
+            placement[id] = take_from_rack(dst - 2);
+          }
+        } else if (pass == 1 && through_x) {
+          if (shape_.shape != NetworkShape::kQuincy) {
+            placement[id] = take_machine(
+                0, static_cast<uint32_t>(machines_.size()), x_cursor);
+          } else {
+            while (rack_of_x_cursor < rack_count_ &&
+                   via_x[rack_of_x_cursor] <= 0) {
+              ++rack_of_x_cursor;
+            }
+            if (rack_of_x_cursor < rack_count_) {
+              --via_x[rack_of_x_cursor];
+              placement[id] = take_from_rack(rack_of_x_cursor);
+            }
+          }
+        }
+        break;
+      }
+    }
+  }
+  return placement;
+}
+
+RoundChanges ClusterNetwork::NextRound(const std::vector<int64_t>* last_flow) {
+  // The placements of the network every algorithm just solved, before this
+  // round changes it.
+  const std::vector<int64_t> placement =
+      options_.starts == IncrementalOptions::StartModel::kFollowOptimum
+          ? OptimumPlacements(last_flow)
+          : std::vector<int64_t>();
   changed_nodes_.clear();
   changed_arcs_.clear();
   RoundChanges changes;
@@ -436,14 +551,35 @@ RoundChanges ClusterNetwork::NextRound() {
         Uniform(0, static_cast<int64_t>(running_.size()) - 1))]);
     ++changes.completions;
   }
-  // Last round's placements take effect: waiting tasks start on free slots.
-  for (int64_t i = 0; i < arrivals && !waiting_.empty(); ++i) {
-    const int64_t machine = PickFreeMachine();
-    if (machine < 0) break;
-    StartTask(waiting_[static_cast<size_t>(
-                  Uniform(0, static_cast<int64_t>(waiting_.size()) - 1))],
-              static_cast<uint32_t>(machine));
-    ++changes.starts;
+  // Last round's placements take effect: as many waiting tasks as arrive
+  // start, on the machines the optimum gave them (IncrementalOptions::
+  // starts), picked at random among the placed ones.
+  if (options_.starts == IncrementalOptions::StartModel::kFollowOptimum) {
+    std::vector<uint32_t> placed;
+    for (const uint32_t id : waiting_) {
+      if (placement[id] >= 0) placed.push_back(id);
+    }
+    for (size_t i = 0; i < placed.size() && changes.starts < arrivals; ++i) {
+      const auto pick = static_cast<size_t>(Uniform(
+          static_cast<int64_t>(i), static_cast<int64_t>(placed.size()) - 1));
+      std::swap(placed[i], placed[pick]);
+      const uint32_t id = placed[i];
+      const auto machine = static_cast<uint32_t>(placement[id]);
+      // A machine full of tasks the optimum moved elsewhere (the model
+      // does not migrate) keeps the task waiting.
+      if (!HasRoom(machine)) continue;
+      StartTask(id, machine);
+      ++changes.starts;
+    }
+  } else {
+    for (int64_t i = 0; i < arrivals && !waiting_.empty(); ++i) {
+      const int64_t machine = PickFreeMachine();
+      if (machine < 0) break;
+      StartTask(waiting_[static_cast<size_t>(
+                    Uniform(0, static_cast<int64_t>(waiting_.size()) - 1))],
+                static_cast<uint32_t>(machine));
+      ++changes.starts;
+    }
   }
   const int64_t max_job =
       2 * int64_t{std::max<uint32_t>(1, shape_.mean_tasks_per_job)} - 1;

@@ -11,7 +11,8 @@
 //                  machines or racks (gamma, rho < alpha)
 //   X --(slots of rack)--> R_r --(slots)--> M --(slots)--> S
 //   running task --(d* - p*: can be negative)--> its machine, and the
-//                  waiting task's arcs with a preemption cost to U_job
+//                  arcs it had while waiting (its data does not move when
+//                  it starts; leaving through U_job is a preemption)
 // Load spreading (figure 6a, as services/flow/load_spreading_policy.h):
 //   waiting task --(0)--> X --(convex: k-th new task on M costs
 //        per_task_cost * (running(M) + k), one parallel arc per piece)--> M
@@ -84,12 +85,23 @@ struct IncrementalOptions {
   // Per round, a fraction uniform in [min_change, max_change] of the live
   // tasks changes: half complete (running tasks leave), half arrive (new
   // waiting tasks, mostly in new jobs); as many waiting tasks as arrive
-  // start on free slots (the previous round's placements taking effect).
+  // start (the previous round's placements taking effect).
   double min_change = 0.005;
   double max_change = 0.02;
   // Chance per round that one machine fails (its running tasks wait
   // again, its slots vanish); it recovers three rounds later.
   double machine_failure_probability = 0.15;
+  // Where a starting task runs. kFollowOptimum: on the machine an optimal
+  // flow of the previous round's network sends it to (solved in NextRound
+  // by a deterministic flowsched solver, so every algorithm of a benchmark
+  // sees the same sequence), as in the scheduler, where a task starts
+  // where the last round placed it. kRandomFreeSlot: a random waiting task
+  // on a random machine with room, wherever the optimum had put it: every
+  // start then moves a unit of the previous flow, a stress test of the
+  // repair (displacement chains through full machines) that the product's
+  // data path does not produce.
+  enum class StartModel { kFollowOptimum, kRandomFreeSlot };
+  StartModel starts = StartModel::kFollowOptimum;
 };
 
 // The cluster model and its exported network. Deterministic: the same
@@ -107,14 +119,17 @@ class ClusterNetwork {
   // Arcs that are not dead slots.
   size_t live_arcs() const { return problem_.arcs.size() - free_arcs_.size(); }
 
-  // Applies one round of changes per IncrementalOptions.
-  RoundChanges NextRound();
+  // Applies one round of changes per IncrementalOptions. `last_flow`, if
+  // given (per arc of the current problem), is the optimum whose
+  // placements the starts follow instead of the generator's own solve.
+  RoundChanges NextRound(const std::vector<int64_t>* last_flow = nullptr);
 
  private:
   struct Task {
     uint32_t node = 0;
     uint32_t job = 0;
     int64_t machine = -1;  // running on, or -1 while waiting
+    // Quincy: the waiting arcs, then (while running) the arc to `machine`.
     std::vector<uint32_t> arcs;
     uint32_t list_pos = 0;  // position in running_ or waiting_
     bool live = false;
@@ -157,6 +172,14 @@ class ClusterNetwork {
   void FailMachine(uint32_t machine);
   void RecoverMachine(uint32_t machine);
   int64_t PickFreeMachine();
+  bool HasRoom(uint32_t machine) const;
+  // IncrementalOptions::kFollowOptimum: per task id, the machine an
+  // optimal flow of the current network runs it on (-1: unscheduled, not a
+  // waiting task, or no optimum). Flow through X and the racks is split
+  // over machines in index order, like a path decomposition.
+  std::vector<int64_t> OptimumPlacements(
+      const std::vector<int64_t>* last_flow) const;
+  void AddRunningArc(Task& task);
   void ListRemove(std::vector<uint32_t>& list, uint32_t task);
   void ListAdd(std::vector<uint32_t>& list, uint32_t task);
 

@@ -12,6 +12,7 @@
 #include "services/solver/incremental_solver.h"
 #include "services/solver/lemon_reference.h"
 #include "services/solver/problem_validator.h"
+#include "services/solver/relaxation.h"
 #include "services/solver/successive_shortest_path.h"
 
 namespace flowsched::bench {
@@ -90,18 +91,22 @@ TEST(SchedulingNetworksTest, FullScaleQuincyHasAboutAMillionArcs) {
 // Between snapshots, indices outside the round's change lists keep their
 // arcs and supplies; every snapshot solves correctly.
 TEST(SchedulingNetworksTest, IncrementalSequenceKeepsIndicesStable) {
+  for (const auto starts : {IncrementalOptions::StartModel::kFollowOptimum,
+                            IncrementalOptions::StartModel::kRandomFreeSlot})
   for (const NetworkShape shape :
        {NetworkShape::kQuincy, NetworkShape::kLoadSpreading}) {
     ClusterNetwork network(
         {.shape = shape, .machines = 40, .utilisation = 0.9, .seed = 11},
         {.min_change = 0.01, .max_change = 0.04,
-         .machine_failure_probability = 0.5});
+         .machine_failure_probability = 0.5, .starts = starts});
+    int started = 0;
     int failures = 0;
     for (int round = 0; round < 12; ++round) {
       const McmfProblem before = network.problem();
       const RoundChanges changes = network.NextRound();
       const McmfProblem& after = network.problem();
       if (changes.failed_machine >= 0) ++failures;
+      started += static_cast<int>(changes.starts);
       EXPECT_GT(changes.arrivals, 0u);
       ASSERT_GE(after.node_count, before.node_count);
       ASSERT_GE(after.arcs.size(), before.arcs.size());
@@ -124,6 +129,89 @@ TEST(SchedulingNetworksTest, IncrementalSequenceKeepsIndicesStable) {
       ExpectSolvesLikeLemon(after);
     }
     EXPECT_GT(failures, 0);
+    EXPECT_GT(started, 0);
+  }
+}
+
+// IncrementalOptions::kFollowOptimum: a task starts where an optimum of the
+// previous round's network sends its unit (the same deterministic solvers
+// the generator uses), and a Quincy task keeps its preference arcs. Machine
+// failures are off so that every new arc out of an old task is a start.
+TEST(SchedulingNetworksTest, StartsFollowThePreviousOptimum) {
+  for (const NetworkShape shape :
+       {NetworkShape::kQuincy, NetworkShape::kLoadSpreading}) {
+    const bool quincy = shape == NetworkShape::kQuincy;
+    constexpr uint32_t kMachines = 80;
+    ClusterNetwork network(
+        {.shape = shape, .machines = kMachines, .utilisation = 0.9, .seed = 5},
+        {.min_change = 0.02, .max_change = 0.02,
+         .machine_failure_probability = 0});
+    // Node layout (scheduling_networks.h): sink, X, racks of 40, machines.
+    const uint32_t racks = quincy ? 2 : 0;
+    const uint32_t first_machine = 2 + racks;
+    int checked = 0;
+    for (int round = 0; round < 6; ++round) {
+      const McmfProblem before = network.problem();
+      const absl::StatusOr<solver::McmfSolution> optimum =
+          quincy ? solver::Relaxation().Solve(before)
+                 : solver::CostScaling().Solve(before);
+      ASSERT_THAT(optimum, IsOk());
+      ASSERT_EQ(optimum->outcome, solver::McmfOutcome::kOptimal);
+      const RoundChanges changes = network.NextRound();
+      const McmfProblem& after = network.problem();
+      uint32_t starts = 0;
+      for (const uint32_t a : changes.changed_arcs) {
+        const McmfArc& arc = after.arcs[a];
+        const uint32_t task = arc.src;
+        const bool old_task =
+            task < before.node_count && before.supply[task] == 1 &&
+            after.supply[task] == 1 &&
+            !std::binary_search(changes.changed_nodes.begin(),
+                                changes.changed_nodes.end(), task);
+        if (!old_task || arc.capacity == 0 || arc.dst < first_machine ||
+            arc.dst >= first_machine + kMachines) {
+          continue;
+        }
+        ++starts;
+        // Where the optimum sent the task's unit.
+        int routed = 0;
+        for (uint32_t b = 0; b < before.arcs.size(); ++b) {
+          if (before.arcs[b].src != task || optimum->flow[b] == 0) continue;
+          ++routed;
+          const uint32_t dst = before.arcs[b].dst;
+          if (dst >= first_machine) {
+            EXPECT_EQ(dst, arc.dst) << "round " << round;
+          } else if (dst >= 2) {
+            EXPECT_EQ((arc.dst - first_machine) / 40, dst - 2);  // its rack
+          } else {
+            ASSERT_EQ(dst, 1u);  // X: a machine X (or its rack) fed
+            uint64_t fed = 0;
+            for (uint32_t c = 0; c < before.arcs.size(); ++c) {
+              const McmfArc& feed = before.arcs[c];
+              const bool into_machine =
+                  quincy ? feed.dst == arc.dst && feed.src >= 2 &&
+                               feed.src < first_machine
+                         : feed.dst == arc.dst && feed.src == 1;
+              if (into_machine) fed += static_cast<uint64_t>(optimum->flow[c]);
+            }
+            EXPECT_GT(fed, 0u) << "round " << round;
+          }
+        }
+        EXPECT_EQ(routed, 1) << "a started task was unscheduled";
+        if (quincy) {
+          // Its preferences stay: every arc it had keeps its slot.
+          for (uint32_t b = 0; b < before.arcs.size(); ++b) {
+            if (before.arcs[b].src == task) {
+              EXPECT_TRUE(SameArc(before.arcs[b], after.arcs[b])) << b;
+            }
+          }
+        }
+        ++checked;
+      }
+      EXPECT_EQ(starts, changes.starts) << ShapeName(shape) << " " << round;
+      EXPECT_GT(changes.starts, 0u);
+    }
+    EXPECT_GT(checked, 20) << ShapeName(shape);
   }
 }
 

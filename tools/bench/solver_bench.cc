@@ -24,6 +24,7 @@
 #include "services/solver/flow_checker.h"
 #include "services/solver/incremental_solver.h"
 #include "services/solver/portfolio.h"
+#include "services/solver/relaxation.h"
 #include "services/solver/solver_registry.h"
 #include "tools/bench/lemon_runners.h"
 
@@ -64,7 +65,9 @@ BenchCase ContendedCase(uint32_t machines, uint32_t new_job_tasks) {
 }
 
 BenchCase IncrementalCase(NetworkShape shape, uint32_t machines,
-                          uint32_t rounds) {
+                          uint32_t rounds,
+                          IncrementalOptions::StartModel starts =
+                              IncrementalOptions::StartModel::kFollowOptimum) {
   BenchCase c;
   c.kind = "incremental";
   c.shape.shape = shape;
@@ -76,8 +79,15 @@ BenchCase IncrementalCase(NetworkShape shape, uint32_t machines,
   // uniform 0.5-2%.
   c.incremental.min_change = 0.01;
   c.incremental.max_change = 0.01;
-  c.name = fmt::format("incr-{}-m{}-r{}-c1", ShapeName(shape), machines,
-                       rounds);
+  c.incremental.starts = starts;
+  // Tasks start where the last optimum placed them, as in the product;
+  // "-random-starts" moves each start's unit to a random free slot (the
+  // generator's stress model, IncrementalOptions::StartModel).
+  c.name = fmt::format(
+      "incr-{}-m{}-r{}-c1{}", ShapeName(shape), machines, rounds,
+      starts == IncrementalOptions::StartModel::kRandomFreeSlot
+          ? "-random-starts"
+          : "");
   return c;
 }
 
@@ -248,6 +258,29 @@ class WarmPortfolioRunner final : public Runner {
   solver::McmfSolution last_;
 };
 
+// Relaxation alone resuming from the previous round's optimum
+// (Relaxation::SolveFrom); round 0 is a cold relaxation solve.
+class WarmRelaxationRunner final : public Runner {
+ public:
+  std::optional<std::string> Solve(const solver::McmfProblem& problem,
+                                   Sample& sample) override {
+    const Clock::time_point start = Clock::now();
+    solver::Relaxation relaxation;
+    absl::StatusOr<solver::McmfSolution> solution =
+        last_.outcome == solver::McmfOutcome::kOptimal
+            ? relaxation.SolveFrom(problem, {last_.flow, last_.potentials})
+            : relaxation.Solve(problem);
+    sample.total_ms = sample.core_ms = MsSince(start);
+    std::optional<std::string> failure =
+        CheckedSample(problem, solution, sample);
+    if (!failure) last_ = std::move(*solution);
+    return failure;
+  }
+
+ private:
+  solver::McmfSolution last_;
+};
+
 class LemonRunner final : public Runner {
  public:
   explicit LemonRunner(LemonAlgorithm algorithm) : algorithm_(algorithm) {}
@@ -277,6 +310,9 @@ std::unique_ptr<Runner> MakeRunner(const std::string& algorithm,
   if (algorithm == kIncremental) return std::make_unique<IncrementalRunner>();
   if (algorithm == kWarmPortfolio) {
     return std::make_unique<WarmPortfolioRunner>();
+  }
+  if (algorithm == kWarmRelaxation) {
+    return std::make_unique<WarmRelaxationRunner>();
   }
   absl::StatusOr<std::unique_ptr<solver::McmfSolver>> solver =
       solver::MakeSolver(algorithm);
@@ -614,6 +650,12 @@ std::vector<BenchCase> StandardCases(bool quick) {
     cases.push_back(IncrementalCase(NetworkShape::kQuincy, 12500, 20));
     cases.push_back(IncrementalCase(NetworkShape::kLoadSpreading, 1250, 20));
     cases.push_back(IncrementalCase(NetworkShape::kLoadSpreading, 12500, 20));
+    cases.push_back(
+        IncrementalCase(NetworkShape::kQuincy, 1250, 20,
+                        IncrementalOptions::StartModel::kRandomFreeSlot));
+    cases.push_back(
+        IncrementalCase(NetworkShape::kLoadSpreading, 12500, 20,
+                        IncrementalOptions::StartModel::kRandomFreeSlot));
   }
   return cases;
 }
@@ -691,7 +733,8 @@ int RunSolverBench(const BenchOptions& options, std::ostream& out,
                             MsSince(gen_start) / 1000.0);
     std::vector<AlgorithmResult> results;
     for (const std::string& algorithm : algorithms) {
-      if ((algorithm == kIncremental || algorithm == kWarmPortfolio) &&
+      if ((algorithm == kIncremental || algorithm == kWarmPortfolio ||
+           algorithm == kWarmRelaxation) &&
           !incremental) {
         // A cold solve of the incremental runner is cost scaling itself.
         AlgorithmResult skipped;

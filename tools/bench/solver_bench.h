@@ -24,6 +24,9 @@ inline constexpr char kIncremental[] = "incremental";
 // resuming from the previous round's optimum, Portfolio::SolveFrom);
 // incremental sequences only.
 inline constexpr char kWarmPortfolio[] = "warm_portfolio";
+// Relaxation alone resuming from the previous round's optimum
+// (Relaxation::SolveFrom); incremental sequences only.
+inline constexpr char kWarmRelaxation[] = "warm_relaxation";
 
 struct BenchCase {
   std::string name;
