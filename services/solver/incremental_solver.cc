@@ -700,7 +700,7 @@ bool IncrementalSolver::BlockingFlow(IncrementalStats& stats) {
       if (level_[u] >= target) break;  // BFS order: levels never decrease
       for (uint32_t a : adj_[u]) {
         const uint32_t w = arcs_[a].head;
-        if (arcs_[a].residual == 0 || settled_stamp_[w] != phase_ ||
+        if (arcs_[a].residual == 0 || !InLastSearch(w) ||
             pass_stamp_[w] == pass_ || ReducedCost(a) != 0) {
           continue;
         }
@@ -832,6 +832,19 @@ absl::StatusOr<IncrementalResult> IncrementalSolver::Solve() {
     const bool backward =
         options_.search_side == IncrementalOptions::SearchSide::kAuto &&
         deficits_.size() * kBackwardRatio <= sources_.size();
+    if (!backward && options_.two_sided_search && stats.dijkstra_runs > 0) {
+      // IncrementalOptions::two_sided_search: price every excess node by
+      // its own distance to the deficits first, so that the forward search
+      // below leaves an admissible path from each of them, not only from
+      // those as close as the nearest one.
+      const int64_t backward_bound = ShortestDistances(
+          static_cast<int64_t>(std::min<Int128>(total_excess, kInfinity)),
+          /*backward=*/true, stats);
+      if (backward_bound != kInfinity) {
+        UpdatePotentials(backward_bound, /*backward=*/true);
+        presearch_phase_ = phase_;
+      }
+    }
     const int64_t bound = ShortestDistances(
         static_cast<int64_t>(std::min<Int128>(total_excess, kInfinity)),
         backward, stats);
@@ -843,7 +856,9 @@ absl::StatusOr<IncrementalResult> IncrementalSolver::Solve() {
       break;
     }
     UpdatePotentials(bound, backward);
-    if (!BlockingFlow(stats)) {
+    const bool moved = BlockingFlow(stats);
+    presearch_phase_ = 0;
+    if (!moved) {
       // Dijkstra just proved a zero-reduced-cost path to a deficit exists
       // and the first DFS that reaches it augments.
       return absl::InternalError("incremental: blocking flow made no progress");

@@ -58,11 +58,12 @@ IncrementalOptions OptionsVariant(int variant) {
     options.search_side = IncrementalOptions::SearchSide::kForward;
   }
   if (variant & 8) options.rebalance_leaves = false;
+  if (variant & 16) options.two_sided_search = false;
   return options;
 }
 
 // (a) Scheduling-shaped networks through >= 1,000 random change batches
-// each, for every combination of the four tuning options.
+// each, for every combination of the five tuning options.
 class SchedulingSequenceTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(SchedulingSequenceTest, EveryBatchIsOptimal) {
@@ -84,6 +85,9 @@ TEST_P(SchedulingSequenceTest, EveryBatchIsOptimal) {
       // Sometimes leave too little unscheduled capacity, which makes rounds
       // infeasible when machines fail; later rounds must recover.
       if (batch % 50 == 25) sim.SetUnscheduledFraction(0.3);
+      if (batch % 50 == 30) {
+        for (int m = 0; m < 3; ++m) sim.FailRandomMachine();
+      }
       if (batch % 50 == 35) sim.SetUnscheduledFraction(1.0);
       const int events = static_cast<int>(sim.Int(1, 12));
       for (int e = 0; e < events; ++e) sim.RandomEvent();
@@ -101,7 +105,7 @@ TEST_P(SchedulingSequenceTest, EveryBatchIsOptimal) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, SchedulingSequenceTest,
-                         ::testing::Range(0, 16));
+                         ::testing::Range(0, 32));
 
 TEST(IncrementalSolverTest, LargerSchedulingSequence) {
   IncrementalSolver solver;
@@ -270,9 +274,19 @@ TEST(IncrementalSolverTest, JobArrivalIsPricedFromTheSinkInOneSearch) {
   EXPECT_EQ(automatic.blocking_stages, 1u);
   const IncrementalStats forward = PlaceJobWithDistinctCosts(
       {.search_side = IncrementalOptions::SearchSide::kForward,
-       .rebalance_leaves = false});
+       .rebalance_leaves = false,
+       .two_sided_search = false});
   EXPECT_EQ(forward.backward_runs, 0u);
   EXPECT_EQ(forward.dijkstra_runs, 40u);
+  // Two-sided phases: the first forward search prices the nearest task;
+  // then a backward search prices every other one by its own distance,
+  // and the forward search after it leaves all 39 paths admissible.
+  const IncrementalStats two_sided = PlaceJobWithDistinctCosts(
+      {.search_side = IncrementalOptions::SearchSide::kForward,
+       .rebalance_leaves = false});
+  EXPECT_EQ(two_sided.backward_runs, 1u);
+  EXPECT_EQ(two_sided.dijkstra_runs, 3u);
+  EXPECT_EQ(two_sided.augmentations, 40u);
 }
 
 TEST(IncrementalSolverTest, JobArrivalIsPlacedByTheTasksThemselves) {
@@ -294,7 +308,7 @@ TEST(IncrementalSolverTest, RandomGeneralSequences) {
     auto rand = [&rng](int64_t lo, int64_t hi) {
       return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
     };
-    IncrementalSolver solver(OptionsVariant(static_cast<int>(seed % 16)));
+    IncrementalSolver solver(OptionsVariant(static_cast<int>(seed % 32)));
     const uint32_t nodes = 25;
     const uint32_t handles = 90;
     std::vector<int64_t> supply(nodes, 0);
