@@ -104,8 +104,8 @@ struct IncrementalOptions {
   // prices each excess node by its own distance, and the forward search
   // that follows makes the paths from all of them admissible at once, so
   // one blocking flow routes most of the round (bench sequence
-  // incr-quincy-m12500: 45-50 Dijkstras and 6-8 s a round before, 4-10
-  // and 1.2-1.5 s after). The first search of a round stays one-sided:
+  // incr-quincy-m12500: 45-50 Dijkstras and 6-8.5 s a round before, 5-11
+  // and 0.8-1.5 s after). The first search of a round stays one-sided:
   // load-spreading rounds finish in it, and a second search would only
   // add its cost.
   bool two_sided_search = true;
