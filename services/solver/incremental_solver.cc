@@ -35,6 +35,11 @@ constexpr int64_t kMaxExcess = int64_t{1} << 62;
 // Quincy simulation at 1x: 2, 4 and 16 all halve the placement latency of
 // job arrivals against forward only; 4 was best (README "search side").
 constexpr size_t kBackwardRatio = 4;
+// Scans of a hub's adjacency (X, the sink: 10^5 arcs at 12,500 machines)
+// load one random 24-byte residual arc per entry; fetching this many
+// entries ahead hides part of the cache misses (load-spreading rounds at
+// 12,500 machines: p50 16.9 -> 15.5 ms over three runs each).
+constexpr size_t kPrefetchAhead = 8;
 // RebalanceLeaf sorts a node's arcs; tasks have a handful (Quincy: X, U_j,
 // up to ten preferences, the running arc). Larger nodes are aggregators
 // with arcs in, which never qualify anyway.
@@ -119,6 +124,14 @@ void IncrementalSolver::Push(uint32_t r, int64_t delta) {
   MoveFlow(r, delta);
   AddExcess(Tail(r), -delta);
   AddExcess(arcs_[r].head, delta);
+}
+
+uint32_t IncrementalSolver::PrefetchedEntry(const std::vector<uint32_t>& list,
+                                            size_t k) const {
+  if (k + kPrefetchAhead < list.size()) {
+    __builtin_prefetch(&arcs_[list[k + kPrefetchAhead]]);
+  }
+  return list[k];
 }
 
 void IncrementalSolver::Unlink(uint32_t r) {
@@ -616,7 +629,9 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
       if (first_only || covered >= total) break;
     }
     const int64_t pu = potential_[u];
-    for (uint32_t r : adj_[u]) {
+    const std::vector<uint32_t>& scan = adj_[u];
+    for (size_t k = 0; k < scan.size(); ++k) {
+      const uint32_t r = PrefetchedEntry(scan, k);
       const ResidualArc& arc = arcs_[r];
       const uint32_t w = arc.head;
       int64_t nd;
@@ -698,7 +713,9 @@ bool IncrementalSolver::BlockingFlow(IncrementalStats& stats) {
     for (size_t i = 0; i < bfs_queue_.size(); ++i) {
       const uint32_t u = bfs_queue_[i];
       if (level_[u] >= target) break;  // BFS order: levels never decrease
-      for (uint32_t a : adj_[u]) {
+      const std::vector<uint32_t>& scan = adj_[u];
+      for (size_t k = 0; k < scan.size(); ++k) {
+        const uint32_t a = PrefetchedEntry(scan, k);
         const uint32_t w = arcs_[a].head;
         if (arcs_[a].residual == 0 || !InLastSearch(w) ||
             pass_stamp_[w] == pass_ || ReducedCost(a) != 0) {

@@ -218,6 +218,9 @@ class IncrementalSolver {
   // interiors, whose net excess change is zero).
   void MoveFlow(uint32_t r, int64_t delta);
   void Unlink(uint32_t r);
+  // list[k], with the residual arc kPrefetchAhead entries on requested
+  // from memory (for the Dijkstra and BFS scans of hub adjacencies).
+  uint32_t PrefetchedEntry(const std::vector<uint32_t>& list, size_t k) const;
   void RemoveArcInternal(uint32_t handle);
 
   // Places fresh nodes and repairs changed arcs, restoring rc >= 0 on every
