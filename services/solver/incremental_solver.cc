@@ -686,11 +686,11 @@ void IncrementalSolver::UpdatePotentials(int64_t bound, bool backward) {
 }
 
 bool IncrementalSolver::BlockingFlow(IncrementalStats& stats) {
-  // Dinic's algorithm on the admissible network of the last Dijkstra: arcs
-  // with residual capacity and zero reduced cost into nodes it settled
-  // (they hold every shortest path it found, so a stage costs no more than
-  // the Dijkstra did instead of wandering the often huge zero-cost
-  // subgraph). A BFS from the excess nodes gives each node its hop level,
+  // Dinic's algorithm on the admissible network of the last Dijkstra (both
+  // searches of a two-sided phase): arcs with residual capacity and zero
+  // reduced cost into nodes it settled (they hold every shortest path it
+  // found, so a stage costs no more than the Dijkstra did instead of
+  // wandering the often huge zero-cost subgraph). A BFS from the excess nodes gives each node its hop level,
   // up to the level of the nearest deficit, and a DFS with current-arc
   // pointers augments along arcs that climb one level. The level graph is
   // acyclic, so a node the DFS finds dead is dead for the whole stage. (A
