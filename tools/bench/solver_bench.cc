@@ -235,50 +235,60 @@ class IncrementalRunner final : public Runner {
   bool warm_ = false;
 };
 
-// The portfolio warm-started from the previous round's optimum (problem
-// indices are stable across a sequence's rounds); round 0 is cold.
-class WarmPortfolioRunner final : public Runner {
+// A from-scratch solver resumed from the previous round's optimum (problem
+// indices are stable across a sequence's rounds); round 0, and a round
+// after one that was not optimal, solve cold.
+class WarmStartRunner : public Runner {
  public:
   std::optional<std::string> Solve(const solver::McmfProblem& problem,
-                                   Sample& sample) override {
+                                   Sample& sample) final {
     const Clock::time_point start = Clock::now();
-    solver::Portfolio portfolio;
     absl::StatusOr<solver::McmfSolution> solution =
-        last_.outcome == solver::McmfOutcome::kOptimal
-            ? portfolio.SolveFrom(problem, last_.flow, last_.potentials)
-            : portfolio.Solve(problem);
+        last_.outcome == solver::McmfOutcome::kOptimal ? SolveFrom(problem, last_)
+                                                       : SolveCold(problem);
     sample.total_ms = sample.core_ms = MsSince(start);
     std::optional<std::string> failure =
         CheckedSample(problem, solution, sample);
     if (!failure) last_ = std::move(*solution);
     return failure;
   }
+
+ protected:
+  virtual absl::StatusOr<solver::McmfSolution> SolveFrom(
+      const solver::McmfProblem& problem, const solver::McmfSolution& last) = 0;
+  virtual absl::StatusOr<solver::McmfSolution> SolveCold(
+      const solver::McmfProblem& problem) = 0;
 
  private:
   solver::McmfSolution last_;
 };
 
-// Relaxation alone resuming from the previous round's optimum
-// (Relaxation::SolveFrom); round 0 is a cold relaxation solve.
-class WarmRelaxationRunner final : public Runner {
- public:
-  std::optional<std::string> Solve(const solver::McmfProblem& problem,
-                                   Sample& sample) override {
-    const Clock::time_point start = Clock::now();
-    solver::Relaxation relaxation;
-    absl::StatusOr<solver::McmfSolution> solution =
-        last_.outcome == solver::McmfOutcome::kOptimal
-            ? relaxation.SolveFrom(problem, {last_.flow, last_.potentials})
-            : relaxation.Solve(problem);
-    sample.total_ms = sample.core_ms = MsSince(start);
-    std::optional<std::string> failure =
-        CheckedSample(problem, solution, sample);
-    if (!failure) last_ = std::move(*solution);
-    return failure;
+// Firmament's incremental portfolio (Portfolio::SolveFrom).
+class WarmPortfolioRunner final : public WarmStartRunner {
+ protected:
+  absl::StatusOr<solver::McmfSolution> SolveFrom(
+      const solver::McmfProblem& problem,
+      const solver::McmfSolution& last) override {
+    return solver::Portfolio().SolveFrom(problem, last.flow, last.potentials);
   }
+  absl::StatusOr<solver::McmfSolution> SolveCold(
+      const solver::McmfProblem& problem) override {
+    return solver::Portfolio().Solve(problem);
+  }
+};
 
- private:
-  solver::McmfSolution last_;
+// Relaxation alone (Relaxation::SolveFrom).
+class WarmRelaxationRunner final : public WarmStartRunner {
+ protected:
+  absl::StatusOr<solver::McmfSolution> SolveFrom(
+      const solver::McmfProblem& problem,
+      const solver::McmfSolution& last) override {
+    return solver::Relaxation().SolveFrom(problem, {last.flow, last.potentials});
+  }
+  absl::StatusOr<solver::McmfSolution> SolveCold(
+      const solver::McmfProblem& problem) override {
+    return solver::Relaxation().Solve(problem);
+  }
 };
 
 class LemonRunner final : public Runner {
