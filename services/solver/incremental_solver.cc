@@ -690,10 +690,10 @@ bool IncrementalSolver::BlockingFlow(IncrementalStats& stats) {
   // searches of a two-sided phase): arcs with residual capacity and zero
   // reduced cost into nodes it settled (they hold every shortest path it
   // found, so a stage costs no more than the Dijkstra did instead of
-  // wandering the often huge zero-cost subgraph). A BFS from the excess nodes gives each node its hop level,
-  // up to the level of the nearest deficit, and a DFS with current-arc
-  // pointers augments along arcs that climb one level. The level graph is
-  // acyclic, so a node the DFS finds dead is dead for the whole stage. (A
+  // wandering the often huge zero-cost subgraph). A BFS from the excess
+  // nodes gives each node its hop level, up to the level of the nearest
+  // deficit, and a DFS with current-arc pointers augments along arcs that
+  // climb one level. The level graph is acyclic, so a node the DFS finds dead is dead for the whole stage. (A
   // plain DFS has to skip arcs into nodes on its own path, because zero-
   // cost cycles through a running task, its machine and the aggregators
   // are everywhere, and then wrongly marks nodes dead: profiled at 12,500
@@ -849,6 +849,10 @@ absl::StatusOr<IncrementalResult> IncrementalSolver::Solve() {
     const bool backward =
         options_.search_side == IncrementalOptions::SearchSide::kAuto &&
         deficits_.size() * kBackwardRatio <= sources_.size();
+    // A presearch belongs to one phase only; a phase that ended without a
+    // blocking flow (no deficit reachable) must not leak its stamps into
+    // the next round's.
+    presearch_phase_ = 0;
     if (!backward && options_.two_sided_search && stats.dijkstra_runs > 0) {
       // IncrementalOptions::two_sided_search: price every excess node by
       // its own distance to the deficits first, so that the forward search
@@ -873,9 +877,7 @@ absl::StatusOr<IncrementalResult> IncrementalSolver::Solve() {
       break;
     }
     UpdatePotentials(bound, backward);
-    const bool moved = BlockingFlow(stats);
-    presearch_phase_ = 0;
-    if (!moved) {
+    if (!BlockingFlow(stats)) {
       // Dijkstra just proved a zero-reduced-cost path to a deficit exists
       // and the first DFS that reaches it augments.
       return absl::InternalError("incremental: blocking flow made no progress");
