@@ -1,7 +1,8 @@
 #!/bin/sh
 # Smoke test for `flowsched bench solver --quick`: it must exit 0 and its
 # CSV must hold an "ok" row for every case and algorithm it lists ("n/a"
-# for the incremental solver on cases that are not sequences).
+# for the incremental solver on cases that are not sequences), and an
+# unknown --algorithm must be refused up front with exit status 2.
 # Usage: bench_smoke_test.sh FLOWSCHED_BINARY WORK_DIR
 set -eu
 flowsched=$1
@@ -24,4 +25,8 @@ for c in $cases; do
   done
 done
 [ "$missing" -eq 0 ] || { cat "$csv"; exit 1; }
+status=0
+"$flowsched" bench solver --quick --algorithm no_such_solver >/dev/null 2>"$dir/bad.txt" || status=$?
+[ "$status" -eq 2 ] && grep -q "unknown algorithm 'no_such_solver'" "$dir/bad.txt" || {
+  echo "an unknown --algorithm exited $status:"; cat "$dir/bad.txt"; exit 1; }
 echo "bench smoke: $(($(wc -l <"$csv") - 1)) rows OK"

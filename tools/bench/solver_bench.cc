@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "services/solver/cost_scaling.h"
 #include "services/solver/dimacs.h"
 #include "services/solver/flow_checker.h"
@@ -333,6 +334,11 @@ std::unique_ptr<Runner> MakeRunner(const std::string& algorithm,
   return std::make_unique<FlowschedRunner>(std::move(*solver));
 }
 
+bool IsSequenceOnly(const std::string& algorithm) {
+  return algorithm == kIncremental || algorithm == kWarmPortfolio ||
+         algorithm == kWarmRelaxation;
+}
+
 bool IsLemon(const std::string& algorithm) {
   return algorithm == kLemonNetworkSimplex || algorithm == kLemonCostScaling;
 }
@@ -638,6 +644,21 @@ struct SummaryRow {
 
 }  // namespace
 
+absl::Status CheckAlgorithmNames(const std::vector<std::string>& algorithms) {
+  for (const std::string& algorithm : algorithms) {
+    if (IsSequenceOnly(algorithm)) continue;
+    const std::vector<std::string> known = solver::SolverNames();
+    if (std::find(known.begin(), known.end(), algorithm) != known.end()) {
+      continue;
+    }
+    return absl::InvalidArgumentError(fmt::format(
+        "unknown algorithm '{}'; known: {}, {}, {}, {} (LEMON always runs)",
+        algorithm, fmt::join(known, ", "), kIncremental, kWarmPortfolio,
+        kWarmRelaxation));
+  }
+  return absl::OkStatus();
+}
+
 std::vector<BenchCase> StandardCases(bool quick) {
   std::vector<BenchCase> cases;
   const std::vector<uint32_t> sizes =
@@ -743,10 +764,9 @@ int RunSolverBench(const BenchOptions& options, std::ostream& out,
                             MsSince(gen_start) / 1000.0);
     std::vector<AlgorithmResult> results;
     for (const std::string& algorithm : algorithms) {
-      if ((algorithm == kIncremental || algorithm == kWarmPortfolio ||
-           algorithm == kWarmRelaxation) &&
-          !incremental) {
-        // A cold solve of the incremental runner is cost scaling itself.
+      if (IsSequenceOnly(algorithm) && !incremental) {
+        // These runners resume from the previous round; on a single
+        // network they would only repeat a cold solver.
         AlgorithmResult skipped;
         skipped.algorithm = algorithm;
         skipped.status = "n/a";

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+
 #include "tools/bench/scheduling_networks.h"
 
 namespace flowsched::bench {
@@ -27,6 +29,10 @@ inline constexpr char kWarmPortfolio[] = "warm_portfolio";
 // Relaxation alone resuming from the previous round's optimum
 // (Relaxation::SolveFrom); incremental sequences only.
 inline constexpr char kWarmRelaxation[] = "warm_relaxation";
+
+// InvalidArgument naming the first entry of `algorithms` that is neither a
+// solver::MakeSolver name nor one of the sequence-only runners above.
+absl::Status CheckAlgorithmNames(const std::vector<std::string>& algorithms);
 
 struct BenchCase {
   std::string name;

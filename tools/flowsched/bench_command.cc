@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "tools/bench/solver_bench.h"
 #include "tools/flowsched/commands.h"
 #include "services/solver/solver_registry.h"
@@ -37,8 +38,10 @@ CommandMain AddBenchCommand(CLI::App& app, CommonFlags& flags) {
   cmd->add_option("--csv", options->csv_path,
                   "Write one row per (case, algorithm) to this file");
   cmd->add_option("--algorithm", options->algorithms,
-                  "flowsched algorithms (comma-separated MakeSolver names; "
-                  "default: every registered one). LEMON always runs.")
+                  "flowsched algorithms (comma-separated: MakeSolver names, "
+                  "and on incremental sequences incremental, warm_portfolio, "
+                  "warm_relaxation; default: every solver plus incremental "
+                  "and warm_portfolio). LEMON always runs.")
       ->delimiter(',');
   cmd->add_option("--repeat", options->repeat,
                   "Solves per static case and algorithm (median reported)")
@@ -58,6 +61,11 @@ CommandMain AddBenchCommand(CLI::App& app, CommonFlags& flags) {
       options->algorithms = solver::SolverNames();
       options->algorithms.push_back(bench::kIncremental);
       options->algorithms.push_back(bench::kWarmPortfolio);
+    }
+    if (absl::Status s = bench::CheckAlgorithmNames(options->algorithms);
+        !s.ok()) {
+      std::cerr << "flowsched bench solver: " << s.message() << "\n";
+      return 2;
     }
     if (*list) {
       for (const bench::BenchCase& c : bench::StandardCases(options->quick)) {
