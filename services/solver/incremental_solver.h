@@ -74,8 +74,11 @@ struct IncrementalOptions {
   // a job of k new tasks that reach the sink at k different costs takes k
   // phases when searched from the tasks, one when searched back from the
   // sink. kAuto grows backwards once the excess nodes outnumber the deficit
-  // nodes 4 times (a job arrival), forwards otherwise (finished tasks, cost
-  // changes, failed machines); kForward always grows from the excess nodes.
+  // nodes 4 times (a job arrival) or have 4 times their residual arcs (the
+  // sink's unit after a task finished on a full machine: a search from the
+  // sink covers the network, one from the machine a few nodes), forwards
+  // otherwise (finished tasks, cost changes, failed machines); kForward
+  // always grows from the excess nodes.
   enum class SearchSide { kAuto, kForward };
   SearchSide search_side = SearchSide::kAuto;
   // After Hapi's repair rules, an existing node whose changed arcs all

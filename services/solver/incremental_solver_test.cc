@@ -289,6 +289,101 @@ TEST(IncrementalSolverTest, JobArrivalIsPricedFromTheSinkInOneSearch) {
   EXPECT_EQ(two_sided.augmentations, 40u);
 }
 
+// A task finishes on a full machine whose return arc to the sink had a
+// negative reduced cost (the potentials priced its slot at 50): the sink
+// is left with a unit the machine lacks, and the zero-cost return path the
+// drain walk looks for does not exist. Every other machine and task sits
+// at distance 0 from the sink, the machine at 50: a search from the sink,
+// which is adjacent to every machine, settles all of them first; one from
+// the machine reaches the sink at once.
+IncrementalStats FinishOnFullMachine(IncrementalOptions options) {
+  constexpr uint32_t kSink = 0;
+  constexpr uint32_t kCluster = 1;
+  constexpr uint32_t kMachines = 100;
+  constexpr int64_t kTaskToCluster = 60;
+  constexpr int64_t kSlotValue = 50;
+  IncrementalSolver solver(options);
+  uint32_t handle = 0;
+  std::vector<int64_t> flow;
+  // Published potentials p (rc = cost - p[u] + p[v]): 0 everywhere except
+  // the full machine (-50 on its return arc) and the tasks.
+  std::vector<int64_t> potentials = {0, 0};
+  auto arc = [&](uint32_t u, uint32_t v, int64_t cap, int64_t cost,
+                 int64_t f) {
+    EXPECT_THAT(solver.SetArc(handle++, u, v, cap, cost), IsOk());
+    flow.push_back(f);
+  };
+  EXPECT_THAT(solver.SetSupply(kSink, 0), IsOk());
+  EXPECT_THAT(solver.SetSupply(kCluster, 0), IsOk());
+  for (uint32_t m = 0; m < kMachines; ++m) {
+    EXPECT_THAT(solver.SetSupply(2 + m, 0), IsOk());
+    potentials.push_back(m == 0 ? kSlotValue : 0);
+  }
+  // Machine 0 (node 2) runs two tasks through their direct arcs; every
+  // other machine runs one task placed through the cluster aggregator.
+  arc(kCluster, 2, 2, 0, 0);
+  arc(2, kSink, 2, 0, 2);
+  for (uint32_t m = 1; m < kMachines; ++m) {
+    arc(kCluster, 2 + m, 2, 0, 1);
+    arc(2 + m, kSink, 2, 0, 1);
+  }
+  uint32_t task = 2 + kMachines;
+  const uint32_t finishing = task;
+  uint32_t finishing_first_arc = 0;
+  for (int i = 0; i < 2; ++i, ++task) {
+    EXPECT_THAT(solver.SetSupply(task, 1), IsOk());
+    potentials.push_back(kSlotValue);
+    if (i == 0) finishing_first_arc = handle;
+    arc(task, 2, 1, 0, 1);
+    arc(task, kCluster, 1, kTaskToCluster, 0);
+  }
+  for (uint32_t m = 1; m < kMachines; ++m, ++task) {
+    EXPECT_THAT(solver.SetSupply(task, 1), IsOk());
+    potentials.push_back(kTaskToCluster);
+    arc(task, kCluster, 1, kTaskToCluster, 1);
+  }
+  EXPECT_THAT(solver.SetSupply(kSink, -int64_t{kMachines} - 1), IsOk());
+  EXPECT_THAT(solver.InstallSolution(flow, potentials), IsOk());
+
+  EXPECT_THAT(solver.RemoveArc(finishing_first_arc), IsOk());
+  EXPECT_THAT(solver.RemoveArc(finishing_first_arc + 1), IsOk());
+  EXPECT_THAT(solver.RemoveNode(finishing), IsOk());
+  EXPECT_THAT(solver.SetSupply(kSink, -int64_t{kMachines}), IsOk());
+  absl::StatusOr<IncrementalResult> result = solver.Solve();
+  EXPECT_THAT(result, IsOk());
+  if (!result.ok()) return {};
+  EXPECT_EQ(result->outcome, McmfOutcome::kOptimal);
+  EXPECT_EQ(result->total_cost, int64_t{kMachines - 1} * kTaskToCluster);
+  McmfProblem problem;
+  McmfSolution solution;
+  std::vector<uint32_t> handles;
+  solver.Export(problem, solution, handles);
+  EXPECT_THAT(CheckOptimalFlow(problem, solution), IsOk());
+  EXPECT_EQ(testgen::SolveWithLemon(problem).total_cost, result->total_cost);
+  return result->stats;
+}
+
+TEST(IncrementalSolverTest, SlotFreedOnAFullMachineIsPricedFromTheMachine) {
+  // Without the drain walks (which find nothing here, but count the nodes
+  // they look at), nodes_touched is what the search settled.
+  const IncrementalStats with_walks = FinishOnFullMachine({});
+  EXPECT_EQ(with_walks.drained_units, 0);
+  EXPECT_EQ(with_walks.backward_runs, 1u);
+  const IncrementalStats automatic =
+      FinishOnFullMachine({.drain_arc_budget = 0});
+  EXPECT_EQ(automatic.dijkstra_runs, 1u);
+  EXPECT_EQ(automatic.backward_runs, 1u);
+  // The machine, then the sink and the cluster aggregator at distance 50.
+  EXPECT_LE(automatic.nodes_touched, 3u);
+  const IncrementalStats forward = FinishOnFullMachine(
+      {.drain_arc_budget = 0,
+       .search_side = IncrementalOptions::SearchSide::kForward});
+  EXPECT_EQ(forward.dijkstra_runs, 1u);
+  EXPECT_EQ(forward.backward_runs, 0u);
+  // Every machine and every task before the full machine.
+  EXPECT_GE(forward.nodes_touched, 200u);
+}
+
 TEST(IncrementalSolverTest, JobArrivalIsPlacedByTheTasksThemselves) {
   // Default options: each task's changed arcs make it send its unit over
   // its cheapest arc (its own machine) at once, and the drain walks carry
