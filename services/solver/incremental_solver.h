@@ -153,6 +153,16 @@ class IncrementalSolver {
   // last Solve.
   int64_t flow(uint32_t handle) const;
   int64_t potential(uint32_t node) const;
+  // Calls f(handle, flow) for every live handle that carries flow, in
+  // ascending handle order: one sequential pass over the residual arcs,
+  // the cheapest way to read a whole solution without an Export.
+  template <typename F>
+  void ForEachFlow(F&& f) const {
+    for (uint32_t h = 0; h < handle_limit_; ++h) {
+      const int64_t units = arcs_[2 * h + 1].residual;
+      if (units != 0 && handle_live_[h] != 0) f(h, units);
+    }
+  }
 
   // Exports the current network and, if the last Solve was kOptimal, its
   // solution: node_count is one past the largest node id ever used (free ids

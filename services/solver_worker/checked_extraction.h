@@ -6,8 +6,10 @@
 // the replica network and its flow per slot), so they run side by side on
 // two threads: at 12,500 machines a quiet round spends about 11 ms checking
 // and 16 ms extracting, and the round then costs the longer of the two.
+// The inputs of each side can be produced on its own thread as well.
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -27,9 +29,15 @@ struct CheckedPlacements {
   double wall_ms = 0;     // both, side by side
 };
 
-CheckedPlacements CheckAndExtract(const solver::McmfProblem& problem,
-                                  const solver::McmfSolution& solution,
-                                  const flow::FlowNetwork& network,
-                                  const std::vector<int64_t>& flow_by_slot);
+// `prepare_check` and `prepare_extract`, when given, run first on the
+// checker's and on the extraction's side and fill `problem` and `solution`,
+// respectively `flow_by_slot` (the incremental mirror's export and flow per
+// slot: both only read the solver). Their time counts in check_ms and
+// extract_ms.
+CheckedPlacements CheckAndExtract(
+    const solver::McmfProblem& problem, const solver::McmfSolution& solution,
+    const flow::FlowNetwork& network, const std::vector<int64_t>& flow_by_slot,
+    const std::function<void()>& prepare_check = nullptr,
+    const std::function<void()>& prepare_extract = nullptr);
 
 }  // namespace flowsched::solver_worker

@@ -163,9 +163,24 @@ absl::StatusOr<MirrorResult> IncrementalMirror::Solve() {
 }
 
 absl::Status IncrementalMirror::Solve(MirrorResult& result) {
+  FLOWSCHED_RETURN_IF_ERROR(SolveWithoutExport(result));
+  ExportResult(result);
+  return absl::OkStatus();
+}
+
+void IncrementalMirror::ExportResult(MirrorResult& result) const {
+  if (result.exported) return;
+  solver_->Export(result.problem, result.solution, result.handles);
+  result.exported = true;
+}
+
+absl::Status IncrementalMirror::SolveWithoutExport(MirrorResult& result) {
   result.outcome = solver::McmfOutcome::kInfeasible;
   result.total_cost = 0;
   result.algorithm.clear();
+  // Every path below exports before solving from scratch (set there) or
+  // leaves the repair's result to ExportResult.
+  result.exported = false;
   if (!cold_) {
     absl::StatusOr<solver::IncrementalResult> repaired =
         absl::UnknownError("the repair did not run");
@@ -176,6 +191,7 @@ absl::Status IncrementalMirror::Solve(MirrorResult& result) {
       // from-scratch algorithms bound the round when changes ripple
       // through the whole network.
       solver_->Export(result.problem, result.solution, result.handles);
+      result.exported = true;
       std::atomic<bool> stop{false};
       absl::StatusOr<solver::McmfSolution> raced =
           absl::UnknownError("the portfolio did not run");
@@ -202,7 +218,9 @@ absl::Status IncrementalMirror::Solve(MirrorResult& result) {
       result.outcome = repaired->outcome;
       result.total_cost = repaired->total_cost;
       result.algorithm = "incremental";
-      solver_->Export(result.problem, result.solution, result.handles);
+      // The race above may have exported the state the repair resumed
+      // from; the repaired flow is exported by ExportResult.
+      result.exported = false;
       return absl::OkStatus();
     }
     if (repaired.status().code() != absl::StatusCode::kOutOfRange &&
@@ -212,6 +230,7 @@ absl::Status IncrementalMirror::Solve(MirrorResult& result) {
     cold_ = true;  // potentials drifted too far, or both failed: start over
   }
   solver_->Export(result.problem, result.solution, result.handles);
+  result.exported = true;
   FLOWSCHED_ASSIGN_OR_RETURN(result.solution,
                              cold_solver_->Solve(result.problem));
   result.outcome = result.solution.outcome;
@@ -247,6 +266,25 @@ void IncrementalMirror::FlowBySlot(const flow::FlowNetwork& network,
     const flow::ArcSlot slot = handle_slot_[handle];
     if (slot < flow_by_slot.size()) flow_by_slot[slot] += flow[i];
   }
+}
+
+IncrementalMirror::DeferredInputs IncrementalMirror::InputsOf(
+    const flow::FlowNetwork& network, MirrorResult& result,
+    std::vector<int64_t>& flow_by_slot) const {
+  if (result.exported) {
+    return {nullptr, [this, &network, &result, &flow_by_slot] {
+              FlowBySlot(network, result, flow_by_slot);
+            }};
+  }
+  return {[this, &result] { ExportResult(result); },
+          [this, &network, &flow_by_slot] {
+            flow_by_slot.assign(network.arc_slot_count(), 0);
+            solver_->ForEachFlow([&](uint32_t handle, int64_t units) {
+              if (handle >= handle_slot_.size()) return;
+              const flow::ArcSlot slot = handle_slot_[handle];
+              if (slot < flow_by_slot.size()) flow_by_slot[slot] += units;
+            });
+          }};
 }
 
 }  // namespace flowsched::solver_worker

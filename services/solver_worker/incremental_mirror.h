@@ -18,6 +18,7 @@
 // Thread-safety: none; owned by the solver worker loop.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,9 +36,11 @@ struct MirrorResult {
   int64_t total_cost = 0;
   std::string algorithm;  // "incremental" or the from-scratch winner
   // The exported problem and solution, in handle order, for the checker.
+  // Valid only once `exported` is true (IncrementalMirror::ExportResult).
   solver::McmfProblem problem;
   solver::McmfSolution solution;
   std::vector<uint32_t> handles;
+  bool exported = false;
 };
 
 struct MirrorOptions {
@@ -75,12 +78,35 @@ class IncrementalMirror {
   // 12,500 machines the fresh ~60 MB of a new result cost a round about
   // 10 ms of page faults.
   absl::Status Solve(MirrorResult& result);
+  // Solve without the export when the repair wins (a from-scratch solve
+  // exports first, as its input): ExportResult completes `result` later.
+  // The export (~10 ms at 12,500 machines) is only the checker's input,
+  // so the worker runs it on the checker's thread while FlowBySlot and the
+  // extraction run on the other, instead of before both.
+  absl::Status SolveWithoutExport(MirrorResult& result);
+  // Exports the last solve into `result` unless it already holds it. Only
+  // reads the solver: may run beside FlowBySlot.
+  void ExportResult(MirrorResult& result) const;
   // Flow per arc slot of `network` (pieces summed), for placement
-  // extraction, read from `result`, this mirror's last Solve result: one
-  // sequential pass over the exported flow, skipping the nine tenths that
-  // are zero, instead of asking the solver for every piece of every slot.
+  // extraction, read from `result`, this mirror's last Solve result (it
+  // must hold the export): one sequential pass over the exported flow,
+  // skipping the nine tenths that are zero, instead of asking the solver
+  // for every piece of every slot.
   void FlowBySlot(const flow::FlowNetwork& network, const MirrorResult& result,
                   std::vector<int64_t>& flow_by_slot) const;
+  // The inputs of CheckAndExtract for the last SolveWithoutExport, as two
+  // steps to run on its two threads: the first completes `result` (the
+  // checker's problem and solution; empty if `result` holds them already),
+  // the second fills `flow_by_slot` (from the export if there is one, else
+  // from the solver's arcs in handle order, so it never reads what the
+  // first writes). Both only read the solver.
+  struct DeferredInputs {
+    std::function<void()> check;
+    std::function<void()> extract;
+  };
+  DeferredInputs InputsOf(const flow::FlowNetwork& network,
+                          MirrorResult& result,
+                          std::vector<int64_t>& flow_by_slot) const;
   // Arc pieces handed to the solver since construction: what the changes
   // really cost it (a re-sent piece with its old values is not handed on).
   [[nodiscard]] uint64_t pieces_sent() const { return pieces_sent_; }

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <random>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -49,6 +50,7 @@ TEST_P(IncrementalMirrorTest, EveryRoundIsOptimalAndMatchesAFromScratchSolve) {
   std::vector<uint64_t> live;
   std::map<uint64_t, uint64_t> job_of;
   int incremental_rounds = 0;
+  int from_solver_rounds = 0;
   MirrorResult kept;
 
   for (int round = 0; round < 60; ++round) {
@@ -87,10 +89,25 @@ TEST_P(IncrementalMirrorTest, EveryRoundIsOptimalAndMatchesAFromScratchSolve) {
     }
 
     // Even rounds reuse one result's buffers (as the solver worker does),
-    // odd rounds get a fresh one: both must carry the whole round.
+    // odd rounds get a fresh one: both must carry the whole round. Every
+    // third round solves without the export and makes the checker's and
+    // the extraction's inputs on two threads, as the worker does.
     MirrorResult fresh;
     const MirrorResult* result = &kept;
-    if (round % 2 == 0) {
+    const bool deferred = round % 3 == 2;
+    std::vector<int64_t> deferred_flow;
+    if (deferred) {
+      ASSERT_THAT(mirror.SolveWithoutExport(kept), IsOk());
+      from_solver_rounds += !kept.exported;
+      const IncrementalMirror::DeferredInputs inputs =
+          mirror.InputsOf(replica, kept, deferred_flow);
+      std::thread check_side([&] {
+        if (inputs.check) inputs.check();
+      });
+      inputs.extract();
+      check_side.join();
+      EXPECT_TRUE(kept.exported);
+    } else if (round % 2 == 0) {
       ASSERT_THAT(mirror.Solve(kept), IsOk());
     } else {
       auto solved = mirror.Solve();
@@ -112,6 +129,10 @@ TEST_P(IncrementalMirrorTest, EveryRoundIsOptimalAndMatchesAFromScratchSolve) {
     // Placements come out of the mirror's flow.
     std::vector<int64_t> flow_by_slot;
     mirror.FlowBySlot(replica, *result, flow_by_slot);
+    // Read from the solver's arcs, the flow per slot is the export's.
+    if (deferred) {
+      EXPECT_EQ(deferred_flow, flow_by_slot) << "round " << round;
+    }
     auto placements = flow::ExtractPlacements(replica, flow_by_slot);
     ASSERT_THAT(placements, IsOk());
     EXPECT_EQ(placements->size(), state.tasks().size());
@@ -132,6 +153,7 @@ TEST_P(IncrementalMirrorTest, EveryRoundIsOptimalAndMatchesAFromScratchSolve) {
   // After the cold start, rounds are raced; on a network this small the
   // incremental repair should win most of them.
   EXPECT_GT(incremental_rounds, 10);
+  EXPECT_GT(from_solver_rounds, 5);
 }
 
 // A change re-sends a machine's whole X->M arc, but a start only flips one

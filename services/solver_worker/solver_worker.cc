@@ -354,15 +354,15 @@ void SolverWorker::SolveAndPublish() {
   solver::McmfProblem& problem = round_result_.problem;
   solver::McmfSolution& solution = round_result_.solution;
   absl::Status verdict;
+  solver::McmfOutcome outcome = solver::McmfOutcome::kInfeasible;
+  // The mirror's export (the checker's input) and flow per slot (the
+  // extraction's) are made on CheckAndExtract's two threads.
+  IncrementalMirror::DeferredInputs inputs;
   if (mirror_ && !deterministic_) {
-    verdict = mirror_->Solve(round_result_);
+    verdict = mirror_->SolveWithoutExport(round_result_);
     if (verdict.ok()) {
-      solution.algorithm = round_result_.algorithm;
-      // Only an optimal result carries an exported flow (an infeasible
-      // round is refused below).
-      if (solution.outcome == solver::McmfOutcome::kOptimal) {
-        mirror_->FlowBySlot(network_, round_result_, flow_by_slot);
-      }
+      outcome = round_result_.outcome;
+      inputs = mirror_->InputsOf(network_, round_result_, flow_by_slot);
     } else {
       // The mirror may be inconsistent now: rebuild from a snapshot.
       synced_ = false;
@@ -374,6 +374,7 @@ void SolverWorker::SolveAndPublish() {
     absl::StatusOr<solver::McmfSolution> solved_now = solver_->Solve(problem);
     if (solved_now.ok()) {
       solution = std::move(*solved_now);
+      outcome = solution.outcome;
     } else {
       verdict = solved_now.status();
     }
@@ -387,7 +388,7 @@ void SolverWorker::SolveAndPublish() {
   }
   const double solve_ms =
       static_cast<double>(SteadyMicros() - start_us) / 1000.0;
-  if (verdict.ok() && solution.outcome != solver::McmfOutcome::kOptimal) {
+  if (verdict.ok() && outcome != solver::McmfOutcome::kOptimal) {
     verdict = absl::InternalError("the network of the round is infeasible");
   }
   // Guarantee 6: the checker runs on every result before anything is
@@ -396,9 +397,11 @@ void SolverWorker::SolveAndPublish() {
   std::vector<flow::TaskPlacement> placements;
   if (verdict.ok()) {
     CheckedPlacements checked =
-        CheckAndExtract(problem, solution, *solved, flow_by_slot);
+        CheckAndExtract(problem, solution, *solved, flow_by_slot,
+                        inputs.check, inputs.extract);
     verdict = std::move(checked.verdict);
     placements = std::move(checked.placements);
+    if (mirror_ && !deterministic_) solution.algorithm = round_result_.algorithm;
   }
   if (!verdict.ok()) {
     // Nothing unchecked is published. The graph manager times the round

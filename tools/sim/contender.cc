@@ -81,15 +81,18 @@ class FlowContender final : public Contender {
     const flow::FlowNetwork* solved = &network_;
     solver::McmfProblem& problem = result_.problem;
     solver::McmfSolution& solution = result_.solution;
+    solver::McmfOutcome outcome = solver::McmfOutcome::kInfeasible;
+    // As in the solver worker: the mirror's export and flow per slot are
+    // made on the check's and the extraction's threads.
+    solver_worker::IncrementalMirror::DeferredInputs inputs;
     if (mirror_) {
       for (const flow::GraphChange& change : network_.TakeChanges()) {
         if (auto s = mirror_->Apply(change, replica_); !s.ok()) return s;
       }
-      if (auto s = mirror_->Solve(result_); !s.ok()) return s;
+      if (auto s = mirror_->SolveWithoutExport(result_); !s.ok()) return s;
       round.algorithm = result_.algorithm;
-      if (solution.outcome == solver::McmfOutcome::kOptimal) {
-        mirror_->FlowBySlot(replica_, result_, flow_by_slot_);
-      }
+      outcome = result_.outcome;
+      inputs = mirror_->InputsOf(replica_, result_, flow_by_slot_);
       solved = &replica_;
     } else {
       std::vector<flow::ArcSlot> slots;
@@ -98,6 +101,7 @@ class FlowContender final : public Contender {
       if (!solved_now.ok()) return solved_now.status();
       solution = std::move(*solved_now);
       round.algorithm = solution.algorithm;
+      outcome = solution.outcome;
       if (solution.outcome == solver::McmfOutcome::kOptimal) {
         flow_by_slot_.assign(network_.arc_slot_count(), 0);
         for (size_t i = 0; i < slots.size(); ++i) {
@@ -106,16 +110,20 @@ class FlowContender final : public Contender {
       }
     }
     round.solve_ms = MillisSince(start);
-    if (auto s = Export(problem); !s.ok()) return s;
-    if (solution.outcome != solver::McmfOutcome::kOptimal) {
+    if (outcome != solver::McmfOutcome::kOptimal) {
+      if (inputs.check) inputs.check();  // the export, for --export-rounds
+      if (auto s = Export(problem); !s.ok()) return s;
       return absl::InternalError("the network is infeasible");
     }
 
     solver_worker::CheckedPlacements checked = solver_worker::CheckAndExtract(
-        problem, solution, *solved, flow_by_slot_);
+        problem, solution, *solved, flow_by_slot_, inputs.check,
+        inputs.extract);
     round.check_ms = checked.check_ms;
     round.extract_ms = checked.extract_ms;
     round.check_extract_ms = checked.wall_ms;
+    // The mirror's export is complete only now.
+    if (auto s = Export(problem); !s.ok()) return s;
     if (!checked.verdict.ok()) return checked.verdict;
     for (const flow::TaskPlacement& p : checked.placements) {
       if (p.machine_id == p.running_on) continue;
