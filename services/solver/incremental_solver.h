@@ -311,11 +311,28 @@ class IncrementalSolver {
   enum : uint8_t { kFresh = 0, kOnPath = 1, kDead = 2 };
   uint32_t pass_ = 0;
   std::vector<uint32_t> pass_stamp_;
-  std::vector<uint32_t> current_arc_;  // index into adj_[v]
+  // Index into adj_[v] (drain walks) or v's admissible entries (Dinic).
+  std::vector<uint32_t> current_arc_;
   std::vector<uint8_t> dfs_state_;
   std::vector<uint32_t> path_;
   std::vector<uint32_t> level_;  // BlockingFlow's BFS hop level
   std::vector<uint32_t> bfs_queue_;
+  // The admissible network of a phase, built by BlockingFlow as its BFS
+  // first expands each node and used by all its Dinic stages: the node's
+  // entries of adj_ at zero reduced cost into a node the last search(es)
+  // settled, in adjacency order (residual capacity is tested at use:
+  // augmentations open and close arcs, while potentials and stamps stay
+  // fixed). Every stage scanned adj_ before, and each stage through the
+  // cluster aggregator scanned its 150,000 arcs.
+  std::vector<uint32_t> admissible_;
+  // Per node: its entries are admissible_[admissible_begin_[v] ..
+  // admissible_end_[v]) when admissible_stamp_[v] == admissible_pass_;
+  // current_arc_ counts from admissible_begin_ during BlockingFlow.
+  std::vector<uint32_t> admissible_begin_;
+  std::vector<uint32_t> admissible_end_;
+  std::vector<uint32_t> admissible_stamp_;
+  uint32_t admissible_pass_ = 0;
+  void AddAdmissibleArcs(uint32_t u);
   // RebalanceLeaf scratch: the tails of this round's changed arcs; a stamp
   // per node (== leaf_pass_: already a candidate, or placed fresh this
   // round); one node's arcs in price order.
