@@ -619,11 +619,42 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
   int64_t cutoff = kInfinity;
   const bool first_only = options_.dijkstra_stop ==
                           IncrementalOptions::DijkstraStop::kFirstDeficit;
-  while (!heap_.empty()) {
-    std::pop_heap(heap_.begin(), heap_.end(), cmp);
-    const auto [d, u] = heap_.back();
-    heap_.pop_back();
-    if (d != dist_[u]) continue;  // stale entry
+  // Two heaps settle in the same (distance, node) order as one: heap_ holds
+  // the labels above the distance being settled, level_queue_ the node
+  // ids at it. Scheduling networks are plateaus of zero reduced cost (a
+  // load-spreading round settles its 12,500 machines at distance 0), so
+  // most labels are pushed and popped at the current distance, where a
+  // heap of 4-byte ids is cheaper than one of (distance, id) pairs
+  // (incremental_profile ls 12500: p50 14.3-15.1 -> 13.4-13.7 ms). A FIFO
+  // for the level was cheaper still but settled other nodes among equals,
+  // and its blocking flows then routed less: 3 searches instead of 1 in
+  // some load-spreading rounds.
+  level_queue_.clear();
+  const auto by_id = std::greater<uint32_t>();
+  int64_t level = 0;
+  while (true) {
+    uint32_t u;
+    int64_t d;
+    if (level_queue_.empty()) {
+      if (heap_.empty()) break;
+      // A new level: every label at its distance moves to the level heap.
+      level = heap_.front().first;
+      while (!heap_.empty() && heap_.front().first == level) {
+        std::pop_heap(heap_.begin(), heap_.end(), cmp);
+        const uint32_t v = heap_.back().second;
+        heap_.pop_back();
+        if (dist_[v] == level && settled_stamp_[v] != phase_) {
+          level_queue_.push_back(v);
+          std::push_heap(level_queue_.begin(), level_queue_.end(), by_id);
+        }
+      }
+      continue;
+    }
+    std::pop_heap(level_queue_.begin(), level_queue_.end(), by_id);
+    u = level_queue_.back();
+    level_queue_.pop_back();
+    d = level;
+    if (d != dist_[u] || settled_stamp_[u] == phase_) continue;
     settled_.push_back(u);
     settled_stamp_[u] = phase_;
     last = d;
@@ -657,8 +688,13 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
           }
         }
         dist_[w] = nd;
-        heap_.emplace_back(nd, w);
-        std::push_heap(heap_.begin(), heap_.end(), cmp);
+        if (nd == d) {
+          level_queue_.push_back(w);
+          std::push_heap(level_queue_.begin(), level_queue_.end(), by_id);
+        } else {
+          heap_.emplace_back(nd, w);
+          std::push_heap(heap_.begin(), heap_.end(), cmp);
+        }
       }
     }
   }
