@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -27,9 +28,12 @@ std::string ReadFile(const std::string& path) {
 
 void PipelineTest::SetUp() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  // A parameterised test's name has a '/', which would nest the directory
+  // in one TearDown does not remove.
+  std::string name = info->name();
+  std::replace(name.begin(), name.end(), '/', '_');
   dir_ = (std::filesystem::temp_directory_path() /
-          (std::string("flowsched-it-") + info->name() + "-" +
-           std::to_string(::getpid())))
+          ("flowsched-it-" + name + "-" + std::to_string(::getpid())))
              .string();
   std::filesystem::remove_all(dir_);
   std::filesystem::create_directories(dir_ + "/cmd");
