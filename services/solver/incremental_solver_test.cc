@@ -209,6 +209,23 @@ TEST(IncrementalSolverTest, TaskCompletionDrainsWithoutDijkstra) {
   EXPECT_GE(without_dijkstra, 15);
 }
 
+// Solves, expects an optimum of `cost` that passes the checker and equals
+// LEMON's, and returns the round's counters.
+IncrementalStats SolveToCost(IncrementalSolver& solver, int64_t cost) {
+  absl::StatusOr<IncrementalResult> result = solver.Solve();
+  EXPECT_THAT(result, IsOk());
+  if (!result.ok()) return {};
+  EXPECT_EQ(result->outcome, McmfOutcome::kOptimal);
+  EXPECT_EQ(result->total_cost, cost);
+  McmfProblem problem;
+  McmfSolution solution;
+  std::vector<uint32_t> handles;
+  solver.Export(problem, solution, handles);
+  EXPECT_THAT(CheckOptimalFlow(problem, solution), IsOk());
+  EXPECT_EQ(testgen::SolveWithLemon(problem).total_cost, result->total_cost);
+  return result->stats;
+}
+
 // A job of new tasks, each of which prefers its own free machine at its own
 // cost: the tasks reach the sink at 40 different distances. A Dijkstra from
 // the tasks prices only the nearest one per phase; one grown back from the
@@ -247,19 +264,9 @@ IncrementalStats PlaceJobWithDistinctCosts(IncrementalOptions options) {
     EXPECT_THAT(solver.SetSupply(first_task + t, 1), IsOk());
   }
   EXPECT_THAT(solver.SetSupply(kSink, -int64_t{kTasks}), IsOk());
-  absl::StatusOr<IncrementalResult> result = solver.Solve();
-  EXPECT_THAT(result, IsOk());
-  if (!result.ok()) return {};
-  EXPECT_EQ(result->outcome, McmfOutcome::kOptimal);
   // Every task on its own machine: sum of 10 + t.
-  EXPECT_EQ(result->total_cost, int64_t{kTasks} * 10 + kTasks * (kTasks - 1) / 2);
-  McmfProblem problem;
-  McmfSolution solution;
-  std::vector<uint32_t> handles;
-  solver.Export(problem, solution, handles);
-  EXPECT_THAT(CheckOptimalFlow(problem, solution), IsOk());
-  EXPECT_EQ(testgen::SolveWithLemon(problem).total_cost, result->total_cost);
-  return result->stats;
+  return SolveToCost(solver,
+                     int64_t{kTasks} * 10 + kTasks * (kTasks - 1) / 2);
 }
 
 TEST(IncrementalSolverTest, JobArrivalIsPricedFromTheSinkInOneSearch) {
@@ -349,18 +356,7 @@ IncrementalStats FinishOnFullMachine(IncrementalOptions options) {
   EXPECT_THAT(solver.RemoveArc(finishing_first_arc + 1), IsOk());
   EXPECT_THAT(solver.RemoveNode(finishing), IsOk());
   EXPECT_THAT(solver.SetSupply(kSink, -int64_t{kMachines}), IsOk());
-  absl::StatusOr<IncrementalResult> result = solver.Solve();
-  EXPECT_THAT(result, IsOk());
-  if (!result.ok()) return {};
-  EXPECT_EQ(result->outcome, McmfOutcome::kOptimal);
-  EXPECT_EQ(result->total_cost, int64_t{kMachines - 1} * kTaskToCluster);
-  McmfProblem problem;
-  McmfSolution solution;
-  std::vector<uint32_t> handles;
-  solver.Export(problem, solution, handles);
-  EXPECT_THAT(CheckOptimalFlow(problem, solution), IsOk());
-  EXPECT_EQ(testgen::SolveWithLemon(problem).total_cost, result->total_cost);
-  return result->stats;
+  return SolveToCost(solver, int64_t{kMachines - 1} * kTaskToCluster);
 }
 
 TEST(IncrementalSolverTest, SlotFreedOnAFullMachineIsPricedFromTheMachine) {
