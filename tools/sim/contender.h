@@ -35,6 +35,9 @@ struct RoundDecisions {
   // Where the round's time went (wall clock, ms). Baselines only schedule.
   double sync_ms = 0;      // policy: state changes into the network
   double solve_ms = 0;     // min-cost flow, or the baseline's Schedule
+  // With the incremental mirror, the check includes exporting the repaired
+  // network for it and the extraction reading the flow per arc slot from
+  // the solver (IncrementalMirror::InputsOf).
   double check_ms = 0;     // CheckOptimalFlow
   double extract_ms = 0;   // placement extraction
   // Check and extraction run side by side (CheckAndExtract): their wall
