@@ -645,9 +645,9 @@ struct SummaryRow {
 }  // namespace
 
 absl::Status CheckAlgorithmNames(const std::vector<std::string>& algorithms) {
+  const std::vector<std::string> known = solver::SolverNames();
   for (const std::string& algorithm : algorithms) {
     if (IsSequenceOnly(algorithm)) continue;
-    const std::vector<std::string> known = solver::SolverNames();
     if (std::find(known.begin(), known.end(), algorithm) != known.end()) {
       continue;
     }
