@@ -101,7 +101,8 @@ class Workspace {
 
   absl::Status Refine(int64_t epsilon);
   absl::Status Discharge(uint32_t u, int64_t epsilon);
-  bool Relabel(uint32_t u, int64_t epsilon);
+  bool Relabel(uint32_t u, int64_t epsilon, uint32_t scanned_from,
+               int64_t best, uint32_t best_arc);
   void GlobalUpdate(int64_t epsilon);
   bool PriceRefine(int64_t epsilon);
   absl::Status NormalizePrices();
@@ -349,12 +350,27 @@ absl::Status Workspace::Discharge(uint32_t u, int64_t epsilon) {
   // admissible, so arcs before the current arc stay inadmissible.
   const uint32_t end = first_out_[u + 1];
   while (excess_[u] > 0) {
-    uint32_t a = current_arc_[u];
+    const uint32_t start = current_arc_[u];
+    uint32_t a = start;
     const int64_t price_u = price_[u];
+    // The relabel needs the largest price[v] - cost over u's residual arcs.
+    // The scan for admissible arcs reads every arc from the current one on,
+    // so it keeps that maximum for the inadmissible ones (as LEMON's
+    // partial augment-relabel does) and the relabel reads only the arcs
+    // before `start`: one pass over u's arcs per relabel instead of two. An
+    // arc this scan pushes on is either saturated (no longer residual) or
+    // ends the discharge.
+    int64_t best = std::numeric_limits<int64_t>::min();
+    uint32_t best_arc = kNone;
     for (; a < end; ++a) {
       ResidualArc& arc = arcs_[a];
-      if (arc.residual == 0 || arc.cost + price_u - price_[arc.head] >= 0 ||
-          arc.head == u) {
+      if (arc.residual == 0 || arc.head == u) continue;
+      const int64_t candidate = price_[arc.head] - arc.cost;
+      if (price_u >= candidate) {  // reduced cost cost + p[u] - p[v] >= 0
+        if (candidate > best) {
+          best = candidate;
+          best_arc = a;
+        }
         continue;
       }
       const uint32_t v = arc.head;
@@ -365,7 +381,7 @@ absl::Status Workspace::Discharge(uint32_t u, int64_t epsilon) {
     }
     current_arc_[u] = a;
     if (excess_[u] == 0) break;
-    if (!Relabel(u, epsilon)) {
+    if (!Relabel(u, epsilon, start, best, best_arc)) {
       // Impossible after the feasibility check: an excess node always has
       // a residual path to a deficit.
       return absl::InternalError(fmt::format(
@@ -376,18 +392,19 @@ absl::Status Workspace::Discharge(uint32_t u, int64_t epsilon) {
   return absl::OkStatus();
 }
 
-bool Workspace::Relabel(uint32_t u, int64_t epsilon) {
+bool Workspace::Relabel(uint32_t u, int64_t epsilon, uint32_t scanned_from,
+                        int64_t best, uint32_t best_arc) {
   // price[u] = max over residual arcs (price[v] - c) - epsilon: the largest
   // drop that keeps u's arcs epsilon-optimal, after which the maximising arc
   // is admissible (reduced cost -epsilon) and becomes the current arc.
   // Self-loops are ignored: their reduced cost never depends on prices.
-  int64_t best = std::numeric_limits<int64_t>::min();
-  uint32_t best_arc = kNone;
-  for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
+  // (best, best_arc) is the maximum over the arcs from scanned_from on; the
+  // arcs before it are read here, and on a tie the earlier arc wins.
+  for (uint32_t a = first_out_[u]; a < scanned_from; ++a) {
     const ResidualArc& arc = arcs_[a];
     if (arc.residual == 0 || arc.head == u) continue;
     const int64_t candidate = price_[arc.head] - arc.cost;
-    if (candidate > best) {
+    if (candidate > best || (candidate == best && best_arc > a)) {
       best = candidate;
       best_arc = a;
     }
