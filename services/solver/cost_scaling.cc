@@ -1,6 +1,7 @@
 #include "services/solver/cost_scaling.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -472,6 +473,9 @@ void Workspace::GlobalUpdate(int64_t epsilon) {
       // The mate of u's arc a is the arc v -> u; its reduced cost is
       // -cost(a) + price[v] - price[u].
       const uint32_t v = arcs_[a].head;
+      // Debug builds (the sanitizer suite) check the copy against the mate:
+      // a stale byte would only misprice, which no result shows.
+      assert(mate_open_[a] == (arcs_[arcs_[a].mate].residual > 0 ? 1 : 0));
       if (!mate_open_[a] || settled_[v]) continue;
       const int64_t back_rc = price_[v] - price_u - arcs_[a].cost;
       // max(0, floor(rc / epsilon) + 1): 0 for every rc < 0.
