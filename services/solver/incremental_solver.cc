@@ -1,6 +1,7 @@
 #include "services/solver/incremental_solver.h"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -36,11 +37,6 @@ constexpr int64_t kMaxExcess = int64_t{1} << 62;
 // 2, 4 and 16 all halve the placement latency of job arrivals against
 // forward only; 4 was best (README "search side").
 constexpr size_t kBackwardRatio = 4;
-// Scans of a hub's adjacency (X, the sink: 10^5 arcs at 12,500 machines)
-// load one random 24-byte residual arc per entry; fetching this many
-// entries ahead hides part of the cache misses (load-spreading rounds at
-// 12,500 machines: p50 16.9 -> 15.5 ms over three runs each).
-constexpr size_t kPrefetchAhead = 8;
 // RebalanceLeaf sorts a node's arcs; tasks have a handful (Quincy: X, U_j,
 // up to ten preferences, the running arc). Larger nodes are aggregators
 // with arcs in, which never qualify anyway.
@@ -66,18 +62,11 @@ void IncrementalSolver::GrowNodes(uint32_t node) {
     GrowTo(node_exists_, size, uint8_t{0});
     GrowTo(supply_, size, int64_t{0});
     GrowTo(excess_, size, int64_t{0});
-    GrowTo(potential_, size, int64_t{0});
+    GrowTo(label_, size, NodeLabel{});
     adj_.resize(size);
     GrowTo(in_active_, size, uint8_t{0});
     GrowTo(fresh_, size, uint8_t{0});
-    GrowTo(dist_, size, kInfinity);
-    GrowTo(pass_stamp_, size, uint32_t{0});
-    GrowTo(current_arc_, size, uint32_t{0});
-    GrowTo(dfs_state_, size, uint8_t{kFresh});
-    GrowTo(level_, size, uint32_t{0});
-    GrowTo(admissible_begin_, size, uint32_t{0});
-    GrowTo(admissible_end_, size, uint32_t{0});
-    GrowTo(admissible_stamp_, size, uint32_t{0});
+    GrowTo(walk_, size, WalkState{});
     GrowTo(settled_stamp_, size, uint32_t{0});
     GrowTo(leaf_stamp_, size, uint32_t{0});
   }
@@ -121,7 +110,25 @@ void IncrementalSolver::AddExcess(uint32_t v, int64_t delta) {
 void IncrementalSolver::MoveFlow(uint32_t r, int64_t delta) {
   arcs_[r].residual -= delta;
   arcs_[r ^ 1u].residual += delta;
+  Mirror(r);
   total_cost_ += static_cast<Int128>(delta) * arcs_[r].cost;
+}
+
+void IncrementalSolver::Mirror(uint32_t r) {
+  const ResidualArc& arc = arcs_[r];
+  const ResidualArc& mate = arcs_[r ^ 1u];
+  AdjEntry& e = adj_[mate.head][arc.adj_pos];
+  e = AdjEntry{.cost = arc.cost, .residual = arc.residual,
+               .mate_residual = mate.residual, .arc = r, .head = arc.head};
+  AdjEntry& m = adj_[arc.head][mate.adj_pos];
+  m = AdjEntry{.cost = mate.cost, .residual = mate.residual,
+               .mate_residual = arc.residual, .arc = r ^ 1u, .head = mate.head};
+}
+
+bool IncrementalSolver::MirrorsArc(const AdjEntry& e) const {
+  const ResidualArc& arc = arcs_[e.arc];
+  return e.cost == arc.cost && e.residual == arc.residual &&
+         e.mate_residual == arcs_[e.arc ^ 1u].residual && e.head == arc.head;
 }
 
 void IncrementalSolver::Push(uint32_t r, int64_t delta) {
@@ -130,21 +137,12 @@ void IncrementalSolver::Push(uint32_t r, int64_t delta) {
   AddExcess(arcs_[r].head, delta);
 }
 
-uint32_t IncrementalSolver::PrefetchedEntry(const std::vector<uint32_t>& list,
-                                            size_t k) const {
-  if (k + kPrefetchAhead < list.size()) {
-    __builtin_prefetch(&arcs_[list[k + kPrefetchAhead]]);
-  }
-  return list[k];
-}
-
 void IncrementalSolver::Unlink(uint32_t r) {
   // Swap-remove: the last entry takes r's slot and learns its new position.
-  std::vector<uint32_t>& list = adj_[Tail(r)];
+  std::vector<AdjEntry>& list = adj_[Tail(r)];
   const uint32_t pos = arcs_[r].adj_pos;
-  const uint32_t last = list.back();
-  list[pos] = last;
-  arcs_[last].adj_pos = pos;
+  list[pos] = list.back();
+  arcs_[list[pos].arc].adj_pos = pos;
   list.pop_back();
 }
 
@@ -163,7 +161,7 @@ absl::Status IncrementalSolver::SetSupply(uint32_t node, int64_t supply) {
     node_exists_[node] = 1;
     supply_[node] = 0;
     excess_[node] = 0;
-    potential_[node] = 0;
+    label_[node].potential = 0;
     adj_[node].clear();
     MarkFresh(node);
     ++node_count_live_;
@@ -238,10 +236,11 @@ absl::Status IncrementalSolver::SetArc(uint32_t handle, uint32_t src,
     MarkFresh(dst);
     arcs_[fwd] = ResidualArc{capacity, cost, dst,
                              static_cast<uint32_t>(adj_[src].size())};
-    adj_[src].push_back(fwd);
+    adj_[src].emplace_back();
     arcs_[rev] = ResidualArc{0, -cost, src,
                              static_cast<uint32_t>(adj_[dst].size())};
-    adj_[dst].push_back(rev);
+    adj_[dst].emplace_back();
+    Mirror(fwd);
     capacity_[handle] = capacity;
     handle_live_[handle] = 1;
   } else {
@@ -254,6 +253,7 @@ absl::Status IncrementalSolver::SetArc(uint32_t handle, uint32_t src,
     if (flow > capacity) Push(rev, flow - capacity);
     capacity_[handle] = capacity;
     arcs_[fwd].residual = capacity - arcs_[rev].residual;
+    Mirror(fwd);
   }
   // Reduced-cost repair waits for Solve, after fresh nodes got potentials.
   if (handle_dirty_[handle] == 0) {
@@ -322,11 +322,12 @@ absl::Status IncrementalSolver::InstallSolution(
     if (!HandleLive(h)) continue;
     arcs_[2 * h].residual = capacity_[h] - flow[h];
     arcs_[2 * h + 1].residual = flow[h];
+    Mirror(2 * h);
     handle_dirty_[h] = 0;
   }
   dirty_handles_.clear();
   for (uint32_t v = 0; v < node_limit_; ++v) {
-    potential_[v] = NodeExists(v) ? -potentials[v] : 0;
+    label_[v].potential = NodeExists(v) ? -potentials[v] : 0;
     excess_[v] = 0;
     in_active_[v] = 0;
     fresh_[v] = 0;
@@ -343,7 +344,7 @@ int64_t IncrementalSolver::flow(uint32_t handle) const {
 }
 
 int64_t IncrementalSolver::potential(uint32_t node) const {
-  return NodeExists(node) ? -potential_[node] : 0;
+  return NodeExists(node) ? -label_[node].potential : 0;
 }
 
 void IncrementalSolver::PlaceFreshNodes() {
@@ -375,19 +376,18 @@ void IncrementalSolver::PlaceFreshNodes() {
       bool ready = true;
       int64_t best_out = std::numeric_limits<int64_t>::min();
       int64_t best_in = kInfinity;
-      for (uint32_t r : adj_[v]) {
-        const ResidualArc& arc = arcs_[r];
+      for (const AdjEntry& arc : adj_[v]) {
         if (arc.head == v) continue;
-        if ((r & 1u) == 0) {
+        if ((arc.arc & 1u) == 0) {
           if (arc.residual <= 0) continue;
           if (fresh_[arc.head] != 0 && !last_pass) {
             ready = false;
             break;
           }
-          best_out = std::max(best_out, potential_[arc.head] - arc.cost);
-        } else if (arcs_[r ^ 1u].residual > 0 && fresh_[arc.head] == 0) {
+          best_out = std::max(best_out, label_[arc.head].potential - arc.cost);
+        } else if (arc.mate_residual > 0 && fresh_[arc.head] == 0) {
           // Incoming arc (arc.head -> v) with cost -arc.cost.
-          best_in = std::min(best_in, potential_[arc.head] - arc.cost);
+          best_in = std::min(best_in, label_[arc.head].potential - arc.cost);
         }
       }
       if (!ready) {
@@ -397,11 +397,11 @@ void IncrementalSolver::PlaceFreshNodes() {
       fresh_[v] = 0;
       leaf_stamp_[v] = leaf_pass_;
       if (best_out != std::numeric_limits<int64_t>::min()) {
-        potential_[v] = best_out;
+        label_[v].potential = best_out;
       } else if (best_in != kInfinity) {
-        potential_[v] = best_in;
+        label_[v].potential = best_in;
       }
-      if (potential_[v] > kPotentialLimit || potential_[v] < -kPotentialLimit) {
+      if (label_[v].potential > kPotentialLimit || label_[v].potential < -kPotentialLimit) {
         recenter_needed_ = true;
       }
     }
@@ -459,14 +459,14 @@ void IncrementalSolver::RebalanceLeaf(uint32_t u, IncrementalStats& stats) {
   // increasing key, and set pi[u] = -key of the last arc that got flow.
   // Arcs before it are full with rc <= 0, arcs after it empty with rc >= 0.
   // Moved units become excesses or deficits at the heads.
-  const std::vector<uint32_t>& list = adj_[u];
+  const std::vector<AdjEntry>& list = adj_[u];
   if (list.empty() || list.size() > kLeafArcLimit) return;
   int64_t units = excess_[u];
   leaf_arcs_.clear();
-  for (uint32_t r : list) {
-    if ((r & 1u) != 0 || arcs_[r].head == u) return;  // an arc enters u
-    units += arcs_[r ^ 1u].residual;                  // flow on r
-    leaf_arcs_.emplace_back(arcs_[r].cost - potential_[arcs_[r].head], r);
+  for (const AdjEntry& e : list) {
+    if ((e.arc & 1u) != 0 || e.head == u) return;  // an arc enters u
+    units += e.mate_residual;                      // flow on the arc
+    leaf_arcs_.emplace_back(e.cost - label_[e.head].potential, e.arc);
   }
   if (units < 0) return;  // u cannot be balanced locally
   std::sort(leaf_arcs_.begin(), leaf_arcs_.end());
@@ -486,17 +486,17 @@ void IncrementalSolver::RebalanceLeaf(uint32_t u, IncrementalStats& stats) {
   // Units beyond the capacity of every arc stay at u as excess; every arc
   // is full then and pi[u] = -(largest key) keeps all their rc <= 0.
   if (left > 0) price_key = leaf_arcs_.back().first;
-  potential_[u] = -price_key;
-  if (potential_[u] > kPotentialLimit || potential_[u] < -kPotentialLimit) {
+  label_[u].potential = -price_key;
+  if (label_[u].potential > kPotentialLimit || label_[u].potential < -kPotentialLimit) {
     recenter_needed_ = true;
   }
 }
 
 void IncrementalSolver::TouchForDfs(uint32_t v) {
-  if (pass_stamp_[v] != pass_) {
-    pass_stamp_[v] = pass_;
-    current_arc_[v] = 0;
-    dfs_state_[v] = kFresh;
+  if (walk_[v].pass != pass_) {
+    walk_[v].pass = pass_;
+    walk_[v].current_arc = 0;
+    walk_[v].state = kFresh;
   }
 }
 
@@ -535,7 +535,7 @@ bool IncrementalSolver::DrainWalk(uint32_t root, bool forward,
     return forward ? excess_[root] > 0 : excess_[root] < 0;
   };
   TouchForDfs(root);
-  dfs_state_[root] = kOnPath;
+  walk_[root].state = kOnPath;
   uint32_t u = root;
   while (root_open()) {
     if (u != root && (forward ? excess_[u] < 0 : excess_[u] > 0)) {
@@ -551,7 +551,7 @@ bool IncrementalSolver::DrainWalk(uint32_t root, bool forward,
       for (size_t k = 0; k < path_.size(); ++k) {
         if (arcs_[path_[k]].residual != 0) continue;
         for (size_t j = k; j < path_.size(); ++j) {
-          dfs_state_[far_end(path_[j])] = kFresh;
+          walk_[far_end(path_[j])].state = kFresh;
         }
         path_.resize(k);
         u = path_.empty() ? root : far_end(path_.back());
@@ -559,18 +559,22 @@ bool IncrementalSolver::DrainWalk(uint32_t root, bool forward,
       }
       continue;
     }
-    const std::vector<uint32_t>& list = adj_[u];
+    const std::vector<AdjEntry>& list = adj_[u];
     const auto end = static_cast<uint32_t>(list.size());
     bool advanced = false;
-    for (uint32_t i = current_arc_[u]; i < end && budget > 0; ++i, --budget) {
-      const uint32_t q = forward ? list[i] : list[i] ^ 1u;
-      if (arcs_[q].residual == 0 || ReducedCost(q) != 0) continue;
-      const uint32_t w = arcs_[list[i]].head;
+    for (uint32_t i = walk_[u].current_arc; i < end && budget > 0; ++i, --budget) {
+      const AdjEntry& e = list[i];
+      const uint32_t q = forward ? e.arc : e.arc ^ 1u;
+      if ((forward ? e.residual : e.mate_residual) == 0 ||
+          e.cost + label_[u].potential - label_[e.head].potential != 0) {
+        continue;
+      }
+      const uint32_t w = e.head;
       TouchForDfs(w);
-      if (dfs_state_[w] != kFresh) continue;
-      current_arc_[u] = i;
+      if (walk_[w].state != kFresh) continue;
+      walk_[u].current_arc = i;
       path_.push_back(q);
-      dfs_state_[w] = kOnPath;
+      walk_[w].state = kOnPath;
       ++stats.nodes_touched;
       u = w;
       advanced = true;
@@ -578,11 +582,11 @@ bool IncrementalSolver::DrainWalk(uint32_t root, bool forward,
     }
     if (advanced) continue;
     if (budget == 0) break;
-    dfs_state_[u] = kDead;
+    walk_[u].state = kDead;
     if (path_.empty()) break;
     path_.pop_back();
     u = path_.empty() ? root : far_end(path_.back());
-    ++current_arc_[u];
+    ++walk_[u].current_arc;
   }
   return moved;
 }
@@ -598,7 +602,7 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
   const auto cmp = std::greater<std::pair<int64_t, uint32_t>>();
   heap_.clear();
   for (uint32_t v : backward ? deficits_ : sources_) {
-    dist_[v] = 0;
+    label_[v].dist = 0;
     touched_.push_back(v);
     heap_.emplace_back(0, v);
   }
@@ -643,7 +647,7 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
         std::pop_heap(heap_.begin(), heap_.end(), cmp);
         const uint32_t v = heap_.back().second;
         heap_.pop_back();
-        if (dist_[v] == level && settled_stamp_[v] != phase_) {
+        if (label_[v].dist == level && settled_stamp_[v] != phase_) {
           level_queue_.push_back(v);
           std::push_heap(level_queue_.begin(), level_queue_.end(), by_id);
         }
@@ -654,7 +658,7 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
     u = level_queue_.back();
     level_queue_.pop_back();
     d = level;
-    if (d != dist_[u] || settled_stamp_[u] == phase_) continue;
+    if (d != label_[u].dist || settled_stamp_[u] == phase_) continue;
     settled_.push_back(u);
     settled_stamp_[u] = phase_;
     last = d;
@@ -663,22 +667,25 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
       covered += other_side;
       if (first_only || covered >= total) break;
     }
-    const int64_t pu = potential_[u];
-    const std::vector<uint32_t>& scan = adj_[u];
-    for (size_t k = 0; k < scan.size(); ++k) {
-      const uint32_t r = PrefetchedEntry(scan, k);
-      const ResidualArc& arc = arcs_[r];
+    const int64_t pu = label_[u].potential;
+    // The node settled next is most likely the level's next id: start
+    // loading its entries while u's are scanned (a miss per settled node).
+    if (!level_queue_.empty()) {
+      __builtin_prefetch(adj_[level_queue_.front()].data());
+    }
+    for (const AdjEntry& arc : adj_[u]) {
+      assert(MirrorsArc(arc));
       const uint32_t w = arc.head;
       int64_t nd;
       if (backward) {
-        if (arcs_[r ^ 1u].residual == 0) continue;
-        nd = d - arc.cost - pu + potential_[w];
+        if (arc.mate_residual == 0) continue;
+        nd = d - arc.cost - pu + label_[w].potential;
       } else {
         if (arc.residual == 0) continue;
-        nd = d + arc.cost + pu - potential_[w];
+        nd = d + arc.cost + pu - label_[w].potential;
       }
-      if (nd < dist_[w] && nd <= cutoff) {
-        if (dist_[w] == kInfinity) {
+      if (nd < label_[w].dist && nd <= cutoff) {
+        if (label_[w].dist == kInfinity) {
           touched_.push_back(w);
           const int64_t amount = backward ? excess_[w] : -excess_[w];
           if (amount > 0) {
@@ -687,7 +694,8 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
             if (first_only || reached >= total) cutoff = reach_max;
           }
         }
-        dist_[w] = nd;
+        label_[w].dist = nd;
+        __builtin_prefetch(&adj_[w]);
         if (nd == d) {
           level_queue_.push_back(w);
           std::push_heap(level_queue_.begin(), level_queue_.end(), by_id);
@@ -700,7 +708,7 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
   }
   stats.nodes_touched += settled_.size();
   if (covered == 0) {
-    for (uint32_t v : touched_) dist_[v] = kInfinity;
+    for (uint32_t v : touched_) label_[v].dist = kInfinity;
     touched_.clear();
     settled_.clear();
     return kInfinity;
@@ -715,12 +723,12 @@ void IncrementalSolver::UpdatePotentials(int64_t bound, bool backward) {
   // Backward, with dist the distance to a deficit: pi[v] += bound -
   // min(dist[v], bound), the same argument read against the arcs.
   for (uint32_t v : settled_) {
-    potential_[v] += backward ? bound - dist_[v] : dist_[v] - bound;
-    if (potential_[v] < -kPotentialLimit || potential_[v] > kPotentialLimit) {
+    label_[v].potential += backward ? bound - label_[v].dist : label_[v].dist - bound;
+    if (label_[v].potential < -kPotentialLimit || label_[v].potential > kPotentialLimit) {
       recenter_needed_ = true;
     }
   }
-  for (uint32_t v : touched_) dist_[v] = kInfinity;
+  for (uint32_t v : touched_) label_[v].dist = kInfinity;
   settled_.clear();
   touched_.clear();
 }
@@ -748,23 +756,24 @@ bool IncrementalSolver::BlockingFlow(IncrementalStats& stats) {
     for (uint32_t root : sources_) {
       if (excess_[root] <= 0) continue;
       TouchForDfs(root);
-      level_[root] = 0;
+      walk_[root].level = 0;
       bfs_queue_.push_back(root);
     }
     uint32_t target = std::numeric_limits<uint32_t>::max();
     for (size_t i = 0; i < bfs_queue_.size(); ++i) {
       const uint32_t u = bfs_queue_[i];
-      if (level_[u] >= target) break;  // BFS order: levels never decrease
+      if (walk_[u].level >= target) break;  // BFS order: levels never decrease
       // Built on a node's first expansion in this blocking flow; the DFS
       // only leaves nodes below the target level, all expanded here.
       AddAdmissibleArcs(u);
-      for (uint32_t k = admissible_begin_[u]; k < admissible_end_[u]; ++k) {
-        const uint32_t a = admissible_[k];
-        const uint32_t w = arcs_[a].head;
-        if (arcs_[a].residual == 0 || pass_stamp_[w] == pass_) continue;
+      const uint32_t next_level = walk_[u].level + 1;
+      const uint32_t end = walk_[u].admissible_end;
+      for (uint32_t k = walk_[u].admissible_begin; k < end; ++k) {
+        const auto [a, w] = admissible_[k];
+        if (walk_[w].pass == pass_ || arcs_[a].residual == 0) continue;
         TouchForDfs(w);
-        level_[w] = level_[u] + 1;
-        if (excess_[w] < 0) target = level_[w];
+        walk_[w].level = next_level;
+        if (excess_[w] < 0) target = next_level;
         bfs_queue_.push_back(w);
       }
     }
@@ -772,8 +781,8 @@ bool IncrementalSolver::BlockingFlow(IncrementalStats& stats) {
     ++stats.blocking_stages;
     bool stage_moved = false;
     for (uint32_t root : sources_) {
-      if (excess_[root] <= 0 || pass_stamp_[root] != pass_ ||
-          level_[root] != 0) {
+      if (excess_[root] <= 0 || walk_[root].pass != pass_ ||
+          walk_[root].level != 0) {
         continue;
       }
       path_.clear();
@@ -797,31 +806,30 @@ bool IncrementalSolver::BlockingFlow(IncrementalStats& stats) {
           u = path_.empty() ? root : arcs_[path_.back()].head;
           continue;
         }
-        const uint32_t begin = admissible_begin_[u];
-        const uint32_t end = admissible_end_[u];
-        const uint32_t next_level = level_[u] + 1;
-        uint32_t i = begin + current_arc_[u];
+        const uint32_t begin = walk_[u].admissible_begin;
+        const uint32_t end = walk_[u].admissible_end;
+        const uint32_t next_level = walk_[u].level + 1;
+        uint32_t i = begin + walk_[u].current_arc;
         for (; i < end; ++i) {
-          const uint32_t a = admissible_[i];
-          const uint32_t w = arcs_[a].head;
-          if (pass_stamp_[w] != pass_ || level_[w] != next_level ||
-              dfs_state_[w] == kDead || arcs_[a].residual == 0 ||
+          const auto [a, w] = admissible_[i];
+          if (walk_[w].pass != pass_ || walk_[w].level != next_level ||
+              walk_[w].state == kDead || arcs_[a].residual == 0 ||
               (next_level == target && excess_[w] >= 0)) {
             continue;
           }
           break;
         }
-        current_arc_[u] = i - begin;
+        walk_[u].current_arc = i - begin;
         if (i < end) {
-          path_.push_back(admissible_[i]);
-          u = arcs_[admissible_[i]].head;
+          path_.push_back(admissible_[i].arc);
+          u = admissible_[i].head;
           continue;
         }
-        dfs_state_[u] = kDead;
+        walk_[u].state = kDead;
         if (path_.empty()) break;
         path_.pop_back();
         u = path_.empty() ? root : arcs_[path_.back()].head;
-        ++current_arc_[u];
+        ++walk_[u].current_arc;
       }
     }
     if (!stage_moved) break;  // cannot happen: the BFS found a path
@@ -831,17 +839,16 @@ bool IncrementalSolver::BlockingFlow(IncrementalStats& stats) {
 }
 
 void IncrementalSolver::AddAdmissibleArcs(uint32_t u) {
-  if (admissible_stamp_[u] == admissible_pass_) return;
-  admissible_stamp_[u] = admissible_pass_;
-  admissible_begin_[u] = static_cast<uint32_t>(admissible_.size());
-  const std::vector<uint32_t>& scan = adj_[u];
-  for (size_t k = 0; k < scan.size(); ++k) {
-    const uint32_t r = PrefetchedEntry(scan, k);
-    if (InLastSearch(arcs_[r].head) && ReducedCost(r) == 0) {
-      admissible_.push_back(r);
+  if (walk_[u].admissible_stamp == admissible_pass_) return;
+  walk_[u].admissible_stamp = admissible_pass_;
+  walk_[u].admissible_begin = static_cast<uint32_t>(admissible_.size());
+  const int64_t pu = label_[u].potential;
+  for (const AdjEntry& e : adj_[u]) {
+    if (InLastSearch(e.head) && e.cost + pu - label_[e.head].potential == 0) {
+      admissible_.push_back(AdmissibleArc{e.arc, e.head});
     }
   }
-  admissible_end_[u] = static_cast<uint32_t>(admissible_.size());
+  walk_[u].admissible_end = static_cast<uint32_t>(admissible_.size());
 }
 
 absl::StatusOr<IncrementalResult> IncrementalSolver::Solve() {
@@ -976,7 +983,7 @@ void IncrementalSolver::RecenterPotentials() {
   recenter_needed_ = false;
   int64_t top = std::numeric_limits<int64_t>::min();
   for (uint32_t v = 0; v < node_limit_; ++v) {
-    if (NodeExists(v)) top = std::max(top, potential_[v]);
+    if (NodeExists(v)) top = std::max(top, label_[v].potential);
   }
   if (top == std::numeric_limits<int64_t>::min()) return;
   const auto cmp = std::greater<std::pair<int64_t, uint32_t>>();
@@ -984,7 +991,7 @@ void IncrementalSolver::RecenterPotentials() {
   std::vector<int64_t> dist(node_limit_, kInfinity);
   for (uint32_t v = 0; v < node_limit_; ++v) {
     if (!NodeExists(v)) continue;
-    dist[v] = top - potential_[v];
+    dist[v] = top - label_[v].potential;
     heap_.emplace_back(dist[v], v);
   }
   std::make_heap(heap_.begin(), heap_.end(), cmp);
@@ -993,10 +1000,9 @@ void IncrementalSolver::RecenterPotentials() {
     const auto [d, u] = heap_.back();
     heap_.pop_back();
     if (d != dist[u]) continue;
-    for (uint32_t r : adj_[u]) {
-      const ResidualArc& arc = arcs_[r];
+    for (const AdjEntry& arc : adj_[u]) {
       if (arc.residual == 0) continue;
-      const int64_t nd = d + arc.cost + potential_[u] - potential_[arc.head];
+      const int64_t nd = d + arc.cost + label_[u].potential - label_[arc.head].potential;
       if (nd < dist[arc.head]) {
         dist[arc.head] = nd;
         heap_.emplace_back(nd, arc.head);
@@ -1005,7 +1011,7 @@ void IncrementalSolver::RecenterPotentials() {
     }
   }
   for (uint32_t v = 0; v < node_limit_; ++v) {
-    if (NodeExists(v)) potential_[v] = dist[v] - top + potential_[v];
+    if (NodeExists(v)) label_[v].potential = dist[v] - top + label_[v].potential;
   }
 }
 
@@ -1047,7 +1053,7 @@ void IncrementalSolver::Export(McmfProblem& problem, McmfSolution& solution,
   solution.total_cost = static_cast<int64_t>(total);
   solution.potentials.assign(node_limit_, 0);
   for (uint32_t v = 0; v < node_limit_; ++v) {
-    if (NodeExists(v)) solution.potentials[v] = -potential_[v];
+    if (NodeExists(v)) solution.potentials[v] = -label_[v].potential;
   }
 }
 

@@ -204,6 +204,18 @@ class IncrementalSolver {
     uint32_t head = 0;
     uint32_t adj_pos = 0;  // position in the tail's adjacency list
   };
+  // A residual arc as its tail's adjacency holds it: a copy of the fields
+  // the searches read, so that scanning a node reads its entries in order
+  // instead of one random 24-byte arc each (a task's handful of arcs was a
+  // cache miss apiece: most of a Quincy round's Dijkstra time). arcs_ stays
+  // the truth; Mirror copies an arc into its entry after every change.
+  struct AdjEntry {
+    int64_t cost = 0;
+    int64_t residual = 0;       // of the arc
+    int64_t mate_residual = 0;  // of its partner, the arc into the tail
+    uint32_t arc = 0;
+    uint32_t head = 0;
+  };
 
   static constexpr int64_t kInfinity = INT64_MAX;
 
@@ -216,7 +228,7 @@ class IncrementalSolver {
   uint32_t Tail(uint32_t r) const { return arcs_[r ^ 1u].head; }
   int64_t ReducedCost(uint32_t r) const {
     const ResidualArc& arc = arcs_[r];
-    return arc.cost + potential_[arcs_[r ^ 1u].head] - potential_[arc.head];
+    return arc.cost + label_[arcs_[r ^ 1u].head].potential - label_[arc.head].potential;
   }
 
   void GrowNodes(uint32_t node);
@@ -231,9 +243,11 @@ class IncrementalSolver {
   // interiors, whose net excess change is zero).
   void MoveFlow(uint32_t r, int64_t delta);
   void Unlink(uint32_t r);
-  // list[k], with the residual arc kPrefetchAhead entries on requested
-  // from memory (for the Dijkstra and BFS scans of hub adjacencies).
-  uint32_t PrefetchedEntry(const std::vector<uint32_t>& list, size_t k) const;
+  // Copies residual arc r (and its partner's residual) into r's entry in
+  // its tail's adjacency, and r's residual into the partner's entry.
+  void Mirror(uint32_t r);
+  // Debug builds: the entry equals the arc it mirrors.
+  bool MirrorsArc(const AdjEntry& e) const;
   void RemoveArcInternal(uint32_t handle);
 
   // Places fresh nodes and repairs changed arcs, restoring rc >= 0 on every
@@ -266,9 +280,14 @@ class IncrementalSolver {
   std::vector<int64_t> supply_;
   std::vector<int64_t> excess_;  // supply + inflow - outflow
   // Internal potential pi with reduced cost c + pi[u] - pi[v] >= 0 on every
-  // residual arc with capacity (published as -pi).
-  std::vector<int64_t> potential_;
-  std::vector<std::vector<uint32_t>> adj_;  // residual arcs leaving the node
+  // residual arc with capacity (published as -pi), next to the Dijkstra
+  // label: a scanned arc reads both of its head, one cache line.
+  struct NodeLabel {
+    int64_t potential = 0;
+    int64_t dist = kInfinity;  // Dijkstra scratch, reset only where touched
+  };
+  std::vector<NodeLabel> label_;
+  std::vector<std::vector<AdjEntry>> adj_;  // residual arcs leaving the node
   std::vector<uint8_t> in_active_;
   std::vector<uint8_t> fresh_;
   std::vector<uint32_t> active_;  // nodes that may have nonzero excess
@@ -290,8 +309,7 @@ class IncrementalSolver {
   bool recenter_needed_ = false;
   McmfOutcome last_outcome_ = McmfOutcome::kOptimal;
 
-  // Dijkstra scratch, reset only where touched.
-  std::vector<int64_t> dist_;
+  // Dijkstra scratch, reset only where touched (and label_[v].dist).
   std::vector<uint32_t> touched_;
   std::vector<uint32_t> settled_;
   std::vector<std::pair<int64_t, uint32_t>> heap_;
@@ -311,12 +329,24 @@ class IncrementalSolver {
   // DFS scratch; stamps avoid O(n) resets.
   enum : uint8_t { kFresh = 0, kOnPath = 1, kDead = 2 };
   uint32_t pass_ = 0;
-  std::vector<uint32_t> pass_stamp_;
-  // Index into adj_[v] (drain walks) or v's admissible entries (Dinic).
-  std::vector<uint32_t> current_arc_;
-  std::vector<uint8_t> dfs_state_;
+  // A node's state in the drain walks and blocking flows, in one struct:
+  // a BFS or DFS step into a node reads several fields (a cache miss each
+  // as separate arrays).
+  struct WalkState {
+    uint32_t pass = 0;
+    // Index into adj_[v] (drain walks) or v's admissible entries (Dinic).
+    uint32_t current_arc = 0;
+    uint32_t level = 0;  // BlockingFlow's BFS hop level
+    // v's entries are admissible_[admissible_begin .. admissible_end) when
+    // admissible_stamp == admissible_pass_; current_arc counts from
+    // admissible_begin during BlockingFlow.
+    uint32_t admissible_stamp = 0;
+    uint32_t admissible_begin = 0;
+    uint32_t admissible_end = 0;
+    uint8_t state = kFresh;
+  };
+  std::vector<WalkState> walk_;
   std::vector<uint32_t> path_;
-  std::vector<uint32_t> level_;  // BlockingFlow's BFS hop level
   std::vector<uint32_t> bfs_queue_;
   // The admissible network of a phase, built by BlockingFlow as its BFS
   // first expands each node and used by all its Dinic stages: the node's
@@ -325,13 +355,13 @@ class IncrementalSolver {
   // augmentations open and close arcs, while potentials and stamps stay
   // fixed). Every stage scanned adj_ before, and each stage through the
   // cluster aggregator scanned its 150,000 arcs.
-  std::vector<uint32_t> admissible_;
-  // Per node: its entries are admissible_[admissible_begin_[v] ..
-  // admissible_end_[v]) when admissible_stamp_[v] == admissible_pass_;
-  // current_arc_ counts from admissible_begin_ during BlockingFlow.
-  std::vector<uint32_t> admissible_begin_;
-  std::vector<uint32_t> admissible_end_;
-  std::vector<uint32_t> admissible_stamp_;
+  // Entries carry the head, which stays fixed, so that a step tests the
+  // head's state before it loads the arc for its residual.
+  struct AdmissibleArc {
+    uint32_t arc;
+    uint32_t head;
+  };
+  std::vector<AdmissibleArc> admissible_;
   uint32_t admissible_pass_ = 0;
   void AddAdmissibleArcs(uint32_t u);
   // RebalanceLeaf scratch: the tails of this round's changed arcs; a stamp
