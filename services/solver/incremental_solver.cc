@@ -564,6 +564,7 @@ bool IncrementalSolver::DrainWalk(uint32_t root, bool forward,
     bool advanced = false;
     for (uint32_t i = walk_[u].current_arc; i < end && budget > 0; ++i, --budget) {
       const AdjEntry& e = list[i];
+      assert(MirrorsArc(e));
       const uint32_t q = forward ? e.arc : e.arc ^ 1u;
       if ((forward ? e.residual : e.mate_residual) == 0 ||
           e.cost + label_[u].potential - label_[e.head].potential != 0) {
@@ -844,6 +845,7 @@ void IncrementalSolver::AddAdmissibleArcs(uint32_t u) {
   walk_[u].admissible_begin = static_cast<uint32_t>(admissible_.size());
   const int64_t pu = label_[u].potential;
   for (const AdjEntry& e : adj_[u]) {
+    assert(MirrorsArc(e));
     if (InLastSearch(e.head) && e.cost + pu - label_[e.head].potential == 0) {
       admissible_.push_back(AdmissibleArc{e.arc, e.head});
     }
