@@ -401,7 +401,8 @@ void IncrementalSolver::PlaceFreshNodes() {
       } else if (best_in != kInfinity) {
         label_[v].potential = best_in;
       }
-      if (label_[v].potential > kPotentialLimit || label_[v].potential < -kPotentialLimit) {
+      const int64_t pv = label_[v].potential;
+      if (pv > kPotentialLimit || pv < -kPotentialLimit) {
         recenter_needed_ = true;
       }
     }
@@ -487,7 +488,7 @@ void IncrementalSolver::RebalanceLeaf(uint32_t u, IncrementalStats& stats) {
   // is full then and pi[u] = -(largest key) keeps all their rc <= 0.
   if (left > 0) price_key = leaf_arcs_.back().first;
   label_[u].potential = -price_key;
-  if (label_[u].potential > kPotentialLimit || label_[u].potential < -kPotentialLimit) {
+  if (-price_key > kPotentialLimit || -price_key < -kPotentialLimit) {
     recenter_needed_ = true;
   }
 }
@@ -562,10 +563,12 @@ bool IncrementalSolver::DrainWalk(uint32_t root, bool forward,
     const std::vector<AdjEntry>& list = adj_[u];
     const auto end = static_cast<uint32_t>(list.size());
     bool advanced = false;
-    for (uint32_t i = walk_[u].current_arc; i < end && budget > 0; ++i, --budget) {
+    for (uint32_t i = walk_[u].current_arc; i < end && budget > 0;
+         ++i, --budget) {
       const AdjEntry& e = list[i];
       assert(MirrorsArc(e));
       const uint32_t q = forward ? e.arc : e.arc ^ 1u;
+      // q's reduced cost is zero iff e's is (backward, q is e's partner).
       if ((forward ? e.residual : e.mate_residual) == 0 ||
           e.cost + label_[u].potential - label_[e.head].potential != 0) {
         continue;
@@ -724,8 +727,9 @@ void IncrementalSolver::UpdatePotentials(int64_t bound, bool backward) {
   // Backward, with dist the distance to a deficit: pi[v] += bound -
   // min(dist[v], bound), the same argument read against the arcs.
   for (uint32_t v : settled_) {
-    label_[v].potential += backward ? bound - label_[v].dist : label_[v].dist - bound;
-    if (label_[v].potential < -kPotentialLimit || label_[v].potential > kPotentialLimit) {
+    NodeLabel& l = label_[v];
+    l.potential += backward ? bound - l.dist : l.dist - bound;
+    if (l.potential < -kPotentialLimit || l.potential > kPotentialLimit) {
       recenter_needed_ = true;
     }
   }

@@ -228,7 +228,8 @@ class IncrementalSolver {
   uint32_t Tail(uint32_t r) const { return arcs_[r ^ 1u].head; }
   int64_t ReducedCost(uint32_t r) const {
     const ResidualArc& arc = arcs_[r];
-    return arc.cost + label_[arcs_[r ^ 1u].head].potential - label_[arc.head].potential;
+    return arc.cost + label_[arcs_[r ^ 1u].head].potential -
+           label_[arc.head].potential;
   }
 
   void GrowNodes(uint32_t node);
@@ -243,8 +244,8 @@ class IncrementalSolver {
   // interiors, whose net excess change is zero).
   void MoveFlow(uint32_t r, int64_t delta);
   void Unlink(uint32_t r);
-  // Copies residual arc r (and its partner's residual) into r's entry in
-  // its tail's adjacency, and r's residual into the partner's entry.
+  // Rewrites the adjacency entries of residual arc r and of its partner
+  // from arcs_ (both change together: each holds the other's residual).
   void Mirror(uint32_t r);
   // Debug builds: the entry equals the arc it mirrors.
   bool MirrorsArc(const AdjEntry& e) const;
