@@ -40,6 +40,8 @@ struct IncrementalStats {
   // Dinic stages (BFS level graph plus blocking flow) over the admissible
   // networks the Dijkstra runs left.
   uint64_t blocking_stages = 0;
+  // Of the augmentations, those along a Dijkstra's shortest-path tree.
+  uint64_t tree_augmentations = 0;
   // Arcs whose flow was saturated or cancelled to restore reduced-cost
   // optimality after a change (Hapi's repair rules).
   uint64_t arcs_repaired = 0;
@@ -269,6 +271,11 @@ class IncrementalSolver {
   int64_t ShortestDistances(int64_t total, bool backward,
                             IncrementalStats& stats);
   void UpdatePotentials(int64_t bound, bool backward);
+  // Augments along the last search's shortest-path tree: from each
+  // other-side node it settled back to the tree's root, one path each, as
+  // long as both ends still have units and every arc residual capacity.
+  // Call after UpdatePotentials (tree arcs are then at reduced cost zero).
+  bool AugmentTreePaths(bool backward, IncrementalStats& stats);
   bool BlockingFlow(IncrementalStats& stats);
   void TouchForDfs(uint32_t v);
 
@@ -319,6 +326,13 @@ class IncrementalSolver {
   std::vector<uint32_t> deficits_;  // deficit nodes of this phase
   uint32_t phase_ = 0;  // Dijkstra runs; settled_stamp_ marks the last one's
   std::vector<uint32_t> settled_stamp_;
+  // The residual arc by which the last search labelled a node, pointing
+  // towards its root (kNoArc at a root): forward the arc into the node,
+  // backward the arc out of it. Valid for the nodes that search settled.
+  static constexpr uint32_t kNoArc = std::numeric_limits<uint32_t>::max();
+  std::vector<uint32_t> parent_arc_;
+  // The other-side nodes the last search settled, in settle order.
+  std::vector<uint32_t> tree_ends_;
   // The backward search of a two-sided phase (0: none); BlockingFlow uses
   // the nodes either search settled.
   uint32_t presearch_phase_ = 0;

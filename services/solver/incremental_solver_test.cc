@@ -276,9 +276,10 @@ TEST(IncrementalSolverTest, JobArrivalIsPricedFromTheSinkInOneSearch) {
   EXPECT_EQ(automatic.dijkstra_runs, 1u);
   EXPECT_EQ(automatic.backward_runs, 1u);
   EXPECT_EQ(automatic.augmentations, 40u);
-  // Every task reaches the sink in the same two hops (task -> machine ->
-  // sink) over disjoint machines, so one Dinic stage routes all of them.
-  EXPECT_EQ(automatic.blocking_stages, 1u);
+  // Every task reaches the sink over its own machine: the search's tree
+  // holds the 40 disjoint paths, so no Dinic stage is needed.
+  EXPECT_EQ(automatic.tree_augmentations, 40u);
+  EXPECT_EQ(automatic.blocking_stages, 0u);
   const IncrementalStats forward = PlaceJobWithDistinctCosts(
       {.search_side = IncrementalOptions::SearchSide::kForward,
        .rebalance_leaves = false,
