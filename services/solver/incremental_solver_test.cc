@@ -297,6 +297,40 @@ TEST(IncrementalSolverTest, JobArrivalIsPricedFromTheSinkInOneSearch) {
   EXPECT_EQ(two_sided.augmentations, 40u);
 }
 
+// A job whose tasks all reach the sink at distance 0, through one
+// aggregator and a machine each. Searched back from the sink, the ties
+// settle by node id: the first machine, the aggregator, then the tasks
+// (ids below the other machines'), and the search is covered before the
+// other machines are settled. The blocking flow only sees settled nodes,
+// so a search that stops there routes one unit (the first machine's); the
+// second search finishes its last distance and routes the rest.
+TEST(IncrementalSolverTest, LaterSearchesFinishTheirLastDistance) {
+  constexpr uint32_t kTasks = 20;
+  constexpr uint32_t kSink = 0;
+  constexpr uint32_t kCluster = kTasks + 1;
+  IncrementalSolver solver(
+      {.drain_arc_budget = 0, .rebalance_leaves = false});
+  uint32_t handle = 0;
+  for (uint32_t v = 0; v <= 2 * kTasks + 1; ++v) {
+    EXPECT_THAT(solver.SetSupply(v, 0), IsOk());
+  }
+  for (uint32_t t = 1; t <= kTasks; ++t) {
+    const uint32_t machine = kCluster + t;
+    EXPECT_THAT(solver.SetArc(handle++, t, kCluster, 1, 0), IsOk());
+    EXPECT_THAT(solver.SetArc(handle++, kCluster, machine, 1, 0), IsOk());
+    EXPECT_THAT(solver.SetArc(handle++, machine, kSink, 1, 0), IsOk());
+  }
+  ASSERT_EQ(SolveAndCheck(solver), McmfOutcome::kOptimal);
+  for (uint32_t t = 1; t <= kTasks; ++t) {
+    EXPECT_THAT(solver.SetSupply(t, 1), IsOk());
+  }
+  EXPECT_THAT(solver.SetSupply(kSink, -int64_t{kTasks}), IsOk());
+  const IncrementalStats stats = SolveToCost(solver, 0);
+  EXPECT_EQ(stats.backward_runs, 2u);
+  EXPECT_EQ(stats.dijkstra_runs, 2u);
+  EXPECT_EQ(stats.augmentations, uint64_t{kTasks});
+}
+
 // A task finishes on a full machine whose return arc to the sink had a
 // negative reduced cost (the potentials priced its slot at 50): the sink
 // is left with a unit the machine lacks, and the zero-cost return path the
