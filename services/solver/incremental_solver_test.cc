@@ -331,6 +331,34 @@ TEST(IncrementalSolverTest, LaterSearchesFinishTheirLastDistance) {
   EXPECT_EQ(stats.augmentations, uint64_t{kTasks});
 }
 
+// Two tasks face the sink: one at distance 0 over its machine, the other
+// at 10 over its own. The first search (forward) is covered by the sink at
+// distance 0 and routes the near task; the far one is then a lone excess
+// node, which one backward search prices and routes along its tree path
+// (a two-sided phase would add a second search).
+TEST(IncrementalSolverTest, LoneExcessIsSearchedForBackwardsOnly) {
+  constexpr uint32_t kSink = 0;
+  IncrementalSolver solver({.drain_arc_budget = 0, .rebalance_leaves = false});
+  for (uint32_t v = 0; v < 5; ++v) {
+    EXPECT_THAT(solver.SetSupply(v, 0), IsOk());
+  }
+  // Tasks 1 and 2, machines 3 and 4.
+  EXPECT_THAT(solver.SetArc(0, 1, 3, 1, 0), IsOk());
+  EXPECT_THAT(solver.SetArc(1, 2, 4, 1, 0), IsOk());
+  EXPECT_THAT(solver.SetArc(2, 3, kSink, 1, 0), IsOk());
+  EXPECT_THAT(solver.SetArc(3, 4, kSink, 1, 0), IsOk());
+  ASSERT_EQ(SolveAndCheck(solver), McmfOutcome::kOptimal);
+  EXPECT_THAT(solver.SetArc(1, 2, 4, 1, 10), IsOk());
+  EXPECT_THAT(solver.SetSupply(1, 1), IsOk());
+  EXPECT_THAT(solver.SetSupply(2, 1), IsOk());
+  EXPECT_THAT(solver.SetSupply(kSink, -2), IsOk());
+  const IncrementalStats stats = SolveToCost(solver, 10);
+  EXPECT_EQ(stats.dijkstra_runs, 2u);
+  EXPECT_EQ(stats.backward_runs, 1u);
+  EXPECT_EQ(stats.tree_augmentations, 2u);
+  EXPECT_EQ(stats.blocking_stages, 0u);
+}
+
 // A task finishes on a full machine whose return arc to the sink had a
 // negative reduced cost (the potentials priced its slot at 50): the sink
 // is left with a unit the machine lacks, and the zero-cost return path the
