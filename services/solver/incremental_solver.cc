@@ -604,16 +604,14 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
   // Backward, a node's label is its distance *to* the nearest deficit: the
   // residual arc into u is the partner r ^ 1 of each r in adj_[u], and its
   // reduced cost is -ReducedCost(r).
-  const auto cmp = std::greater<std::pair<int64_t, uint32_t>>();
-  heap_.clear();
+  label_heap_.Clear();
   tree_ends_.clear();
   for (uint32_t v : backward ? deficits_ : sources_) {
     label_[v].dist = 0;
     parent_arc_[v] = kNoArc;
     touched_.push_back(v);
-    heap_.emplace_back(0, v);
+    label_heap_.Push(0, v);
   }
-  std::make_heap(heap_.begin(), heap_.end(), cmp);
   // Once covered, a round's later searches still settle the rest of the
   // last distance. The blocking flow routes only over settled nodes, and
   // coverage is often reached midway through a plateau at that distance
@@ -642,9 +640,9 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
   int64_t cutoff = kInfinity;
   const bool first_only = options_.dijkstra_stop ==
                           IncrementalOptions::DijkstraStop::kFirstDeficit;
-  // Two heaps settle in the same (distance, node) order as one: heap_ holds
-  // the labels above the distance being settled, level_queue_ the node
-  // ids at it. Scheduling networks are plateaus of zero reduced cost (a
+  // Two queues settle in the same (distance, node) order as one heap:
+  // label_heap_ (a radix heap) holds the labels above the distance being
+  // settled, level_queue_ (a heap by id) the node ids at it. Scheduling networks are plateaus of zero reduced cost (a
   // load-spreading round settles its 12,500 machines at distance 0), so
   // most labels are pushed and popped at the current distance, where a
   // heap of 4-byte ids is cheaper than one of (distance, id) pairs
@@ -660,18 +658,17 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
     uint32_t u;
     int64_t d;
     if (level_queue_.empty()) {
-      if (heap_.empty() || finishing) break;
+      if (label_heap_.empty() || finishing) break;
       // A new level: every label at its distance moves to the level heap.
-      level = heap_.front().first;
-      while (!heap_.empty() && heap_.front().first == level) {
-        std::pop_heap(heap_.begin(), heap_.end(), cmp);
-        const uint32_t v = heap_.back().second;
-        heap_.pop_back();
-        if (label_[v].dist == level && settled_stamp_[v] != phase_) {
-          level_queue_.push_back(v);
-          std::push_heap(level_queue_.begin(), level_queue_.end(), by_id);
+      for (const RadixHeap::Entry& e : label_heap_.Min()) {
+        if (label_[e.value].dist == e.key &&
+            settled_stamp_[e.value] != phase_) {
+          level_queue_.push_back(e.value);
         }
       }
+      level = label_heap_.min_key();
+      label_heap_.TakeMin();
+      std::make_heap(level_queue_.begin(), level_queue_.end(), by_id);
       continue;
     }
     std::pop_heap(level_queue_.begin(), level_queue_.end(), by_id);
@@ -725,8 +722,7 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
           level_queue_.push_back(w);
           std::push_heap(level_queue_.begin(), level_queue_.end(), by_id);
         } else {
-          heap_.emplace_back(nd, w);
-          std::push_heap(heap_.begin(), heap_.end(), cmp);
+          label_heap_.Push(nd, w);
         }
       }
     }

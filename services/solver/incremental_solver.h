@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "services/solver/int128.h"
 #include "services/solver/mcmf_problem.h"
+#include "services/solver/radix_heap.h"
 
 namespace flowsched::solver {
 
@@ -321,6 +322,9 @@ class IncrementalSolver {
   // Dijkstra scratch, reset only where touched (and label_[v].dist).
   std::vector<uint32_t> touched_;
   std::vector<uint32_t> settled_;
+  // The labels above the distance being settled (ShortestDistances), and
+  // RecenterPotentials' binary heap (its keys may be negative).
+  RadixHeap label_heap_;
   std::vector<std::pair<int64_t, uint32_t>> heap_;
   std::vector<uint32_t> level_queue_;  // ids at the distance being settled
   std::vector<uint32_t> sources_;   // excess nodes of this phase
