@@ -642,10 +642,11 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
                           IncrementalOptions::DijkstraStop::kFirstDeficit;
   // Two queues settle in the same (distance, node) order as one heap:
   // label_heap_ (a radix heap) holds the labels above the distance being
-  // settled, level_queue_ (a heap by id) the node ids at it. Scheduling networks are plateaus of zero reduced cost (a
-  // load-spreading round settles its 12,500 machines at distance 0), so
-  // most labels are pushed and popped at the current distance, where a
-  // heap of 4-byte ids is cheaper than one of (distance, id) pairs
+  // settled, level_queue_ (a heap by id) the node ids at it. Scheduling
+  // networks are plateaus of zero reduced cost (a load-spreading round
+  // settles its 12,500 machines at distance 0), so most labels are pushed
+  // and popped at the current distance, where a heap of 4-byte ids is
+  // cheaper than one of (distance, id) pairs
   // (incremental_profile ls 12500: p50 14.3-15.1 -> 13.4-13.7 ms). A FIFO
   // for the level was cheaper still but settled other nodes among equals,
   // and its blocking flows then routed less: 3 searches instead of 1 in

@@ -9,8 +9,8 @@
 // empties the first non-empty bucket into lower ones; an entry only ever
 // moves down, at most 64 times and in practice once or twice, and a push
 // is an append. A binary heap of (key, node) pairs paid a sift of ~17
-// levels per push and pop at 150,000 labels (profiled: ~10% of a Quincy
-// round's search time).
+// levels per push and pop at 150,000 labels; replacing it took 20 Quincy
+// rounds at 12,500 machines from 5.8-6.2 to 4.5-4.6 s (incremental_profile).
 //
 // Keys are non-negative int64 distances. Stale entries (a node labelled
 // again with a smaller key) stay and are skipped by the caller, as with a
