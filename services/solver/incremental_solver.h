@@ -39,8 +39,9 @@ struct IncrementalStats {
   uint64_t dijkstra_runs = 0;
   // Of those, the runs grown backwards from the deficit nodes.
   uint64_t backward_runs = 0;
-  // Dinic stages (BFS level graph plus blocking flow) over the admissible
-  // networks the Dijkstra runs left.
+  // Maximum flows over the admissible networks the Dijkstra runs left
+  // that had an excess node connected to a deficit (one per phase at
+  // most; until 2026-11-23 each Dinic stage counted, several a phase).
   uint64_t blocking_stages = 0;
   // Of the augmentations, those along a Dijkstra's shortest-path tree.
   uint64_t tree_augmentations = 0;
@@ -354,9 +355,11 @@ class IncrementalSolver {
   // as separate arrays).
   struct WalkState {
     uint32_t pass = 0;
-    // Index into adj_[v] (drain walks) or v's admissible entries (Dinic).
+    // Index into adj_[v] (drain walks) or v's admissible entries
+    // (BlockingFlow).
     uint32_t current_arc = 0;
-    uint32_t level = 0;  // BlockingFlow's BFS hop level
+    // BlockingFlow's distance label: hops to the nearest deficit.
+    uint32_t level = 0;
     // v's entries are admissible_[admissible_begin .. admissible_end) when
     // admissible_stamp == admissible_pass_; current_arc counts from
     // admissible_begin during BlockingFlow.
@@ -368,13 +371,13 @@ class IncrementalSolver {
   std::vector<WalkState> walk_;
   std::vector<uint32_t> path_;
   std::vector<uint32_t> bfs_queue_;
-  // The admissible network of a phase, built by BlockingFlow as its BFS
-  // first expands each node and used by all its Dinic stages: the node's
-  // entries of adj_ at zero reduced cost into a node the last search(es)
-  // settled, in adjacency order (residual capacity is tested at use:
-  // augmentations open and close arcs, while potentials and stamps stay
-  // fixed). Every stage scanned adj_ before, and each stage through the
-  // cluster aggregator scanned its 150,000 arcs.
+  // The admissible network of a phase, built by BlockingFlow when it first
+  // steps from a node and used by every later step and relabel there: the
+  // node's entries of adj_ at zero reduced cost into a node the last
+  // search(es) settled, in adjacency order (residual capacity is tested at
+  // use: augmentations open and close arcs, while potentials and stamps
+  // stay fixed). Scanning adj_ at each step had passed the cluster
+  // aggregator's 150,000 arcs again and again.
   // Entries carry the head, which stays fixed, so that a step tests the
   // head's state before it loads the arc for its residual.
   struct AdmissibleArc {
@@ -382,6 +385,8 @@ class IncrementalSolver {
     uint32_t head;
   };
   std::vector<AdmissibleArc> admissible_;
+  // BlockingFlow: how many nodes hold each distance label.
+  std::vector<uint32_t> label_count_;
   uint32_t admissible_pass_ = 0;
   void AddAdmissibleArcs(uint32_t u);
   // RebalanceLeaf scratch: the tails of this round's changed arcs; a stamp

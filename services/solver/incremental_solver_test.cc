@@ -277,7 +277,7 @@ TEST(IncrementalSolverTest, JobArrivalIsPricedFromTheSinkInOneSearch) {
   EXPECT_EQ(automatic.backward_runs, 1u);
   EXPECT_EQ(automatic.augmentations, 40u);
   // Every task reaches the sink over its own machine: the search's tree
-  // holds the 40 disjoint paths, so no Dinic stage is needed.
+  // holds the 40 disjoint paths, so no blocking flow is needed.
   EXPECT_EQ(automatic.tree_augmentations, 40u);
   EXPECT_EQ(automatic.blocking_stages, 0u);
   const IncrementalStats forward = PlaceJobWithDistinctCosts(
@@ -454,6 +454,47 @@ TEST(IncrementalSolverTest, JobArrivalIsPlacedByTheTasksThemselves) {
 
 // (b) General random networks with negative costs, self-loops and parallel
 // arcs, through sequences of random changes (many rounds infeasible).
+// Scheduling networks are plateaus of zero reduced cost, where a phase's
+// maximum flow (BlockingFlow) does most of the routing: relabels, gaps, and
+// deficits filled by one excess node while another's path passes through
+// them. Random dense networks with costs of 0 and 1 and several units at
+// each end put every batch there; each is checked against LEMON.
+TEST(IncrementalSolverTest, ZeroCostPlateausAreRoutedCompletely) {
+  for (uint64_t seed = 1; seed <= 150; ++seed) {
+    std::mt19937_64 rng(seed);
+    auto rand = [&rng](int64_t lo, int64_t hi) {
+      return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+    };
+    IncrementalSolver solver(OptionsVariant(static_cast<int>(seed % 32)));
+    const auto nodes = static_cast<uint32_t>(rand(8, 30));
+    for (uint32_t v = 0; v < nodes; ++v) ASSERT_THAT(solver.SetSupply(v, 0), IsOk());
+    uint32_t handle = 0;
+    for (uint32_t u = 0; u < nodes; ++u) {
+      for (uint32_t w = 0; w < nodes; ++w) {
+        if (u == w || rand(0, 3) != 0) continue;
+        ASSERT_THAT(solver.SetArc(handle++, u, w, rand(1, 3), rand(0, 5) == 0),
+                    IsOk());
+      }
+    }
+    for (int batch = 0; batch < 6; ++batch) {
+      // Balanced supplies: a few excess nodes, a few deficits.
+      std::vector<int64_t> supply(nodes, 0);
+      for (int k = rand(1, 4); k > 0; --k) {
+        const int64_t units = rand(1, 4);
+        supply[static_cast<size_t>(rand(0, nodes - 1))] += units;
+        supply[static_cast<size_t>(rand(0, nodes - 1))] -= units;
+      }
+      for (uint32_t v = 0; v < nodes; ++v) {
+        ASSERT_THAT(solver.SetSupply(v, supply[v]), IsOk());
+      }
+      SolveAndCheck(solver);
+      if (::testing::Test::HasFailure()) {
+        FAIL() << "seed " << seed << " batch " << batch;
+      }
+    }
+  }
+}
+
 TEST(IncrementalSolverTest, RandomGeneralSequences) {
   int optimal = 0;
   int infeasible = 0;
