@@ -1030,10 +1030,6 @@ absl::StatusOr<IncrementalResult> IncrementalSolver::Solve() {
         (deficits_.size() * kBackwardRatio <= sources_.size() ||
          deficit_arcs * kBackwardRatio <= source_arcs ||
          (sources_.size() == 1 && stats.dijkstra_runs > 0));
-    // A presearch belongs to one phase only; a phase that ended without a
-    // blocking flow (no deficit reachable) must not leak its stamps into
-    // the next round's.
-    presearch_phase_ = 0;
     if (!backward && options_.two_sided_search && stats.dijkstra_runs > 0) {
       // IncrementalOptions::two_sided_search: price every excess node by
       // its own distance to the deficits first, so that the forward search
@@ -1044,7 +1040,6 @@ absl::StatusOr<IncrementalResult> IncrementalSolver::Solve() {
           /*backward=*/true, stats);
       if (backward_bound != kInfinity) {
         UpdatePotentials(backward_bound, /*backward=*/true);
-        presearch_phase_ = phase_;
       }
     }
     const int64_t bound = ShortestDistances(

@@ -339,13 +339,15 @@ class IncrementalSolver {
   std::vector<uint32_t> parent_arc_;
   // The other-side nodes the last search settled, in settle order.
   std::vector<uint32_t> tree_ends_;
-  // The backward search of a two-sided phase (0: none); BlockingFlow uses
-  // the nodes either search settled.
-  uint32_t presearch_phase_ = 0;
-  bool InLastSearch(uint32_t v) const {
-    return settled_stamp_[v] == phase_ ||
-           (presearch_phase_ != 0 && settled_stamp_[v] == presearch_phase_);
-  }
+  // The blocking flow's region: the nodes the phase's last search settled.
+  // In a two-sided phase that is the forward search, which finishes its
+  // last distance, so every zero-reduced-cost arc out of a node it settled
+  // leads into one it settled (a head left out would have had a label at
+  // most the bound); what only the backward presearch settled is out of
+  // the excess nodes' reach. (It used to be in the region, and the
+  // blocking flow labelled 16,000-30,000 such nodes a phase in the
+  // 12,500-machine rounds at 300x.)
+  bool InLastSearch(uint32_t v) const { return settled_stamp_[v] == phase_; }
 
   // DFS scratch; stamps avoid O(n) resets.
   enum : uint8_t { kFresh = 0, kOnPath = 1, kDead = 2 };
