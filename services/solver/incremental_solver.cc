@@ -805,10 +805,10 @@ bool IncrementalSolver::AugmentTreePaths(bool backward,
 
 bool IncrementalSolver::BlockingFlow(IncrementalStats& stats) {
   // A maximum flow from the excess nodes to the deficit nodes over the
-  // admissible network of the last search(es): arcs with residual capacity
-  // and zero reduced cost into nodes they settled (they hold every
-  // shortest path found, so this costs about what the search did instead
-  // of wandering the often huge zero-cost subgraph). It is the shortest
+  // admissible network of the phase's last search: arcs with residual
+  // capacity and zero reduced cost into nodes it settled (they hold every
+  // shortest path it found, so this costs about what the search did
+  // instead of wandering the often huge zero-cost subgraph). It is the shortest
   // augmenting path algorithm with exact distance labels (Ahuja and Orlin,
   // Naval Research Logistics 1991): one backward BFS from the deficits
   // gives each node its hop distance to the nearest one; a root advances
@@ -828,7 +828,7 @@ bool IncrementalSolver::BlockingFlow(IncrementalStats& stats) {
   bool any_root = false;
   for (uint32_t root : sources_) any_root |= excess_[root] > 0;
   if (!any_root) return false;
-  // Backward BFS over admissible arcs, from the deficits the searches
+  // Backward BFS over admissible arcs, from the deficits the search
   // settled. An arc u -> w is admissible when w was settled and its
   // reduced cost is zero; u is settled too or an excess node (a root).
   bfs_queue_.clear();
@@ -903,8 +903,10 @@ bool IncrementalSolver::BlockingFlow(IncrementalStats& stats) {
         const auto [a, w] = admissible_[i];
         // (level 0 with no deficit left: a satisfied deficit, relabelled
         // below; level - 1 must not wrap onto kNoLevel.)
+        // A node above a gap found after u was entered is skipped too.
         if (level != 0 && walk_[w].pass == pass_ &&
-            walk_[w].level == level - 1 && arcs_[a].residual != 0) {
+            walk_[w].level == level - 1 && live(walk_[w].level) &&
+            arcs_[a].residual != 0) {
           break;
         }
       }
