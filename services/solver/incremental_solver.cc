@@ -871,7 +871,7 @@ bool IncrementalSolver::BlockingFlow(IncrementalStats& stats) {
     if (excess_[root] <= 0 || walk_[root].pass != pass_) continue;
     if (!staged) {
       staged = true;
-      ++stats.blocking_stages;
+      ++stats.blocking_flows;
     }
     path_.clear();
     uint32_t u = root;

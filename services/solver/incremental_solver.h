@@ -40,9 +40,10 @@ struct IncrementalStats {
   // Of those, the runs grown backwards from the deficit nodes.
   uint64_t backward_runs = 0;
   // Maximum flows over the admissible networks the Dijkstra runs left
-  // that had an excess node connected to a deficit (one per phase at
-  // most; until 2026-11-23 each Dinic stage counted, several a phase).
-  uint64_t blocking_stages = 0;
+  // that had an excess node connected to a deficit: one per phase at most
+  // (until 2026-11-23 this was blocking_stages and counted Dinic stages,
+  // several a phase).
+  uint64_t blocking_flows = 0;
   // Of the augmentations, those along a Dijkstra's shortest-path tree.
   uint64_t tree_augmentations = 0;
   // Arcs whose flow was saturated or cancelled to restore reduced-cost
@@ -375,8 +376,8 @@ class IncrementalSolver {
   std::vector<uint32_t> bfs_queue_;
   // The admissible network of a phase, built by BlockingFlow when it first
   // steps from a node and used by every later step and relabel there: the
-  // node's entries of adj_ at zero reduced cost into a node the last
-  // search(es) settled, in adjacency order (residual capacity is tested at
+  // node's entries of adj_ at zero reduced cost into a node the phase's
+  // last search settled, in adjacency order (residual capacity is tested at
   // use: augmentations open and close arcs, while potentials and stamps
   // stay fixed). Scanning adj_ at each step had passed the cluster
   // aggregator's 150,000 arcs again and again.

@@ -135,14 +135,14 @@ int Run(int argc, char** argv) {
         "round {:2}: nodes {:5} arcs {:6} arr {:4} done {:4} start {:4} fail {} "
         "| apply {:6.2f} solve {:8.2f} check {:6.1f}{} | dijkstra {:4} touched "
         "{:9} aug {:6} tree {:5} repaired {:5} drained {:5} backward {:4} "
-        "stages {:4}\n",
+        "flows {:4}\n",
         r + 1, changes.changed_nodes.size(), changes.changed_arcs.size(),
         changes.arrivals, changes.completions, changes.starts,
         changes.failed_machine >= 0 ? 1 : 0, apply_ms.back(), s.solve_ms,
         check_ms.back(), ok ? "" : " CHECK FAILED", s.dijkstra_runs,
         s.nodes_touched, s.augmentations, s.tree_augmentations,
         s.arcs_repaired, s.drained_units,
-        s.backward_runs, s.blocking_stages);
+        s.backward_runs, s.blocking_flows);
   }
   fmt::print("apply p50 {:.2f}; solve p50 {:.2f} p90 {:.2f} p99 {:.2f}; check p50 {:.1f} ms\n",
              Percentile(apply_ms, 0.5), Percentile(solve_ms, 0.5),
