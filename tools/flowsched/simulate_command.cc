@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "fmt/format.h"
 #include "tools/flowsched/commands.h"
+#include "tools/sim/locality_floor.h"
 #include "tools/sim/report.h"
 #include "tools/sim/simulator.h"
 #include "tools/sim/synthetic.h"
@@ -44,6 +45,7 @@ struct SimulateOptions {
   double progress_every_s = 2.0;
   double max_wall_s = 0;
   uint32_t export_rounds = 0;
+  bool locality_floor = false;
 };
 
 absl::StatusOr<sim::Workload> LoadWorkload(const SimulateOptions& o) {
@@ -94,6 +96,35 @@ absl::StatusOr<sim::Workload> LoadWorkload(const SimulateOptions& o) {
     }
   }
   return workload;
+}
+
+// The floor against what each scheduler's warm-up placed (the same
+// population); 0 or an exit code.
+int PrintLocalityFloor(const sim::Workload& workload, const SimulateOptions& o,
+                       const std::vector<sim::Summary>& summaries) {
+  if (o.model != "slots") {
+    std::cerr << "flowsched simulate: --locality-floor needs --model slots\n";
+    return 2;
+  }
+  std::cerr << "locality floor: solving the time-0 population's placement "
+               "by rack...\n";
+  auto floor = sim::ComputeLocalityFloor(workload, o.slots_per_machine);
+  if (!floor.ok()) {
+    std::cerr << "flowsched simulate: " << floor.status().message() << "\n";
+    return 1;
+  }
+  fmt::print(
+      "locality floor: {} of {} time-0 tasks fit the racks' slots; the "
+      "least cross-rack input any placement of them reads is {:.1f}% "
+      "({:.2f} TB)\n",
+      floor->placed, floor->tasks, 100 * floor->cross_rack_share(),
+      static_cast<double>(floor->cross_rack_bytes) / 1e12);
+  for (const sim::Summary& s : summaries) {
+    fmt::print("{}: time-0 population as placed by the warm-up: {:.1f}% "
+               "cross-rack\n",
+               s.scheduler, 100 * s.warmup_cross);
+  }
+  return 0;
 }
 
 }  // namespace
@@ -187,6 +218,10 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
                   "`flowsched solve`)")
       ->check(CLI::Range(0u, 100000u))
       ->capture_default_str();
+  cmd->add_flag("--locality-floor", o->locality_floor,
+               "Also solve for the least cross-rack input any placement of "
+               "the time-0 population could read with the racks' slots, and "
+               "print it next to each scheduler's (slot model)");
   cmd->add_option("--progress-every", o->progress_every_s,
                   "Seconds (wall) between progress lines on stderr")
       ->check(CLI::Range(0.1, 3600.0))
@@ -290,6 +325,11 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
                    "violations\n",
                    r.scheduler, r.rejected_events, r.stale,
                    r.capacity_violations);
+      }
+    }
+    if (o->locality_floor) {
+      if (int rc = PrintLocalityFloor(*workload, *o, summaries); rc != 0) {
+        return rc;
       }
     }
     fmt::print("{}\n", sim::WritePlots(results, o->out));

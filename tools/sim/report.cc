@@ -88,6 +88,8 @@ Summary Summarise(const SimResult& result) {
   s.rack = Fraction(result.locality.rack, total);
   s.cross = Fraction(result.locality.remote, total);
   s.cross_bytes = result.locality.remote;
+  s.warmup_cross = Fraction(result.warmup_locality.remote,
+                            result.warmup_locality.total());
   s.sim_s = static_cast<double>(result.sim_end_us) / 1e6;
   s.wall_s = result.wall_s;
   s.busy_s = result.busy_s;
@@ -142,18 +144,20 @@ absl::Status WriteSummaryCsv(const std::vector<Summary>& rows,
          "latency_p99_ms,latency_max_ms,round_mean_ms,round_p99_ms,"
          "round_max_ms,mean_waiting,slot_utilisation,cpu_utilisation,"
          "preempted,migrated,local,rack,cross_rack,cross_rack_bytes,"
-         "fairness_jain,sim_s,wall_s,busy_s,sim_per_wall,warmup_s\n";
+         "fairness_jain,sim_s,wall_s,busy_s,sim_per_wall,warmup_s,"
+         "warmup_cross_rack\n";
   for (const Summary& s : rows) {
     out << fmt::format(
         "{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.1f},"
         "{:.4f},{:.4f},{},{},{:.4f},{:.4f},{:.4f},{},{:.4f},{:.3f},{:.3f},"
-        "{:.3f},{:.3f},{:.3f}\n",
+        "{:.3f},{:.3f},{:.3f},{:.4f}\n",
         s.scheduler, s.rounds, s.placed, s.unplaced, s.latency_ms.p50,
         s.latency_ms.p90, s.latency_ms.p99, s.latency_ms.max, s.round_ms.mean,
         s.round_ms.p99, s.round_ms.max, s.mean_waiting,
         s.mean_slot_utilisation, s.mean_cpu_utilisation, s.preempted,
         s.migrated, s.local, s.rack, s.cross, s.cross_bytes, s.mean_fairness,
-        s.sim_s, s.wall_s, s.busy_s, s.sim_per_wall(), s.warmup_s);
+        s.sim_s, s.wall_s, s.busy_s, s.sim_per_wall(), s.warmup_s,
+        s.warmup_cross);
   }
   out.close();
   if (!out) return absl::UnavailableError("cannot write " + dir + "/summary.csv");

@@ -26,6 +26,9 @@ struct Summary {
   uint64_t preempted = 0, migrated = 0;
   double local = 0, rack = 0, cross = 0;  // fractions of input bytes
   int64_t cross_bytes = 0;
+  // Cross-rack fraction of the input of the tasks running after the warm-up
+  // (the time-0 population as placed): the figure the locality floor bounds.
+  double warmup_cross = 0;
   double mean_fairness = 1;
   double sim_s = 0, wall_s = 0, busy_s = 0;
   double warmup_s = 0;  // placing the time-0 population (not simulated time)

@@ -3,7 +3,7 @@
 # tools/sim/CMakeLists.txt): a small synthetic cluster and the tiny Google-format
 # trace, Quincy plus one baseline. Asserts outcomes: exit 0, every CSV and
 # the plot script exist, no task left unplaced, one latency row per placed
-# task, no machine over capacity.
+# task, no machine over capacity, no placement below the locality floor.
 set -eu
 flowsched=$1
 data=$2
@@ -35,8 +35,18 @@ check() {  # dir scheduler-stem...
 mkdir -p "$out/synthetic" "$out/trace"
 "$flowsched" simulate --machines 150 --slots-per-machine 8 --utilisation 0.6 \
   --speedup 300 --duration 20 --policy quincy-qfp --baselines greedy \
-  --seed 5 --export-rounds 2 --out "$out/synthetic" > "$out/synthetic/stdout"
+  --seed 5 --export-rounds 2 --locality-floor --out "$out/synthetic" \
+  > "$out/synthetic/stdout"
 check "$out/synthetic" flow-quincy-qfp greedy
+# No scheduler's time-0 placement reads less across racks than the floor.
+floor=$(sed -n 's/^locality floor: .* reads is \([0-9.]*\)%.*/\1/p' "$out/synthetic/stdout")
+[ -n "$floor" ] || { echo "no locality floor printed"; exit 1; }
+for s in flow:quincy-qfp greedy; do
+  got=$(sed -n "s/^$s: time-0 population as placed by the warm-up: \([0-9.]*\)%.*/\1/p" \
+        "$out/synthetic/stdout")
+  awk -v g="$got" -v f="$floor" 'BEGIN { exit !(g != "" && g + 0.05 >= f && f > 0) }' ||
+    { echo "$s: time-0 cross-rack '$got'% below the floor $floor%"; exit 1; }
+done
 
 # The exported round networks replay through `flowsched solve` and
 # `bench solver --dimacs`, whose exit 0 means every flowsched solve was

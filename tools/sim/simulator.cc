@@ -309,6 +309,13 @@ absl::Status Simulation::Run() {
     // "no decisions": a preemptive policy may keep migrating.
     if (round->decisions.empty() || state_.waiting_task_count() == 0) break;
   }
+  // Where the time-0 population runs once placed: comparable with the
+  // locality floor (ComputeLocalityFloor), which ignores later arrivals.
+  for (const auto& [id, task] : state_.tasks()) {
+    if (task.running()) {
+      result_.warmup_locality.Add(InputLocality(state_, task, task.machine));
+    }
+  }
   // Wall time is measured from here: sim/wall compares the steady state.
   const int64_t measured_start_us = SteadyMicros();
   int settle = 0;

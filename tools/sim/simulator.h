@@ -103,6 +103,7 @@ struct SimResult {
   uint64_t preempted = 0, migrated = 0, stale = 0;
   uint64_t capacity_violations = 0;  // machines seen over slots/CPU/memory
   LocalityBytes locality;          // input of every placement
+  LocalityBytes warmup_locality;   // input of the tasks running after warm-up
   int64_t sim_end_us = 0;
   double wall_s = 0;               // the simulation after the warm-up
   double busy_s = 0;               // sum of round runtimes (after warm-up)

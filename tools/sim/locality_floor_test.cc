@@ -1,0 +1,204 @@
+#include "tools/sim/locality_floor.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tools/sim/synthetic.h"
+
+namespace flowsched::sim {
+namespace {
+
+constexpr int64_t kBlock = int64_t{256} << 20;
+
+SimMachine Machine(uint64_t id, std::string rack) {
+  return SimMachine{.id = id, .rack = std::move(rack)};
+}
+
+SimTask Task(uint64_t id, std::vector<cluster::DataLocality> input,
+             int64_t input_bytes = 0) {
+  int64_t sum = 0;
+  for (const auto& e : input) sum += e.bytes;
+  return SimTask{.task_id = id,
+                 .job_id = 1,
+                 .input = std::move(input),
+                 .input_bytes = std::max(input_bytes, sum)};
+}
+
+cluster::DataLocality On(uint64_t machine, int64_t blocks) {
+  return {.machine = MachineId(machine), .bytes = blocks * kBlock};
+}
+
+// Two racks of one one-slot machine; both tasks prefer rack a, which holds
+// only one of them: the one with more input in a stays, the other moves.
+TEST(LocalityFloorTest, KeepsTheHeavierInputHomeWhenTheRackIsFull) {
+  Workload w;
+  w.machines = {Machine(1, "a"), Machine(2, "b")};
+  w.tasks = {Task(1, {On(1, 3)}), Task(2, {On(1, 1), On(2, 1)})};
+  auto floor = ComputeLocalityFloor(w, 1);
+  ASSERT_TRUE(floor.ok()) << floor.status();
+  EXPECT_EQ(floor->tasks, 2u);
+  EXPECT_EQ(floor->placed, 2u);
+  EXPECT_EQ(floor->input_bytes, 5 * kBlock);
+  // Task 1 in a (0 across), task 2 in b (its block on machine 1 across).
+  EXPECT_EQ(floor->cross_rack_bytes, 1 * kBlock);
+  EXPECT_DOUBLE_EQ(floor->cross_rack_share(), 0.2);
+}
+
+// Rack-level entries, bytes no entry places, machines absent at time 0 and
+// tasks arriving later are all handled as the simulator's measure does.
+TEST(LocalityFloorTest, CountsOnlyWhatARackCanHoldAtTimeZero) {
+  Workload w;
+  w.machines = {Machine(1, "a"), Machine(2, "b"), Machine(3, "c")};
+  w.machines[2].add_us = 5;  // not there at time 0: its blocks are remote
+  w.tasks = {
+      Task(1, {cluster::DataLocality{.rack = "b", .bytes = 2 * kBlock}},
+           3 * kBlock),     // 1 block nowhere: at best 1 across
+      Task(2, {On(3, 4)}),  // only on the absent machine: 4 across
+  };
+  SimTask later = Task(3, {On(1, 5)});
+  later.submit_us = 10;
+  w.tasks.push_back(later);
+  auto floor = ComputeLocalityFloor(w, 1);
+  ASSERT_TRUE(floor.ok()) << floor.status();
+  EXPECT_EQ(floor->tasks, 2u);
+  EXPECT_EQ(floor->placed, 2u);
+  EXPECT_EQ(floor->input_bytes, 7 * kBlock);
+  EXPECT_EQ(floor->cross_rack_bytes, 5 * kBlock);
+}
+
+TEST(LocalityFloorTest, RejectsAnInputTooLargeToPrice) {
+  Workload w;
+  w.machines = {Machine(1, "a")};
+  w.tasks = {Task(1, {On(1, 1)}, int64_t{1} << 52)};
+  auto floor = ComputeLocalityFloor(w, 1);
+  EXPECT_EQ(floor.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Against every assignment of tasks to racks (or to nowhere) on small random
+// clusters: the floor places as many tasks as fit and reads no more across
+// racks than the best assignment that places that many.
+TEST(LocalityFloorTest, EqualsExhaustiveSearchOnSmallClusters) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int racks = 1 + static_cast<int>(rng() % 3);
+    const int machines = racks + static_cast<int>(rng() % 3);
+    const uint32_t slots = 1 + static_cast<uint32_t>(rng() % 2);
+    const int tasks = 1 + static_cast<int>(rng() % 6);
+    Workload w;
+    std::vector<int> rack_of(machines + 1);
+    std::vector<int64_t> capacity(racks, 0);
+    for (int m = 1; m <= machines; ++m) {
+      rack_of[m] = m <= racks ? m - 1 : static_cast<int>(rng() % racks);
+      capacity[rack_of[m]] += slots;
+      w.machines.push_back(Machine(m, absl::StrCat("r", rack_of[m])));
+    }
+    // bytes[t][r]: task t's blocks in rack r; total[t] adds unplaced blocks.
+    std::vector<std::vector<int64_t>> bytes(tasks, std::vector<int64_t>(racks));
+    std::vector<int64_t> total(tasks);
+    for (int t = 0; t < tasks; ++t) {
+      std::vector<cluster::DataLocality> input;
+      const int entries = static_cast<int>(rng() % 4);
+      for (int e = 0; e < entries; ++e) {
+        const int m = 1 + static_cast<int>(rng() % machines);
+        const int blocks = 1 + static_cast<int>(rng() % 5);
+        input.push_back(On(m, blocks));
+        bytes[t][rack_of[m]] += blocks * kBlock;
+        total[t] += blocks * kBlock;
+      }
+      const int64_t extra = static_cast<int64_t>(rng() % 2) * kBlock;
+      total[t] += extra;
+      w.tasks.push_back(Task(t + 1, input, total[t]));
+    }
+    // Exhaustive: rack choice per task, `racks` meaning unplaced.
+    int64_t best_placed = -1, best_cross = 0;
+    std::vector<int> choice(tasks, 0);
+    std::function<void(int)> visit = [&](int t) {
+      if (t == tasks) {
+        std::vector<int64_t> used(racks, 0);
+        int64_t placed = 0, cross = 0;
+        for (int i = 0; i < tasks; ++i) {
+          if (choice[i] == racks) continue;
+          if (++used[choice[i]] > capacity[choice[i]]) return;
+          ++placed;
+          cross += total[i] - bytes[i][choice[i]];
+        }
+        if (placed > best_placed || (placed == best_placed && cross < best_cross)) {
+          best_placed = placed;
+          best_cross = cross;
+        }
+        return;
+      }
+      for (int r = 0; r <= racks; ++r) {
+        choice[t] = r;
+        visit(t + 1);
+      }
+    };
+    visit(0);
+    auto floor = ComputeLocalityFloor(w, slots);
+    ASSERT_TRUE(floor.ok()) << floor.status();
+    EXPECT_EQ(static_cast<int64_t>(floor->placed), best_placed) << "trial " << trial;
+    EXPECT_EQ(floor->cross_rack_bytes, best_cross) << "trial " << trial;
+  }
+}
+
+// On the generator's workload the floor is no higher than the cross-rack
+// share of placing every task in its best rack while room lasts (one
+// feasible assignment), and the time-0 population all fits at 90%.
+TEST(LocalityFloorTest, IsBelowAFeasiblePlacementOfTheSyntheticWorkload) {
+  SyntheticSpec spec{.machines = 200, .machines_per_rack = 20,
+                     .slots_per_machine = 4, .utilisation = 0.9,
+                     .duration_us = 1'000'000, .seed = 3};
+  const Workload w = GenerateSynthetic(spec);
+  auto floor = ComputeLocalityFloor(w, spec.slots_per_machine);
+  ASSERT_TRUE(floor.ok()) << floor.status();
+  ASSERT_GT(floor->tasks, 600u);
+  EXPECT_EQ(floor->placed, floor->tasks);
+
+  std::map<std::string, int64_t> room;
+  std::map<uint64_t, std::string> rack;
+  for (const SimMachine& m : w.machines) {
+    room[m.rack] += spec.slots_per_machine;
+    rack[m.id] = m.rack;
+  }
+  int64_t cross = 0, total = 0;
+  for (const SimTask& t : w.tasks) {
+    if (t.submit_us != 0) continue;
+    std::map<std::string, int64_t> in;
+    for (const auto& e : t.input) in[rack[e.machine.value()]] += e.bytes;
+    std::vector<std::pair<int64_t, std::string>> order;
+    for (const auto& [r, b] : in) order.emplace_back(b, r);
+    std::sort(order.rbegin(), order.rend());
+    int64_t kept = 0;
+    bool placed = false;
+    for (const auto& [b, r] : order) {
+      if (room[r] > 0) {
+        --room[r];
+        kept = b;
+        placed = true;
+        break;
+      }
+    }
+    if (!placed) {
+      auto it = std::find_if(room.begin(), room.end(),
+                             [](const auto& p) { return p.second > 0; });
+      ASSERT_NE(it, room.end());
+      --it->second;
+    }
+    total += t.input_bytes;
+    cross += t.input_bytes - kept;
+  }
+  EXPECT_EQ(floor->input_bytes, total);
+  EXPECT_LE(floor->cross_rack_bytes, cross);
+  // Most input is in the job's home rack (synthetic.cc): the floor is well
+  // below the share a rack-blind placement would read.
+  EXPECT_LT(floor->cross_rack_share(), 0.5);
+}
+
+}  // namespace
+}  // namespace flowsched::sim
