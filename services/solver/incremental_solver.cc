@@ -64,6 +64,7 @@ void IncrementalSolver::GrowNodes(uint32_t node) {
     GrowTo(excess_, size, int64_t{0});
     GrowTo(label_, size, NodeLabel{});
     adj_.resize(size);
+    GrowTo(regions_, size, AdjRegions{});
     GrowTo(in_active_, size, uint8_t{0});
     GrowTo(fresh_, size, uint8_t{0});
     GrowTo(walk_, size, WalkState{});
@@ -119,11 +120,43 @@ void IncrementalSolver::Mirror(uint32_t r) {
   const ResidualArc& arc = arcs_[r];
   const ResidualArc& mate = arcs_[r ^ 1u];
   AdjEntry& e = adj_[mate.head][arc.adj_pos];
+  const int e_was = EntryRegion(e);
   e = AdjEntry{.cost = arc.cost, .residual = arc.residual,
                .mate_residual = mate.residual, .arc = r, .head = arc.head};
+  if (EntryRegion(e) != e_was) misplaced_.push_back(r);
   AdjEntry& m = adj_[arc.head][mate.adj_pos];
+  const int m_was = EntryRegion(m);
   m = AdjEntry{.cost = mate.cost, .residual = mate.residual,
                .mate_residual = arc.residual, .arc = r ^ 1u, .head = mate.head};
+  if (EntryRegion(m) != m_was) misplaced_.push_back(r ^ 1u);
+}
+
+void IncrementalSolver::MoveEntry(uint32_t u, uint32_t pos, int from, int to) {
+  std::vector<AdjEntry>& list = adj_[u];
+  uint32_t* end = regions_[u].end;
+  auto swap_to = [&](uint32_t q) {
+    if (q == pos) return;
+    std::swap(list[pos], list[q]);
+    arcs_[list[pos].arc].adj_pos = pos;
+    arcs_[list[q].arc].adj_pos = q;
+    pos = q;
+  };
+  // Rightwards: become the last of region `from`, then the first of the
+  // next by moving the boundary. Leftwards the mirror image.
+  for (; from < to; ++from) swap_to(--end[from]);
+  for (; from > to; --from) swap_to(end[from - 1]++);
+}
+
+void IncrementalSolver::PlaceMisplaced() {
+  for (uint32_t r : misplaced_) {
+    if (!HandleLive(r >> 1)) continue;  // removed since
+    const uint32_t u = Tail(r);
+    const uint32_t pos = arcs_[r].adj_pos;
+    const int from = PositionRegion(u, pos);
+    const int to = EntryRegion(adj_[u][pos]);
+    if (from != to) MoveEntry(u, pos, from, to);
+  }
+  misplaced_.clear();
 }
 
 bool IncrementalSolver::MirrorsArc(const AdjEntry& e) const {
@@ -139,8 +172,11 @@ void IncrementalSolver::Push(uint32_t r, int64_t delta) {
 }
 
 void IncrementalSolver::Unlink(uint32_t r) {
-  // Swap-remove: the last entry takes r's slot and learns its new position.
-  std::vector<AdjEntry>& list = adj_[Tail(r)];
+  // Into the last region, then swap-remove: the last entry takes r's slot
+  // and learns its new position.
+  const uint32_t u = Tail(r);
+  std::vector<AdjEntry>& list = adj_[u];
+  MoveEntry(u, arcs_[r].adj_pos, PositionRegion(u, arcs_[r].adj_pos), 3);
   const uint32_t pos = arcs_[r].adj_pos;
   list[pos] = list.back();
   arcs_[list[pos].arc].adj_pos = pos;
@@ -164,6 +200,7 @@ absl::Status IncrementalSolver::SetSupply(uint32_t node, int64_t supply) {
     excess_[node] = 0;
     label_[node].potential = 0;
     adj_[node].clear();
+    regions_[node] = AdjRegions{};
     MarkFresh(node);
     ++node_count_live_;
   }
@@ -327,6 +364,7 @@ absl::Status IncrementalSolver::InstallSolution(
     handle_dirty_[h] = 0;
   }
   dirty_handles_.clear();
+  PlaceMisplaced();  // here, not in the next round's first search
   for (uint32_t v = 0; v < node_limit_; ++v) {
     label_[v].potential = NodeExists(v) ? -potentials[v] : 0;
     excess_[v] = 0;
@@ -604,6 +642,7 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
   // Backward, a node's label is its distance *to* the nearest deficit: the
   // residual arc into u is the partner r ^ 1 of each r in adj_[u], and its
   // reduced cost is -ReducedCost(r).
+  PlaceMisplaced();
   label_heap_.Clear();
   tree_ends_.clear();
   for (uint32_t v : backward ? deficits_ : sources_) {
@@ -695,17 +734,18 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
     if (!level_queue_.empty()) {
       __builtin_prefetch(adj_[level_queue_.front()].data());
     }
-    for (const AdjEntry& arc : adj_[u]) {
+    // Only the entries with a residual arc on the search's side (regions_).
+    const AdjEntry* const list = adj_[u].data();
+    const AdjRegions& regions = regions_[u];
+    assert(RegionsHold(u));
+    const uint32_t scan_end = backward ? regions.end[1] : regions.end[2];
+    for (uint32_t i = backward ? 0 : regions.end[0]; i < scan_end; ++i) {
+      const AdjEntry& arc = list[i];
       assert(MirrorsArc(arc));
+      assert(backward ? arc.mate_residual > 0 : arc.residual > 0);
       const uint32_t w = arc.head;
-      int64_t nd;
-      if (backward) {
-        if (arc.mate_residual == 0) continue;
-        nd = d - arc.cost - pu + label_[w].potential;
-      } else {
-        if (arc.residual == 0) continue;
-        nd = d + arc.cost + pu - label_[w].potential;
-      }
+      const int64_t nd = backward ? d - arc.cost - pu + label_[w].potential
+                                  : d + arc.cost + pu - label_[w].potential;
       if (nd < label_[w].dist && nd <= cutoff && (!finishing || nd == d)) {
         if (label_[w].dist == kInfinity) {
           touched_.push_back(w);
