@@ -46,6 +46,7 @@ struct SimulateOptions {
   double max_wall_s = 0;
   uint32_t export_rounds = 0;
   bool locality_floor = false;
+  std::string policy_clock = "trace";
 };
 
 absl::StatusOr<sim::Workload> LoadWorkload(const SimulateOptions& o) {
@@ -176,6 +177,12 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
                   "Divide arrival times and runtimes by this factor")
       ->check(CLI::Range(1e-3, 1e6))
       ->capture_default_str();
+  cmd->add_option("--policy-clock", o->policy_clock,
+                  "The clock the policy prices waiting and running time by: "
+                  "trace (the workload's time, so --speedup changes only the "
+                  "pace) or simulated (the accelerated clock)")
+      ->check(CLI::IsMember({"trace", "simulated"}))
+      ->capture_default_str();
   cmd->add_option("--model", o->model,
                   "slots: --slots-per-machine slots per machine; cpu-mem: "
                   "CPU and memory from the normalised sizes")
@@ -269,6 +276,9 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
                                      : sim::Model::kCpuMemory,
         .slots_per_machine = o->slots_per_machine,
         .speedup = o->speedup,
+        .policy_clock = o->policy_clock == "trace"
+                            ? sim::SimOptions::PolicyClock::kTrace
+                            : sim::SimOptions::PolicyClock::kSimulated,
         .horizon_us = std::llround(o->duration_s * 1e6),
         .solver = o->solver,
         .progress = &std::cerr,

@@ -46,6 +46,15 @@ class Simulation {
     return static_cast<int64_t>(std::llround(static_cast<double>(t) /
                                              options_.speedup));
   }
+  // Simulated time on the clock the state and the policy see
+  // (SimOptions::policy_clock).
+  int64_t PolicyTime(int64_t sim_us) const {
+    if (options_.policy_clock == SimOptions::PolicyClock::kSimulated) {
+      return sim_us;
+    }
+    return static_cast<int64_t>(
+        std::llround(static_cast<double>(sim_us) * options_.speedup));
+  }
   void Push(int64_t time_us, Kind kind, size_t index, uint64_t generation = 0) {
     queue_.push(Event{time_us, seq_++, kind, index, generation});
   }
@@ -75,6 +84,7 @@ class Simulation {
 void Simulation::Apply(const Event& event) {
   cluster::ChangeSet touched;
   absl::Status status;
+  const int64_t policy_us = PolicyTime(event.time_us);
   switch (event.kind) {
     case Kind::kMachineAdd: {
       const SimMachine& m = workload_.machines[event.index];
@@ -88,7 +98,7 @@ void Simulation::Apply(const Event& event) {
         added.capacity.memory_bytes =
             std::llround(m.memory * static_cast<double>(kFullMemoryBytes));
       }
-      status = state_.Apply({"", event.time_us, "sim", added}, event.time_us,
+      status = state_.Apply({"", policy_us, "sim", added}, policy_us,
                             touched);
       break;
     }
@@ -97,8 +107,8 @@ void Simulation::Apply(const Event& event) {
       if (const cluster::Machine* m = state_.FindMachine(id)) {
         for (TaskId t : m->running) ++generation_[task_index_.at(t.value())];
       }
-      status = state_.Apply({"", event.time_us, "sim", cluster::MachineRemoved{id}},
-                            event.time_us, touched);
+      status = state_.Apply({"", policy_us, "sim", cluster::MachineRemoved{id}},
+                            policy_us, touched);
       break;
     }
     case Kind::kSubmit: {
@@ -116,13 +126,13 @@ void Simulation::Apply(const Event& event) {
       const JobId job(t.job_id);
       if (state_.FindJob(job) != nullptr) {
         status = state_.Apply(
-            {"", event.time_us, "sim", cluster::TaskSubmitted{job, spec}},
-            event.time_us, touched);
+            {"", policy_us, "sim", cluster::TaskSubmitted{job, spec}},
+            policy_us, touched);
       } else {
         cluster::JobSubmitted submitted{.job = job, .priority = t.priority};
         submitted.tasks.push_back(std::move(spec));
-        status = state_.Apply({"", event.time_us, "sim", std::move(submitted)},
-                              event.time_us, touched);
+        status = state_.Apply({"", policy_us, "sim", std::move(submitted)},
+                              policy_us, touched);
       }
       if (status.ok() && t.submit_us > 0) ++result_.submitted;
       break;
@@ -134,10 +144,10 @@ void Simulation::Apply(const Event& event) {
           !task->running()) {
         return;  // preempted, migrated or its machine went away since
       }
-      status = state_.Apply({"", event.time_us, "sim",
+      status = state_.Apply({"", policy_us, "sim",
                              cluster::TaskFinished{JobId(t.job_id),
                                                    TaskId(t.task_id)}},
-                            event.time_us, touched);
+                            policy_us, touched);
       if (status.ok()) ++result_.finished;
       break;
     }
@@ -165,12 +175,15 @@ void Simulation::AfterRound(const RoundDecisions& round, int64_t now_us,
   // there, as in the trace, not at 0 for all 146,000 tasks at once.
   std::function<int64_t(TaskId)> started_at;
   if (warmup) {
-    started_at = [&](TaskId t) {
-      return now_us - Scale(workload_.tasks[task_index_.at(t.value())].age_us);
+    const bool trace_clock =
+        options_.policy_clock == SimOptions::PolicyClock::kTrace;
+    started_at = [&, trace_clock](TaskId t) {
+      const int64_t age_us = workload_.tasks[task_index_.at(t.value())].age_us;
+      return PolicyTime(now_us) - (trace_clock ? age_us : Scale(age_us));
     };
   }
   const AppliedDecisions applied =
-      ApplyDecisions(round, state_, now_us, pending_, started_at);
+      ApplyDecisions(round, state_, PolicyTime(now_us), pending_, started_at);
   for (TaskId t : applied.preempted_tasks) {
     ++generation_[task_index_.at(t.value())];
   }
@@ -257,7 +270,10 @@ void Simulation::Progress(bool force) {
       "[{}] round {} sim {:.1f}s wall {:.1f}s waiting {} running {} "
       "placed {}\n",
       result_.scheduler, result_.rounds.size(),
-      static_cast<double>(state_.last_time_us()) / 1e6,
+      static_cast<double>(
+          options_.policy_clock == SimOptions::PolicyClock::kTrace
+              ? Scale(state_.last_time_us())
+              : state_.last_time_us()) / 1e6,
       static_cast<double>(now - wall_start_us_) / 1e6,
       state_.waiting_task_count(), state_.running_task_count(),
       result_.placements.size() + result_.initial_placed);
@@ -294,7 +310,7 @@ absl::Status Simulation::Run() {
   // no simulated time (the trace starts with it running), so the cold start
   // does not count against the first arrivals. Their runtimes are recorded.
   for (int warm = 0; warm < kSettleRounds && !pending_.empty(); ++warm) {
-    auto round = contender_->Decide(state_, pending_, now);
+    auto round = contender_->Decide(state_, pending_, PolicyTime(now));
     pending_.Clear();
     if (!round.ok()) {
       return absl::InternalError(fmt::format("warm-up round {}: {}", warm + 1,
@@ -334,7 +350,7 @@ absl::Status Simulation::Run() {
       break;
     }
     const int64_t start = SteadyMicros();
-    auto round = contender_->Decide(state_, pending_, now);
+    auto round = contender_->Decide(state_, pending_, PolicyTime(now));
     const int64_t elapsed = std::max<int64_t>(1, SteadyMicros() - start);
     pending_.Clear();
     if (!round.ok()) {

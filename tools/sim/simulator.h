@@ -44,6 +44,15 @@ struct SimOptions {
   uint32_t slots_per_machine = 13;
   // Arrivals, runtimes and machine events happen `speedup` times sooner.
   double speedup = 1.0;
+  // The clock the cluster state, and so the policy, sees. kTrace: the
+  // workload's own time (simulated time x speedup), so a task's wait and
+  // run times, which Quincy prices (omega * nu, d* - theta), are what they
+  // are in the trace and a sped-up replay asks the policy the same
+  // questions faster. kSimulated: the accelerated clock itself, under
+  // which, at 300x, a task that has done five minutes of work looks one
+  // second old and is migrated for a cheaper input.
+  enum class PolicyClock { kTrace, kSimulated };
+  PolicyClock policy_clock = PolicyClock::kTrace;
   // Simulated time (after speedup) after which no event is applied; then
   // rounds continue until nothing changes (at most kSettleRounds). 0: until
   // the last arrival or machine event.

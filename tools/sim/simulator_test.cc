@@ -102,6 +102,36 @@ TEST(SimulatorTest, ApplyDecisionsStartsPlacementsWhenToldTo) {
   EXPECT_EQ(state.FindTask(TaskId(2))->RunMicros(3'000'000), 1'000'000);
 }
 
+// Two one-slot machines in two racks; both tasks read only from machine 1.
+// The heavier reader gets it, the other runs on machine 2 across the core
+// (2,048 cost units) until the first finishes 150 trace seconds in (0.5 s
+// simulated at 300x). Moving then saves its input: worth it for a task that
+// has run 0.5 s (the simulated clock: 512 units of theta), not for one that
+// has done 150 s of work (the trace clock).
+TEST(SimulatorTest, TheTraceClockPricesWorkDoneInTraceTime) {
+  constexpr int64_t kBlock = int64_t{256} << 20;
+  Workload w;
+  w.machines = {SimMachine{.id = 1, .rack = "a"}, SimMachine{.id = 2, .rack = "b"}};
+  auto task = [&](uint64_t id, int64_t blocks, int64_t duration_us) {
+    return SimTask{.task_id = id, .job_id = 1, .duration_us = duration_us,
+                   .input = {{.machine = MachineId(1), .bytes = blocks * kBlock}},
+                   .input_bytes = blocks * kBlock};
+  };
+  w.tasks = {task(1, 6, 150'000'000), task(2, 4, kForever)};
+  for (const auto clock :
+       {SimOptions::PolicyClock::kSimulated, SimOptions::PolicyClock::kTrace}) {
+    const SimOptions options{.slots_per_machine = 1,
+                             .speedup = 300,
+                             .policy_clock = clock,
+                             .horizon_us = 2'000'000};
+    auto r = Simulate(w, "flow:quincy-qfp", options);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->finished, 1u);
+    EXPECT_EQ(r->migrated,
+              clock == SimOptions::PolicyClock::kSimulated ? 1u : 0u);
+  }
+}
+
 TEST(SimulatorTest, UnknownSchedulerOrSolverIsInvalidArgument) {
   const Workload w = GenerateSynthetic({.machines = 4, .duration_us = 1});
   EXPECT_EQ(Simulate(w, "flow:nope", {}).status().code(),
