@@ -871,6 +871,7 @@ bool IncrementalSolver::BlockingFlow(IncrementalStats& stats) {
   // Backward BFS over admissible arcs, from the deficits the search
   // settled. An arc u -> w is admissible when w was settled and its
   // reduced cost is zero; u is settled too or an excess node (a root).
+  PlaceMisplaced();  // after the tree paths' pushes; lists stay put below
   bfs_queue_.clear();
   for (uint32_t v : deficits_) {
     if (excess_[v] >= 0 || !InLastSearch(v)) continue;
@@ -885,11 +886,15 @@ bool IncrementalSolver::BlockingFlow(IncrementalStats& stats) {
     const int64_t pw = label_[w].potential;
     ++label_count_[walk_[w].level];
     if (label_count_.size() <= next) label_count_.resize(next + 1, 0);
-    for (const AdjEntry& e : adj_[w]) {
+    // The entries whose partner u -> w has residual capacity (regions_).
+    const AdjEntry* const list = adj_[w].data();
+    for (uint32_t k = 0, end = regions_[w].end[1]; k < end; ++k) {
       // e is w's residual arc to u; its partner is u -> w, with residual
       // e.mate_residual and reduced cost -(e.cost + pw - pu).
+      const AdjEntry& e = list[k];
+      assert(e.mate_residual > 0);
       const uint32_t u = e.head;
-      if (e.mate_residual == 0 || walk_[u].pass == pass_ ||
+      if (walk_[u].pass == pass_ ||
           e.cost + pw - label_[u].potential != 0 ||
           !(InLastSearch(u) || excess_[u] > 0)) {
         continue;
