@@ -1,5 +1,9 @@
 #include "services/solver_worker/incremental_mirror.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -13,6 +17,22 @@
 #include "services/solver/portfolio.h"
 
 namespace flowsched::solver_worker {
+namespace {
+
+// Gives the calling thread, and the threads it starts, the lowest CPU
+// priority (nice 19; on Linux the nice value is per thread and inherited).
+// The from-scratch racers call it: the repair they race wins almost every
+// round it is raced in, and on two cores the three threads (repair,
+// relaxation, cost scaling) shared them evenly, so the race cost the repair
+// a third of its core (12,500 machines at 300x: solve 280 ms a round with
+// the race, 216 ms without, 226 ms with the racers at nice 19). When the
+// repair is stuck the racers still have the other core. Raising one's own
+// nice value needs no privilege; a failure only leaves the old sharing.
+void YieldCpuToTheRepair() {
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
+}
+
+}  // namespace
 
 IncrementalMirror::IncrementalMirror(
     std::unique_ptr<solver::McmfSolver> cold_solver, MirrorOptions options)
@@ -196,6 +216,7 @@ absl::Status IncrementalMirror::SolveWithoutExport(MirrorResult& result) {
       absl::StatusOr<solver::McmfSolution> raced =
           absl::UnknownError("the portfolio did not run");
       std::thread racer([&] {
+        YieldCpuToTheRepair();
         raced = solver::Portfolio(&stop).Solve(result.problem);
       });
       solver_->set_stop_flag(&stop);
