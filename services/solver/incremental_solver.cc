@@ -365,6 +365,7 @@ absl::Status IncrementalSolver::InstallSolution(
   }
   dirty_handles_.clear();
   PlaceMisplaced();  // here, not in the next round's first search
+  misplaced_.shrink_to_fit();  // every arc was listed; rounds list few
   for (uint32_t v = 0; v < node_limit_; ++v) {
     label_[v].potential = NodeExists(v) ? -potentials[v] : 0;
     excess_[v] = 0;
