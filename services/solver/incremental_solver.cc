@@ -1110,6 +1110,9 @@ absl::StatusOr<IncrementalResult> IncrementalSolver::Solve() {
     }
   }
   if (recenter_needed_) RecenterPotentials();
+  // A round without imbalance runs no search; placing here keeps the list
+  // to one round's changes.
+  PlaceMisplaced();
   last_outcome_ = outcome;
   result.outcome = outcome;
   if (outcome == McmfOutcome::kOptimal) {

@@ -335,8 +335,8 @@ class IncrementalSolver {
   // search scans [end[0], end[2]), a backward one [0, end[1]). A machine
   // of a Quincy network holds ~60 entries, most the empty partners of other
   // tasks' preference arcs, and a running task ~8 of which a backward
-  // search needs the one carrying its flow: the full lists were ~60% of
-  // the entries a 12,500-machine round's searches read.
+  // search needs the one carrying its flow: of the 4.4 M entries the full
+  // lists gave a 12,500-machine round's searches, 2.1 M could be followed.
   struct AdjRegions {
     uint32_t end[3] = {0, 0, 0};
   };

@@ -24,10 +24,11 @@ namespace {
 // The from-scratch racers call it: the repair they race wins almost every
 // round it is raced in, and on two cores the three threads (repair,
 // relaxation, cost scaling) shared them evenly, so the race cost the repair
-// a third of its core (12,500 machines at 300x: solve 280 ms a round with
-// the race, 216 ms without, 226 ms with the racers at nice 19). When the
-// repair is stuck the racers still have the other core. Raising one's own
-// nice value needs no privilege; a failure only leaves the old sharing.
+// a third of its core (12,500 machines at 300x: solve 239-280 ms a round
+// with the race, 216 ms without, 226-260 ms with the racers at nice 19, and
+// placement p99 1.2-1.6 -> 1.0 s). When the repair is stuck the racers
+// still have the other core. Raising one's own nice value needs no
+// privilege; a failure only leaves the old sharing.
 void YieldCpuToTheRepair() {
   (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
 }
