@@ -34,20 +34,27 @@ cluster::DataLocality On(uint64_t machine, int64_t blocks) {
   return {.machine = MachineId(machine), .bytes = blocks * kBlock};
 }
 
+// The floor of `w` with one slot per machine, in blocks.
+void ExpectFloor(const Workload& w, uint64_t tasks, uint64_t placed,
+                 int64_t input_blocks, int64_t cross_blocks) {
+  auto floor = ComputeLocalityFloor(w, 1);
+  ASSERT_TRUE(floor.ok()) << floor.status();
+  EXPECT_EQ(floor->tasks, tasks);
+  EXPECT_EQ(floor->placed, placed);
+  EXPECT_EQ(floor->input_bytes, input_blocks * kBlock);
+  EXPECT_EQ(floor->cross_rack_bytes, cross_blocks * kBlock);
+  EXPECT_DOUBLE_EQ(floor->cross_rack_share(),
+                   static_cast<double>(cross_blocks) / input_blocks);
+}
+
 // Two racks of one one-slot machine; both tasks prefer rack a, which holds
 // only one of them: the one with more input in a stays, the other moves.
 TEST(LocalityFloorTest, KeepsTheHeavierInputHomeWhenTheRackIsFull) {
   Workload w;
   w.machines = {Machine(1, "a"), Machine(2, "b")};
   w.tasks = {Task(1, {On(1, 3)}), Task(2, {On(1, 1), On(2, 1)})};
-  auto floor = ComputeLocalityFloor(w, 1);
-  ASSERT_TRUE(floor.ok()) << floor.status();
-  EXPECT_EQ(floor->tasks, 2u);
-  EXPECT_EQ(floor->placed, 2u);
-  EXPECT_EQ(floor->input_bytes, 5 * kBlock);
   // Task 1 in a (0 across), task 2 in b (its block on machine 1 across).
-  EXPECT_EQ(floor->cross_rack_bytes, 1 * kBlock);
-  EXPECT_DOUBLE_EQ(floor->cross_rack_share(), 0.2);
+  ExpectFloor(w, 2, 2, 5, 1);
 }
 
 // Rack-level entries, bytes no entry places, machines absent at time 0 and
@@ -64,12 +71,7 @@ TEST(LocalityFloorTest, CountsOnlyWhatARackCanHoldAtTimeZero) {
   SimTask later = Task(3, {On(1, 5)});
   later.submit_us = 10;
   w.tasks.push_back(later);
-  auto floor = ComputeLocalityFloor(w, 1);
-  ASSERT_TRUE(floor.ok()) << floor.status();
-  EXPECT_EQ(floor->tasks, 2u);
-  EXPECT_EQ(floor->placed, 2u);
-  EXPECT_EQ(floor->input_bytes, 7 * kBlock);
-  EXPECT_EQ(floor->cross_rack_bytes, 5 * kBlock);
+  ExpectFloor(w, 2, 2, 7, 5);
 }
 
 TEST(LocalityFloorTest, RejectsAnInputTooLargeToPrice) {
