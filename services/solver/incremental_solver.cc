@@ -1111,7 +1111,8 @@ absl::StatusOr<IncrementalResult> IncrementalSolver::Solve() {
   }
   if (recenter_needed_) RecenterPotentials();
   // A round without imbalance runs no search; placing here keeps the list
-  // to one round's changes.
+  // to about one round's changes (an error return above skips it; the next
+  // search places them).
   PlaceMisplaced();
   last_outcome_ = outcome;
   result.outcome = outcome;

@@ -245,7 +245,10 @@ class IncrementalSolver {
   // Debug builds check it for every node a search settles.
   bool RegionsHold(uint32_t u) const {
     const std::vector<AdjEntry>& list = adj_[u];
-    if (regions_[u].end[2] > list.size()) return false;
+    const uint32_t* end = regions_[u].end;
+    if (end[0] > end[1] || end[1] > end[2] || end[2] > list.size()) {
+      return false;
+    }
     for (uint32_t i = 0; i < list.size(); ++i) {
       if (PositionRegion(u, i) != EntryRegion(list[i]) ||
           arcs_[list[i].arc].adj_pos != i) {
@@ -342,8 +345,9 @@ class IncrementalSolver {
   };
   std::vector<AdjRegions> regions_;
   // Arcs whose entry changed region since the last PlaceMisplaced. Entries
-  // move only there, so the arc walks (drain, blocking flow), which keep an
-  // index into a list while they push, never see a list reordered.
+  // move only there and in Unlink (removing an arc, between rounds), so the
+  // arc walks (drain, blocking flow), which keep an index into a list while
+  // they push, never see a list reordered.
   std::vector<uint32_t> misplaced_;
   std::vector<uint8_t> in_active_;
   std::vector<uint8_t> fresh_;

@@ -19,18 +19,23 @@
 namespace flowsched::solver_worker {
 namespace {
 
-// Gives the calling thread, and the threads it starts, the lowest CPU
-// priority (nice 19; on Linux the nice value is per thread and inherited).
-// The from-scratch racers call it: the repair they race wins almost every
+// Gives the calling thread, and the threads it starts, a lower CPU
+// priority (on Linux the nice value is per thread and inherited). The
+// from-scratch racers call it: the repair they race wins almost every
 // round it is raced in, and on two cores the three threads (repair,
 // relaxation, cost scaling) shared them evenly, so the race cost the repair
 // a third of its core (12,500 machines at 300x: solve 239-280 ms a round
 // with the race, 216 ms without, 226-260 ms with the racers at nice 19, and
-// placement p99 1.2-1.6 -> 1.0 s). When the repair is stuck the racers
-// still have the other core. Raising one's own nice value needs no
-// privilege; a failure only leaves the old sharing.
+// placement p99 1.2-1.6 -> 1.0 s). At nice 10 a racer sharing a core with
+// the repair gets ~10% of it (weights 110 against 1024) and the scheduler
+// gives the repair a core to itself; 19 (~1.5%) would starve the racers,
+// and with them the from-scratch bound on a stuck round, whenever other
+// work shares the host. Raising one's own nice value needs no privilege; a
+// failure only leaves the old sharing.
+constexpr int kRacerNice = 10;
 void YieldCpuToTheRepair() {
-  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)),
+                    kRacerNice);
 }
 
 }  // namespace

@@ -103,23 +103,28 @@ absl::StatusOr<sim::Workload> LoadWorkload(const SimulateOptions& o) {
 // population); 0 or an exit code.
 int PrintLocalityFloor(const sim::Workload& workload, const SimulateOptions& o,
                        const std::vector<sim::Summary>& summaries) {
-  if (o.model != "slots") {
-    std::cerr << "flowsched simulate: --locality-floor needs --model slots\n";
-    return 2;
-  }
   std::cerr << "locality floor: solving the time-0 population's placement "
                "by rack...\n";
-  auto floor = sim::ComputeLocalityFloor(workload, o.slots_per_machine);
+  auto floor =
+      sim::ComputeLocalityFloor(workload, o.slots_per_machine, o.speedup);
   if (!floor.ok()) {
-    std::cerr << "flowsched simulate: " << floor.status().message() << "\n";
+    std::cerr << "flowsched simulate: locality floor: "
+              << floor.status().message() << "\n";
     return 1;
   }
   fmt::print(
       "locality floor: {} of {} time-0 tasks fit the racks' slots; the "
-      "least cross-rack input any placement of them reads is {:.1f}% "
+      "least cross-rack input any placement of them reads is {}{:.1f}% "
       "({:.2f} TB)\n",
-      floor->placed, floor->tasks, 100 * floor->cross_rack_share(),
+      floor->placed, floor->tasks, floor->exact ? "" : "at least ",
+      100 * floor->cross_rack_share(),
       static_cast<double>(floor->cross_rack_bytes) / 1e12);
+  if (floor->placed < floor->tasks) {
+    fmt::print("locality floor: the slots hold only {} of them, so the "
+               "floor leaves out other tasks than a scheduler does and "
+               "bounds it loosely\n",
+               floor->placed);
+  }
   for (const sim::Summary& s : summaries) {
     fmt::print("{}: time-0 population as placed by the warm-up: {:.1f}% "
                "cross-rack\n",
@@ -240,6 +245,11 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
       std::cerr << "flowsched simulate: note: Quincy policies count slots; "
                    "with --model cpu-mem prefer --policy cpu-memory\n";
     }
+    if (o->locality_floor && o->model != "slots") {
+      std::cerr << "flowsched simulate: --locality-floor needs --model "
+                   "slots (it counts each rack's slots)\n";
+      return 2;
+    }
     if (o->trace_tasks.empty() && o->duration_s <= 0) {
       std::cerr << "flowsched simulate: a synthetic workload needs "
                    "--duration > 0\n";
@@ -337,14 +347,11 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
                    r.capacity_violations);
       }
     }
-    if (o->locality_floor) {
-      if (int rc = PrintLocalityFloor(*workload, *o, summaries); rc != 0) {
-        return rc;
-      }
-    }
+    const int floor_rc =
+        o->locality_floor ? PrintLocalityFloor(*workload, *o, summaries) : 0;
     fmt::print("{}\n", sim::WritePlots(results, o->out));
     fmt::print("CSVs in {}\n", o->out);
-    return 0;
+    return floor_rc;
   };
 }
 

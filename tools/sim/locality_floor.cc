@@ -1,6 +1,8 @@
 #include "tools/sim/locality_floor.h"
 
 #include <algorithm>
+#include <cmath>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -8,39 +10,55 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "services/solver/flow_checker.h"
+#include "services/solver/int128.h"
 #include "services/solver/mcmf_problem.h"
 #include "services/solver/solver_registry.h"
 
 namespace flowsched::sim {
 namespace {
 
-constexpr int64_t kMiB = int64_t{1} << 20;
-// Cost scaling needs (n + 1)^2 max|cost| < 2^57; 150,000 tasks allow 2^22.
-constexpr int64_t kMaxTaskMiB = int64_t{1} << 20;
+// Sizes above this are refused: sums of a task's entries stay far from
+// int64's limit.
+constexpr int64_t kMaxBytes = int64_t{1} << 50;
+// Cost scaling, the deterministic solver, needs (n + 1)^2 max|cost| < 2^57.
+constexpr solver::Int128 kMaxScaledCost = solver::Int128{1} << 57;
 
-int64_t CeilMiB(int64_t bytes) { return (bytes + kMiB - 1) / kMiB; }
-
-bool PresentAtZero(const SimMachine& m) {
-  return m.add_us <= 0 && (m.remove_us == kForever || m.remove_us > 0);
+// Present when the simulation starts at speed-up `speedup` (its Scale()).
+bool AtTimeZero(int64_t t_us, double speedup) {
+  return std::llround(static_cast<double>(t_us) / speedup) <= 0;
 }
 
-// A task's input by rack: bytes in each rack holding some, and its total
-// (bytes no entry places, or placed on a machine absent at time 0, are in no
-// rack). Mirrors InputLocality, which the simulator's measure uses.
+// A task's input by rack, as the simulator's InputLocality counts it: bytes
+// on machines present at time 0 and in named racks; the rest is in no rack.
+// On rack l the task reads max(input_bytes - B_l, 0) across racks out of
+// max(input_bytes, B_l).
 struct TaskInput {
-  std::vector<std::pair<uint32_t, int64_t>> in_rack;
-  int64_t total = 0;
+  std::vector<std::pair<uint32_t, int64_t>> in_rack;  // (rack, B_l)
+  int64_t input_bytes = 0;
+  [[nodiscard]] int64_t Cross(int64_t in_rack_bytes) const {
+    return std::max<int64_t>(input_bytes - in_rack_bytes, 0);
+  }
+  [[nodiscard]] int64_t Total(int64_t in_rack_bytes) const {
+    return std::max(input_bytes, in_rack_bytes);
+  }
 };
 
 }  // namespace
 
 absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
-                                                   uint32_t slots_per_machine) {
+                                                   uint32_t slots_per_machine,
+                                                   double speedup) {
+  if (!(speedup > 0)) {
+    return absl::InvalidArgumentError("locality floor: speed-up must be > 0");
+  }
   absl::flat_hash_map<std::string, uint32_t> rack_index;
   absl::flat_hash_map<uint64_t, uint32_t> machine_rack;
   std::vector<int64_t> rack_slots;
   for (const SimMachine& m : workload.machines) {
-    if (!PresentAtZero(m)) continue;
+    if (!AtTimeZero(m.add_us, speedup) ||
+        (m.remove_us != kForever && AtTimeZero(m.remove_us, speedup))) {
+      continue;
+    }
     auto [it, inserted] =
         rack_index.try_emplace(m.rack, static_cast<uint32_t>(rack_slots.size()));
     if (inserted) rack_slots.push_back(0);
@@ -50,12 +68,25 @@ absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
 
   LocalityFloor floor;
   std::vector<TaskInput> inputs;
+  // Every size a cost is made of is a multiple of `unit` (their gcd), so
+  // costs counted in units are exact.
+  int64_t unit = 0;
   for (const SimTask& t : workload.tasks) {
-    if (t.submit_us != 0) continue;
+    if (!AtTimeZero(t.submit_us, speedup)) continue;
     TaskInput input;
-    int64_t placed_bytes = 0;
+    input.input_bytes = std::max<int64_t>(t.input_bytes, 0);
+    if (input.input_bytes > kMaxBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "locality floor: task ", t.task_id, " reads ", t.input_bytes,
+          " bytes (limit ", kMaxBytes, ")"));
+    }
     for (const cluster::DataLocality& entry : t.input) {
       if (entry.bytes <= 0) continue;
+      if (entry.bytes > kMaxBytes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "locality floor: task ", t.task_id, " has an input entry of ",
+            entry.bytes, " bytes (limit ", kMaxBytes, ")"));
+      }
       uint32_t rack = 0;
       if (entry.machine.value() != 0) {
         auto it = machine_rack.find(entry.machine.value());
@@ -70,45 +101,55 @@ absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
                                [&](const auto& p) { return p.first == rack; });
       if (same == input.in_rack.end()) {
         input.in_rack.emplace_back(rack, entry.bytes);
-      } else {
-        same->second += entry.bytes;
+      } else if ((same->second += entry.bytes) > kMaxBytes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "locality floor: task ", t.task_id, " has more than ", kMaxBytes,
+            " bytes in one rack"));
       }
-      placed_bytes += entry.bytes;
     }
-    input.total = std::max(t.input_bytes, placed_bytes);
-    if (CeilMiB(input.total) > kMaxTaskMiB) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "locality floor: task ", t.task_id, " reads ", input.total,
-          " bytes, more than the ", kMaxTaskMiB, " MiB it can price"));
+    unit = std::gcd(unit, input.input_bytes);
+    for (const auto& [rack, bytes] : input.in_rack) {
+      unit = std::gcd(unit, input.Cross(bytes));
     }
     inputs.push_back(std::move(input));
   }
   floor.tasks = inputs.size();
   if (inputs.empty()) return floor;
+  if (unit == 0) unit = 1;  // no task reads anything
 
   // Nodes: tasks, racks, A (any rack), S.
   const auto tasks = static_cast<uint32_t>(inputs.size());
   const auto racks = static_cast<uint32_t>(rack_slots.size());
   const uint32_t any = tasks + racks;
   const uint32_t sink = any + 1;
+  int64_t max_bytes = 0;
+  for (const TaskInput& input : inputs) {
+    max_bytes = std::max(max_bytes, input.Cross(0));
+  }
+  // A coarser unit only if the solver's bound demands it (sizes that share
+  // no large divisor at this scale); costs are then rounded down, so the
+  // result stays a lower bound, no longer exact.
+  const solver::Int128 nodes = solver::Int128{sink} + 2;
+  while ((nodes * nodes) * (solver::Int128{max_bytes / unit} + 1) >=
+         kMaxScaledCost) {
+    unit *= 2;
+    floor.exact = false;
+  }
+  const int64_t unplaced_cost = max_bytes / unit + 1;
   solver::McmfProblem problem;
   problem.node_count = sink + 1;
   problem.supply.assign(problem.node_count, 0);
-  int64_t max_cost = 0;
-  for (const TaskInput& input : inputs) {
-    max_cost = std::max(max_cost, CeilMiB(input.total));
-  }
-  // Arc i of task t: its racks in order, then A, then unplaced.
+  // Arcs of task t: its racks in order, then A, then unplaced.
   std::vector<size_t> first_arc(tasks);
   for (uint32_t t = 0; t < tasks; ++t) {
+    const TaskInput& input = inputs[t];
     problem.supply[t] = 1;
     first_arc[t] = problem.arcs.size();
-    for (const auto& [rack, bytes] : inputs[t].in_rack) {
-      problem.arcs.push_back({t, tasks + rack, 1,
-                              CeilMiB(inputs[t].total - bytes)});
+    for (const auto& [rack, bytes] : input.in_rack) {
+      problem.arcs.push_back({t, tasks + rack, 1, input.Cross(bytes) / unit});
     }
-    problem.arcs.push_back({t, any, 1, CeilMiB(inputs[t].total)});
-    problem.arcs.push_back({t, sink, 1, max_cost + 1});
+    problem.arcs.push_back({t, any, 1, input.Cross(0) / unit});
+    problem.arcs.push_back({t, sink, 1, unplaced_cost});
   }
   for (uint32_t r = 0; r < racks; ++r) {
     problem.arcs.push_back({any, tasks + r, rack_slots[r], 0});
@@ -125,18 +166,22 @@ absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
         absl::StrCat("locality floor: the solution failed its check: ",
                      s.message()));
   }
+  // The priced cross-rack input of the optimal assignment (exact when
+  // `floor.exact`), over the input the simulator's measure would count for
+  // it. A task routed through A sits in a rack without its input (a rack
+  // holding some would be at least as cheap directly).
+  const std::vector<int64_t>& flow = solution->flow;
   for (uint32_t t = 0; t < tasks; ++t) {
     const TaskInput& input = inputs[t];
     const size_t k = input.in_rack.size();
-    const std::vector<int64_t>& flow = solution->flow;
     if (flow[first_arc[t] + k + 1] > 0) continue;  // unplaced
     ++floor.placed;
-    floor.input_bytes += input.total;
-    int64_t cross = input.total;  // through A: no input in its rack is priced
+    int64_t in_rack = 0;
     for (size_t i = 0; i < k; ++i) {
-      if (flow[first_arc[t] + i] > 0) cross = input.total - input.in_rack[i].second;
+      if (flow[first_arc[t] + i] > 0) in_rack = input.in_rack[i].second;
     }
-    floor.cross_rack_bytes += cross;
+    floor.input_bytes += input.Total(in_rack);
+    floor.cross_rack_bytes += input.Cross(in_rack) / unit * unit;
   }
   return floor;
 }

@@ -8,10 +8,10 @@
 // what the workload allows. It is a transportation problem, solved exactly
 // as a min-cost flow:
 //
-//   task --(bytes outside rack l)--> R_l   for each rack l holding its input
-//   task --(all its bytes)--> A --> R_l    for any other rack
+//   task --(its input outside rack l)--> R_l   for each rack l holding some
+//   task --(all its input)--> A --> R_l        for any other rack
 //   R_l --(cap: slots of l)--> S
-//   task --(largest cost + 1)--> S         unplaced, when slots run out
+//   task --(largest cost + 1)--> S             unplaced, when slots run out
 //
 // Only racks matter for cross-rack bytes, so machines and their per-machine
 // limits are relaxed away: the result is a lower bound for every placement
@@ -27,9 +27,17 @@ namespace flowsched::sim {
 
 struct LocalityFloor {
   uint64_t tasks = 0;         // present at time 0
-  uint64_t placed = 0;        // min(tasks, slots of the machines at time 0)
-  int64_t input_bytes = 0;    // of the placed tasks
+  // min(tasks, slots of the machines at time 0). When fewer than `tasks`,
+  // the floor leaves out the tasks whose input is cheapest to leave out, so
+  // it covers another set than a scheduler's warm-up and bounds it only
+  // loosely.
+  uint64_t placed = 0;
+  int64_t input_bytes = 0;    // of the placed tasks, as the simulator counts
   int64_t cross_rack_bytes = 0;  // the least possible
+  // False when sizes had to be priced in a unit coarser than their common
+  // divisor (the solver's cost bound): cross_rack_bytes is then a lower
+  // bound of the least possible, not its value.
+  bool exact = true;
   [[nodiscard]] double cross_rack_share() const {
     return input_bytes > 0 ? static_cast<double>(cross_rack_bytes) /
                                  static_cast<double>(input_bytes)
@@ -37,13 +45,17 @@ struct LocalityFloor {
   }
 };
 
-// Solves the problem above for the tasks with submit_us == 0 and the
-// machines present at time 0, each with `slots_per_machine` slots, with the
-// deterministic solver; the result is certified optimal (CheckOptimalFlow)
-// before it is returned. Costs are counted in MiB (input sizes rounded up);
-// the bytes reported are exact for the assignment found. InvalidArgument if
-// a task's input is too large to price (over 2^20 MiB).
+// Solves the problem above for the tasks and machines present when a
+// simulation at `speedup` starts (times rounded as the simulator does),
+// each machine with `slots_per_machine` slots, with the deterministic
+// solver; the result is certified optimal (CheckOptimalFlow) before it is
+// returned. A task on rack l reads max(input_bytes - B_l, 0) across racks,
+// B_l its bytes there, as the simulator's InputLocality counts. Costs are
+// counted in the greatest common divisor of the sizes, so they are exact
+// (see LocalityFloor::exact). InvalidArgument for a speed-up <= 0 or an
+// input entry over 2^50 bytes.
 absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
-                                                   uint32_t slots_per_machine);
+                                                   uint32_t slots_per_machine,
+                                                   double speedup = 1.0);
 
 }  // namespace flowsched::sim

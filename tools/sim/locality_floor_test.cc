@@ -74,12 +74,48 @@ TEST(LocalityFloorTest, CountsOnlyWhatARackCanHoldAtTimeZero) {
   ExpectFloor(w, 2, 2, 7, 5);
 }
 
-TEST(LocalityFloorTest, RejectsAnInputTooLargeToPrice) {
+// Sizes that are no multiple of a MiB are priced exactly (in their common
+// divisor): rounded to MiB both choices cost the same and the worse tie
+// was reported as the floor.
+TEST(LocalityFloorTest, PricesSizesExactly) {
+  Workload w;
+  w.machines = {Machine(1, "a"), Machine(2, "b")};
+  auto bytes_on = [](uint64_t machine, int64_t bytes) {
+    return cluster::DataLocality{.machine = MachineId(machine), .bytes = bytes};
+  };
+  w.tasks = {Task(1, {bytes_on(1, 900'000), bytes_on(2, 100'000)}),
+             Task(2, {bytes_on(1, 100'000), bytes_on(2, 900'000)})};
+  auto floor = ComputeLocalityFloor(w, 1);
+  ASSERT_TRUE(floor.ok()) << floor.status();
+  EXPECT_TRUE(floor->exact);
+  EXPECT_EQ(floor->input_bytes, 2'000'000);
+  EXPECT_EQ(floor->cross_rack_bytes, 200'000);
+}
+
+// At a speed-up, "present at time 0" is what the simulator rounds to 0.
+TEST(LocalityFloorTest, TimeZeroIsTheSimulatorsAtTheSpeedUp) {
+  Workload w;
+  w.machines = {Machine(1, "a"), Machine(2, "b")};
+  w.machines[1].add_us = 100;  // 0 at 300x: present
+  w.tasks = {Task(1, {On(2, 2)}), Task(2, {On(1, 1)})};
+  w.tasks[1].submit_us = 100;  // 0 at 300x
+  ExpectFloor(w, 1, 1, 2, 2);  // at 1x: machine 2 and task 2 come later
+  auto fast = ComputeLocalityFloor(w, 1, 300);
+  ASSERT_TRUE(fast.ok()) << fast.status();
+  EXPECT_EQ(fast->tasks, 2u);
+  EXPECT_EQ(fast->placed, 2u);
+  EXPECT_EQ(fast->cross_rack_bytes, 0);
+}
+
+TEST(LocalityFloorTest, RejectsAnInputTooLargeToPriceAndABadSpeedUp) {
   Workload w;
   w.machines = {Machine(1, "a")};
   w.tasks = {Task(1, {On(1, 1)}, int64_t{1} << 52)};
-  auto floor = ComputeLocalityFloor(w, 1);
-  EXPECT_EQ(floor.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ComputeLocalityFloor(w, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  w.tasks = {Task(1, {On(1, 1)})};
+  EXPECT_EQ(ComputeLocalityFloor(w, 1, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // Against every assignment of tasks to racks (or to nowhere) on small random
@@ -109,11 +145,13 @@ TEST(LocalityFloorTest, EqualsExhaustiveSearchOnSmallClusters) {
       for (int e = 0; e < entries; ++e) {
         const int m = 1 + static_cast<int>(rng() % machines);
         const int blocks = 1 + static_cast<int>(rng() % 5);
-        input.push_back(On(m, blocks));
-        bytes[t][rack_of[m]] += blocks * kBlock;
-        total[t] += blocks * kBlock;
+        // Sizes with no common divisor worth rounding to.
+        const int64_t size = blocks * 999'983 + static_cast<int64_t>(rng() % 7);
+        input.push_back({.machine = MachineId(m), .bytes = size});
+        bytes[t][rack_of[m]] += size;
+        total[t] += size;
       }
-      const int64_t extra = static_cast<int64_t>(rng() % 2) * kBlock;
+      const int64_t extra = static_cast<int64_t>(rng() % 2) * 999'983;
       total[t] += extra;
       w.tasks.push_back(Task(t + 1, input, total[t]));
     }

@@ -104,31 +104,43 @@ TEST(SimulatorTest, ApplyDecisionsStartsPlacementsWhenToldTo) {
 
 // Two one-slot machines in two racks; both tasks read only from machine 1.
 // The heavier reader gets it, the other runs on machine 2 across the core
-// (2,048 cost units) until the first finishes 150 trace seconds in (0.5 s
-// simulated at 300x). Moving then saves its input: worth it for a task that
-// has run 0.5 s (the simulated clock: 512 units of theta), not for one that
-// has done 150 s of work (the trace clock).
+// (2,048 cost units) until the first finishes. Moving then saves its input:
+// worth it for a task that has run 0.5 s (512 units of theta), not for one
+// that has done 150 s of work. At 300x, 150 trace seconds are 0.5 s on the
+// simulated clock, whether the work is done during the run (the first task
+// finishes 150 trace seconds in) or before it (the second is 150 s old at
+// time 0, its age, which the warm-up must count in the same clock).
 TEST(SimulatorTest, TheTraceClockPricesWorkDoneInTraceTime) {
   constexpr int64_t kBlock = int64_t{256} << 20;
-  Workload w;
-  w.machines = {SimMachine{.id = 1, .rack = "a"}, SimMachine{.id = 2, .rack = "b"}};
-  auto task = [&](uint64_t id, int64_t blocks, int64_t duration_us) {
-    return SimTask{.task_id = id, .job_id = 1, .duration_us = duration_us,
-                   .input = {{.machine = MachineId(1), .bytes = blocks * kBlock}},
-                   .input_bytes = blocks * kBlock};
+  struct Case {
+    int64_t first_runs_us, second_age_us;
   };
-  w.tasks = {task(1, 6, 150'000'000), task(2, 4, kForever)};
-  for (const auto clock :
-       {SimOptions::PolicyClock::kSimulated, SimOptions::PolicyClock::kTrace}) {
-    const SimOptions options{.slots_per_machine = 1,
-                             .speedup = 300,
-                             .policy_clock = clock,
-                             .horizon_us = 2'000'000};
-    auto r = Simulate(w, "flow:quincy-qfp", options);
-    ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(r->finished, 1u);
-    EXPECT_EQ(r->migrated,
-              clock == SimOptions::PolicyClock::kSimulated ? 1u : 0u);
+  for (const Case c : {Case{150'000'000, 0}, Case{300, 150'000'000}}) {
+    Workload w;
+    w.machines = {SimMachine{.id = 1, .rack = "a"},
+                  SimMachine{.id = 2, .rack = "b"}};
+    auto task = [&](uint64_t id, int64_t blocks, int64_t duration_us) {
+      return SimTask{
+          .task_id = id, .job_id = 1, .duration_us = duration_us,
+          .input = {{.machine = MachineId(1), .bytes = blocks * kBlock}},
+          .input_bytes = blocks * kBlock};
+    };
+    w.tasks = {task(1, 6, c.first_runs_us), task(2, 4, kForever)};
+    w.tasks[1].age_us = c.second_age_us;
+    for (const auto clock : {SimOptions::PolicyClock::kSimulated,
+                             SimOptions::PolicyClock::kTrace}) {
+      const SimOptions options{.slots_per_machine = 1,
+                               .speedup = 300,
+                               .policy_clock = clock,
+                               .horizon_us = 2'000'000};
+      auto r = Simulate(w, "flow:quincy-qfp", options);
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ(r->finished, 1u);
+      EXPECT_EQ(r->migrated,
+                clock == SimOptions::PolicyClock::kSimulated ? 1u : 0u)
+          << "first runs " << c.first_runs_us << " us, second aged "
+          << c.second_age_us << " us";
+    }
   }
 }
 
