@@ -46,14 +46,21 @@ class Simulation {
     return static_cast<int64_t>(std::llround(static_cast<double>(t) /
                                              options_.speedup));
   }
-  // Simulated time on the clock the state and the policy see
-  // (SimOptions::policy_clock).
+  // The clock the state and the policy see (SimOptions::policy_clock):
+  // simulated time on it, a trace duration on it, and back to simulated.
+  bool TraceClock() const {
+    return options_.policy_clock == SimOptions::PolicyClock::kTrace;
+  }
   int64_t PolicyTime(int64_t sim_us) const {
-    if (options_.policy_clock == SimOptions::PolicyClock::kSimulated) {
-      return sim_us;
-    }
+    if (!TraceClock()) return sim_us;
     return static_cast<int64_t>(
         std::llround(static_cast<double>(sim_us) * options_.speedup));
+  }
+  int64_t PolicyDuration(int64_t trace_us) const {
+    return TraceClock() ? trace_us : Scale(trace_us);
+  }
+  int64_t SimTime(int64_t policy_us) const {
+    return TraceClock() ? Scale(policy_us) : policy_us;
   }
   void Push(int64_t time_us, Kind kind, size_t index, uint64_t generation = 0) {
     queue_.push(Event{time_us, seq_++, kind, index, generation});
@@ -175,11 +182,9 @@ void Simulation::AfterRound(const RoundDecisions& round, int64_t now_us,
   // there, as in the trace, not at 0 for all 146,000 tasks at once.
   std::function<int64_t(TaskId)> started_at;
   if (warmup) {
-    const bool trace_clock =
-        options_.policy_clock == SimOptions::PolicyClock::kTrace;
-    started_at = [&, trace_clock](TaskId t) {
-      const int64_t age_us = workload_.tasks[task_index_.at(t.value())].age_us;
-      return PolicyTime(now_us) - (trace_clock ? age_us : Scale(age_us));
+    started_at = [&](TaskId t) {
+      return PolicyTime(now_us) -
+             PolicyDuration(workload_.tasks[task_index_.at(t.value())].age_us);
     };
   }
   const AppliedDecisions applied =
@@ -270,10 +275,7 @@ void Simulation::Progress(bool force) {
       "[{}] round {} sim {:.1f}s wall {:.1f}s waiting {} running {} "
       "placed {}\n",
       result_.scheduler, result_.rounds.size(),
-      static_cast<double>(
-          options_.policy_clock == SimOptions::PolicyClock::kTrace
-              ? Scale(state_.last_time_us())
-              : state_.last_time_us()) / 1e6,
+      static_cast<double>(SimTime(state_.last_time_us())) / 1e6,
       static_cast<double>(now - wall_start_us_) / 1e6,
       state_.waiting_task_count(), state_.running_task_count(),
       result_.placements.size() + result_.initial_placed);
