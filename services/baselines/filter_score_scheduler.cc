@@ -48,21 +48,21 @@ std::vector<BaselinePlacement> FilterScoreScheduler::Schedule(
   std::vector<BaselinePlacement> placements;
   for (const auto& [task_id, task] : state.tasks()) {
     if (task.running()) continue;
-    const TaskLocality locality = ComputeLocality(task, state);
+    const cluster::InputLocation locality = ComputeLocality(task, state);
     cluster::Machine* best = nullptr;
     double best_score = 0;
     for (auto& [machine_id, machine] : machines) {
       if (!CanPlace(machine, task)) continue;
       double score = LeastAllocated(machine, task.spec.request);
-      if (auto it = locality.machine_bytes.find(machine_id);
-          it != locality.machine_bytes.end()) {
+      if (auto it = locality.on_machine.find(machine_id);
+          it != locality.on_machine.end()) {
         score += kMachineLocalityWeight *
-                 Fraction(it->second, locality.total_bytes);
+                 Fraction(it->second, locality.total);
       }
-      if (auto it = locality.rack_bytes.find(machine.rack);
-          it != locality.rack_bytes.end()) {
+      if (auto it = locality.in_rack.find(machine.rack);
+          it != locality.in_rack.end()) {
         score +=
-            kRackLocalityWeight * Fraction(it->second, locality.total_bytes);
+            kRackLocalityWeight * Fraction(it->second, locality.total);
       }
       // Strictly greater: machines are visited in id order, so ties keep
       // the lowest id.

@@ -72,14 +72,14 @@ std::vector<BaselinePlacement> GreedyScheduler::Schedule(
   for (const auto& [id, task] : state.tasks()) {
     if (task.running()) continue;
     cluster_queue.push_back(&task);
-    const TaskLocality locality = ComputeLocality(task, state);
-    for (const auto& [machine, bytes] : locality.machine_bytes) {
-      if (Prefers(bytes, locality.total_bytes, kMachinePreferenceFraction)) {
+    const cluster::InputLocation locality = ComputeLocality(task, state);
+    for (const auto& [machine, bytes] : locality.on_machine) {
+      if (Prefers(bytes, locality.total, kMachinePreferenceFraction)) {
         machine_queues[machine].push_back(&task);
       }
     }
-    for (const auto& [rack, bytes] : locality.rack_bytes) {
-      if (Prefers(bytes, locality.total_bytes, kRackPreferenceFraction)) {
+    for (const auto& [rack, bytes] : locality.in_rack) {
+      if (Prefers(bytes, locality.total, kRackPreferenceFraction)) {
         rack_queues[rack].push_back(&task);
       }
     }

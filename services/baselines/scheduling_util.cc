@@ -2,26 +2,15 @@
 
 namespace flowsched::baselines {
 
-TaskLocality ComputeLocality(const cluster::Task& task,
-                             const cluster::ClusterState& state) {
-  TaskLocality locality;
-  int64_t sum = 0;
-  for (const cluster::DataLocality& entry : task.spec.input) {
-    if (entry.bytes <= 0) continue;
-    sum += entry.bytes;
-    if (entry.machine.value() == 0) {
-      locality.rack_bytes[entry.rack] += entry.bytes;
-      continue;
-    }
-    locality.machine_bytes[entry.machine] += entry.bytes;
-    // The machine's own rack is authoritative; the entry's rack is only a
-    // fallback for a machine the state no longer knows.
-    const cluster::Machine* machine = state.FindMachine(entry.machine);
-    locality.rack_bytes[machine != nullptr ? machine->rack : entry.rack] +=
-        entry.bytes;
-  }
-  locality.total_bytes = task.spec.input_bytes > 0 ? task.spec.input_bytes : sum;
-  return locality;
+cluster::InputLocation ComputeLocality(const cluster::Task& task,
+                                       const cluster::ClusterState& state) {
+  return cluster::LocateInput(
+      task.spec.input, task.spec.input_bytes,
+      [&](const cluster::DataLocality& entry) -> const std::string* {
+        const cluster::Machine* machine = state.FindMachine(entry.machine);
+        if (machine != nullptr) return &machine->rack;
+        return entry.rack.empty() ? nullptr : &entry.rack;
+      });
 }
 
 void Reserve(cluster::Machine& machine, const cluster::Task& task) {

@@ -8,20 +8,16 @@
 
 #include "services/cluster/cluster_state.h"
 #include "services/cluster/cluster_types.h"
+#include "services/cluster/input_locality.h"
 
 namespace flowsched::baselines {
 
-// Where a task's input lives. Rack bytes include the bytes of machines in
-// that rack, so a rack preference survives the preferred machine filling up.
-struct TaskLocality {
-  int64_t total_bytes = 0;
-  std::map<MachineId, int64_t> machine_bytes;
-  std::map<std::string, int64_t> rack_bytes;
-};
-
-// Uses spec.input_bytes as the total when set, else the sum of the entries.
-TaskLocality ComputeLocality(const cluster::Task& task,
-                             const cluster::ClusterState& state);
+// Where a task's input lives (cluster::LocateInput). Rack bytes include the
+// bytes of machines in that rack, so a rack preference survives the
+// preferred machine filling up; a machine the state no longer knows counts
+// in the rack its entry names.
+cluster::InputLocation ComputeLocality(const cluster::Task& task,
+                                       const cluster::ClusterState& state);
 
 // Whether `task` could be placed on `machine` now: a free slot and
 // Machine::Fits, i.e. exactly what ClusterState::Place checks.

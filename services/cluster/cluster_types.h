@@ -21,7 +21,8 @@ struct Resources {
 };
 
 // Bytes of a task's input held on one machine, or in one rack when
-// machine is 0 (Quincy's locality preferences).
+// machine is 0 (Quincy's locality preferences). Replicas overlap: read
+// them through LocateInput (input_locality.h), which says how.
 struct DataLocality {
   MachineId machine;
   std::string rack;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "services/cluster/input_locality.h"
 #include "services/common/status_macros.h"
 
 namespace flowsched::flow {
@@ -52,38 +53,16 @@ int64_t RunStep(int64_t run_us, const QuincyParams& params) {
   return step;
 }
 
-// Where a task's input lives (Quincy section 4.2's data-size inputs).
-struct TaskLocality {
-  int64_t total = 0;                        // T
-  std::map<MachineId, int64_t> on_machine;  // L_m
-  std::map<std::string, int64_t> in_rack;   // B_l
-};
-
-TaskLocality Locate(const cluster::Task& task,
-                    const cluster::ClusterState& state) {
-  TaskLocality locality;
-  int64_t listed = 0;
-  for (const cluster::DataLocality& entry : task.spec.input) {
-    if (entry.bytes <= 0) continue;
-    listed += entry.bytes;
-    if (entry.machine.value() != 0) {
-      // Data on a machine that left is remote from every computer.
-      const cluster::Machine* machine = state.FindMachine(entry.machine);
-      if (machine == nullptr) continue;
-      locality.on_machine[entry.machine] += entry.bytes;
-      locality.in_rack[machine->rack] += entry.bytes;
-    } else if (!entry.rack.empty()) {
-      locality.in_rack[entry.rack] += entry.bytes;
-    }
-  }
-  locality.total = std::max(task.spec.input_bytes, listed);
-  return locality;
-}
-
-template <typename Key>
-int64_t BytesAt(const std::map<Key, int64_t>& bytes, const Key& key) {
-  auto it = bytes.find(key);
-  return it == bytes.end() ? 0 : it->second;
+// Where a task's input lives (Quincy section 4.2's data-size inputs). Data
+// on a machine that left is remote from every computer.
+cluster::InputLocation Locate(const cluster::Task& task,
+                              const cluster::ClusterState& state) {
+  return cluster::LocateInput(
+      task.spec.input, task.spec.input_bytes,
+      [&](const cluster::DataLocality& entry) -> const std::string* {
+        const cluster::Machine* machine = state.FindMachine(entry.machine);
+        return machine == nullptr ? nullptr : &machine->rack;
+      });
 }
 
 // Up to `limit` keys whose bytes exceed `threshold`, most bytes first.
@@ -409,7 +388,7 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
     return absl::InternalError(absl::StrCat(
         "task ", task_id.value(), " has no node for job ", task.job.value()));
   }
-  const TaskLocality locality = Locate(task, state);
+  const cluster::InputLocation locality = Locate(task, state);
   const int64_t total = locality.total;
 
   // Rack worst cases R^R_l, X^R_l and the cluster's R^X, X^X. A rack
@@ -465,8 +444,8 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
       [&](const std::string& rack) { return topology_.racks.contains(rack); });
   const auto computer_cost = [&](MachineId id) {
     const std::string& rack = topology_.machines.at(id).first;
-    const int64_t in_rack = BytesAt(locality.in_rack, rack);
-    return DataCost(in_rack - BytesAt(locality.on_machine, id),
+    const int64_t in_rack = locality.InRack(rack);
+    return DataCost(in_rack - locality.OnMachine(id),
                     total - in_rack);
   };
 

@@ -394,6 +394,31 @@ TEST_F(QuincyPolicyTest, RackWorstCasesWhenEveryComputerHoldsInput) {
   EXPECT_EQ(Arc(T(1), M(4)).cost, 1600 - 1024 - QuincyParams{}.stay_bonus);
 }
 
+// A replicated block is in a rack once however many of its computers hold
+// a copy (cluster::LocateInput). t1 reads one 1000 MiB block with replicas
+// on m1 (r1) and on m3 and m4 (r2), as HDFS places them:
+//   gamma: m1, m3, m4 all 0 (every byte local)
+//   r1: B = 1000, m2 holds none: rho = 1000 + 2 * 0 = 1000
+//   r2: B = 1000 (not 2000), min L = 1000: rho = 0
+//   alpha = R^X + 2 X^X = 1000 + 2 * (1000 - 1000) = 1000
+TEST_F(QuincyPolicyTest, AReplicatedBlockCountsOncePerRack) {
+  Init(QuincyVariant::kQfp);
+  Submit(0, 1,
+         {Task(1, 1000,
+               {{MachineId(1), "", 1000},
+                {MachineId(3), "", 1000},
+                {MachineId(4), "", 1000},
+                {MachineId(), "r1", 1000},
+                {MachineId(), "r2", 1000}})});
+  Sync(0);
+  EXPECT_EQ(Arc(T(1), M(1)).cost, 0);
+  EXPECT_EQ(Arc(T(1), M(3)).cost, 0);
+  EXPECT_EQ(Arc(T(1), M(4)).cost, 0);
+  EXPECT_EQ(Arc(T(1), R("r1")).cost, 1000);
+  EXPECT_EQ(Arc(T(1), R("r2")).cost, 0);
+  EXPECT_EQ(Arc(T(1), builder_.cluster_aggregator()).cost, 1000);
+}
+
 // Refresh records a change only for an arc whose price moved: nothing at
 // the time of the last Refresh, and later only the wait arcs of waiting tasks
 // and the running arcs of running tasks, each once.

@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "services/cluster/input_locality.h"
 #include "services/solver/flow_checker.h"
 #include "services/solver/int128.h"
 #include "services/solver/mcmf_problem.h"
@@ -28,18 +29,14 @@ bool AtTimeZero(int64_t t_us, double speedup) {
   return std::llround(static_cast<double>(t_us) / speedup) <= 0;
 }
 
-// A task's input by rack, as the simulator's InputLocality counts it: bytes
-// on machines present at time 0 and in named racks; the rest is in no rack.
-// On rack l the task reads max(input_bytes - B_l, 0) across racks out of
-// max(input_bytes, B_l).
+// A task's input by rack, as the simulator's InputLocality counts it
+// (cluster::LocateInput over the machines present at time 0): on rack l
+// the task reads T - B_l across racks out of T.
 struct TaskInput {
   std::vector<std::pair<uint32_t, int64_t>> in_rack;  // (rack, B_l)
-  int64_t input_bytes = 0;
+  int64_t input_bytes = 0;                            // T
   [[nodiscard]] int64_t Cross(int64_t in_rack_bytes) const {
     return std::max<int64_t>(input_bytes - in_rack_bytes, 0);
-  }
-  [[nodiscard]] int64_t Total(int64_t in_rack_bytes) const {
-    return std::max(input_bytes, in_rack_bytes);
   }
 };
 
@@ -52,7 +49,7 @@ absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
     return absl::InvalidArgumentError("locality floor: speed-up must be > 0");
   }
   absl::flat_hash_map<std::string, uint32_t> rack_index;
-  absl::flat_hash_map<uint64_t, uint32_t> machine_rack;
+  absl::flat_hash_map<uint64_t, const std::string*> machine_rack;
   std::vector<int64_t> rack_slots;
   for (const SimMachine& m : workload.machines) {
     if (!AtTimeZero(m.add_us, speedup) ||
@@ -63,7 +60,7 @@ absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
         rack_index.try_emplace(m.rack, static_cast<uint32_t>(rack_slots.size()));
     if (inserted) rack_slots.push_back(0);
     rack_slots[it->second] += slots_per_machine;
-    machine_rack[m.id] = it->second;
+    machine_rack[m.id] = &m.rack;
   }
 
   LocalityFloor floor;
@@ -73,39 +70,29 @@ absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
   int64_t unit = 0;
   for (const SimTask& t : workload.tasks) {
     if (!AtTimeZero(t.submit_us, speedup)) continue;
-    TaskInput input;
-    input.input_bytes = std::max<int64_t>(t.input_bytes, 0);
-    if (input.input_bytes > kMaxBytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "locality floor: task ", t.task_id, " reads ", t.input_bytes,
-          " bytes (limit ", kMaxBytes, ")"));
-    }
     for (const cluster::DataLocality& entry : t.input) {
-      if (entry.bytes <= 0) continue;
       if (entry.bytes > kMaxBytes) {
         return absl::InvalidArgumentError(absl::StrCat(
             "locality floor: task ", t.task_id, " has an input entry of ",
             entry.bytes, " bytes (limit ", kMaxBytes, ")"));
       }
-      uint32_t rack = 0;
-      if (entry.machine.value() != 0) {
-        auto it = machine_rack.find(entry.machine.value());
-        if (it == machine_rack.end()) continue;
-        rack = it->second;
-      } else {
-        auto it = rack_index.find(entry.rack);
-        if (it == rack_index.end()) continue;
-        rack = it->second;
-      }
-      auto same = std::find_if(input.in_rack.begin(), input.in_rack.end(),
-                               [&](const auto& p) { return p.first == rack; });
-      if (same == input.in_rack.end()) {
-        input.in_rack.emplace_back(rack, entry.bytes);
-      } else if ((same->second += entry.bytes) > kMaxBytes) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "locality floor: task ", t.task_id, " has more than ", kMaxBytes,
-            " bytes in one rack"));
-      }
+    }
+    const cluster::InputLocation where = cluster::LocateInput(
+        t.input, t.input_bytes,
+        [&](const cluster::DataLocality& entry) -> const std::string* {
+          auto it = machine_rack.find(entry.machine.value());
+          return it == machine_rack.end() ? nullptr : it->second;
+        });
+    TaskInput input;
+    input.input_bytes = where.total;
+    if (input.input_bytes > kMaxBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "locality floor: task ", t.task_id, " reads ", input.input_bytes,
+          " bytes (limit ", kMaxBytes, ")"));
+    }
+    for (const auto& [name, bytes] : where.in_rack) {
+      auto it = rack_index.find(name);
+      if (it != rack_index.end()) input.in_rack.emplace_back(it->second, bytes);
     }
     unit = std::gcd(unit, input.input_bytes);
     for (const auto& [rack, bytes] : input.in_rack) {
@@ -180,7 +167,7 @@ absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
     for (size_t i = 0; i < k; ++i) {
       if (flow[first_arc[t] + i] > 0) in_rack = input.in_rack[i].second;
     }
-    floor.input_bytes += input.Total(in_rack);
+    floor.input_bytes += input.input_bytes;
     floor.cross_rack_bytes += input.Cross(in_rack) / unit * unit;
   }
   return floor;

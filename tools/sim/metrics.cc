@@ -5,30 +5,24 @@
 #include <numeric>
 
 #include "services/baselines/greedy_scheduler.h"
+#include "services/cluster/input_locality.h"
 
 namespace flowsched::sim {
 
 LocalityBytes InputLocality(const cluster::ClusterState& state,
                             const cluster::Task& task, MachineId machine_id) {
-  LocalityBytes bytes;
+  const cluster::InputLocation where = cluster::LocateInput(
+      task.spec.input, task.spec.input_bytes,
+      [&](const cluster::DataLocality& entry) -> const std::string* {
+        const cluster::Machine* holder = state.FindMachine(entry.machine);
+        return holder == nullptr ? nullptr : &holder->rack;
+      });
   const cluster::Machine* machine = state.FindMachine(machine_id);
-  for (const cluster::DataLocality& input : task.spec.input) {
-    if (input.bytes <= 0) continue;
-    if (input.machine.value() != 0 && input.machine == machine_id) {
-      bytes.local += input.bytes;
-    } else if (input.machine.value() != 0) {
-      const cluster::Machine* holder = state.FindMachine(input.machine);
-      if (holder != nullptr && machine != nullptr &&
-          holder->rack == machine->rack) {
-        bytes.rack += input.bytes;
-      }
-    } else if (machine != nullptr && input.rack == machine->rack) {
-      bytes.rack += input.bytes;
-    }
-  }
-  const int64_t total =
-      std::max(task.spec.input_bytes, bytes.local + bytes.rack);
-  bytes.remote = total - bytes.local - bytes.rack;
+  LocalityBytes bytes;
+  bytes.local = where.OnMachine(machine_id);
+  bytes.rack =
+      machine == nullptr ? 0 : where.InRack(machine->rack) - bytes.local;
+  bytes.remote = where.total - bytes.local - bytes.rack;
   return bytes;
 }
 

@@ -67,7 +67,7 @@ TEST(MetricsTest, InputLocalitySplitsLocalRackAndCross) {
   task.spec.input = {{.machine = MachineId(1), .bytes = 10},
                      {.machine = MachineId(2), .bytes = 20},
                      {.machine = MachineId(3), .bytes = 40},
-                     {.rack = "a", .bytes = 5}};
+                     {.rack = "a", .bytes = 35}};  // 5 on no machine listed
   task.spec.input_bytes = 100;  // 25 bytes of unknown location
   const LocalityBytes on1 = InputLocality(state, task, MachineId(1));
   EXPECT_EQ(on1.local, 10);
@@ -78,6 +78,26 @@ TEST(MetricsTest, InputLocalitySplitsLocalRackAndCross) {
   EXPECT_EQ(on3.rack, 0);
   EXPECT_EQ(on3.remote, 60);
   EXPECT_EQ(on3.total(), 100);
+}
+
+TEST(MetricsTest, InputLocalityCountsAReplicatedBlockOncePerRack) {
+  cluster::ClusterState state = TwoRacks();
+  cluster::Task task;
+  // One block, replicas on machine 1 (rack a) and machines 3 and 4 (b).
+  task.spec.input = {{.machine = MachineId(1), .bytes = 8},
+                     {.machine = MachineId(3), .bytes = 8},
+                     {.machine = MachineId(4), .bytes = 8},
+                     {.rack = "a", .bytes = 8},
+                     {.rack = "b", .bytes = 8}};
+  task.spec.input_bytes = 8;
+  const LocalityBytes on4 = InputLocality(state, task, MachineId(4));
+  EXPECT_EQ(on4.local, 8);
+  EXPECT_EQ(on4.rack, 0);
+  EXPECT_EQ(on4.remote, 0);
+  const LocalityBytes on2 = InputLocality(state, task, MachineId(2));
+  EXPECT_EQ(on2.local, 0);
+  EXPECT_EQ(on2.rack, 8);
+  EXPECT_EQ(on2.remote, 0);
 }
 
 TEST(MetricsTest, FairShareJainIsOneForProportionalRunning) {

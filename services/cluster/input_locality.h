@@ -1,0 +1,43 @@
+#pragma once
+
+// Where a task's input is, as Quincy prices it (section 4.2): the bytes on
+// each machine (L_m), in each rack (B_l) and in all (T). Every reader of
+// TaskSpec::input goes through here so that the policy that prices a
+// placement, the baselines that choose one and the simulator that scores
+// it agree on what "local" and "in the rack" mean.
+//
+// Entries may overlap: a replicated block is listed on every machine that
+// holds a replica. A rack entry (machine 0) states the bytes stored in
+// that rack, each counted once however many of its machines hold a copy;
+// a rack without one holds the sum of its machines' entries (each byte on
+// one machine there). T is input_bytes, or when that is 0 the sum over
+// racks and over machines without one; it is never below a rack's bytes,
+// nor a rack's below one of its machines'.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "services/cluster/cluster_types.h"
+
+namespace flowsched::cluster {
+
+struct InputLocation {
+  int64_t total = 0;                        // T
+  std::map<MachineId, int64_t> on_machine;  // L_m
+  std::map<std::string, int64_t> in_rack;   // B_l
+
+  [[nodiscard]] int64_t OnMachine(MachineId machine) const;
+  [[nodiscard]] int64_t InRack(const std::string& rack) const;
+};
+
+// `rack_of(entry)` names the rack of a machine entry's machine, or returns
+// nullptr when that machine's data counts as remote from every computer
+// (e.g. the machine left the cluster). Entries with bytes <= 0 are ignored.
+InputLocation LocateInput(
+    const std::vector<DataLocality>& input, int64_t input_bytes,
+    absl::FunctionRef<const std::string*(const DataLocality&)> rack_of);
+
+}  // namespace flowsched::cluster

@@ -1,0 +1,82 @@
+#include "services/cluster/input_locality.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace flowsched::cluster {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::Pair;
+
+// Machines 1-2 in rack "a", 3-4 in rack "b"; machine 9 has left.
+const std::string* RackOf(const DataLocality& entry) {
+  static const std::string a = "a";
+  static const std::string b = "b";
+  switch (entry.machine.value()) {
+    case 1:
+    case 2:
+      return &a;
+    case 3:
+    case 4:
+      return &b;
+    default:
+      return nullptr;
+  }
+}
+
+DataLocality On(uint64_t machine, int64_t bytes) {
+  return {.machine = MachineId(machine), .bytes = bytes};
+}
+DataLocality InRack(const std::string& rack, int64_t bytes) {
+  return {.rack = rack, .bytes = bytes};
+}
+
+TEST(LocateInputTest, DisjointMachineEntriesAddUpPerRack) {
+  const InputLocation where =
+      LocateInput({On(1, 10), On(2, 20), On(3, 5), On(1, 1)}, 0, RackOf);
+  EXPECT_THAT(where.on_machine,
+              ElementsAre(Pair(MachineId(1), 11), Pair(MachineId(2), 20),
+                          Pair(MachineId(3), 5)));
+  EXPECT_THAT(where.in_rack, ElementsAre(Pair("a", 31), Pair("b", 5)));
+  EXPECT_EQ(where.total, 36);  // no input_bytes: the racks' sum
+  EXPECT_EQ(LocateInput({On(1, 10)}, 100, RackOf).total, 100);
+}
+
+TEST(LocateInputTest, ARackEntryCountsReplicasInTheRackOnce) {
+  // One 8-byte block with three replicas (HDFS): machine 1 in "a", machines
+  // 3 and 4 in "b". Rack "b" holds the block once, not twice.
+  const InputLocation where = LocateInput(
+      {On(1, 8), On(3, 8), On(4, 8), InRack("a", 8), InRack("b", 8)}, 8,
+      RackOf);
+  EXPECT_EQ(where.OnMachine(MachineId(4)), 8);
+  EXPECT_THAT(where.in_rack, ElementsAre(Pair("a", 8), Pair("b", 8)));
+  EXPECT_EQ(where.total, 8);
+  // Without input_bytes the total is the racks' sum: overlapping racks
+  // cannot be told apart then, so producers of replicas give input_bytes.
+  EXPECT_EQ(LocateInput({On(3, 8), On(4, 8), InRack("b", 8)}, 0, RackOf).total,
+            8);
+}
+
+TEST(LocateInputTest, NothingIsBelowWhatItContains) {
+  // A rack entry below one of its machines, and input_bytes below a rack,
+  // are raised: data on a machine is in its rack and in the input.
+  const InputLocation where =
+      LocateInput({On(1, 10), InRack("a", 4), InRack("b", 30)}, 20, RackOf);
+  EXPECT_EQ(where.InRack("a"), 10);
+  EXPECT_EQ(where.InRack("b"), 30);
+  EXPECT_EQ(where.total, 30);
+}
+
+TEST(LocateInputTest, DataOnAMachineWithoutARackIsRemoteButCounted) {
+  const InputLocation where =
+      LocateInput({On(9, 7), On(1, 3), On(2, 0), On(3, -5)}, 0, RackOf);
+  EXPECT_THAT(where.on_machine, ElementsAre(Pair(MachineId(1), 3)));
+  EXPECT_THAT(where.in_rack, ElementsAre(Pair("a", 3)));
+  EXPECT_EQ(where.total, 10);
+  EXPECT_EQ(where.InRack("b"), 0);
+  EXPECT_EQ(where.OnMachine(MachineId(9)), 0);
+}
+
+}  // namespace
+}  // namespace flowsched::cluster
