@@ -32,6 +32,7 @@ struct SimulateOptions {
   uint64_t max_machines = 0;
   uint64_t max_jobs = 0;
   uint64_t machines_per_rack = 40;
+  uint32_t input_replicas = sim::kDefaultInputReplicas;
   double utilisation = 0.9;
   double speedup = 1.0;
   std::string model = "slots";
@@ -77,7 +78,7 @@ absl::StatusOr<sim::Workload> LoadWorkload(const SimulateOptions& o) {
         "{} events after the end\n",
         stats.lines, stats.skipped, stats.tasks_never_ran,
         stats.events_after_end);
-    sim::AssignInputBlocks(workload, o.seed);
+    sim::AssignInputBlocks(workload, o.seed, o.input_replicas);
   } else {
     sim::SyntheticSpec spec{
         .machines = static_cast<uint64_t>(
@@ -86,6 +87,7 @@ absl::StatusOr<sim::Workload> LoadWorkload(const SimulateOptions& o) {
         .slots_per_machine = o.slots_per_machine,
         .utilisation = o.utilisation,
         .duration_us = std::llround(o.duration_s * o.speedup * 1e6),
+        .input_replicas = o.input_replicas,
         .seed = o.seed};
     if (o.max_machines != 0) spec.machines = std::min(spec.machines, o.max_machines);
     workload = sim::GenerateSynthetic(spec);
@@ -173,6 +175,12 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
   cmd->add_option("--machines-per-rack", o->machines_per_rack,
                   "Rack size (the trace has no racks)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{100'000}))
+      ->capture_default_str();
+  cmd->add_option("--input-replicas", o->input_replicas,
+                  "Copies of each input block, placed as HDFS does (second in "
+                  "another rack, third beside it); 1 gives the workload of "
+                  "before replication")
+      ->check(CLI::Range(1u, sim::kMaxInputReplicas))
       ->capture_default_str();
   cmd->add_option("--utilisation", o->utilisation,
                   "Synthetic: steady-state fraction of slots in use")

@@ -190,10 +190,13 @@ TEST(LocalityFloorTest, EqualsExhaustiveSearchOnSmallClusters) {
 // On the generator's workload the floor is no higher than the cross-rack
 // share of placing every task in its best rack while room lasts (one
 // feasible assignment), and the time-0 population all fits at 90%.
-TEST(LocalityFloorTest, IsBelowAFeasiblePlacementOfTheSyntheticWorkload) {
+class LocalityFloorSyntheticTest : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(LocalityFloorSyntheticTest, IsBelowAFeasiblePlacement) {
   SyntheticSpec spec{.machines = 200, .machines_per_rack = 20,
                      .slots_per_machine = 4, .utilisation = 0.9,
-                     .duration_us = 1'000'000, .seed = 3};
+                     .duration_us = 1'000'000, .input_replicas = GetParam(),
+                     .seed = 3};
   const Workload w = GenerateSynthetic(spec);
   auto floor = ComputeLocalityFloor(w, spec.slots_per_machine);
   ASSERT_TRUE(floor.ok()) << floor.status();
@@ -209,8 +212,17 @@ TEST(LocalityFloorTest, IsBelowAFeasiblePlacementOfTheSyntheticWorkload) {
   int64_t cross = 0, total = 0;
   for (const SimTask& t : w.tasks) {
     if (t.submit_us != 0) continue;
-    std::map<std::string, int64_t> in;
-    for (const auto& e : t.input) in[rack[e.machine.value()]] += e.bytes;
+    // A rack's bytes: its rack entry if given (replicas), else the sum
+    // of its machines' entries.
+    std::map<std::string, int64_t> in, stated;
+    for (const auto& e : t.input) {
+      if (e.machine.value() == 0) {
+        stated[e.rack] += e.bytes;
+      } else {
+        in[rack[e.machine.value()]] += e.bytes;
+      }
+    }
+    for (const auto& [r, b] : stated) in[r] = b;
     std::vector<std::pair<int64_t, std::string>> order;
     for (const auto& [r, b] : in) order.emplace_back(b, r);
     std::sort(order.rbegin(), order.rend());
@@ -239,6 +251,9 @@ TEST(LocalityFloorTest, IsBelowAFeasiblePlacementOfTheSyntheticWorkload) {
   // below the share a rack-blind placement would read.
   EXPECT_LT(floor->cross_rack_share(), 0.5);
 }
+
+INSTANTIATE_TEST_SUITE_P(Replicas, LocalityFloorSyntheticTest,
+                         ::testing::Values(1u, 3u));
 
 }  // namespace
 }  // namespace flowsched::sim

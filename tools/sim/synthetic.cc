@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <set>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 
@@ -20,19 +22,32 @@ double Mean(double median_s, double sigma) {
 
 }  // namespace
 
-void AssignInputBlocks(Workload& workload, uint64_t seed) {
+void AssignInputBlocks(Workload& workload, uint64_t seed, uint32_t replicas) {
   if (workload.machines.empty()) return;
   std::mt19937_64 rng(seed ^ 0x5eedb10c5ULL);
   std::map<std::string, std::vector<uint64_t>> racks;
   for (const SimMachine& m : workload.machines) racks[m.rack].push_back(m.id);
   std::vector<const std::vector<uint64_t>*> rack_list;
-  for (const auto& [name, ids] : racks) rack_list.push_back(&ids);
+  std::vector<const std::string*> rack_names;
+  std::unordered_map<uint64_t, size_t> rack_of;  // machine id -> rack_list
+  for (const auto& [name, ids] : racks) {
+    for (uint64_t id : ids) rack_of[id] = rack_list.size();
+    rack_list.push_back(&ids);
+    rack_names.push_back(&name);
+  }
+  // No more copies than distinct machines, or placing them never ends.
+  replicas = std::clamp<uint32_t>(
+      replicas, 1,
+      static_cast<uint32_t>(std::min<size_t>(kMaxInputReplicas, rack_of.size())));
   std::map<uint64_t, size_t> home_rack;
   std::uniform_int_distribution<size_t> pick_rack(0, rack_list.size() - 1);
   std::uniform_int_distribution<size_t> pick_machine(
       0, workload.machines.size() - 1);
   std::uniform_int_distribution<int> blocks(1, kMaxBlocks);
   std::bernoulli_distribution at_home(kHomeRackProbability);
+  auto any_of = [&](const std::vector<uint64_t>& ids) {
+    return ids[std::uniform_int_distribution<size_t>(0, ids.size() - 1)(rng)];
+  };
   for (SimTask& task : workload.tasks) {
     auto [it, inserted] = home_rack.try_emplace(task.job_id, 0);
     if (inserted) it->second = pick_rack(rng);
@@ -40,16 +55,48 @@ void AssignInputBlocks(Workload& workload, uint64_t seed) {
     const int n = blocks(rng);
     task.input.clear();
     std::map<uint64_t, int64_t> bytes_on;
+    std::map<size_t, int64_t> bytes_in;  // rack -> bytes, each block once
     for (int b = 0; b < n; ++b) {
-      const uint64_t machine =
-          at_home(rng)
-              ? home[std::uniform_int_distribution<size_t>(0, home.size() - 1)(rng)]
-              : workload.machines[pick_machine(rng)].id;
-      bytes_on[machine] += kBlockBytes;
+      std::vector<uint64_t> holders = {
+          at_home(rng) ? any_of(home) : workload.machines[pick_machine(rng)].id};
+      // HDFS's default placement: the second replica in another rack, the
+      // third on another machine of the second's rack, any further ones
+      // on machines that hold no copy yet.
+      while (holders.size() < replicas) {
+        const size_t first_rack = rack_of.at(holders[0]);
+        uint64_t next = 0;
+        if (holders.size() == 1 && rack_list.size() > 1) {
+          size_t rack = pick_rack(rng);
+          while (rack == first_rack) rack = pick_rack(rng);
+          next = any_of(*rack_list[rack]);
+        } else if (holders.size() == 2 &&
+                   rack_list[rack_of.at(holders[1])]->size() > 1) {
+          next = any_of(*rack_list[rack_of.at(holders[1])]);
+        } else {
+          next = workload.machines[pick_machine(rng)].id;
+        }
+        if (std::find(holders.begin(), holders.end(), next) == holders.end()) {
+          holders.push_back(next);
+        }
+      }
+      std::set<size_t> block_racks;
+      for (uint64_t machine : holders) {
+        bytes_on[machine] += kBlockBytes;
+        block_racks.insert(rack_of.at(machine));
+      }
+      for (size_t rack : block_racks) bytes_in[rack] += kBlockBytes;
     }
     for (const auto& [machine, bytes] : bytes_on) {
       task.input.push_back(
           cluster::DataLocality{.machine = MachineId(machine), .bytes = bytes});
+    }
+    // With replicas a rack's machines may hold the same block twice; its
+    // rack entry says how much of the input the rack holds.
+    if (replicas > 1) {
+      for (const auto& [rack, bytes] : bytes_in) {
+        task.input.push_back(
+            cluster::DataLocality{.rack = *rack_names[rack], .bytes = bytes});
+      }
     }
     task.input_bytes = kBlockBytes * n;
   }
@@ -175,7 +222,7 @@ Workload GenerateSynthetic(const SyntheticSpec& spec) {
             size());
     t_s += gap(rng);
   }
-  AssignInputBlocks(workload, spec.seed);
+  AssignInputBlocks(workload, spec.seed, spec.input_replicas);
   return workload;
 }
 

@@ -18,6 +18,9 @@
 
 namespace flowsched::sim {
 
+inline constexpr uint32_t kDefaultInputReplicas = 3;
+inline constexpr uint32_t kMaxInputReplicas = 10;
+
 struct SyntheticSpec {
   uint64_t machines = 12'500;
   uint64_t machines_per_rack = 40;
@@ -37,14 +40,23 @@ struct SyntheticSpec {
   double service_sigma = 1.0;
   double batch_median_s = 300.0;
   double batch_sigma = 1.2;
+  uint32_t input_replicas = kDefaultInputReplicas;  // AssignInputBlocks
   uint64_t seed = 1;
 };
 
-// Where a task's input lives, HDFS-like: 1-6 blocks of 256 MiB, each on a
-// machine of the job's home rack with probability 0.8, else anywhere. Used
-// for synthetic workloads and traces alike (the trace has no data), so
-// data locality is measurable.
-void AssignInputBlocks(Workload& workload, uint64_t seed);
+// Where a task's input lives, HDFS-like: 1-6 blocks of 256 MiB, each
+// written on a machine of the job's home rack with probability 0.8, else
+// anywhere, and replicated as HDFS's default placement does (and as the
+// Firmament simulator assumes, Hapi thesis section 4: 3 replicas): the
+// second copy in another rack, the third on another machine of that rack,
+// any further ones anywhere. A block is then in two racks. With replicas
+// above 1 each task also lists, per rack, the bytes the rack holds (each
+// block once; cluster::LocateInput). Used for synthetic workloads and
+// traces alike (the trace has no data), so data locality is measurable.
+// `replicas` is clamped to [1, min(kMaxInputReplicas, machines)]; with 1
+// the workload is the one this generator made before replication.
+void AssignInputBlocks(Workload& workload, uint64_t seed,
+                       uint32_t replicas = kDefaultInputReplicas);
 
 // Machines, the initial population and the arrivals (with input blocks).
 Workload GenerateSynthetic(const SyntheticSpec& spec);

@@ -85,30 +85,94 @@ TEST(SyntheticTest, ArrivalsKeepThePopulationSteadyAndRuntimesDiffer) {
   EXPECT_LT(static_cast<double>(arrived), expected * 2);
 }
 
-TEST(SyntheticTest, InputBlocksLiveOnMachinesMostlyInTheJobsHomeRack) {
-  const Workload w = GenerateSynthetic({.machines = 400, .duration_us = 1});
-  std::map<uint64_t, std::string> rack_of;
-  for (const SimMachine& m : w.machines) rack_of[m.id] = m.rack;
-  std::map<uint64_t, std::map<std::string, int64_t>> job_rack_bytes;
-  int64_t total = 0;
-  for (const SimTask& t : w.tasks) {
-    int64_t sum = 0;
-    ASSERT_FALSE(t.input.empty());
-    for (const cluster::DataLocality& in : t.input) {
-      ASSERT_TRUE(rack_of.contains(in.machine.value()));
-      sum += in.bytes;
-      job_rack_bytes[t.job_id][rack_of[in.machine.value()]] += in.bytes;
+// Each block's replicas, placed as HDFS does: on 3 machines in 2 racks,
+// so a task's machine entries add up to 3x its input and its rack entries
+// (one per rack holding data, each block counted once) to 2x. With one
+// replica there are no rack entries and the machines hold the input once.
+TEST(SyntheticTest, InputBlocksAreReplicatedAsHdfsPlacesThem) {
+  for (uint32_t replicas : {1u, 3u}) {
+    const Workload w = GenerateSynthetic(
+        {.machines = 400, .duration_us = 1, .input_replicas = replicas});
+    std::map<uint64_t, std::string> rack_of;
+    for (const SimMachine& m : w.machines) rack_of[m.id] = m.rack;
+    for (const SimTask& t : w.tasks) {
+      int64_t on_machines = 0;
+      std::map<std::string, int64_t> stated;
+      std::set<std::string> holding;
+      for (const cluster::DataLocality& in : t.input) {
+        ASSERT_GT(in.bytes, 0);
+        if (in.machine.value() == 0) {
+          ASSERT_TRUE(stated.emplace(in.rack, in.bytes).second);
+          EXPECT_LE(in.bytes, t.input_bytes);
+          continue;
+        }
+        ASSERT_TRUE(rack_of.contains(in.machine.value()));
+        on_machines += in.bytes;
+        holding.insert(rack_of[in.machine.value()]);
+      }
+      EXPECT_EQ(on_machines, replicas * t.input_bytes) << replicas;
+      if (replicas == 1) {
+        EXPECT_TRUE(stated.empty());
+        continue;
+      }
+      int64_t in_racks = 0;
+      for (const auto& [rack, bytes] : stated) {
+        EXPECT_TRUE(holding.contains(rack)) << rack;
+        in_racks += bytes;
+      }
+      EXPECT_EQ(stated.size(), holding.size());
+      EXPECT_EQ(in_racks, 2 * t.input_bytes);
     }
-    EXPECT_EQ(sum, t.input_bytes);
-    total += sum;
   }
-  int64_t in_top_rack = 0;
-  for (const auto& [job, racks] : job_rack_bytes) {
-    int64_t top = 0;
-    for (const auto& [rack, bytes] : racks) top = std::max(top, bytes);
-    in_top_rack += top;
+}
+
+// Two machines in one rack: no other rack for the second copy, and no
+// third machine, so each block has two copies and the rack holds it once.
+TEST(SyntheticTest, ReplicasNeverOutnumberTheMachines) {
+  const Workload w =
+      GenerateSynthetic({.machines = 2, .duration_us = 1, .input_replicas = 5});
+  ASSERT_FALSE(w.tasks.empty());
+  for (const SimTask& t : w.tasks) {
+    int64_t on_machines = 0;
+    int64_t in_rack = 0;
+    for (const cluster::DataLocality& in : t.input) {
+      (in.machine.value() == 0 ? in_rack : on_machines) += in.bytes;
+    }
+    EXPECT_EQ(on_machines, 2 * t.input_bytes);
+    EXPECT_EQ(in_rack, t.input_bytes);
   }
-  EXPECT_GT(static_cast<double>(in_top_rack), 0.7 * static_cast<double>(total));
+}
+
+// Whatever the replication, most of a job's input is in its home rack.
+TEST(SyntheticTest, InputBlocksLiveMostlyInTheJobsHomeRack) {
+  for (uint32_t replicas : {1u, 3u}) {
+    const Workload w = GenerateSynthetic(
+        {.machines = 400, .duration_us = 1, .input_replicas = replicas});
+    std::map<uint64_t, std::string> rack_of;
+    for (const SimMachine& m : w.machines) rack_of[m.id] = m.rack;
+    std::map<uint64_t, std::map<std::string, int64_t>> job_rack_bytes;
+    int64_t total = 0;
+    for (const SimTask& t : w.tasks) {
+      for (const cluster::DataLocality& in : t.input) {
+        // A rack's bytes: its rack entry if given, else its machines'.
+        if (replicas == 1) {
+          job_rack_bytes[t.job_id][rack_of[in.machine.value()]] += in.bytes;
+        } else if (in.machine.value() == 0) {
+          job_rack_bytes[t.job_id][in.rack] += in.bytes;
+        }
+      }
+      total += t.input_bytes;
+    }
+    int64_t in_top_rack = 0;
+    for (const auto& [job, racks] : job_rack_bytes) {
+      int64_t top = 0;
+      for (const auto& [rack, bytes] : racks) top = std::max(top, bytes);
+      in_top_rack += top;
+    }
+    EXPECT_GT(static_cast<double>(in_top_rack),
+              0.7 * static_cast<double>(total))
+        << replicas;
+  }
 }
 
 // A task present at time 0 is part-way through a length-biased runtime: a
