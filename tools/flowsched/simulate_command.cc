@@ -48,6 +48,7 @@ struct SimulateOptions {
   uint32_t export_rounds = 0;
   bool locality_floor = false;
   std::string policy_clock = "trace";
+  std::string price_at = "decision";
 };
 
 absl::StatusOr<sim::Workload> LoadWorkload(const SimulateOptions& o) {
@@ -196,6 +197,13 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
                   "pace) or simulated (the accelerated clock)")
       ->check(CLI::IsMember({"trace", "simulated"}))
       ->capture_default_str();
+  cmd->add_option("--price-at", o->price_at,
+                  "The moment a round prices waiting and running time at: "
+                  "decision (when its decisions apply: its start plus the "
+                  "previous round's length, so a migration pays for the work "
+                  "the task does meanwhile) or round-start")
+      ->check(CLI::IsMember({"decision", "round-start"}))
+      ->capture_default_str();
   cmd->add_option("--model", o->model,
                   "slots: --slots-per-machine slots per machine; cpu-mem: "
                   "CPU and memory from the normalised sizes")
@@ -297,6 +305,9 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
         .policy_clock = o->policy_clock == "trace"
                             ? sim::SimOptions::PolicyClock::kTrace
                             : sim::SimOptions::PolicyClock::kSimulated,
+        .price_at = o->price_at == "decision"
+                        ? sim::SimOptions::PriceAt::kDecision
+                        : sim::SimOptions::PriceAt::kRoundStart,
         .horizon_us = std::llround(o->duration_s * 1e6),
         .solver = o->solver,
         .progress = &std::cerr,

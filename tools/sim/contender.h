@@ -53,7 +53,8 @@ class Contender {
  public:
   virtual ~Contender() = default;
   // `changes`: entities touched since the previous call (events and the
-  // previous round's applied decisions).
+  // previous round's applied decisions); `now_us`: the time the policy
+  // prices the round at (SimOptions::price_at).
   virtual absl::StatusOr<RoundDecisions> Decide(
       const cluster::ClusterState& state, const cluster::ChangeSet& changes,
       int64_t now_us) = 0;

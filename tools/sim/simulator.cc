@@ -62,6 +62,14 @@ class Simulation {
   int64_t SimTime(int64_t policy_us) const {
     return TraceClock() ? Scale(policy_us) : policy_us;
   }
+  // The policy time a round starting at `sim_us` prices at
+  // (SimOptions::price_at); monotone, as the policy's re-pricing expects.
+  int64_t PriceTime(int64_t sim_us) {
+    const int64_t ahead =
+        options_.price_at == SimOptions::PriceAt::kDecision ? last_round_us_ : 0;
+    priced_us_ = std::max(priced_us_, PolicyTime(sim_us + ahead));
+    return priced_us_;
+  }
   void Push(int64_t time_us, Kind kind, size_t index, uint64_t generation = 0) {
     queue_.push(Event{time_us, seq_++, kind, index, generation});
   }
@@ -83,6 +91,8 @@ class Simulation {
   std::vector<bool> first_placed_;
   absl::flat_hash_map<uint64_t, size_t> task_index_;
   int64_t horizon_us_ = 0;
+  int64_t last_round_us_ = 0;  // simulated length of the last timed round
+  int64_t priced_us_ = 0;      // the last PriceTime
   int64_t wall_start_us_ = 0;
   int64_t last_progress_us_ = 0;
   double fairness_ = 1;
@@ -317,7 +327,7 @@ absl::Status Simulation::Run() {
   // arrivals it kept waiting.
   bool placed_all = false;
   for (int warm = 0; warm < kSettleRounds && !pending_.empty(); ++warm) {
-    auto round = contender_->Decide(state_, pending_, PolicyTime(now));
+    auto round = contender_->Decide(state_, pending_, PriceTime(now));
     pending_.Clear();
     if (!round.ok()) {
       return absl::InternalError(fmt::format("warm-up round {}: {}", warm + 1,
@@ -359,7 +369,7 @@ absl::Status Simulation::Run() {
       break;
     }
     const int64_t start = SteadyMicros();
-    auto round = contender_->Decide(state_, pending_, PolicyTime(now));
+    auto round = contender_->Decide(state_, pending_, PriceTime(now));
     const int64_t elapsed = std::max<int64_t>(1, SteadyMicros() - start);
     pending_.Clear();
     if (!round.ok()) {
@@ -369,7 +379,9 @@ absl::Status Simulation::Run() {
     }
     // The round's own timing decides how much simulated time passes; the
     // wall time around Decide also holds the baseline's bookkeeping.
-    now += std::max<int64_t>(elapsed, std::llround(round->total_ms() * 1000.0));
+    last_round_us_ =
+        std::max<int64_t>(elapsed, std::llround(round->total_ms() * 1000.0));
+    now += last_round_us_;
     result_.busy_s += static_cast<double>(elapsed) / 1e6;
     AfterRound(*round, now);
     ApplyDue(now);

@@ -144,6 +144,40 @@ TEST(SimulatorTest, TheTraceClockPricesWorkDoneInTraceTime) {
   }
 }
 
+// Rounds run back to back, so a task the last round placed has run for 0 s
+// when the next round starts. Task 2 arrives while machine 1, where its
+// input is, runs task 1, and is placed on machine 2; task 1 ends during
+// that round (20 us simulated; a round takes ~100 us). Priced at the next round's start, moving task 2 to machine 1
+// loses nothing and QFP does it; priced when the move would happen, a
+// round later, it loses the round's length of work: at 10^6x a round of
+// even 5 us is 5 trace seconds (5,120 units against a gain of ~3,000).
+TEST(SimulatorTest, PricingAtTheDecisionCountsTheWorkAMigrationLoses) {
+  constexpr int64_t kBlock = int64_t{256} << 20;
+  Workload w;
+  w.machines = {SimMachine{.id = 1, .rack = "a"},
+                SimMachine{.id = 2, .rack = "b"}};
+  w.tasks = {
+      // An hour old: too costly to move for task 2's input.
+      SimTask{.task_id = 1, .job_id = 1, .duration_us = 20'000'000,
+              .age_us = 3'600'000'000},
+      SimTask{.task_id = 2, .job_id = 2, .submit_us = 1'000'000,
+              .duration_us = kForever,
+              .input = {{.machine = MachineId(1), .bytes = 6 * kBlock}},
+              .input_bytes = 6 * kBlock}};
+  for (const auto price_at : {SimOptions::PriceAt::kRoundStart,
+                              SimOptions::PriceAt::kDecision}) {
+    const SimOptions options{.slots_per_machine = 1,
+                             .speedup = 1e6,
+                             .price_at = price_at,
+                             .horizon_us = 1'000'000};
+    auto r = Simulate(w, "flow:quincy-qfp", options);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->finished, 1u);
+    EXPECT_EQ(r->migrated,
+              price_at == SimOptions::PriceAt::kRoundStart ? 1u : 0u);
+  }
+}
+
 TEST(SimulatorTest, UnknownSchedulerOrSolverIsInvalidArgument) {
   const Workload w = GenerateSynthetic({.machines = 4, .duration_us = 1});
   EXPECT_EQ(Simulate(w, "flow:nope", {}).status().code(),
