@@ -24,10 +24,13 @@ InputLocation LocateInput(
     const std::vector<DataLocality>& input, int64_t input_bytes,
     absl::FunctionRef<const std::string*(const DataLocality&)> rack_of) {
   InputLocation where;
-  std::map<std::string, int64_t> stated;     // rack entries
-  std::map<std::string, int64_t> machines;   // sums of machine entries
-  std::map<std::string, int64_t> largest;    // largest machine's bytes
-  int64_t nowhere = 0;                       // on machines without a rack
+  struct RackSum {
+    int64_t sum = 0;      // of its machine entries
+    int64_t largest = 0;  // one machine's bytes
+  };
+  std::map<std::string, RackSum> machines;
+  std::map<std::string, int64_t> stated;  // rack entries
+  int64_t nowhere = 0;                    // on machines without a rack
   for (const DataLocality& entry : input) {
     if (entry.bytes <= 0) continue;
     if (entry.machine.value() == 0) {
@@ -40,18 +43,21 @@ InputLocation LocateInput(
       continue;
     }
     const int64_t on = where.on_machine[entry.machine] += entry.bytes;
-    machines[*rack] += entry.bytes;
-    int64_t& most = largest[*rack];
-    most = std::max(most, on);
+    RackSum& in = machines[*rack];
+    in.sum += entry.bytes;
+    in.largest = std::max(in.largest, on);
   }
-  // A rack's machine sums count where no rack entry says otherwise; a rack
-  // entry below what one of its machines holds is raised to it.
-  where.in_rack = std::move(machines);
-  for (const auto& [rack, bytes] : stated) where.in_rack[rack] = bytes;
+  // A rack entry states the rack's bytes, raised to what one of its
+  // machines holds; without one the rack holds its machines' sum.
+  for (const auto& [rack, in] : machines) {
+    auto it = stated.find(rack);
+    where.in_rack[rack] =
+        it == stated.end() ? in.sum : std::max(it->second, in.largest);
+  }
+  for (const auto& [rack, bytes] : stated) where.in_rack.try_emplace(rack, bytes);
   int64_t sum = 0;
   int64_t most = 0;
-  for (auto& [rack, bytes] : where.in_rack) {
-    bytes = std::max(bytes, Find(largest, rack));
+  for (const auto& [rack, bytes] : where.in_rack) {
     sum += bytes;
     most = std::max(most, bytes);
   }
