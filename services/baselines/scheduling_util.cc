@@ -4,13 +4,7 @@ namespace flowsched::baselines {
 
 cluster::InputLocation ComputeLocality(const cluster::Task& task,
                                        const cluster::ClusterState& state) {
-  return cluster::LocateInput(
-      task.spec.input, task.spec.input_bytes,
-      [&](const cluster::DataLocality& entry) -> const std::string* {
-        const cluster::Machine* machine = state.FindMachine(entry.machine);
-        if (machine != nullptr) return &machine->rack;
-        return entry.rack.empty() ? nullptr : &entry.rack;
-      });
+  return cluster::LocateInput(task.spec, state);
 }
 
 void Reserve(cluster::Machine& machine, const cluster::Task& task) {

@@ -12,10 +12,10 @@
 
 namespace flowsched::baselines {
 
-// Where a task's input lives (cluster::LocateInput). Rack bytes include the
-// bytes of machines in that rack, so a rack preference survives the
-// preferred machine filling up; a machine the state no longer knows counts
-// in the rack its entry names.
+// Where a task's input lives (cluster::LocateInput, as the policies and the
+// simulator's metrics read it). Rack bytes include the bytes of machines in
+// that rack, so a rack preference survives the preferred machine filling
+// up; data on a machine the state no longer knows is remote.
 cluster::InputLocation ComputeLocality(const cluster::Task& task,
                                        const cluster::ClusterState& state);
 

@@ -1,5 +1,6 @@
 #include "services/cluster/event_decoder.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <set>
@@ -108,6 +109,23 @@ absl::StatusOr<TaskSpec> DecodeTask(const v1::TaskSpec& message,
         CheckString("task.input.rack", entry.rack(), limits));
     if (entry.machine_id() == 0 && entry.rack().empty()) {
       return Invalid("task.input entry names neither a machine nor a rack");
+    }
+    // An entry is part of the input: no more than all of it. A rack entry
+    // states the rack's bytes (replicas counted once), so only one each.
+    if (spec.input_bytes > 0 && entry.bytes() > spec.input_bytes) {
+      return Invalid(absl::StrCat("task ", message.task_id(),
+                                  ": an input entry of ", entry.bytes(),
+                                  " bytes exceeds its input_bytes ",
+                                  spec.input_bytes));
+    }
+    if (entry.machine_id() == 0 &&
+        std::any_of(spec.input.begin(), spec.input.end(),
+                    [&](const DataLocality& seen) {
+                      return seen.machine.value() == 0 &&
+                             seen.rack == entry.rack();
+                    })) {
+      return Invalid(absl::StrCat("task ", message.task_id(), " states rack ",
+                                  entry.rack(), "'s input bytes twice"));
     }
     spec.input.push_back(
         DataLocality{MachineId(entry.machine_id()), entry.rack(), entry.bytes()});

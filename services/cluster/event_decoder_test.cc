@@ -197,6 +197,26 @@ TEST_F(EventDecoderTest, RejectsLocalityWithoutPlace) {
               StatusIs(absl::StatusCode::kInvalidArgument, "neither"));
 }
 
+TEST_F(EventDecoderTest, RejectsLocalityThatContradictsItself) {
+  v1::ClusterEvent e = JobEvent(1, 1);
+  v1::TaskSpec* task = e.mutable_job_submitted()->mutable_tasks(0);
+  task->set_input_bytes(100);
+  v1::DataLocality* on = task->add_input();
+  on->set_machine_id(3);
+  on->set_bytes(100);
+  v1::DataLocality* rack = task->add_input();
+  rack->set_rack("r1");
+  rack->set_bytes(100);
+  ASSERT_THAT(decoder_.FromProto(e), IsOk());  // a replica beside a rack entry
+  v1::ClusterEvent twice = e;
+  *twice.mutable_job_submitted()->mutable_tasks(0)->add_input() = *rack;
+  EXPECT_THAT(decoder_.FromProto(twice),
+              StatusIs(absl::StatusCode::kInvalidArgument, "twice"));
+  on->set_bytes(101);
+  EXPECT_THAT(decoder_.FromProto(e),
+              StatusIs(absl::StatusCode::kInvalidArgument, "exceeds"));
+}
+
 TEST_F(EventDecoderTest, RejectsTaskSubmittedWithoutTask) {
   v1::ClusterEvent e;
   e.mutable_task_submitted()->set_job_id(4);

@@ -10,9 +10,12 @@
 // holds a replica. A rack entry (machine 0) states the bytes stored in
 // that rack, each counted once however many of its machines hold a copy;
 // a rack without one holds the sum of its machines' entries (each byte on
-// one machine there). T is input_bytes, or when that is 0 the sum over
-// racks and over machines without one; it is never below a rack's bytes,
-// nor a rack's below one of its machines'.
+// one machine there). A machine entry may name its machine's rack too:
+// once that machine has left, the rack's stated bytes lose at most the
+// entry's bytes (it may have held the only copy; never over-credited).
+// T is input_bytes, or when that is 0 the sum over racks and over machines
+// without one; it is never below a rack's bytes, nor a rack's below one
+// of its machines'.
 
 #include <cstdint>
 #include <map>
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "absl/functional/function_ref.h"
+#include "services/cluster/cluster_state.h"
 #include "services/cluster/cluster_types.h"
 
 namespace flowsched::cluster {
@@ -35,9 +39,14 @@ struct InputLocation {
 
 // `rack_of(entry)` names the rack of a machine entry's machine, or returns
 // nullptr when that machine's data counts as remote from every computer
-// (e.g. the machine left the cluster). Entries with bytes <= 0 are ignored.
+// (the machine left the cluster, or is not there yet). Entries with
+// bytes <= 0 are ignored.
 InputLocation LocateInput(
     const std::vector<DataLocality>& input, int64_t input_bytes,
     absl::FunctionRef<const std::string*(const DataLocality&)> rack_of);
+
+// With the racks `state` knows: data on a machine that left the cluster is
+// remote from every computer.
+InputLocation LocateInput(const TaskSpec& spec, const ClusterState& state);
 
 }  // namespace flowsched::cluster

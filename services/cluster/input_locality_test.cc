@@ -68,6 +68,41 @@ TEST(LocateInputTest, NothingIsBelowWhatItContains) {
   EXPECT_EQ(where.total, 30);
 }
 
+TEST(LocateInputTest, AHolderThatLeftTakesAtMostItsBytesFromItsRack) {
+  // Machine 9 (gone) named rack "a" and held the block's only copy there.
+  const InputLocation alone = LocateInput(
+      {{.machine = MachineId(9), .rack = "a", .bytes = 8}, On(3, 8),
+       InRack("a", 8), InRack("b", 8)},
+      8, RackOf);
+  EXPECT_EQ(alone.InRack("a"), 0);
+  EXPECT_EQ(alone.InRack("b"), 8);
+  EXPECT_EQ(alone.total, 8);
+  // Machine 4 (gone, rack "b") had a copy beside machine 3's: still in b.
+  const InputLocation beside = LocateInput(
+      {On(3, 8), {.machine = MachineId(9), .rack = "b", .bytes = 8},
+       InRack("b", 8)},
+      8, RackOf);
+  EXPECT_EQ(beside.InRack("b"), 8);
+  // A rack entry's bytes on machines not listed survive a departure.
+  const InputLocation more = LocateInput(
+      {On(1, 10), {.machine = MachineId(9), .rack = "a", .bytes = 20},
+       InRack("a", 35)},
+      100, RackOf);
+  EXPECT_EQ(more.InRack("a"), 15);
+  EXPECT_EQ(more.total, 100);
+}
+
+TEST(LocateInputTest, AMachineListedTwiceCountsItsWholeBytes) {
+  // Machine 1 holds 5 + 5: the rack entry of 6 is raised to 10.
+  const InputLocation where =
+      LocateInput({On(1, 5), On(1, 5), InRack("a", 6)}, 0, RackOf);
+  EXPECT_EQ(where.OnMachine(MachineId(1)), 10);
+  EXPECT_EQ(where.InRack("a"), 10);
+  EXPECT_EQ(where.total, 10);
+  // Bytes on a machine that left count in T only without input_bytes.
+  EXPECT_EQ(LocateInput({On(9, 7), On(1, 3)}, 5, RackOf).total, 5);
+}
+
 TEST(LocateInputTest, DataOnAMachineWithoutARackIsRemoteButCounted) {
   const InputLocation where =
       LocateInput({On(9, 7), On(1, 3), On(2, 0), On(3, -5)}, 0, RackOf);

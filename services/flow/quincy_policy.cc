@@ -53,18 +53,6 @@ int64_t RunStep(int64_t run_us, const QuincyParams& params) {
   return step;
 }
 
-// Where a task's input lives (Quincy section 4.2's data-size inputs). Data
-// on a machine that left is remote from every computer.
-cluster::InputLocation Locate(const cluster::Task& task,
-                              const cluster::ClusterState& state) {
-  return cluster::LocateInput(
-      task.spec.input, task.spec.input_bytes,
-      [&](const cluster::DataLocality& entry) -> const std::string* {
-        const cluster::Machine* machine = state.FindMachine(entry.machine);
-        return machine == nullptr ? nullptr : &machine->rack;
-      });
-}
-
 // Up to `limit` keys whose bytes exceed `threshold`, most bytes first.
 template <typename Key>
 std::vector<Key> Preferred(const std::map<Key, int64_t>& bytes,
@@ -388,7 +376,8 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
     return absl::InternalError(absl::StrCat(
         "task ", task_id.value(), " has no node for job ", task.job.value()));
   }
-  const cluster::InputLocation locality = Locate(task, state);
+  // Where the task's input lives (section 4.2's data-size inputs).
+  const cluster::InputLocation locality = cluster::LocateInput(task.spec, state);
   const int64_t total = locality.total;
 
   // Rack worst cases R^R_l, X^R_l and the cluster's R^X, X^X. A rack

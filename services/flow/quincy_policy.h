@@ -30,9 +30,11 @@
 // stays within solver::kMaxArcCost.
 //
 // Data sizes come from the task's DataLocality entries and the machines'
-// racks: L_m bytes on computer m, B_l bytes in rack l (computers of l plus
-// rack-level entries), T = max(input_bytes, sum of entries). Bytes of T that
-// no entry places are remote from every computer. On computer m in rack l a
+// racks, read by cluster::LocateInput: L_m bytes on computer m (a
+// replicated block counts on each computer holding a copy), B_l bytes in
+// rack l (its rack entry, each block once, or else the sum of its
+// computers'), T = input_bytes (or the racks' sum when it is 0). Bytes of T
+// that no entry places are remote from every computer. On computer m in rack l a
 // task reads R = B_l - L_m across the rack switch and X = T - B_l across the
 // core switch; the rack's worst case uses the smallest L_m in the rack and
 // the cluster's worst case (R^X, X^X) the largest R and X over all racks.

@@ -11,12 +11,7 @@ namespace flowsched::sim {
 
 LocalityBytes InputLocality(const cluster::ClusterState& state,
                             const cluster::Task& task, MachineId machine_id) {
-  const cluster::InputLocation where = cluster::LocateInput(
-      task.spec.input, task.spec.input_bytes,
-      [&](const cluster::DataLocality& entry) -> const std::string* {
-        const cluster::Machine* holder = state.FindMachine(entry.machine);
-        return holder == nullptr ? nullptr : &holder->rack;
-      });
+  const cluster::InputLocation where = cluster::LocateInput(task.spec, state);
   const cluster::Machine* machine = state.FindMachine(machine_id);
   LocalityBytes bytes;
   bytes.local = where.OnMachine(machine_id);
