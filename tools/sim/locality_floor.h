@@ -49,8 +49,9 @@ struct LocalityFloor {
 // simulation at `speedup` starts (times rounded as the simulator does),
 // each machine with `slots_per_machine` slots, with the deterministic
 // solver; the result is certified optimal (CheckOptimalFlow) before it is
-// returned. A task on rack l reads max(input_bytes - B_l, 0) across racks,
-// B_l its bytes there, as the simulator's InputLocality counts. Costs are
+// returned. A task on rack l reads T - B_l across racks, with T and B_l as
+// cluster::LocateInput gives them over the machines present at time 0, as
+// the simulator's InputLocality counts. Costs are
 // counted in the greatest common divisor of the sizes, so they are exact
 // (see LocalityFloor::exact). InvalidArgument for a speed-up <= 0 or an
 // input entry over 2^50 bytes.

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tools/sim/simulator.h"
 #include "tools/sim/synthetic.h"
 
 namespace flowsched::sim {
@@ -250,6 +251,15 @@ TEST_P(LocalityFloorSyntheticTest, IsBelowAFeasiblePlacement) {
   // Most input is in the job's home rack (synthetic.cc): the floor is well
   // below the share a rack-blind placement would read.
   EXPECT_LT(floor->cross_rack_share(), 0.5);
+
+  // And no scheduler places that population below it: the flow
+  // scheduler's warm-up, read by the simulator's own metrics.
+  auto run = Simulate(w, "flow:quincy-qfp",
+                      {.slots_per_machine = spec.slots_per_machine,
+                       .horizon_us = 1});
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->warmup_locality.total(), floor->input_bytes);
+  EXPECT_GE(run->warmup_locality.remote, floor->cross_rack_bytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Replicas, LocalityFloorSyntheticTest,

@@ -54,15 +54,18 @@ struct SimOptions {
   enum class PolicyClock { kTrace, kSimulated };
   PolicyClock policy_clock = PolicyClock::kTrace;
   // The moment a round prices the network at. kDecision: when its
-  // decisions will apply, estimated as its start plus the previous round's
-  // length (never earlier than the last round's). A migration or
+  // decisions will apply, estimated as its start plus the previous timed
+  // round's length (never earlier than the last round's, so up to the
+  // longest recent round ahead; the first round after the warm-up looks
+  // nothing ahead). A migration or
   // preemption decided now loses the work done until it happens, and a
   // sped-up replay stretches that: at 300x a 300 ms round is 90 s of trace
   // work, which pricing at the round's start (kRoundStart) counts as 0 for
   // every task the round before placed, so QFP moved them back and forth
   // (at 12,500 machines with replicated inputs: 45 migrations in a round
-  // growing to 3,672, rounds from 0.17 to 2 s). At 1x the shift is a round
-  // of 20-30 ms: 20-30 units of theta.
+  // growing to 3,672, rounds from 0.17 to 2 s). At 1x a round of 20-30 ms
+  // is below theta's first pricing step (QuincyParams::theta_step_us, 100
+  // ms), so a task the last round placed is still priced at theta = 0.
   enum class PriceAt { kDecision, kRoundStart };
   PriceAt price_at = PriceAt::kDecision;
   // Simulated time (after speedup) after which no event is applied; then

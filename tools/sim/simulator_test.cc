@@ -59,7 +59,7 @@ TEST(SimulatorTest, TinyTraceRunsInCpuMemoryModelToo) {
                              std::string(kTraceDir) + "/task_events.csv")
                   .ok());
   Workload w = reader.Build();
-  AssignInputBlocks(w, 1);
+  AssignInputBlocks(w, 1, kDefaultInputReplicas);
   for (const auto& [model, policy] :
        {std::pair{Model::kSlots, "flow:quincy-qfp"},
         std::pair{Model::kCpuMemory, "flow:cpu-memory"},
@@ -145,25 +145,26 @@ TEST(SimulatorTest, TheTraceClockPricesWorkDoneInTraceTime) {
 }
 
 // Rounds run back to back, so a task the last round placed has run for 0 s
-// when the next round starts. Task 2 arrives while machine 1, where its
-// input is, runs task 1, and is placed on machine 2; task 1 ends during
-// that round (20 us simulated; a round takes ~100 us). Priced at the next round's start, moving task 2 to machine 1
-// loses nothing and QFP does it; priced when the move would happen, a
-// round later, it loses the round's length of work: at 10^6x a round of
-// even 5 us is 5 trace seconds (5,120 units against a gain of ~3,000).
+// when the next round starts. Task 2 arrives at 1 us while machine 1,
+// where its input is, runs task 1 (an hour old, its input there too), and
+// is placed on machine 2; task 1 ends at 2 us, during that round (a round
+// lasts at least 1 us). Priced at the next round's start, moving task 2 to
+// machine 1 loses nothing and QFP does it for the 512 units of reading one
+// block across the core; priced when the move would happen, a round
+// later, it loses at least 1 us = 1 trace second of work (1,024 units).
 TEST(SimulatorTest, PricingAtTheDecisionCountsTheWorkAMigrationLoses) {
   constexpr int64_t kBlock = int64_t{256} << 20;
+  const std::vector<cluster::DataLocality> on_machine_1 = {
+      {.machine = MachineId(1), .bytes = kBlock}};
   Workload w;
   w.machines = {SimMachine{.id = 1, .rack = "a"},
                 SimMachine{.id = 2, .rack = "b"}};
-  w.tasks = {
-      // An hour old: too costly to move for task 2's input.
-      SimTask{.task_id = 1, .job_id = 1, .duration_us = 20'000'000,
-              .age_us = 3'600'000'000},
-      SimTask{.task_id = 2, .job_id = 2, .submit_us = 1'000'000,
-              .duration_us = kForever,
-              .input = {{.machine = MachineId(1), .bytes = 6 * kBlock}},
-              .input_bytes = 6 * kBlock}};
+  w.tasks = {SimTask{.task_id = 1, .job_id = 1, .duration_us = 2'000'000,
+                     .age_us = 3'600'000'000, .input = on_machine_1,
+                     .input_bytes = kBlock},
+             SimTask{.task_id = 2, .job_id = 2, .submit_us = 1'000'000,
+                     .duration_us = kForever, .input = on_machine_1,
+                     .input_bytes = kBlock}};
   for (const auto price_at : {SimOptions::PriceAt::kRoundStart,
                               SimOptions::PriceAt::kDecision}) {
     const SimOptions options{.slots_per_machine = 1,

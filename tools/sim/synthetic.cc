@@ -25,28 +25,59 @@ double Mean(double median_s, double sigma) {
 void AssignInputBlocks(Workload& workload, uint64_t seed, uint32_t replicas) {
   if (workload.machines.empty()) return;
   std::mt19937_64 rng(seed ^ 0x5eedb10c5ULL);
+  // The copies draw from their own stream, so a workload with replicas is
+  // the one-copy workload plus its copies.
+  std::mt19937_64 copy_rng(seed ^ 0xc0b1e5c0b1e5ULL);
+  // Each machine id once, in the rack it is first listed in.
   std::map<std::string, std::vector<uint64_t>> racks;
-  for (const SimMachine& m : workload.machines) racks[m.rack].push_back(m.id);
+  std::unordered_map<uint64_t, size_t> rack_of;  // machine id -> rack_list
+  std::vector<uint64_t> ids;
+  for (const SimMachine& m : workload.machines) {
+    if (!rack_of.emplace(m.id, 0).second) continue;
+    racks[m.rack].push_back(m.id);
+    ids.push_back(m.id);
+  }
   std::vector<const std::vector<uint64_t>*> rack_list;
   std::vector<const std::string*> rack_names;
-  std::unordered_map<uint64_t, size_t> rack_of;  // machine id -> rack_list
-  for (const auto& [name, ids] : racks) {
-    for (uint64_t id : ids) rack_of[id] = rack_list.size();
-    rack_list.push_back(&ids);
+  for (const auto& [name, members] : racks) {
+    for (uint64_t id : members) rack_of[id] = rack_list.size();
+    rack_list.push_back(&members);
     rack_names.push_back(&name);
   }
-  // No more copies than distinct machines, or placing them never ends.
+  // No more copies than machines, or placing them would never end.
   replicas = std::clamp<uint32_t>(
       replicas, 1,
-      static_cast<uint32_t>(std::min<size_t>(kMaxInputReplicas, rack_of.size())));
+      static_cast<uint32_t>(std::min<size_t>(kMaxInputReplicas, ids.size())));
   std::map<uint64_t, size_t> home_rack;
   std::uniform_int_distribution<size_t> pick_rack(0, rack_list.size() - 1);
   std::uniform_int_distribution<size_t> pick_machine(
       0, workload.machines.size() - 1);
   std::uniform_int_distribution<int> blocks(1, kMaxBlocks);
   std::bernoulli_distribution at_home(kHomeRackProbability);
-  auto any_of = [&](const std::vector<uint64_t>& ids) {
-    return ids[std::uniform_int_distribution<size_t>(0, ids.size() - 1)(rng)];
+  auto any_of = [](const std::vector<uint64_t>& of, std::mt19937_64& engine) {
+    return of[std::uniform_int_distribution<size_t>(0, of.size() - 1)(engine)];
+  };
+  // HDFS's default placement: the second copy in another rack, the third
+  // on another machine of the second's rack, any further ones (or one
+  // with no such rack or machine) on a machine that holds none yet.
+  auto place_copies = [&](std::vector<uint64_t>& holders) {
+    while (holders.size() < replicas) {
+      uint64_t next = 0;
+      if (holders.size() == 1 && rack_list.size() > 1) {
+        const size_t first = rack_of.at(holders[0]);
+        size_t rack = pick_rack(copy_rng);
+        while (rack == first) rack = pick_rack(copy_rng);
+        next = any_of(*rack_list[rack], copy_rng);
+      } else if (holders.size() == 2 &&
+                 rack_list[rack_of.at(holders[1])]->size() > 1) {
+        next = any_of(*rack_list[rack_of.at(holders[1])], copy_rng);
+      } else {
+        next = any_of(ids, copy_rng);
+      }
+      if (std::find(holders.begin(), holders.end(), next) == holders.end()) {
+        holders.push_back(next);
+      }
+    }
   };
   for (SimTask& task : workload.tasks) {
     auto [it, inserted] = home_rack.try_emplace(task.job_id, 0);
@@ -58,27 +89,9 @@ void AssignInputBlocks(Workload& workload, uint64_t seed, uint32_t replicas) {
     std::map<size_t, int64_t> bytes_in;  // rack -> bytes, each block once
     for (int b = 0; b < n; ++b) {
       std::vector<uint64_t> holders = {
-          at_home(rng) ? any_of(home) : workload.machines[pick_machine(rng)].id};
-      // HDFS's default placement: the second replica in another rack, the
-      // third on another machine of the second's rack, any further ones
-      // on machines that hold no copy yet.
-      while (holders.size() < replicas) {
-        const size_t first_rack = rack_of.at(holders[0]);
-        uint64_t next = 0;
-        if (holders.size() == 1 && rack_list.size() > 1) {
-          size_t rack = pick_rack(rng);
-          while (rack == first_rack) rack = pick_rack(rng);
-          next = any_of(*rack_list[rack]);
-        } else if (holders.size() == 2 &&
-                   rack_list[rack_of.at(holders[1])]->size() > 1) {
-          next = any_of(*rack_list[rack_of.at(holders[1])]);
-        } else {
-          next = workload.machines[pick_machine(rng)].id;
-        }
-        if (std::find(holders.begin(), holders.end(), next) == holders.end()) {
-          holders.push_back(next);
-        }
-      }
+          at_home(rng) ? any_of(home, rng)
+                       : workload.machines[pick_machine(rng)].id};
+      place_copies(holders);
       std::set<size_t> block_racks;
       for (uint64_t machine : holders) {
         bytes_on[machine] += kBlockBytes;
@@ -86,12 +99,15 @@ void AssignInputBlocks(Workload& workload, uint64_t seed, uint32_t replicas) {
       }
       for (size_t rack : block_racks) bytes_in[rack] += kBlockBytes;
     }
+    // With copies a rack's machines may hold the same block twice: each
+    // machine entry names its rack and each rack entry says how much of
+    // the input the rack holds (cluster::LocateInput).
     for (const auto& [machine, bytes] : bytes_on) {
-      task.input.push_back(
-          cluster::DataLocality{.machine = MachineId(machine), .bytes = bytes});
+      task.input.push_back(cluster::DataLocality{
+          .machine = MachineId(machine),
+          .rack = replicas > 1 ? *rack_names[rack_of.at(machine)] : "",
+          .bytes = bytes});
     }
-    // With replicas a rack's machines may hold the same block twice; its
-    // rack entry says how much of the input the rack holds.
     if (replicas > 1) {
       for (const auto& [rack, bytes] : bytes_in) {
         task.input.push_back(

@@ -49,14 +49,17 @@ struct SyntheticSpec {
 // anywhere, and replicated as HDFS's default placement does (and as the
 // Firmament simulator assumes, Hapi thesis section 4: 3 replicas): the
 // second copy in another rack, the third on another machine of that rack,
-// any further ones anywhere. A block is then in two racks. With replicas
-// above 1 each task also lists, per rack, the bytes the rack holds (each
-// block once; cluster::LocateInput). Used for synthetic workloads and
-// traces alike (the trace has no data), so data locality is measurable.
-// `replicas` is clamped to [1, min(kMaxInputReplicas, machines)]; with 1
-// the workload is the one this generator made before replication.
-void AssignInputBlocks(Workload& workload, uint64_t seed,
-                       uint32_t replicas = kDefaultInputReplicas);
+// any further ones (or one with no such rack or machine) anywhere. With 3
+// copies, more than one rack and racks of two or more machines, a block is
+// in two racks. With replicas above 1 each machine entry names its rack and
+// each task lists, per rack, the bytes the rack holds (each block once;
+// cluster::LocateInput). The copies draw from a random stream of their
+// own: the primaries, home racks and block counts are those of one copy.
+// Used for synthetic workloads and traces alike (the trace has no data),
+// so data locality is measurable. `replicas` is clamped to
+// [1, min(kMaxInputReplicas, distinct machines)]; with 1 the workload is
+// the one this generator made before replication (a test pins it).
+void AssignInputBlocks(Workload& workload, uint64_t seed, uint32_t replicas);
 
 // Machines, the initial population and the arrivals (with input blocks).
 Workload GenerateSynthetic(const SyntheticSpec& spec);

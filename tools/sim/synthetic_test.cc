@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace flowsched::sim {
@@ -140,6 +141,75 @@ TEST(SyntheticTest, ReplicasNeverOutnumberTheMachines) {
     }
     EXPECT_EQ(on_machines, 2 * t.input_bytes);
     EXPECT_EQ(in_rack, t.input_bytes);
+  }
+}
+
+// One copy per block is the workload this generator made before copies
+// existed (recorded at 4881538: a hash of every task's input entries), so
+// figures measured on it stay comparable; copies add to it and change
+// nothing of the primaries (their own random stream).
+TEST(SyntheticTest, OneCopyIsTheWorkloadOfBeforeReplication) {
+  auto hash = [](const Workload& w, bool primaries_only) {
+    uint64_t h = 1469598103934665603ULL;  // FNV-1a over 8-byte words
+    auto mix = [&](uint64_t v) {
+      for (int i = 0; i < 8; ++i) {
+        h ^= (v >> (8 * i)) & 0xff;
+        h *= 1099511628211ULL;
+      }
+    };
+    for (const SimTask& t : w.tasks) {
+      mix(t.task_id);
+      mix(static_cast<uint64_t>(t.input_bytes));
+      if (primaries_only) continue;
+      for (const cluster::DataLocality& in : t.input) {
+        mix(in.machine.value());
+        mix(static_cast<uint64_t>(in.bytes));
+      }
+    }
+    return h;
+  };
+  const Workload one = GenerateSynthetic(
+      {.machines = 400, .duration_us = 1'000'000, .input_replicas = 1});
+  EXPECT_EQ(one.tasks.size(), 4680u);
+  EXPECT_EQ(hash(one, false), 10525194937386707800ULL);
+  const Workload three = GenerateSynthetic(
+      {.machines = 400, .duration_us = 1'000'000, .input_replicas = 3});
+  EXPECT_EQ(hash(three, true), hash(one, true));
+}
+
+// Machine ids listed twice, racks of one machine, more copies than
+// machines: placing the copies ends, on distinct machines.
+TEST(SyntheticTest, CopiesArePlacedWhateverTheMachineList) {
+  Workload w;
+  w.machines = {SimMachine{.id = 1, .rack = "a"}, SimMachine{.id = 3, .rack = "a"},
+                SimMachine{.id = 2, .rack = "b"}, SimMachine{.id = 2, .rack = "b"},
+                SimMachine{.id = 1, .rack = "b"}};
+  for (uint64_t t = 1; t <= 200; ++t) {
+    w.tasks.push_back(SimTask{.task_id = t, .job_id = t % 7});
+  }
+  for (uint32_t replicas : {1u, 2u, 3u, 10u}) {
+    AssignInputBlocks(w, 5, replicas);
+    for (const SimTask& t : w.tasks) {
+      int64_t on_machines = 0;
+      for (const cluster::DataLocality& in : t.input) {
+        if (in.machine.value() != 0) on_machines += in.bytes;
+      }
+      // 10 copies are clamped to the 3 distinct machines.
+      EXPECT_EQ(on_machines, std::min(replicas, 3u) * t.input_bytes);
+    }
+  }
+  Workload single;
+  for (uint64_t m = 1; m <= 5; ++m) {
+    single.machines.push_back(SimMachine{.id = m, .rack = absl::StrCat("r", m)});
+  }
+  single.tasks = w.tasks;
+  AssignInputBlocks(single, 5, 3);
+  for (const SimTask& t : single.tasks) {
+    int64_t in_racks = 0;
+    for (const cluster::DataLocality& in : t.input) {
+      if (in.machine.value() == 0) in_racks += in.bytes;
+    }
+    EXPECT_EQ(in_racks, 3 * t.input_bytes);  // one machine per rack
   }
 }
 
