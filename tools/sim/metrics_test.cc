@@ -1,5 +1,7 @@
 #include "tools/sim/metrics.h"
 
+#include <tuple>
+
 #include "gtest/gtest.h"
 
 namespace flowsched::sim {
@@ -61,6 +63,14 @@ cluster::ClusterState TwoRacks() {
   return state;
 }
 
+// (local, rack, remote) bytes of `task`'s input read on `machine`.
+std::tuple<int64_t, int64_t, int64_t> Split(const cluster::ClusterState& state,
+                                            const cluster::Task& task,
+                                            uint64_t machine) {
+  const LocalityBytes b = InputLocality(state, task, MachineId(machine));
+  return {b.local, b.rack, b.remote};
+}
+
 TEST(MetricsTest, InputLocalitySplitsLocalRackAndCross) {
   cluster::ClusterState state = TwoRacks();
   cluster::Task task;
@@ -69,15 +79,8 @@ TEST(MetricsTest, InputLocalitySplitsLocalRackAndCross) {
                      {.machine = MachineId(3), .bytes = 40},
                      {.rack = "a", .bytes = 35}};  // 5 on no machine listed
   task.spec.input_bytes = 100;  // 25 bytes of unknown location
-  const LocalityBytes on1 = InputLocality(state, task, MachineId(1));
-  EXPECT_EQ(on1.local, 10);
-  EXPECT_EQ(on1.rack, 25);
-  EXPECT_EQ(on1.remote, 65);
-  const LocalityBytes on3 = InputLocality(state, task, MachineId(3));
-  EXPECT_EQ(on3.local, 40);
-  EXPECT_EQ(on3.rack, 0);
-  EXPECT_EQ(on3.remote, 60);
-  EXPECT_EQ(on3.total(), 100);
+  EXPECT_EQ(Split(state, task, 1), std::make_tuple(10, 25, 65));
+  EXPECT_EQ(Split(state, task, 3), std::make_tuple(40, 0, 60));
 }
 
 TEST(MetricsTest, InputLocalityCountsAReplicatedBlockOncePerRack) {
@@ -90,14 +93,8 @@ TEST(MetricsTest, InputLocalityCountsAReplicatedBlockOncePerRack) {
                      {.rack = "a", .bytes = 8},
                      {.rack = "b", .bytes = 8}};
   task.spec.input_bytes = 8;
-  const LocalityBytes on4 = InputLocality(state, task, MachineId(4));
-  EXPECT_EQ(on4.local, 8);
-  EXPECT_EQ(on4.rack, 0);
-  EXPECT_EQ(on4.remote, 0);
-  const LocalityBytes on2 = InputLocality(state, task, MachineId(2));
-  EXPECT_EQ(on2.local, 0);
-  EXPECT_EQ(on2.rack, 8);
-  EXPECT_EQ(on2.remote, 0);
+  EXPECT_EQ(Split(state, task, 4), std::make_tuple(8, 0, 0));
+  EXPECT_EQ(Split(state, task, 2), std::make_tuple(0, 8, 0));
 }
 
 TEST(MetricsTest, FairShareJainIsOneForProportionalRunning) {

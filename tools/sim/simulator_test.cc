@@ -102,6 +102,15 @@ TEST(SimulatorTest, ApplyDecisionsStartsPlacementsWhenToldTo) {
   EXPECT_EQ(state.FindTask(TaskId(2))->RunMicros(3'000'000), 1'000'000);
 }
 
+// Migrations of a QFP run of a two-task workload in which one task ends.
+uint64_t QfpMigrations(const Workload& w, const SimOptions& options) {
+  auto r = Simulate(w, "flow:quincy-qfp", options);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return ~uint64_t{0};
+  EXPECT_EQ(r->finished, 1u);
+  return r->migrated;
+}
+
 // Two one-slot machines in two racks; both tasks read only from machine 1.
 // The heavier reader gets it, the other runs on machine 2 across the core
 // (2,048 cost units) until the first finishes. Moving then saves its input:
@@ -133,10 +142,7 @@ TEST(SimulatorTest, TheTraceClockPricesWorkDoneInTraceTime) {
                                .speedup = 300,
                                .policy_clock = clock,
                                .horizon_us = 2'000'000};
-      auto r = Simulate(w, "flow:quincy-qfp", options);
-      ASSERT_TRUE(r.ok()) << r.status();
-      EXPECT_EQ(r->finished, 1u);
-      EXPECT_EQ(r->migrated,
+      EXPECT_EQ(QfpMigrations(w, options),
                 clock == SimOptions::PolicyClock::kSimulated ? 1u : 0u)
           << "first runs " << c.first_runs_us << " us, second aged "
           << c.second_age_us << " us";
@@ -171,10 +177,7 @@ TEST(SimulatorTest, PricingAtTheDecisionCountsTheWorkAMigrationLoses) {
                              .speedup = 1e6,
                              .price_at = price_at,
                              .horizon_us = 1'000'000};
-    auto r = Simulate(w, "flow:quincy-qfp", options);
-    ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(r->finished, 1u);
-    EXPECT_EQ(r->migrated,
+    EXPECT_EQ(QfpMigrations(w, options),
               price_at == SimOptions::PriceAt::kRoundStart ? 1u : 0u);
   }
 }
