@@ -26,8 +26,8 @@ struct LocalityBytes {
   [[nodiscard]] int64_t total() const { return local + rack + remote; }
 };
 
-// Where `task`'s input lies relative to `machine` (rack entries count as
-// rack-local when they name the machine's rack).
+// Where `task`'s input lies relative to `machine`, as cluster::LocateInput
+// reads the entries: local = L_m, rack = B_l - L_m, remote = T - B_l.
 LocalityBytes InputLocality(const cluster::ClusterState& state,
                             const cluster::Task& task, MachineId machine);
 

@@ -57,9 +57,8 @@ struct SimOptions {
   // decisions will apply, estimated as its start plus the previous timed
   // round's length (never earlier than the last round's, so up to the
   // longest recent round ahead; the first round after the warm-up looks
-  // nothing ahead). A migration or
-  // preemption decided now loses the work done until it happens, and a
-  // sped-up replay stretches that: at 300x a 300 ms round is 90 s of trace
+  // nothing ahead). A migration or preemption decided now loses the work
+  // done until it happens, and a sped-up replay stretches that: at 300x a 300 ms round is 90 s of trace
   // work, which pricing at the round's start (kRoundStart) counts as 0 for
   // every task the round before placed, so QFP moved them back and forth
   // (at 12,500 machines with replicated inputs: 45 migrations in a round
