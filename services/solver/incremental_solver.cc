@@ -895,8 +895,11 @@ bool IncrementalSolver::BlockingFlow(IncrementalStats& stats) {
       const AdjEntry& e = list[k];
       assert(e.mate_residual > 0);
       const uint32_t u = e.head;
-      if (walk_[u].pass == pass_ ||
-          e.cost + pw - label_[u].potential != 0 ||
+      // The reduced cost first: it rejects most entries (a machine's
+      // unused preference arcs) with one read of u's label, where the
+      // visit mark first read u's walk state as well.
+      if (e.cost + pw - label_[u].potential != 0 ||
+          walk_[u].pass == pass_ ||
           !(InLastSearch(u) || excess_[u] > 0)) {
         continue;
       }
