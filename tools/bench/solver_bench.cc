@@ -311,14 +311,18 @@ class LemonRunner final : public Runner {
 };
 
 std::unique_ptr<Runner> MakeRunner(const std::string& algorithm,
-                                   std::string& error) {
+                                   bool sequence, std::string& error) {
   if (algorithm == kLemonNetworkSimplex) {
     return std::make_unique<LemonRunner>(LemonAlgorithm::kNetworkSimplex);
   }
   if (algorithm == kLemonCostScaling) {
     return std::make_unique<LemonRunner>(LemonAlgorithm::kCostScaling);
   }
-  if (algorithm == kIncremental) return std::make_unique<IncrementalRunner>();
+  // On a single network "incremental" is the registry's from-scratch
+  // solver (solver::ScratchIncremental); on a sequence it repairs.
+  if (algorithm == kIncremental && sequence) {
+    return std::make_unique<IncrementalRunner>();
+  }
   if (algorithm == kWarmPortfolio) {
     return std::make_unique<WarmPortfolioRunner>();
   }
@@ -335,8 +339,7 @@ std::unique_ptr<Runner> MakeRunner(const std::string& algorithm,
 }
 
 bool IsSequenceOnly(const std::string& algorithm) {
-  return algorithm == kIncremental || algorithm == kWarmPortfolio ||
-         algorithm == kWarmRelaxation;
+  return algorithm == kWarmPortfolio || algorithm == kWarmRelaxation;
 }
 
 bool IsLemon(const std::string& algorithm) {
@@ -390,7 +393,8 @@ void ChildMain(int fd, const BenchCase& bench_case, const std::string& algorithm
   }
   const int64_t baseline_kb = ProcStatusKb("VmRSS");
   std::string error;
-  std::unique_ptr<Runner> runner = MakeRunner(algorithm, error);
+  std::unique_ptr<Runner> runner =
+      MakeRunner(algorithm, sequence != nullptr, error);
   auto emit_error = [fd](const std::string& message) {
     WriteAll(fd, "e " + OneLine(message) + "\n");
   };
@@ -652,8 +656,8 @@ absl::Status CheckAlgorithmNames(const std::vector<std::string>& algorithms) {
       continue;
     }
     return absl::InvalidArgumentError(fmt::format(
-        "unknown algorithm '{}'; known: {}, {}, {}, {} (LEMON always runs)",
-        algorithm, fmt::join(known, ", "), kIncremental, kWarmPortfolio,
+        "unknown algorithm '{}'; known: {}, {}, {} (LEMON always runs)",
+        algorithm, fmt::join(known, ", "), kWarmPortfolio,
         kWarmRelaxation));
   }
   return absl::OkStatus();

@@ -19,8 +19,9 @@ namespace flowsched::bench {
 // LEMON algorithm names in tables and CSV.
 inline constexpr char kLemonNetworkSimplex[] = "lemon_ns";
 inline constexpr char kLemonCostScaling[] = "lemon_cs";
-// flowsched's incremental solver; runs on incremental sequences only (a cold
-// case would just be cost scaling).
+// flowsched's incremental solver: on incremental sequences it repairs each
+// round from the last (IncrementalRunner); on a single network it is the
+// registry's from-scratch solver::ScratchIncremental.
 inline constexpr char kIncremental[] = "incremental";
 // Firmament's incremental portfolio (relaxation and cost scaling both
 // resuming from the previous round's optimum, Portfolio::SolveFrom);
@@ -31,7 +32,7 @@ inline constexpr char kWarmPortfolio[] = "warm_portfolio";
 inline constexpr char kWarmRelaxation[] = "warm_relaxation";
 
 // InvalidArgument naming the first entry of `algorithms` that is neither a
-// solver::MakeSolver name nor one of the sequence-only runners above.
+// solver::MakeSolver name nor one of the sequence-only warm runners above.
 absl::Status CheckAlgorithmNames(const std::vector<std::string>& algorithms);
 
 struct BenchCase {

@@ -39,9 +39,10 @@ CommandMain AddBenchCommand(CLI::App& app, CommonFlags& flags) {
                   "Write one row per (case, algorithm) to this file");
   cmd->add_option("--algorithm", options->algorithms,
                   "flowsched algorithms (comma-separated: MakeSolver names, "
-                  "and on incremental sequences incremental, warm_portfolio, "
-                  "warm_relaxation; default: every solver plus incremental "
-                  "and warm_portfolio). LEMON always runs.")
+                  "among them incremental, which repairs round by round on "
+                  "incremental sequences; on those also warm_portfolio and "
+                  "warm_relaxation; default: every solver plus "
+                  "warm_portfolio). LEMON always runs.")
       ->delimiter(',');
   cmd->add_option("--repeat", options->repeat,
                   "Solves per static case and algorithm (median reported)")
@@ -58,8 +59,7 @@ CommandMain AddBenchCommand(CLI::App& app, CommonFlags& flags) {
     if (e2e.app->parsed()) return e2e.main();
     if (!cmd->parsed()) return 2;
     if (options->algorithms.empty()) {
-      options->algorithms = solver::SolverNames();
-      options->algorithms.push_back(bench::kIncremental);
+      options->algorithms = solver::SolverNames();  // incremental among them
       options->algorithms.push_back(bench::kWarmPortfolio);
     }
     if (absl::Status s = bench::CheckAlgorithmNames(options->algorithms);
