@@ -29,7 +29,8 @@ TEST(PortfolioTest, WinnerIsOptimalOnSchedulingNetworks) {
     EXPECT_THAT(CheckOptimalFlow(problem, *solution), IsOk());
     EXPECT_EQ(solution->total_cost, lemon.total_cost);
     EXPECT_TRUE(solution->algorithm == "relaxation" ||
-                solution->algorithm == "cost_scaling")
+                solution->algorithm == "cost_scaling" ||
+                solution->algorithm == "incremental")
         << solution->algorithm;
   }
 }
@@ -59,6 +60,27 @@ TEST(PortfolioTest, WarmStartMatchesLemon) {
   testgen::ExpectMatchesLemonOnSchedulingNetworks(solve);
   testgen::ExpectMatchesLemonOnCappedSchedulingNetworks(solve);
   testgen::ExpectCornerCasesSolved(solve);
+}
+
+// Relaxation out of budget at once: the primal-dual takes its core, and
+// whichever of it and cost scaling wins, the result is exact.
+TEST(PortfolioTest, PastRelaxationsBudgetThePrimalDualRaces) {
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    Portfolio portfolio;
+    portfolio.relaxation_budget_ns_per_arc = 0;
+    portfolio.relaxation_budget_min_ns = 1;
+    testgen::SchedulingOptions options;
+    options.task_count = 2000;
+    options.machine_count = 150;
+    options.utilisation = 0.7 + 0.04 * static_cast<double>(seed);
+    const McmfProblem problem = testgen::SchedulingNetwork(seed, options);
+    const absl::StatusOr<McmfSolution> solution = portfolio.Solve(problem);
+    testgen::ExpectMatchesLemon(problem, solution);
+    ASSERT_THAT(solution, IsOk());
+    EXPECT_TRUE(solution->algorithm == "cost_scaling" ||
+                solution->algorithm == "incremental")
+        << solution->algorithm;
+  }
 }
 
 TEST(PortfolioTest, ACallerStopCancelsBothAlgorithms) {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
 #include <limits>
 #include <string>
 #include <vector>
@@ -32,6 +33,13 @@ constexpr Int128 kMaxCostSpan = Int128{1} << 61;
 // Bound on |supply| plus incident capacity of one node, so surpluses fit.
 // The stop flag is read once per this many iterations (a power of two).
 constexpr uint64_t kStopCheckInterval = 4096;
+
+// CPU time the calling thread has used (RelaxationOptions::cpu_budget_ns).
+int64_t ThreadCpuNs() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
+}
 
 // Residual arcs in CSR order with the reduced cost stored per arc (RELAX-IV
 // keeps rc, not prices, on arcs): scans test "balanced" without touching the
@@ -74,9 +82,14 @@ class Workspace {
     if (surplus_[arc.head] > 0) Enqueue(arc.head);
   }
   absl::Status Tick() {
-    if ((++ticks_ & (kStopCheckInterval - 1)) == 0 && stop_ != nullptr &&
-        stop_->load(std::memory_order_relaxed)) {
+    if ((++ticks_ & (kStopCheckInterval - 1)) != 0) return absl::OkStatus();
+    if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) {
       return absl::CancelledError("relaxation: stopped by the caller");
+    }
+    if (options_.cpu_budget_ns > 0 &&
+        ThreadCpuNs() - start_cpu_ns_ > options_.cpu_budget_ns) {
+      return absl::DeadlineExceededError(
+          "relaxation: CPU budget exhausted");
     }
     return absl::OkStatus();
   }
@@ -101,6 +114,7 @@ class Workspace {
   const std::atomic<bool>* stop_;
   uint32_t node_count_ = 0;
   uint64_t ticks_ = 0;
+  const int64_t start_cpu_ns_ = ThreadCpuNs();
   bool infeasible_ = false;
 
   std::vector<uint32_t> first_out_;  // node_count_ + 1 offsets into arcs_

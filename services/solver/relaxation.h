@@ -28,6 +28,12 @@ struct RelaxationOptions {
   // towards a deficit node (machines and unscheduled aggregators, which feed
   // the sink) are scanned first, depth-first; the rest breadth-first.
   bool arc_prioritisation = true;
+  // CPU time of the calling thread a solve may use, or 0 for no limit.
+  // Past it, checked with the stop flag, the solve gives up with
+  // DeadlineExceeded. The portfolio bounds relaxation this way: its wins
+  // are fast and its losses hopeless (a whole Quincy population waiting:
+  // over two minutes where the primal-dual needs one second).
+  int64_t cpu_budget_ns = 0;
 };
 
 // Exact, deterministic min-cost flow for any problem ValidateProblem accepts.
@@ -41,7 +47,7 @@ struct RelaxationOptions {
 // 1) * max|cost| > 2^61, when one node's |supply| plus incident capacities
 // exceeds 2^62, when a price would pass 2^61 (a run-time guard) or the
 // optimal total cost does not fit int64; CancelledError when the stop flag is
-// set. kInfeasible (flow and potentials empty) comes from an up-front max
+// set; DeadlineExceeded past RelaxationOptions::cpu_budget_ns. kInfeasible (flow and potentials empty) comes from an up-front max
 // flow (HasFeasibleFlow) and, as a certificate during the run, from a node
 // set with surplus and no residual arc leaving it.
 //

@@ -245,6 +245,18 @@ TEST(RelaxationTest, StopFlagCancelsARunningSolve) {
   }
 }
 
+TEST(RelaxationTest, GivesUpPastItsCpuBudget) {
+  const McmfProblem problem = LoadSpreadingNetwork(400, 12, 5000);
+  RelaxationOptions options;
+  options.cpu_budget_ns = 1;
+  EXPECT_THAT(Relaxation(options).Solve(problem),
+              StatusIs(absl::StatusCode::kDeadlineExceeded, "CPU budget"));
+  options.cpu_budget_ns = 0;  // no limit
+  EXPECT_EQ(ExpectMatchesLemon(problem, Relaxation(options).Solve(problem))
+                .outcome,
+            McmfOutcome::kOptimal);
+}
+
 // Relaxation as a repair engine: from the optimum of a perturbed network
 // (the previous round's) it must still end exactly optimal.
 TEST(RelaxationWarmStartTest, MatchesLemonFromAPerturbedOptimum) {
