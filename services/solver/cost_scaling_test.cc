@@ -10,7 +10,6 @@
 #include "services/solver/flow_checker.h"
 #include "services/solver/lemon_reference.h"
 #include "services/solver/solver_conformance.h"
-#include "services/solver/solver_registry.h"
 #include "services/solver/test_graphs.h"
 
 namespace flowsched::solver {
@@ -18,7 +17,6 @@ namespace {
 
 using ::flowsched::testing::IsOk;
 using ::flowsched::testing::StatusIs;
-using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
 // Checks the certificate and compares outcome and cost with LEMON's
@@ -50,10 +48,7 @@ McmfOutcome SolveAndCompare(const McmfProblem& problem,
 
 TEST(CostScalingTest, NameAndRegistry) {
   EXPECT_EQ(CostScaling().name(), "cost_scaling");
-  absl::StatusOr<std::unique_ptr<McmfSolver>> solver =
-      MakeSolver("cost_scaling");
-  ASSERT_THAT(solver, IsOk());
-  EXPECT_EQ((*solver)->name(), "cost_scaling");
+  testgen::ExpectRegistered("cost_scaling");
 }
 
 TEST(CostScalingTest, Infeasible) {
@@ -67,19 +62,11 @@ TEST(CostScalingTest, Infeasible) {
 }
 
 TEST(CostScalingTest, Errors) {
-  McmfProblem invalid;
-  invalid.node_count = 1;
-  invalid.supply = {1};
-  EXPECT_THAT(CostScaling().Solve(invalid),
-              StatusIs(absl::StatusCode::kInvalidArgument, "supplies sum"));
-
-  McmfProblem overflow;
-  overflow.node_count = 1;
-  overflow.supply = {0};
-  overflow.arcs = {{.src = 0, .dst = 0, .capacity = kMaxArcCapacity,
-                    .cost = -kMaxArcCost}};
-  EXPECT_THAT(CostScaling().Solve(overflow),
-              StatusIs(absl::StatusCode::kOutOfRange, "total cost"));
+  testgen::ExpectRejectsUnbalancedAndOverflowing(
+      [](const McmfProblem& problem, uint64_t) {
+        return CostScaling().Solve(problem);
+      },
+      "total cost");
 
   // (n + 1)^2 * max|cost| above 2^57: 2^14 nodes and cost 2^30.
   McmfProblem wide;
@@ -110,15 +97,9 @@ TEST(CostScalingTest, LargeButRepresentableNumbers) {
 }
 
 TEST(CostScalingTest, Deterministic) {
-  const McmfProblem problem = testgen::SchedulingNetwork(
-      7, {.task_count = 300, .job_count = 7, .machine_count = 40});
-  CostScaling solver;
-  absl::StatusOr<McmfSolution> first = solver.Solve(problem);
-  absl::StatusOr<McmfSolution> second = solver.Solve(problem);
-  ASSERT_THAT(first, IsOk());
-  ASSERT_THAT(second, IsOk());
-  EXPECT_EQ(first->flow, second->flow);
-  EXPECT_EQ(first->potentials, second->potentials);
+  testgen::ExpectDeterministic([](const McmfProblem& problem, uint64_t) {
+    return CostScaling().Solve(problem);
+  });
 }
 
 // Correctness must not depend on the tuning knobs: vary them with the seed.

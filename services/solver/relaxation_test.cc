@@ -3,7 +3,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <thread>
 #include <vector>
 
@@ -13,7 +12,6 @@
 #include "services/solver/flow_checker.h"
 #include "services/solver/lemon_reference.h"
 #include "services/solver/solver_conformance.h"
-#include "services/solver/solver_registry.h"
 #include "services/solver/test_graphs.h"
 
 namespace flowsched::solver {
@@ -21,8 +19,6 @@ namespace {
 
 using ::flowsched::testing::IsOk;
 using ::flowsched::testing::StatusIs;
-using ::testing::Contains;
-using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
 // Checks the certificate and compares outcome and cost with LEMON's
@@ -62,10 +58,7 @@ RelaxationOptions OptionsForSeed(uint64_t seed) {
 
 TEST(RelaxationTest, NameAndRegistry) {
   EXPECT_EQ(Relaxation().name(), "relaxation");
-  absl::StatusOr<std::unique_ptr<McmfSolver>> solver = MakeSolver("relaxation");
-  ASSERT_THAT(solver, IsOk());
-  EXPECT_EQ((*solver)->name(), "relaxation");
-  EXPECT_THAT(SolverNames(), Contains("relaxation"));
+  testgen::ExpectRegistered("relaxation");
 }
 
 TEST(RelaxationTest, Infeasible) {
@@ -79,20 +72,11 @@ TEST(RelaxationTest, Infeasible) {
 }
 
 TEST(RelaxationTest, Errors) {
-  McmfProblem invalid;
-  invalid.node_count = 1;
-  invalid.supply = {1};
-  EXPECT_THAT(Relaxation().Solve(invalid),
-              StatusIs(absl::StatusCode::kInvalidArgument, "supplies sum"));
-
-  McmfProblem overflow;
-  overflow.node_count = 1;
-  overflow.supply = {0};
-  overflow.arcs = {{.src = 0, .dst = 0, .capacity = kMaxArcCapacity,
-                    .cost = -kMaxArcCost}};
-  EXPECT_THAT(Relaxation().Solve(overflow),
-              StatusIs(absl::StatusCode::kOutOfRange, "total cost"));
-
+  testgen::ExpectRejectsUnbalancedAndOverflowing(
+      [](const McmfProblem& problem, uint64_t) {
+        return Relaxation().Solve(problem);
+      },
+      "total cost");
 }
 
 TEST(RelaxationTest, LargeButRepresentableNumbers) {
@@ -108,15 +92,9 @@ TEST(RelaxationTest, LargeButRepresentableNumbers) {
 }
 
 TEST(RelaxationTest, Deterministic) {
-  const McmfProblem problem = testgen::SchedulingNetwork(
-      7, {.task_count = 300, .job_count = 7, .machine_count = 40});
-  Relaxation solver;
-  absl::StatusOr<McmfSolution> first = solver.Solve(problem);
-  absl::StatusOr<McmfSolution> second = solver.Solve(problem);
-  ASSERT_THAT(first, IsOk());
-  ASSERT_THAT(second, IsOk());
-  EXPECT_EQ(first->flow, second->flow);
-  EXPECT_EQ(first->potentials, second->potentials);
+  testgen::ExpectDeterministic([](const McmfProblem& problem, uint64_t) {
+    return Relaxation().Solve(problem);
+  });
 }
 
 // The shared property tests (solver_conformance.h).

@@ -3,7 +3,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <thread>
 #include <vector>
 
@@ -13,7 +12,6 @@
 #include "services/solver/flow_checker.h"
 #include "services/solver/lemon_reference.h"
 #include "services/solver/solver_conformance.h"
-#include "services/solver/solver_registry.h"
 #include "services/solver/test_graphs.h"
 
 namespace flowsched::solver {
@@ -21,7 +19,6 @@ namespace {
 
 using ::flowsched::testing::IsOk;
 using ::flowsched::testing::StatusIs;
-using ::testing::Contains;
 using ::testing::IsEmpty;
 
 // Correctness must not depend on the repair's tuning knobs.
@@ -43,10 +40,7 @@ const testgen::SolveFn kSolve = [](const McmfProblem& problem, uint64_t seed) {
 
 TEST(ScratchIncrementalTest, NameAndRegistry) {
   EXPECT_EQ(ScratchIncremental().name(), "incremental");
-  absl::StatusOr<std::unique_ptr<McmfSolver>> solver = MakeSolver("incremental");
-  ASSERT_THAT(solver, IsOk());
-  EXPECT_EQ((*solver)->name(), "incremental");
-  EXPECT_THAT(SolverNames(), Contains("incremental"));
+  testgen::ExpectRegistered("incremental");
 }
 
 TEST(ScratchIncrementalTest, InfeasibleCarriesNoFlow) {
@@ -63,31 +57,11 @@ TEST(ScratchIncrementalTest, InfeasibleCarriesNoFlow) {
 }
 
 TEST(ScratchIncrementalTest, Errors) {
-  McmfProblem invalid;
-  invalid.node_count = 1;
-  invalid.supply = {1};
-  EXPECT_THAT(ScratchIncremental().Solve(invalid),
-              StatusIs(absl::StatusCode::kInvalidArgument, "supplies sum"));
-
-  McmfProblem overflow;
-  overflow.node_count = 1;
-  overflow.supply = {0};
-  overflow.arcs = {{.src = 0, .dst = 0, .capacity = kMaxArcCapacity,
-                    .cost = -kMaxArcCost}};
-  EXPECT_THAT(ScratchIncremental().Solve(overflow),
-              StatusIs(absl::StatusCode::kOutOfRange, ""));
+  testgen::ExpectRejectsUnbalancedAndOverflowing(kSolve, "total cost");
 }
 
 TEST(ScratchIncrementalTest, Deterministic) {
-  const McmfProblem problem = testgen::SchedulingNetwork(
-      7, {.task_count = 300, .job_count = 7, .machine_count = 40});
-  ScratchIncremental solver;
-  absl::StatusOr<McmfSolution> first = solver.Solve(problem);
-  absl::StatusOr<McmfSolution> second = solver.Solve(problem);
-  ASSERT_THAT(first, IsOk());
-  ASSERT_THAT(second, IsOk());
-  EXPECT_EQ(first->flow, second->flow);
-  EXPECT_EQ(first->potentials, second->potentials);
+  testgen::ExpectDeterministic(kSolve);
 }
 
 // Load is SetSupply and SetArc in index order with each list laid out at

@@ -1,10 +1,14 @@
 #include "services/solver/solver_conformance.h"
 
+#include <memory>
+#include <string>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/common/status_matchers.h"
 #include "services/solver/flow_checker.h"
 #include "services/solver/lemon_reference.h"
+#include "services/solver/solver_registry.h"
 #include "services/solver/test_graphs.h"
 
 namespace flowsched::solver::testgen {
@@ -120,6 +124,42 @@ void ExpectMatchesLemonOnLargeSchedulingNetwork(const SolveFn& solve) {
           .max_preferences = 6});
   EXPECT_EQ(ExpectMatchesLemon(problem, solve(problem, 1)),
             McmfOutcome::kOptimal);
+}
+
+void ExpectRegistered(std::string_view name) {
+  absl::StatusOr<std::unique_ptr<McmfSolver>> solver = MakeSolver(name);
+  ASSERT_THAT(solver, flowsched::testing::IsOk());
+  EXPECT_EQ((*solver)->name(), name);
+  EXPECT_THAT(SolverNames(), ::testing::Contains(std::string(name)));
+}
+
+void ExpectDeterministic(const SolveFn& solve) {
+  const McmfProblem problem = SchedulingNetwork(
+      7, {.task_count = 300, .job_count = 7, .machine_count = 40});
+  absl::StatusOr<McmfSolution> first = solve(problem, 0);
+  absl::StatusOr<McmfSolution> second = solve(problem, 0);
+  ASSERT_THAT(first, flowsched::testing::IsOk());
+  ASSERT_THAT(second, flowsched::testing::IsOk());
+  EXPECT_EQ(first->flow, second->flow);
+  EXPECT_EQ(first->potentials, second->potentials);
+}
+
+void ExpectRejectsUnbalancedAndOverflowing(const SolveFn& solve,
+                                           std::string_view overflow_message) {
+  McmfProblem unbalanced;
+  unbalanced.node_count = 1;
+  unbalanced.supply = {1};
+  EXPECT_THAT(solve(unbalanced, 0),
+              flowsched::testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                           "supplies sum"));
+  McmfProblem overflow;
+  overflow.node_count = 1;
+  overflow.supply = {0};
+  overflow.arcs = {{.src = 0, .dst = 0, .capacity = kMaxArcCapacity,
+                    .cost = -kMaxArcCost}};
+  EXPECT_THAT(solve(overflow, 0),
+              flowsched::testing::StatusIs(absl::StatusCode::kOutOfRange,
+                                           std::string(overflow_message)));
 }
 
 void ExpectCornerCasesSolved(const SolveFn& solve) {

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "services/solver/mcmf_problem.h"
@@ -36,6 +37,17 @@ void ExpectMatchesLemonOnSchedulingNetworks(const SolveFn& solve);
 void ExpectMatchesLemonOnCappedSchedulingNetworks(const SolveFn& solve);
 // One network of 5,000 tasks on 1,500 machines at 95%.
 void ExpectMatchesLemonOnLargeSchedulingNetwork(const SolveFn& solve);
+// `MakeSolver(name)` builds an algorithm that reports `name`, and
+// SolverNames() lists it.
+void ExpectRegistered(std::string_view name);
+// Two solves of one scheduling network give the same flow and potentials.
+void ExpectDeterministic(const SolveFn& solve);
+// The errors every algorithm gives the same way: supplies that do not sum
+// to zero (InvalidArgument) and a negative self-loop whose saturation
+// costs more than int64 holds (OutOfRange; `overflow_message` is part of
+// the message).
+void ExpectRejectsUnbalancedAndOverflowing(const SolveFn& solve,
+                                           std::string_view overflow_message);
 // Hand-made corner cases with known answers: the empty network, zero
 // supplies, parallel arcs filled cheapest first, self-loops (a negative
 // one is saturated), and a negative cycle off the supply path.
