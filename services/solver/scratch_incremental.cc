@@ -1,9 +1,8 @@
 #include "services/solver/scratch_incremental.h"
 
-#include <chrono>
+#include <atomic>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
+#include <string>
 
 #include "services/common/status_macros.h"
 #include "services/solver/problem_validator.h"
@@ -18,9 +17,7 @@ absl::StatusOr<McmfSolution> ScratchIncremental::Solve(
   }
   IncrementalSolver solver(options_);
   solver.set_stop_flag(stop_);
-  auto tl = std::chrono::steady_clock::now();
   FLOWSCHED_RETURN_IF_ERROR(solver.Load(problem));
-  if (getenv("INC_TRACE")) fprintf(stderr, "load %.2f ms\n", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tl).count());
   FLOWSCHED_ASSIGN_OR_RETURN(const IncrementalResult result, solver.Solve());
   McmfSolution solution;
   solution.algorithm = std::string(name());
