@@ -9,6 +9,7 @@
 #include "services/solver/scratch_incremental.h"
 
 namespace flowsched::solver {
+
 absl::StatusOr<McmfSolution> Portfolio::Solve(const McmfProblem& problem) {
   return Race(problem, nullptr);
 }

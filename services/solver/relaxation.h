@@ -47,9 +47,10 @@ struct RelaxationOptions {
 // 1) * max|cost| > 2^61, when one node's |supply| plus incident capacities
 // exceeds 2^62, when a price would pass 2^61 (a run-time guard) or the
 // optimal total cost does not fit int64; CancelledError when the stop flag is
-// set; DeadlineExceeded past RelaxationOptions::cpu_budget_ns. kInfeasible (flow and potentials empty) comes from an up-front max
-// flow (HasFeasibleFlow) and, as a certificate during the run, from a node
-// set with surplus and no residual arc leaving it.
+// set; DeadlineExceeded past RelaxationOptions::cpu_budget_ns. kInfeasible
+// (flow and potentials empty) comes from an up-front max flow
+// (HasFeasibleFlow) and, as a certificate during the run, from a node set
+// with surplus and no residual arc leaving it.
 //
 // Solve keeps all work arrays local, so one instance may serve concurrent
 // calls (they share the stop flag); set_stop_flag itself is not
