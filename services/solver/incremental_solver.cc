@@ -233,26 +233,11 @@ absl::Status IncrementalSolver::Load(const McmfProblem& problem) {
         problem.arcs.size(), size_t{kMaxIncrementalNodeId} + 1,
         size_t{kMaxIncrementalArcHandle} + 1));
   }
-  // Every arc checked first, as SetArc would, so a bad one leaves the
-  // solver empty.
-  for (uint32_t a = 0; a < problem.arcs.size(); ++a) {
-    const McmfArc& arc = problem.arcs[a];
-    if (arc.capacity < 0 || arc.capacity > kMaxArcCapacity) {
-      return absl::InvalidArgumentError(
-          fmt::format("arc {} has capacity {} outside [0, {}]", a,
-                      arc.capacity, kMaxArcCapacity));
-    }
-    if (arc.cost > kMaxArcCost || arc.cost < -kMaxArcCost) {
-      return absl::InvalidArgumentError(
-          fmt::format("arc {} has cost {} outside [-{}, {}]", a, arc.cost,
-                      kMaxArcCost, kMaxArcCost));
-    }
-    if (arc.src >= problem.node_count || arc.dst >= problem.node_count) {
-      const bool src = arc.src >= problem.node_count;
-      return absl::NotFoundError(
-          fmt::format("arc {} has {} {} which does not exist", a,
-                      src ? "src" : "dst", src ? arc.src : arc.dst));
-    }
+  // Every arc checked first (ValidateProblem's per-arc checks, which
+  // SetArc's match), so a bad one leaves the solver empty.
+  for (size_t a = 0; a < problem.arcs.size(); ++a) {
+    FLOWSCHED_RETURN_IF_ERROR(
+        ValidateArc(problem.arcs[a], a, problem.node_count));
   }
   GrowNodes(problem.node_count - 1);
   if (!problem.arcs.empty()) {

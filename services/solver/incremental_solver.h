@@ -133,10 +133,10 @@ class IncrementalSolver {
   // the problem's node v and arc a. The same network as SetSupply for every
   // node and SetArc for every arc, with each array sized once and each
   // adjacency list laid out in its regions at once. FailedPrecondition on a
-  // solver that has nodes; the errors SetSupply and SetArc would give
-  // (checked before anything is loaded); Cancelled when the stop flag is
-  // raised (the solver then holds part of the problem and is only fit to
-  // be discarded).
+  // solver that has nodes; InvalidArgument for a bad arc (ValidateArc,
+  // checked before anything is loaded) or supply; Cancelled when the stop
+  // flag is raised (the solver then holds part of the problem and is only
+  // fit to be discarded).
   absl::Status Load(const McmfProblem& problem);
   // Removes a node; its supply leaves the total with it. NotFound for an
   // unknown node, FailedPrecondition if any arc still touches it.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "services/common/status_macros.h"
 #include "services/solver/int128.h"
 
 namespace flowsched::solver {
@@ -34,27 +35,30 @@ absl::Status ValidateProblem(const McmfProblem& problem) {
                     static_cast<long long>(supply_sum)));
   }
   for (size_t i = 0; i < problem.arcs.size(); ++i) {
-    const McmfArc& arc = problem.arcs[i];
-    if (arc.src >= problem.node_count) {
-      return absl::InvalidArgumentError(
-          fmt::format("arc {} has src {} but node_count is {}", i, arc.src,
-                      problem.node_count));
-    }
-    if (arc.dst >= problem.node_count) {
-      return absl::InvalidArgumentError(
-          fmt::format("arc {} has dst {} but node_count is {}", i, arc.dst,
-                      problem.node_count));
-    }
-    if (arc.capacity < 0 || arc.capacity > kMaxArcCapacity) {
-      return absl::InvalidArgumentError(
-          fmt::format("arc {} has capacity {} outside [0, {}]", i,
-                      arc.capacity, kMaxArcCapacity));
-    }
-    if (arc.cost > kMaxArcCost || arc.cost < -kMaxArcCost) {
-      return absl::InvalidArgumentError(
-          fmt::format("arc {} has cost {} outside [-{}, {}]", i, arc.cost,
-                      kMaxArcCost, kMaxArcCost));
-    }
+    FLOWSCHED_RETURN_IF_ERROR(ValidateArc(problem.arcs[i], i, problem.node_count));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateArc(const McmfArc& arc, size_t index,
+                         uint32_t node_count) {
+  if (arc.src >= node_count) {
+    return absl::InvalidArgumentError(fmt::format(
+        "arc {} has src {} but node_count is {}", index, arc.src, node_count));
+  }
+  if (arc.dst >= node_count) {
+    return absl::InvalidArgumentError(fmt::format(
+        "arc {} has dst {} but node_count is {}", index, arc.dst, node_count));
+  }
+  if (arc.capacity < 0 || arc.capacity > kMaxArcCapacity) {
+    return absl::InvalidArgumentError(
+        fmt::format("arc {} has capacity {} outside [0, {}]", index,
+                    arc.capacity, kMaxArcCapacity));
+  }
+  if (arc.cost > kMaxArcCost || arc.cost < -kMaxArcCost) {
+    return absl::InvalidArgumentError(
+        fmt::format("arc {} has cost {} outside [-{}, {}]", index, arc.cost,
+                    kMaxArcCost, kMaxArcCost));
   }
   return absl::OkStatus();
 }

@@ -27,6 +27,10 @@ inline constexpr int64_t kMaxNodeSupply = kMaxArcCapacity;
 // |cost| <= kMaxArcCost, |supply| <= kMaxNodeSupply, and supplies summing to 0.
 absl::Status ValidateProblem(const McmfProblem& problem);
 
+// The per-arc part of ValidateProblem for arc `index` of a problem with
+// `node_count` nodes: endpoints, capacity and cost bounds.
+absl::Status ValidateArc(const McmfArc& arc, size_t index, uint32_t node_count);
+
 // Push-based algorithms keep a per-node excess that can reach |supply| plus
 // the capacity of every incident arc; OutOfRange (naming `algorithm` and
 // the node) when that exceeds 2^62, so it always fits int64.

@@ -109,7 +109,8 @@ TEST(ScratchIncrementalTest, LoadRejectsArcsToMissingNodes) {
   problem.arcs = {{.src = 0, .dst = 5, .capacity = 1, .cost = 0}};
   IncrementalSolver solver;
   EXPECT_THAT(solver.Load(problem),
-              StatusIs(absl::StatusCode::kNotFound, "arc 0 has dst 5"));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "arc 0 has dst 5 but node_count is 2"));
   EXPECT_EQ(solver.node_limit(), 0u);  // nothing loaded
   problem.arcs[0] = {.src = 1, .dst = 0, .capacity = -1, .cost = 0};
   EXPECT_THAT(solver.Load(problem),
