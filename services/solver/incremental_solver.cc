@@ -740,6 +740,8 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
   // Backward, a node's label is its distance *to* the nearest deficit: the
   // residual arc into u is the partner r ^ 1 of each r in adj_[u], and its
   // reduced cost is -ReducedCost(r).
+  const auto start = std::chrono::steady_clock::now();
+  uint64_t entries = 0;
   PlaceMisplaced();
   label_heap_.Clear();
   tree_ends_.clear();
@@ -852,8 +854,10 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
     const AdjEntry* const list = adj_[u].data();
     const AdjRegions& regions = regions_[u];
     assert(RegionsHold(u));
+    const uint32_t scan_begin = backward ? 0 : regions.end[0];
     const uint32_t scan_end = backward ? regions.end[1] : regions.end[2];
-    for (uint32_t i = backward ? 0 : regions.end[0]; i < scan_end; ++i) {
+    entries += scan_end - scan_begin;
+    for (uint32_t i = scan_begin; i < scan_end; ++i) {
       const AdjEntry& arc = list[i];
       assert(MirrorsArc(arc));
       assert(backward ? arc.mate_residual > 0 : arc.residual > 0);
@@ -885,6 +889,18 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
     }
   }
   stats.nodes_touched += settled_.size();
+  stats.searches.push_back(SearchRecord{
+      .kind = backward ? SearchRecord::Kind::kBackward
+                       : SearchRecord::Kind::kForward,
+      .roots = static_cast<uint32_t>(backward ? deficits_.size()
+                                              : sources_.size()),
+      .units = total,
+      .nodes = settled_.size(),
+      .entries = entries,
+      .last_distance = last,
+      .ms = std::chrono::duration<double, std::milli>(
+                std::chrono::steady_clock::now() - start)
+                .count()});
   if (covered == 0 || stopped_) {
     for (uint32_t v : touched_) label_[v].dist = kInfinity;
     touched_.clear();
@@ -984,6 +1000,8 @@ bool IncrementalSolver::BlockingFlow(IncrementalStats& stats) {
   bool any_root = false;
   for (uint32_t root : sources_) any_root |= excess_[root] > 0;
   if (!any_root) return false;
+  const auto start = std::chrono::steady_clock::now();
+  const uint64_t augmentations_before = stats.augmentations;
   // Backward BFS over admissible arcs, from the deficits the search
   // settled. An arc u -> w is admissible when w was settled and its
   // reduced cost is zero; u is settled too or an excess node (a root).
@@ -1108,6 +1126,14 @@ bool IncrementalSolver::BlockingFlow(IncrementalStats& stats) {
       u = path_.empty() ? root : arcs_[path_.back()].head;
     }
   }
+  stats.searches.push_back(SearchRecord{
+      .kind = SearchRecord::Kind::kBlockingFlow,
+      .roots = static_cast<uint32_t>(sources_.size()),
+      .units = static_cast<int64_t>(stats.augmentations - augmentations_before),
+      .nodes = bfs_queue_.size(),
+      .ms = std::chrono::duration<double, std::milli>(
+                std::chrono::steady_clock::now() - start)
+                .count()});
   return moved;
 }
 

@@ -30,6 +30,21 @@ namespace flowsched::solver {
 inline constexpr uint32_t kMaxIncrementalNodeId = (uint32_t{1} << 31) - 2;
 inline constexpr uint32_t kMaxIncrementalArcHandle = (uint32_t{1} << 31) - 2;
 
+// One Dijkstra or blocking flow of a Solve, for profiles
+// (`incremental_profile --searches`): where a round's time goes.
+struct SearchRecord {
+  enum class Kind : uint8_t { kForward, kBackward, kBlockingFlow };
+  Kind kind = Kind::kForward;
+  uint32_t roots = 0;  // excess nodes (forward, flows) or deficit nodes
+  int64_t units = 0;   // searches: units to cover; flows: augmenting paths
+  // Searches: nodes settled and adjacency entries scanned; flows: nodes
+  // its backward BFS labelled, and 0.
+  uint64_t nodes = 0;
+  uint64_t entries = 0;
+  int64_t last_distance = 0;  // searches: the distance settled last
+  double ms = 0;
+};
+
 struct IncrementalStats {
   double solve_ms = 0;
   // Nodes settled by Dijkstra plus nodes expanded by the local drain walks:
@@ -52,6 +67,8 @@ struct IncrementalStats {
   // Units of imbalance cancelled by the local drain walks before any
   // Dijkstra ran.
   int64_t drained_units = 0;
+  // Every Dijkstra and blocking flow, in order.
+  std::vector<SearchRecord> searches;
 };
 
 struct IncrementalResult {

@@ -1,5 +1,6 @@
 #include "services/solver/incremental_solver.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -304,6 +305,54 @@ TEST(IncrementalSolverTest, JobArrivalIsPricedFromTheSinkInOneSearch) {
   EXPECT_EQ(two_sided.backward_runs, 1u);
   EXPECT_EQ(two_sided.dijkstra_runs, 3u);
   EXPECT_EQ(two_sided.augmentations, 40u);
+}
+
+// IncrementalStats::searches lists the searches and blocking flows in the
+// order they ran, and agrees with the counters.
+TEST(IncrementalSolverTest, SearchRecordsFollowTheRound) {
+  const IncrementalStats stats = PlaceJobWithDistinctCosts(
+      {.search_side = IncrementalOptions::SearchSide::kForward,
+       .rebalance_leaves = false});
+  uint64_t searches = 0;
+  uint64_t backward = 0;
+  uint64_t settled = 0;
+  int64_t flow_paths = 0;
+  for (const SearchRecord& record : stats.searches) {
+    EXPECT_GE(record.ms, 0);
+    if (record.kind == SearchRecord::Kind::kBlockingFlow) {
+      flow_paths += record.units;
+      continue;
+    }
+    ++searches;
+    if (record.kind == SearchRecord::Kind::kBackward) ++backward;
+    settled += record.nodes;
+    EXPECT_GT(record.nodes, 0u);  // at least a root
+  }
+  EXPECT_EQ(searches, stats.dijkstra_runs);
+  EXPECT_EQ(backward, stats.backward_runs);
+  EXPECT_LE(settled, stats.nodes_touched);
+  EXPECT_LE(flow_paths + static_cast<int64_t>(stats.tree_augmentations),
+            static_cast<int64_t>(stats.augmentations));
+  // The round of the two-sided case above: forward from the 40 tasks (the
+  // nearest routed), backward from the sink for the other 39, forward
+  // again, whose admissible network routes the 39.
+  ASSERT_GE(stats.searches.size(), 3u);
+  EXPECT_EQ(stats.searches[0].kind, SearchRecord::Kind::kForward);
+  EXPECT_EQ(stats.searches[0].roots, 40u);
+  EXPECT_EQ(stats.searches[0].units, 40);
+  const auto second = std::find_if(
+      stats.searches.begin() + 1, stats.searches.end(), [](const SearchRecord& r) {
+        return r.kind != SearchRecord::Kind::kBlockingFlow;
+      });
+  ASSERT_NE(second, stats.searches.end());
+  EXPECT_EQ(second->kind, SearchRecord::Kind::kBackward);
+  EXPECT_EQ(second->roots, 1u);  // the sink
+  EXPECT_EQ(second->units, 39);
+  // The tasks' costs 10..49 differ by one each: the backward search ends
+  // at the farthest task, 39 above the nearest.
+  EXPECT_EQ(second->last_distance, 39);
+  EXPECT_EQ(stats.searches.back().kind, SearchRecord::Kind::kBlockingFlow);
+  EXPECT_GE(stats.searches.back().units, 1);
 }
 
 // A job whose tasks all reach the sink at distance 0, through one

@@ -11,6 +11,18 @@
 //   own placements: starts follow the incremental solver's own flow rather
 //   than the generator's reference optimum (on the Quincy sequence at
 //   1,250 machines: p50 77 vs 90 ms a round before two-sided phases)
+//
+// --searches prints each round's Dijkstras and blocking flows
+// (IncrementalStats::searches): roots, units, nodes settled, adjacency
+// entries scanned, the last distance and the time.
+//
+// --ab OPTION (anywhere on the line) also runs solver B, a second solver
+// with that option of solver A's flipped, on the same rounds: level_order,
+// two_sided_search or rebalance_leaves. Each round both solve the same
+// changes, alternately first, and must reach the same cost; the round's B/A
+// time ratio is printed, and at the end the sums and the median ratio.
+// Paired rounds are what make a change of a few percent visible on a shared
+// machine, where two runs of one binary minutes apart differ by 20-30%.
 
 #include <algorithm>
 #include <chrono>
@@ -41,7 +53,69 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(i, v.size() - 1)];
 }
 
+// Flips `name` in `options`; false for an unknown name.
+bool FlipOption(const std::string& name, solver::IncrementalOptions& options) {
+  using Options = solver::IncrementalOptions;
+  if (name == "level_order") {
+    options.level_order = options.level_order == Options::LevelOrder::kByIdAlways
+                              ? Options::LevelOrder::kByIdOnlyWhenStopping
+                              : Options::LevelOrder::kByIdAlways;
+  } else if (name == "two_sided_search") {
+    options.two_sided_search = !options.two_sided_search;
+  } else if (name == "rebalance_leaves") {
+    options.rebalance_leaves = !options.rebalance_leaves;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Mirrors the whole problem into an empty solver.
+absl::Status LoadNetwork(const solver::McmfProblem& problem,
+                         solver::IncrementalSolver& solver) {
+  for (uint32_t v = 0; v < problem.node_count; ++v) {
+    if (absl::Status s = solver.SetSupply(v, problem.supply[v]); !s.ok()) {
+      return absl::Status(s.code(), fmt::format("node {}: {}", v, std::string(s.message())));
+    }
+  }
+  for (uint32_t a = 0; a < problem.arcs.size(); ++a) {
+    const auto& arc = problem.arcs[a];
+    if (absl::Status s = solver.SetArc(a, arc.src, arc.dst, arc.capacity, arc.cost);
+        !s.ok()) {
+      return absl::Status(s.code(), fmt::format("arc {}: {}", a, std::string(s.message())));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void ApplyChanges(const solver::McmfProblem& problem, const RoundChanges& changes,
+                  solver::IncrementalSolver& solver) {
+  for (uint32_t v : changes.changed_nodes) {
+    (void)solver.SetSupply(v, problem.supply[v]);
+  }
+  for (uint32_t a : changes.changed_arcs) {
+    const auto& arc = problem.arcs[a];
+    (void)solver.SetArc(a, arc.src, arc.dst, arc.capacity, arc.cost);
+  }
+}
+
 int Run(int argc, char** argv) {
+  // --ab OPTION and --searches, taken out before the positional arguments
+  // are read.
+  std::string ab_option;
+  bool print_searches = false;
+  for (int i = 1; i < argc;) {
+    const std::string flag = argv[i];
+    const int width = flag == "--ab" && i + 1 < argc ? 2 : flag == "--searches" ? 1 : 0;
+    if (width == 0) {
+      ++i;
+      continue;
+    }
+    if (width == 2) ab_option = argv[i + 1];
+    print_searches |= width == 1;
+    for (int j = i; j + width < argc; ++j) argv[j] = argv[j + width];
+    argc -= width;
+  }
   const std::string shape_name = argc > 1 ? argv[1] : "ls";
   const auto machines = static_cast<uint32_t>(argc > 2 ? std::atoi(argv[2]) : 12500);
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 20;
@@ -68,21 +142,20 @@ int Run(int argc, char** argv) {
     solver_options.search_side = solver::IncrementalOptions::SearchSide::kForward;
   }
   if (argc > 8 && std::atoi(argv[8]) == 1) solver_options.rebalance_leaves = false;
+  solver::IncrementalOptions options_b = solver_options;
+  if (!ab_option.empty() && !FlipOption(ab_option, options_b)) {
+    fmt::print("--ab takes level_order, two_sided_search or rebalance_leaves, not {}\n",
+               ab_option);
+    return 2;
+  }
+  const bool paired = !ab_option.empty();
   solver::IncrementalSolver solver(solver_options);
-  for (uint32_t v = 0; v < problem.node_count; ++v) {
-    if (absl::Status s = solver.SetSupply(v, problem.supply[v]); !s.ok()) {
-      fmt::print("node {}: {}\n", v, s.ToString());
-      return 1;
-    }
+  solver::IncrementalSolver solver_b(options_b);  // stays empty unless paired
+  if (absl::Status s = LoadNetwork(problem, solver); !s.ok()) {
+    fmt::print("{}\n", s.ToString());
+    return 1;
   }
-  for (uint32_t a = 0; a < problem.arcs.size(); ++a) {
-    const auto& arc = problem.arcs[a];
-    if (absl::Status s = solver.SetArc(a, arc.src, arc.dst, arc.capacity, arc.cost);
-        !s.ok()) {
-      fmt::print("arc {}: {}\n", a, s.ToString());
-      return 1;
-    }
-  }
+  if (paired) (void)LoadNetwork(problem, solver_b);
   Clock::time_point t = Clock::now();
   solver::CostScaling cold;
   auto solution = cold.Solve(problem);
@@ -95,6 +168,10 @@ int Run(int argc, char** argv) {
     fmt::print("install: {}\n", s.ToString());
     return 1;
   }
+  if (paired) (void)solver_b.InstallSolution(solution->flow, solution->potentials);
+  double sum_a = 0;
+  double sum_b = 0;
+  std::vector<double> ratios;
   fmt::print("{} nodes {} arcs; cold cost scaling + install {:.1f} ms\n",
              problem.node_count, problem.arcs.size(), MsSince(t));
   std::vector<double> apply_ms, solve_ms, check_ms;
@@ -109,18 +186,35 @@ int Run(int argc, char** argv) {
     const RoundChanges changes =
         network.NextRound(follow_own_flow ? &own_flow : nullptr);
     t = Clock::now();
-    for (uint32_t v : changes.changed_nodes) {
-      (void)solver.SetSupply(v, problem.supply[v]);
-    }
-    for (uint32_t a : changes.changed_arcs) {
-      const auto& arc = problem.arcs[a];
-      (void)solver.SetArc(a, arc.src, arc.dst, arc.capacity, arc.cost);
-    }
+    ApplyChanges(problem, changes, solver);
     apply_ms.push_back(MsSince(t));
+    if (paired) ApplyChanges(problem, changes, solver_b);
+    // Alternately first, so that neither always meets the caches the
+    // other left.
+    const bool b_first = paired && r % 2 == 1;
+    absl::StatusOr<solver::IncrementalResult> result_b;
+    if (b_first) result_b = solver_b.Solve();
     auto result = solver.Solve();
+    if (paired && !b_first) result_b = solver_b.Solve();
     if (!result.ok() || result->outcome != solver::McmfOutcome::kOptimal) {
       fmt::print("round {} failed\n", r);
       return 1;
+    }
+    if (paired) {
+      if (!result_b.ok() || result_b->total_cost != result->total_cost) {
+        fmt::print("round {}: solver B {} (cost {} from A)\n", r + 1,
+                   result_b.ok() ? fmt::format("cost {}", result_b->total_cost)
+                                 : result_b.status().ToString(),
+                   result->total_cost);
+        return 1;
+      }
+      sum_a += result->stats.solve_ms;
+      sum_b += result_b->stats.solve_ms;
+      ratios.push_back(result_b->stats.solve_ms / result->stats.solve_ms);
+      fmt::print("ab round {:2}: A {:8.2f} B {:8.2f} B/A {:.3f} | dijkstra A {} B {}\n",
+                 r + 1, result->stats.solve_ms, result_b->stats.solve_ms,
+                 ratios.back(), result->stats.dijkstra_runs,
+                 result_b->stats.dijkstra_runs);
     }
     solve_ms.push_back(result->stats.solve_ms);
     t = Clock::now();
@@ -143,6 +237,23 @@ int Run(int argc, char** argv) {
         s.nodes_touched, s.augmentations, s.tree_augmentations,
         s.arcs_repaired, s.drained_units,
         s.backward_runs, s.blocking_flows);
+    if (print_searches) {
+      for (const solver::SearchRecord& q : s.searches) {
+        if (q.kind == solver::SearchRecord::Kind::kBlockingFlow) {
+          fmt::print("    flow      roots {:4} paths {:5} bfs nodes {:7}          {:7.2f} ms\n",
+                     q.roots, q.units, q.nodes, q.ms);
+        } else {
+          fmt::print("    {} roots {:4} units {:5} settled {:7} entries {:8} last {:4} {:7.2f} ms\n",
+                     q.kind == solver::SearchRecord::Kind::kBackward ? "backward"
+                                                                     : "forward ",
+                     q.roots, q.units, q.nodes, q.entries, q.last_distance, q.ms);
+        }
+      }
+    }
+  }
+  if (paired) {
+    fmt::print("ab {}: solve sum A {:.0f} B {:.0f} ms, B/A {:.3f}; median round B/A {:.3f}\n",
+               ab_option, sum_a, sum_b, sum_b / sum_a, Percentile(ratios, 0.5));
   }
   fmt::print("apply p50 {:.2f}; solve p50 {:.2f} p90 {:.2f} p99 {:.2f}; check p50 {:.1f} ms\n",
              Percentile(apply_ms, 0.5), Percentile(solve_ms, 0.5),
