@@ -1144,7 +1144,11 @@ void IncrementalSolver::AddAdmissibleArcs(uint32_t u) {
   const int64_t pu = label_[u].potential;
   for (const AdjEntry& e : adj_[u]) {
     assert(MirrorsArc(e));
-    if (InLastSearch(e.head) && e.cost + pu - label_[e.head].potential == 0) {
+    // A head the BFS did not label can never be stepped into (labels are
+    // only given there), so its entry would only be passed over again at
+    // every advance and relabel from u.
+    if (InLastSearch(e.head) && walk_[e.head].pass == pass_ &&
+        e.cost + pu - label_[e.head].potential == 0) {
       admissible_.push_back(AdmissibleArc{e.arc, e.head});
     }
   }

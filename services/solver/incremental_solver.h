@@ -479,10 +479,13 @@ class IncrementalSolver {
   // The admissible network of a phase, built by BlockingFlow when it first
   // steps from a node and used by every later step and relabel there: the
   // node's entries of adj_ at zero reduced cost into a node the phase's
-  // last search settled, in adjacency order (residual capacity is tested at
-  // use: augmentations open and close arcs, while potentials and stamps
-  // stay fixed). Scanning adj_ at each step had passed the cluster
-  // aggregator's 150,000 arcs again and again.
+  // last search settled and the flow's BFS labelled, in adjacency order
+  // (residual capacity is tested at use: augmentations open and close
+  // arcs, while potentials, stamps and the labelled set stay fixed).
+  // Scanning adj_ at each step had passed the cluster aggregator's 150,000
+  // arcs again and again; the unlabelled heads, which no step or relabel
+  // can use, took 9-12% of the blocking flows' time on incr-quincy-m12500
+  // (paired rounds, 2026-11-24).
   // Entries carry the head, which stays fixed, so that a step tests the
   // head's state before it loads the arc for its residual.
   struct AdmissibleArc {
