@@ -171,6 +171,14 @@ int Run(int argc, char** argv) {
   if (paired) (void)solver_b.InstallSolution(solution->flow, solution->potentials);
   double sum_a = 0;
   double sum_b = 0;
+  // Time in searches and in blocking flows, from IncrementalStats::searches.
+  double search_a = 0, search_b = 0, flow_a = 0, flow_b = 0;
+  const auto add_times = [](const solver::IncrementalStats& stats, double& searches,
+                            double& flows) {
+    for (const solver::SearchRecord& q : stats.searches) {
+      (q.kind == solver::SearchRecord::Kind::kBlockingFlow ? flows : searches) += q.ms;
+    }
+  };
   std::vector<double> ratios;
   fmt::print("{} nodes {} arcs; cold cost scaling + install {:.1f} ms\n",
              problem.node_count, problem.arcs.size(), MsSince(t));
@@ -210,6 +218,8 @@ int Run(int argc, char** argv) {
       }
       sum_a += result->stats.solve_ms;
       sum_b += result_b->stats.solve_ms;
+      add_times(result->stats, search_a, flow_a);
+      add_times(result_b->stats, search_b, flow_b);
       ratios.push_back(result_b->stats.solve_ms / result->stats.solve_ms);
       fmt::print("ab round {:2}: A {:8.2f} B {:8.2f} B/A {:.3f} | dijkstra A {} B {}\n",
                  r + 1, result->stats.solve_ms, result_b->stats.solve_ms,
@@ -252,8 +262,10 @@ int Run(int argc, char** argv) {
     }
   }
   if (paired) {
-    fmt::print("ab {}: solve sum A {:.0f} B {:.0f} ms, B/A {:.3f}; median round B/A {:.3f}\n",
-               ab_option, sum_a, sum_b, sum_b / sum_a, Percentile(ratios, 0.5));
+    fmt::print("ab {}: solve sum A {:.0f} B {:.0f} ms, B/A {:.3f}; median round B/A {:.3f}; "
+               "searches A {:.0f} B {:.0f} ms, blocking flows A {:.0f} B {:.0f} ms\n",
+               ab_option, sum_a, sum_b, sum_b / sum_a, Percentile(ratios, 0.5),
+               search_a, search_b, flow_a, flow_b);
   }
   fmt::print("apply p50 {:.2f}; solve p50 {:.2f} p90 {:.2f} p99 {:.2f}; check p50 {:.1f} ms\n",
              Percentile(apply_ms, 0.5), Percentile(solve_ms, 0.5),
