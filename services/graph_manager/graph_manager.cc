@@ -571,6 +571,7 @@ bool GraphManager::ApplyEventRecord(const bus::Record& record,
         // round carries is the new policy's; the last request wins.
         requested_policy_ = set->policy;
       }
+      SyncNowIfDeterministic(event_changes);
       changes.Merge(event_changes);
       meta_.set_events_applied(meta_.events_applied() + 1);
       if (const auto* job = std::get_if<cluster::JobSubmitted>(&event->body)) {
@@ -655,7 +656,8 @@ void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {
 
 void GraphManager::ApplyRound(std::vector<v1::PlacementDecision> decisions,
                               v1::RoundApplied& out,
-                              cluster::ChangeSet& changes) {
+                              cluster::ChangeSet& batch_changes) {
+  cluster::ChangeSet changes;
   // Partitions interleave arbitrarily, so the order is fixed here:
   // preemptions first, then migrations, then placements, each group in task
   // order. A placement onto a slot (or CPU and memory) that a preemption of
@@ -750,6 +752,8 @@ void GraphManager::ApplyRound(std::vector<v1::PlacementDecision> decisions,
     }
   }
   retry_migrations();
+  SyncNowIfDeterministic(changes);
+  batch_changes.Merge(changes);
   meta_.set_decisions_applied(meta_.decisions_applied() + applied);
   if (options_.deterministic()) {
     // A round that changed the state is followed by another right away, at
@@ -820,10 +824,34 @@ absl::Status GraphManager::SwitchPolicy(const std::string& name) {
   return absl::OkStatus();
 }
 
+void GraphManager::SyncNowIfDeterministic(const cluster::ChangeSet& changes) {
+  if (!options_.deterministic() || !sync_error_.ok()) return;
+  if (!requested_policy_.empty()) {
+    const std::string name = std::move(requested_policy_);
+    requested_policy_.clear();
+    // The rebuild syncs every entity, so `changes` is covered too.
+    sync_error_ = SwitchPolicy(name);
+  } else if (!changes.empty()) {
+    absl::Status synced =
+        policy_->Sync(changes, state_, flow::SyncContext{StateNowMicros()},
+                      builder_);
+    if (!synced.ok()) {
+      sync_error_ = absl::InternalError(
+          absl::StrCat("policy ", std::string(policy_->name()),
+                       " failed to update the network: ", synced.message()));
+    }
+  }
+}
+
 absl::Status GraphManager::CommitChanges(const cluster::ChangeSet& changes,
                                          storage::StateBatch batch,
                                          v1::LedgerRecord* ledger) {
-  if (!requested_policy_.empty()) {
+  // Memory is ahead of disk after a failed sync; only a restart is safe.
+  if (!sync_error_.ok()) return sync_error_;
+  if (options_.deterministic()) {
+    // Synced event by event and round by round already
+    // (SyncNowIfDeterministic).
+  } else if (!requested_policy_.empty()) {
     const std::string name = std::move(requested_policy_);
     requested_policy_.clear();
     // The rebuild syncs every entity, so `changes` is covered too.

@@ -129,6 +129,14 @@ class GraphManager {
   // caller); also replays a ledger's RoundApplied.
   void ApplyRound(std::vector<v1::PlacementDecision> decisions,
                   v1::RoundApplied& out, cluster::ChangeSet& changes);
+  // Deterministic mode: lets the policy turn the state changes of one event
+  // or one round into network changes at once (or switches the policy a
+  // SetPolicy event asked for), instead of once per polled batch. Node ids
+  // go to the lowest free slot, so a batch-wide sync would make the network
+  // depend on where polls happened to split the log; synced per event and
+  // per round, it depends on the log alone. The first failure is kept in
+  // sync_error_ and returned by the next CommitChanges. No-op otherwise.
+  void SyncNowIfDeterministic(const cluster::ChangeSet& changes);
   // Time-dependent policies re-price their arcs; returns the changes.
   absl::StatusOr<std::vector<flow::GraphChange>> RefreshPrices();
   // The time the state and the policy see: the clock, or in deterministic
@@ -176,6 +184,7 @@ class GraphManager {
   // Set by a SetPolicy event; takes effect when the batch commits, before
   // the next round is cut (empty: no switch pending).
   std::string requested_policy_;
+  absl::Status sync_error_;
   uint64_t policy_switches_ = 0;
   v1::GraphManagerMeta meta_;
   RoundCollector collector_;

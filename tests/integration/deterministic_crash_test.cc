@@ -28,7 +28,8 @@ namespace {
 constexpr int kCutEvery = 50;
 constexpr int kMachines = 60;
 constexpr int kSlots = 4;
-constexpr size_t kChunk = 250;  // events per submit
+constexpr size_t kChunk = 250;  // events between kill points
+constexpr size_t kPiece = 37;   // events per submit
 
 std::string Json(const v1::ClusterEvent& event) {
   std::string json;
@@ -150,12 +151,18 @@ class DeterministicCrashTest : public PipelineTest {
     }
     int kills_left = kills;
     for (size_t c = 0; c < chunks; ++c) {
-      std::string lines;
-      for (size_t i = c * kChunk; i < std::min(log.size(), (c + 1) * kChunk); ++i) {
-        lines += log[i] + "\n";
+      // In submissions of kPiece events, which do not divide kCutEvery: the
+      // graph manager's polls then end inside cut windows at places that
+      // depend on timing, and the state must not depend on them.
+      const size_t end = std::min(log.size(), (c + 1) * kChunk);
+      for (size_t from = c * kChunk; from < end; from += kPiece) {
+        std::string lines;
+        for (size_t i = from; i < std::min(end, from + kPiece); ++i) {
+          lines += log[i] + "\n";
+        }
+        CommandResult sent = Flowsched("submit --partition 0 -", lines);
+        EXPECT_EQ(sent.exit_code, 0) << sent.err;
       }
-      CommandResult sent = Flowsched("submit --partition 0 -", lines);
-      EXPECT_EQ(sent.exit_code, 0) << sent.err;
       // Several kills per chunk when there are more kills than chunks.
       int here = kill_after.contains(c) ? 1 : 0;
       if (kills_left > static_cast<int>(kill_after.size()) && here) {
