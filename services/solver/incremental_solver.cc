@@ -789,15 +789,8 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
   // (incremental_profile ls 12500: p50 14.3-15.1 -> 13.4-13.7 ms). A FIFO
   // for the level was cheaper still but settled other nodes among equals,
   // and its blocking flows then routed less: 3 searches instead of 1 in
-  // some load-spreading rounds. That concerns a search that stops midway
-  // through a distance. One that finishes its last distance settles every
-  // node of each distance it reaches whatever the order, which then
-  // decides only the tree's parents, so by default it keeps the level as a
-  // stack and skips the heap (IncrementalOptions::level_order).
+  // some load-spreading rounds.
   level_queue_.clear();
-  const bool level_heap =
-      !finish_level ||
-      options_.level_order == IncrementalOptions::LevelOrder::kByIdAlways;
   bool finishing = false;
   const auto by_id = std::greater<uint32_t>();
   int64_t level = 0;
@@ -806,7 +799,7 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
     int64_t d;
     if (level_queue_.empty()) {
       if (label_heap_.empty() || finishing) break;
-      // A new level: every label at its distance moves to the level queue.
+      // A new level: every label at its distance moves to the level heap.
       for (const RadixHeap::Entry& e : label_heap_.Min()) {
         if (label_[e.value].dist == e.key &&
             settled_stamp_[e.value] != phase_) {
@@ -815,14 +808,10 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
       }
       level = label_heap_.min_key();
       label_heap_.TakeMin();
-      if (level_heap) {
-        std::make_heap(level_queue_.begin(), level_queue_.end(), by_id);
-      }
+      std::make_heap(level_queue_.begin(), level_queue_.end(), by_id);
       continue;
     }
-    if (level_heap) {
-      std::pop_heap(level_queue_.begin(), level_queue_.end(), by_id);
-    }
+    std::pop_heap(level_queue_.begin(), level_queue_.end(), by_id);
     u = level_queue_.back();
     level_queue_.pop_back();
     d = level;
@@ -847,8 +836,7 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
     // The node settled next is most likely the level's next id: start
     // loading its entries while u's are scanned (a miss per settled node).
     if (!level_queue_.empty()) {
-      __builtin_prefetch(
-          adj_[level_heap ? level_queue_.front() : level_queue_.back()].data());
+      __builtin_prefetch(adj_[level_queue_.front()].data());
     }
     // Only the entries with a residual arc on the search's side (regions_).
     const AdjEntry* const list = adj_[u].data();
@@ -879,9 +867,7 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
         __builtin_prefetch(&adj_[w]);
         if (nd == d) {
           level_queue_.push_back(w);
-          if (level_heap) {
-            std::push_heap(level_queue_.begin(), level_queue_.end(), by_id);
-          }
+          std::push_heap(level_queue_.begin(), level_queue_.end(), by_id);
         } else {
           label_heap_.Push(nd, w);
         }

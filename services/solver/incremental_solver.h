@@ -135,22 +135,6 @@ struct IncrementalOptions {
   // load-spreading rounds finish in it, and a second search would only
   // add its cost.
   bool two_sided_search = true;
-  // The order in which a search settles the nodes of one distance. A
-  // round's first search (and one for a single unit) stops once the
-  // deficits it settled cover the excess, often midway through a plateau
-  // of zero reduced cost, so the order decides which nodes of that
-  // distance it settles and what its blocking flow can route: those take
-  // them by id (a heap of ids). A later search finishes its last distance
-  // and so settles the same nodes in any order; the order then picks only
-  // the tree's parents. kByIdOnlyWhenStopping settles a level there last
-  // in, first out, with no heap: on the bench sequence incr-quincy-m12500
-  // the id heap took 5-9% more time a round (`incremental_profile quincy
-  // 12500 30 --ab level_order`, paired rounds, four runs, 2026-11-24) for
-  // the same searches; load spreading, whose rounds mostly end in their
-  // first search, moved by -5 to +4%. kByIdAlways keeps the heap in every
-  // search.
-  enum class LevelOrder { kByIdOnlyWhenStopping, kByIdAlways };
-  LevelOrder level_order = LevelOrder::kByIdOnlyWhenStopping;
 };
 
 class IncrementalSolver {

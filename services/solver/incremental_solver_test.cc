@@ -63,17 +63,11 @@ IncrementalOptions OptionsVariant(int variant) {
   }
   if (variant & 8) options.rebalance_leaves = false;
   if (variant & 16) options.two_sided_search = false;
-  // Not a sixth bit (it would double the suite): a third of the variants
-  // keep the id order in every search.
-  if (variant % 3 == 1) {
-    options.level_order = IncrementalOptions::LevelOrder::kByIdAlways;
-  }
   return options;
 }
 
 // (a) Scheduling-shaped networks through >= 1,000 random change batches
-// each, for every combination of the five tuning options (and the level
-// order in a third of them).
+// each, for every combination of the five tuning options.
 class SchedulingSequenceTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(SchedulingSequenceTest, EveryBatchIsOptimal) {

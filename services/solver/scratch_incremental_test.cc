@@ -31,9 +31,6 @@ IncrementalOptions OptionsForSeed(uint64_t seed) {
   options.drain_arc_budget = seed % 4 == 2 ? 0 : 256;
   options.rebalance_leaves = seed % 7 != 3;
   options.two_sided_search = seed % 2 == 0;
-  if (seed % 11 == 4) {
-    options.level_order = IncrementalOptions::LevelOrder::kByIdAlways;
-  }
   return options;
 }
 
