@@ -832,9 +832,8 @@ void GraphManager::SyncNowIfDeterministic(const cluster::ChangeSet& changes) {
     // The rebuild syncs every entity, so `changes` is covered too.
     sync_error_ = SwitchPolicy(name);
   } else if (!changes.empty()) {
-    absl::Status synced =
-        policy_->Sync(changes, state_, flow::SyncContext{StateNowMicros()},
-                      builder_);
+    absl::Status synced = policy_->Sync(
+        changes, state_, flow::SyncContext{StateNowMicros()}, builder_);
     if (!synced.ok()) {
       sync_error_ = absl::InternalError(
           absl::StrCat("policy ", std::string(policy_->name()),

@@ -878,8 +878,8 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
   stats.searches.push_back(SearchRecord{
       .kind = backward ? SearchRecord::Kind::kBackward
                        : SearchRecord::Kind::kForward,
-      .roots = static_cast<uint32_t>(backward ? deficits_.size()
-                                              : sources_.size()),
+      .roots =
+          static_cast<uint32_t>(backward ? deficits_.size() : sources_.size()),
       .units = total,
       .nodes = settled_.size(),
       .entries = entries,

@@ -334,10 +334,11 @@ TEST(IncrementalSolverTest, SearchRecordsFollowTheRound) {
   EXPECT_EQ(stats.searches[0].kind, SearchRecord::Kind::kForward);
   EXPECT_EQ(stats.searches[0].roots, 40u);
   EXPECT_EQ(stats.searches[0].units, 40);
-  const auto second = std::find_if(
-      stats.searches.begin() + 1, stats.searches.end(), [](const SearchRecord& r) {
-        return r.kind != SearchRecord::Kind::kBlockingFlow;
-      });
+  const auto second =
+      std::find_if(stats.searches.begin() + 1, stats.searches.end(),
+                   [](const SearchRecord& r) {
+                     return r.kind != SearchRecord::Kind::kBlockingFlow;
+                   });
   ASSERT_NE(second, stats.searches.end());
   EXPECT_EQ(second->kind, SearchRecord::Kind::kBackward);
   EXPECT_EQ(second->roots, 1u);  // the sink

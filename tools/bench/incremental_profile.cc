@@ -72,20 +72,24 @@ absl::Status LoadNetwork(const solver::McmfProblem& problem,
                          solver::IncrementalSolver& solver) {
   for (uint32_t v = 0; v < problem.node_count; ++v) {
     if (absl::Status s = solver.SetSupply(v, problem.supply[v]); !s.ok()) {
-      return absl::Status(s.code(), fmt::format("node {}: {}", v, std::string(s.message())));
+      return absl::Status(
+          s.code(), fmt::format("node {}: {}", v, std::string(s.message())));
     }
   }
   for (uint32_t a = 0; a < problem.arcs.size(); ++a) {
     const auto& arc = problem.arcs[a];
-    if (absl::Status s = solver.SetArc(a, arc.src, arc.dst, arc.capacity, arc.cost);
+    if (absl::Status s =
+            solver.SetArc(a, arc.src, arc.dst, arc.capacity, arc.cost);
         !s.ok()) {
-      return absl::Status(s.code(), fmt::format("arc {}: {}", a, std::string(s.message())));
+      return absl::Status(
+          s.code(), fmt::format("arc {}: {}", a, std::string(s.message())));
     }
   }
   return absl::OkStatus();
 }
 
-void ApplyChanges(const solver::McmfProblem& problem, const RoundChanges& changes,
+void ApplyChanges(const solver::McmfProblem& problem,
+                  const RoundChanges& changes,
                   solver::IncrementalSolver& solver) {
   for (uint32_t v : changes.changed_nodes) {
     (void)solver.SetSupply(v, problem.supply[v]);
@@ -96,20 +100,56 @@ void ApplyChanges(const solver::McmfProblem& problem, const RoundChanges& change
   }
 }
 
+// The paired comparison of --ab: per solver, the sums over the rounds.
+struct PairedTally {
+  double solve_a = 0, solve_b = 0;
+  double search_a = 0, search_b = 0;  // IncrementalStats::searches
+  double flow_a = 0, flow_b = 0;
+  std::vector<double> ratios;  // per round, B's solve time over A's
+
+  void Add(const solver::IncrementalStats& a,
+           const solver::IncrementalStats& b) {
+    solve_a += a.solve_ms;
+    solve_b += b.solve_ms;
+    AddParts(a, search_a, flow_a);
+    AddParts(b, search_b, flow_b);
+    ratios.push_back(b.solve_ms / a.solve_ms);
+  }
+  static void AddParts(const solver::IncrementalStats& stats, double& searches,
+                       double& flows) {
+    for (const solver::SearchRecord& q : stats.searches) {
+      (q.kind == solver::SearchRecord::Kind::kBlockingFlow ? flows
+                                                           : searches) += q.ms;
+    }
+  }
+};
+
 int Run(int argc, char** argv) {
   // --ab OPTION and --searches, taken out before the positional arguments
-  // are read.
+  // are read; any other argument starting with "--" is refused.
   std::string ab_option;
   bool print_searches = false;
   for (int i = 1; i < argc;) {
     const std::string flag = argv[i];
-    const int width = flag == "--ab" && i + 1 < argc ? 2 : flag == "--searches" ? 1 : 0;
-    if (width == 0) {
+    int width = 0;
+    if (flag == "--ab") {
+      if (i + 1 >= argc) {
+        fmt::print(
+            "--ab needs an option: two_sided_search or rebalance_leaves\n");
+        return 2;
+      }
+      ab_option = argv[i + 1];
+      width = 2;
+    } else if (flag == "--searches") {
+      print_searches = true;
+      width = 1;
+    } else if (flag.starts_with("--")) {
+      fmt::print("unknown flag {} (--ab OPTION, --searches)\n", flag);
+      return 2;
+    } else {
       ++i;
       continue;
     }
-    if (width == 2) ab_option = argv[i + 1];
-    print_searches |= width == 1;
     for (int j = i; j + width < argc; ++j) argv[j] = argv[j + width];
     argc -= width;
   }
@@ -148,11 +188,13 @@ int Run(int argc, char** argv) {
   const bool paired = !ab_option.empty();
   solver::IncrementalSolver solver(solver_options);
   solver::IncrementalSolver solver_b(options_b);  // stays empty unless paired
-  if (absl::Status s = LoadNetwork(problem, solver); !s.ok()) {
-    fmt::print("{}\n", s.ToString());
-    return 1;
+  for (solver::IncrementalSolver* each : {&solver, &solver_b}) {
+    if (each == &solver_b && !paired) break;
+    if (absl::Status s = LoadNetwork(problem, *each); !s.ok()) {
+      fmt::print("{}\n", s.ToString());
+      return 1;
+    }
   }
-  if (paired) (void)LoadNetwork(problem, solver_b);
   Clock::time_point t = Clock::now();
   solver::CostScaling cold;
   auto solution = cold.Solve(problem);
@@ -160,23 +202,16 @@ int Run(int argc, char** argv) {
     fmt::print("cold solve: {}\n", solution.status().ToString());
     return 1;
   }
-  if (absl::Status s = solver.InstallSolution(solution->flow, solution->potentials);
-      !s.ok()) {
-    fmt::print("install: {}\n", s.ToString());
-    return 1;
-  }
-  if (paired) (void)solver_b.InstallSolution(solution->flow, solution->potentials);
-  double sum_a = 0;
-  double sum_b = 0;
-  // Time in searches and in blocking flows, from IncrementalStats::searches.
-  double search_a = 0, search_b = 0, flow_a = 0, flow_b = 0;
-  const auto add_times = [](const solver::IncrementalStats& stats, double& searches,
-                            double& flows) {
-    for (const solver::SearchRecord& q : stats.searches) {
-      (q.kind == solver::SearchRecord::Kind::kBlockingFlow ? flows : searches) += q.ms;
+  for (solver::IncrementalSolver* each : {&solver, &solver_b}) {
+    if (each == &solver_b && !paired) break;
+    if (absl::Status s =
+            each->InstallSolution(solution->flow, solution->potentials);
+        !s.ok()) {
+      fmt::print("install: {}\n", s.ToString());
+      return 1;
     }
-  };
-  std::vector<double> ratios;
+  }
+  PairedTally tally;
   fmt::print("{} nodes {} arcs; cold cost scaling + install {:.1f} ms\n",
              problem.node_count, problem.arcs.size(), MsSince(t));
   std::vector<double> apply_ms, solve_ms, check_ms;
@@ -213,14 +248,11 @@ int Run(int argc, char** argv) {
                    result->total_cost);
         return 1;
       }
-      sum_a += result->stats.solve_ms;
-      sum_b += result_b->stats.solve_ms;
-      add_times(result->stats, search_a, flow_a);
-      add_times(result_b->stats, search_b, flow_b);
-      ratios.push_back(result_b->stats.solve_ms / result->stats.solve_ms);
-      fmt::print("ab round {:2}: A {:8.2f} B {:8.2f} B/A {:.3f} | dijkstra A {} B {}\n",
-                 r + 1, result->stats.solve_ms, result_b->stats.solve_ms,
-                 ratios.back(), result->stats.dijkstra_runs,
+      tally.Add(result->stats, result_b->stats);
+      fmt::print("ab round {:2}: A {:8.2f} B {:8.2f} B/A {:.3f} | ", r + 1,
+                 result->stats.solve_ms, result_b->stats.solve_ms,
+                 tally.ratios.back());
+      fmt::print("dijkstra A {} B {}\n", result->stats.dijkstra_runs,
                  result_b->stats.dijkstra_runs);
     }
     solve_ms.push_back(result->stats.solve_ms);
@@ -247,22 +279,28 @@ int Run(int argc, char** argv) {
     if (print_searches) {
       for (const solver::SearchRecord& q : s.searches) {
         if (q.kind == solver::SearchRecord::Kind::kBlockingFlow) {
-          fmt::print("    flow      roots {:4} paths {:5} bfs nodes {:7}          {:7.2f} ms\n",
-                     q.roots, q.units, q.nodes, q.ms);
+          fmt::print(
+              "    flow      roots {:4} paths {:5} bfs nodes {:7}          "
+              "{:7.2f} ms\n",
+              q.roots, q.units, q.nodes, q.ms);
         } else {
-          fmt::print("    {} roots {:4} units {:5} settled {:7} entries {:8} last {:4} {:7.2f} ms\n",
-                     q.kind == solver::SearchRecord::Kind::kBackward ? "backward"
-                                                                     : "forward ",
-                     q.roots, q.units, q.nodes, q.entries, q.last_distance, q.ms);
+          fmt::print(
+              "    {} roots {:4} units {:5} settled {:7} entries {:8} last "
+              "{:4} {:7.2f} ms\n",
+              q.kind == solver::SearchRecord::Kind::kBackward ? "backward"
+                                                              : "forward ",
+              q.roots, q.units, q.nodes, q.entries, q.last_distance, q.ms);
         }
       }
     }
   }
   if (paired) {
-    fmt::print("ab {}: solve sum A {:.0f} B {:.0f} ms, B/A {:.3f}; median round B/A {:.3f}; "
-               "searches A {:.0f} B {:.0f} ms, blocking flows A {:.0f} B {:.0f} ms\n",
-               ab_option, sum_a, sum_b, sum_b / sum_a, Percentile(ratios, 0.5),
-               search_a, search_b, flow_a, flow_b);
+    fmt::print("ab {}: solve sum A {:.0f} B {:.0f} ms, B/A {:.3f}; ", ab_option,
+               tally.solve_a, tally.solve_b, tally.solve_b / tally.solve_a);
+    fmt::print("median round B/A {:.3f}; ", Percentile(tally.ratios, 0.5));
+    fmt::print(
+        "searches A {:.0f} B {:.0f} ms, blocking flows A {:.0f} B {:.0f} ms\n",
+        tally.search_a, tally.search_b, tally.flow_a, tally.flow_b);
   }
   fmt::print("apply p50 {:.2f}; solve p50 {:.2f} p90 {:.2f} p99 {:.2f}; check p50 {:.1f} ms\n",
              Percentile(apply_ms, 0.5), Percentile(solve_ms, 0.5),
