@@ -67,27 +67,6 @@ bool FlipOption(const std::string& name, solver::IncrementalOptions& options) {
   return true;
 }
 
-// Mirrors the whole problem into an empty solver.
-absl::Status LoadNetwork(const solver::McmfProblem& problem,
-                         solver::IncrementalSolver& solver) {
-  for (uint32_t v = 0; v < problem.node_count; ++v) {
-    if (absl::Status s = solver.SetSupply(v, problem.supply[v]); !s.ok()) {
-      return absl::Status(
-          s.code(), fmt::format("node {}: {}", v, std::string(s.message())));
-    }
-  }
-  for (uint32_t a = 0; a < problem.arcs.size(); ++a) {
-    const auto& arc = problem.arcs[a];
-    if (absl::Status s =
-            solver.SetArc(a, arc.src, arc.dst, arc.capacity, arc.cost);
-        !s.ok()) {
-      return absl::Status(
-          s.code(), fmt::format("arc {}: {}", a, std::string(s.message())));
-    }
-  }
-  return absl::OkStatus();
-}
-
 void ApplyChanges(const solver::McmfProblem& problem,
                   const RoundChanges& changes,
                   solver::IncrementalSolver& solver) {
@@ -190,7 +169,7 @@ int Run(int argc, char** argv) {
   solver::IncrementalSolver solver_b(options_b);  // stays empty unless paired
   for (solver::IncrementalSolver* each : {&solver, &solver_b}) {
     if (each == &solver_b && !paired) break;
-    if (absl::Status s = LoadNetwork(problem, *each); !s.ok()) {
+    if (absl::Status s = each->Load(problem); !s.ok()) {
       fmt::print("{}\n", s.ToString());
       return 1;
     }
