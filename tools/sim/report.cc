@@ -1,8 +1,11 @@
 #include "tools/sim/report.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "fmt/format.h"
 
@@ -187,14 +190,27 @@ std::string SummaryTable(const std::vector<Summary>& rows) {
 
 std::string WritePlots(const std::vector<SimResult>& results,
                        const std::string& dir) {
+  // Both plots use a log axis, which holds only positive values: a
+  // scheduler with no positive latency (a run too short to place anything
+  // after time 0) or no positive round time has nothing to draw there, and
+  // a plot whose every series is empty is an error to gnuplot ("x range is
+  // invalid"), so such series are left out and such plots skipped.
   std::string cdf_plots, runtime_plots;
   for (const SimResult& r : results) {
     const std::string stem = FileStem(r.scheduler);
-    if (!cdf_plots.empty()) cdf_plots += ", \\\n     ";
-    cdf_plots += fmt::format(
-        "'{}_latency_cdf.csv' using 1:2 with lines lw 2 title '{}'", stem,
-        r.scheduler);
-    if (r.scheduler.rfind("flow:", 0) == 0) {
+    const bool has_latency =
+        std::any_of(r.placements.begin(), r.placements.end(),
+                    [](const PlacementRecord& p) { return p.latency_ms() > 0; });
+    const bool has_runtime =
+        std::any_of(r.rounds.begin(), r.rounds.end(),
+                    [](const RoundRecord& round) { return round.runtime_ms > 0; });
+    if (has_latency) {
+      if (!cdf_plots.empty()) cdf_plots += ", \\\n     ";
+      cdf_plots += fmt::format(
+          "'{}_latency_cdf.csv' using 1:2 with lines lw 2 title '{}'", stem,
+          r.scheduler);
+    }
+    if (has_runtime && r.scheduler.rfind("flow:", 0) == 0) {
       if (!runtime_plots.empty()) runtime_plots += ", \\\n     ";
       runtime_plots += fmt::format(
           "'{}_rounds.csv' using 2:3 with points pt 7 ps 0.8 title '{}'", stem,
@@ -206,33 +222,46 @@ std::string WritePlots(const std::vector<SimResult>& results,
       "#   gnuplot plots.gp\n"
       "set datafile separator ','\n"
       "set terminal png size 900,600 noenhanced\n"
-      "set key bottom right\n"
-      "set grid\n"
-      "set output 'latency_cdf.png'\n"
-      "set title 'Placement latency (submission to placement, simulated)'\n"
-      "set xlabel 'placement latency [ms]'\n"
-      "set ylabel 'fraction of tasks'\n"
-      "set logscale x\n"
-      "set yrange [0:1]\n";
-  script += "plot " + (cdf_plots.empty() ? std::string("0 notitle") : cdf_plots) +
-            "\n";
-  script +=
-      "set output 'solver_runtime.png'\n"
-      "set title 'Scheduling round runtime over simulated time'\n"
-      "set xlabel 'simulated time [s]'\n"
-      "set ylabel 'round runtime [ms]'\n"
-      "unset logscale x\n"
-      "set logscale y\n"
-      "set autoscale y\n"
-      "set key top right\n";
-  script += "plot " +
-            (runtime_plots.empty() ? std::string("1 notitle") : runtime_plots) +
-            "\n";
+      "set grid\n";
+  std::vector<std::string> drawn;
+  if (cdf_plots.empty()) {
+    script += "# latency_cdf.png: no scheduler placed a task after time 0\n";
+  } else {
+    script +=
+        "set output 'latency_cdf.png'\n"
+        "set title 'Placement latency (submission to placement, simulated)'\n"
+        "set xlabel 'placement latency [ms]'\n"
+        "set ylabel 'fraction of tasks'\n"
+        "set key bottom right\n"
+        "set logscale x\n"
+        "set yrange [0:1]\n"
+        "plot " + cdf_plots + "\n";
+    drawn.push_back(dir + "/latency_cdf.png");
+  }
+  if (runtime_plots.empty()) {
+    script += "# solver_runtime.png: no flow scheduler ran a timed round\n";
+  } else {
+    script +=
+        "set output 'solver_runtime.png'\n"
+        "set title 'Scheduling round runtime over simulated time'\n"
+        "set xlabel 'simulated time [s]'\n"
+        "set ylabel 'round runtime [ms]'\n"
+        "set key top right\n"
+        "unset logscale x\n"
+        "set logscale y\n"
+        "set autoscale\n"
+        "plot " + runtime_plots + "\n";
+    drawn.push_back(dir + "/solver_runtime.png");
+  }
   const std::string path = dir + "/plots.gp";
   {
     std::ofstream out(path);
     out << script;
     if (!out) return "could not write " + path;
+  }
+  if (drawn.empty()) {
+    return "no plots: nothing was placed after time 0 and no flow round was "
+           "timed";
   }
   if (!OnPath("gnuplot")) {
     return fmt::format(
@@ -250,8 +279,9 @@ std::string WritePlots(const std::vector<SimResult>& results,
     return fmt::format("gnuplot failed; rerun `cd {} && gnuplot plots.gp`",
                        dir);
   }
-  return fmt::format("plots: {}/latency_cdf.png {}/solver_runtime.png", dir,
-                     dir);
+  std::string line = "plots:";
+  for (const std::string& png : drawn) line += " " + png;
+  return line;
 }
 
 }  // namespace flowsched::sim
