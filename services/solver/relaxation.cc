@@ -18,6 +18,15 @@
 #include "services/solver/solution_cost.h"
 
 namespace flowsched::solver {
+
+bool ExtendRelaxationBudget(Int128 remaining, Int128 initial,
+                            double fraction) {
+  return fraction > 0 && initial > 0 &&
+         static_cast<long double>(remaining) <=
+             static_cast<long double>(fraction) *
+                 static_cast<long double>(initial);
+}
+
 namespace {
 
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
@@ -87,11 +96,24 @@ class Workspace {
       return absl::CancelledError("relaxation: stopped by the caller");
     }
     if (options_.cpu_budget_ns > 0 &&
-        ThreadCpuNs() - start_cpu_ns_ > options_.cpu_budget_ns) {
+        ThreadCpuNs() - start_cpu_ns_ > budget_ns_) {
+      if (!budget_extended_ &&
+          ExtendRelaxationBudget(PositiveSurplus(), initial_surplus_,
+                                 options_.extend_below_surplus_fraction)) {
+        budget_extended_ = true;
+        budget_ns_ += options_.cpu_budget_ns;
+        return absl::OkStatus();
+      }
       return absl::DeadlineExceededError(
           "relaxation: CPU budget exhausted");
     }
     return absl::OkStatus();
+  }
+  // O(n); read at Run's start and when the budget runs out.
+  Int128 PositiveSurplus() const {
+    Int128 sum = 0;
+    for (const int64_t s : surplus_) sum += s > 0 ? s : 0;
+    return sum;
   }
   absl::Status CheckPrice(int64_t price, int64_t step) const {
     if (price > kMaxPrice - step) {
@@ -115,6 +137,9 @@ class Workspace {
   uint32_t node_count_ = 0;
   uint64_t ticks_ = 0;
   const int64_t start_cpu_ns_ = ThreadCpuNs();
+  int64_t budget_ns_ = options_.cpu_budget_ns;
+  bool budget_extended_ = false;
+  Int128 initial_surplus_ = 0;  // PositiveSurplus() when Run starts
   bool infeasible_ = false;
 
   std::vector<uint32_t> first_out_;  // node_count_ + 1 offsets into arcs_
@@ -227,6 +252,7 @@ absl::Status Workspace::Init(const RelaxationWarmStart* warm) {
 }
 
 absl::StatusOr<McmfOutcome> Workspace::Run() {
+  initial_surplus_ = PositiveSurplus();
   for (uint32_t v = 0; v < node_count_; ++v) {
     if (surplus_[v] > 0) Enqueue(v);
   }
