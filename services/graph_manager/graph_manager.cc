@@ -145,10 +145,10 @@ absl::Status GraphManager::Open() {
   FLOWSCHED_RETURN_IF_ERROR(AssignInputs());
   collector_.set_solver_epoch(meta_.solver_epoch());
   if (meta_.in_flight_round_id() != 0) {
-    // Results of the round cut before the restart may still arrive.
-    collector_.Expect(meta_.in_flight_round_id(),
-                      meta_.in_flight_graph_epoch(),
-                      static_cast<uint32_t>(placement_partitions_));
+    // Results of the round cut before the restart may still arrive. Parts
+    // read before the restart are read again: the stored placements
+    // offsets were held at them (held_placement_offsets_).
+    ExpectRound(meta_.in_flight_round_id(), meta_.in_flight_graph_epoch());
     round_sent_steady_us_ = SteadyMicros();
   }
   return absl::OkStatus();
@@ -529,7 +529,18 @@ absl::Status GraphManager::ProcessRecords(
       }
       run->set_to_offset(record.offset + 1);
     } else if (record.topic == options_.topics.placements) {
+      // A part of the round in flight is only in memory until the round
+      // completes: hold the stored offset at the first record read while
+      // the round is in flight. Released as soon as it no longer is (this
+      // record completed it, applied in this very batch, or a resync
+      // request dropped it).
+      if (collector_.expecting()) {
+        held_placement_offsets_.try_emplace(record.partition, record.offset);
+      }
       HandlePlacementRecord(record, changes);
+      if (!collector_.expecting()) held_placement_offsets_.clear();
+      next_offsets_[{record.topic, record.partition}] = record.offset + 1;
+      continue;
     } else if (record.topic == options_.topics.ledger) {
       // Watched for other instances' epoch claims only; never stored.
       next_offsets_[{record.topic, record.partition}] = record.offset + 1;
@@ -549,6 +560,9 @@ absl::Status GraphManager::ProcessRecords(
     next_offsets_[{record.topic, record.partition}] = record.offset + 1;
     batch.SetOffset(record.topic, record.partition, record.offset + 1);
   }
+  // Every batch, not only those with placements records: a released hold
+  // must reach the store even if no record of that partition came since.
+  StagePlacementOffsets(batch);
   FLOWSCHED_RETURN_IF_ERROR(CommitChanges(
       changes, std::move(batch),
       batch_ledger_.steps_size() > 0 ? &batch_ledger_ : nullptr));
@@ -622,6 +636,13 @@ void GraphManager::HandlePlacementRecord(const bus::Record& record,
     // (nothing was consumed since), so rounds keep their places.
     if (collector_.expecting() && options_.deterministic()) {
       meta_.set_cut_pending(true);
+    }
+    // Nobody answers that round any more (the asking worker waits for its
+    // snapshot, any other is fenced now), so it is not in flight for a
+    // restart either, which would otherwise wait for the round timeout.
+    if (collector_.expecting()) {
+      meta_.set_in_flight_round_id(0);
+      meta_.set_in_flight_graph_epoch(0);
     }
     collector_.Clear();
     need_snapshot_ = true;
@@ -892,6 +913,9 @@ void GraphManager::CheckRoundTimeout() {
                "snapshot", collector_.round_id(), waited_us / 1000);
   ++rounds_timed_out_;
   collector_.Clear();
+  // Abandoned: none of its parts is needed again, so the next commit stores
+  // the full placements offsets.
+  held_placement_offsets_.clear();
   meta_.set_in_flight_round_id(0);
   need_snapshot_ = true;
   if (options_.deterministic()) meta_.set_cut_pending(true);
@@ -970,6 +994,9 @@ absl::Status GraphManager::MaybeCutRound() {
     cut.mutable_cut()->set_snapshot(snapshot);
     storage::StateBatch batch;
     StageNetwork(refreshed, network_, batch);
+    // No round is in flight here; offsets released since the last commit
+    // (a timed-out round) are stored with the new in-flight round.
+    StagePlacementOffsets(batch);
     StageLedger(cut, batch);
     StageMetaWithTime(batch);
     FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
@@ -996,8 +1023,7 @@ absl::Status GraphManager::MaybeCutRound() {
     // Parts may have reached the broker: keep listening for this round's
     // results until it times out, like any round in flight.
     round_sent_steady_us_ = SteadyMicros();
-    collector_.Expect(round_id, meta_.epoch(),
-                      static_cast<uint32_t>(placement_partitions_));
+    ExpectRound(round_id, meta_.epoch());
     next_publish_steady_us_ =
         SteadyMicros() + int64_t{publish_backoff_ms_} * 1000;
     publish_backoff_ms_ = std::min(publish_backoff_ms_ * 2, 5000);
@@ -1012,12 +1038,29 @@ absl::Status GraphManager::MaybeCutRound() {
   need_snapshot_ = false;
   pending_changes_.clear();
   round_sent_steady_us_ = SteadyMicros();
-  collector_.Expect(round_id, meta_.epoch(),
-                    static_cast<uint32_t>(placement_partitions_));
+  ExpectRound(round_id, meta_.epoch());
   // Bookkeeping only (the base of the next delta); committed with the next
   // batch. Losing it to a crash is harmless: a restart sends a snapshot.
   meta_.set_last_published_round_id(round_id);
   return absl::OkStatus();
+}
+
+void GraphManager::ExpectRound(uint64_t round_id, uint64_t graph_epoch) {
+  // Holds of an earlier round were released when it stopped being in
+  // flight; this round's start with the first records read for it.
+  held_placement_offsets_.clear();
+  collector_.Expect(round_id, graph_epoch,
+                    static_cast<uint32_t>(placement_partitions_));
+}
+
+void GraphManager::StagePlacementOffsets(storage::StateBatch& batch) const {
+  for (const auto& [key, offset] : next_offsets_) {
+    if (key.first != options_.topics.placements) continue;
+    auto held = held_placement_offsets_.find(key.second);
+    batch.SetOffset(
+        key.first, key.second,
+        held == held_placement_offsets_.end() ? offset : held->second);
+  }
 }
 
 v1::GraphManagerStatus GraphManager::BuildStatus() const {

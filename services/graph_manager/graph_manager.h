@@ -153,6 +153,11 @@ class GraphManager {
                              storage::StateBatch batch,
                              v1::LedgerRecord* ledger);
   absl::Status MaybeCutRound();
+  // Starts collecting the answer of `round_id` (cut by `graph_epoch`).
+  void ExpectRound(uint64_t round_id, uint64_t graph_epoch);
+  // Stages the placements offsets a restart must resume from: the held
+  // offset where a partition has one, else the next offset to consume.
+  void StagePlacementOffsets(storage::StateBatch& batch) const;
   void CheckRoundTimeout();
   void MaybeWriteStatus(bool force);
   [[nodiscard]] v1::GraphManagerStatus BuildStatus() const;
@@ -190,8 +195,17 @@ class GraphManager {
   RoundCollector collector_;
   int32_t placement_partitions_ = 0;
   int32_t event_partitions_ = 0;
-  // Next offset to consume per (topic, partition), as committed.
+  // Next offset to consume per (topic, partition). As committed, except
+  // for placements partitions with a held offset (below).
   std::map<std::pair<std::string, int32_t>, int64_t> next_offsets_;
+  // Placements partition -> offset of the first record read there while
+  // the current round was in flight. The collected parts of that round
+  // live only in collector_, so the stored offset must not pass them until
+  // the round is applied (then the full offsets commit in the same batch)
+  // or abandoned: a restart re-reads them and still completes the round,
+  // instead of waiting for the round timeout. Empty while no round is in
+  // flight, and after a start.
+  std::map<int32_t, int64_t> held_placement_offsets_;
   bool events_paused_ = false;
 
   // Network changes since the last published round.
