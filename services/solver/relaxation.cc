@@ -19,8 +19,7 @@
 
 namespace flowsched::solver {
 
-bool ExtendRelaxationBudget(Int128 remaining, Int128 initial,
-                            double fraction) {
+bool ExtendRelaxationBudget(Int128 remaining, Int128 initial, double fraction) {
   return fraction > 0 && initial > 0 &&
          static_cast<long double>(remaining) <=
              static_cast<long double>(fraction) *

@@ -49,8 +49,7 @@ struct RelaxationOptions {
 // Whether a solve that has used its CPU budget gets it once more
 // (RelaxationOptions::extend_below_surplus_fraction): `remaining` of the
 // `initial` positive surplus is left.
-bool ExtendRelaxationBudget(Int128 remaining, Int128 initial,
-                            double fraction);
+bool ExtendRelaxationBudget(Int128 remaining, Int128 initial, double fraction);
 
 // Exact, deterministic min-cost flow for any problem ValidateProblem accepts.
 // Maintains prices p and a flow in complementary slackness with them (rc =

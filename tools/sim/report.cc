@@ -198,12 +198,12 @@ std::string WritePlots(const std::vector<SimResult>& results,
   std::string cdf_plots, runtime_plots;
   for (const SimResult& r : results) {
     const std::string stem = FileStem(r.scheduler);
-    const bool has_latency =
-        std::any_of(r.placements.begin(), r.placements.end(),
-                    [](const PlacementRecord& p) { return p.latency_ms() > 0; });
-    const bool has_runtime =
-        std::any_of(r.rounds.begin(), r.rounds.end(),
-                    [](const RoundRecord& round) { return round.runtime_ms > 0; });
+    const bool has_latency = std::any_of(
+        r.placements.begin(), r.placements.end(),
+        [](const PlacementRecord& p) { return p.latency_ms() > 0; });
+    const bool has_runtime = std::any_of(
+        r.rounds.begin(), r.rounds.end(),
+        [](const RoundRecord& round) { return round.runtime_ms > 0; });
     if (has_latency) {
       if (!cdf_plots.empty()) cdf_plots += ", \\\n     ";
       cdf_plots += fmt::format(
@@ -234,8 +234,8 @@ std::string WritePlots(const std::vector<SimResult>& results,
         "set ylabel 'fraction of tasks'\n"
         "set key bottom right\n"
         "set logscale x\n"
-        "set yrange [0:1]\n"
-        "plot " + cdf_plots + "\n";
+        "set yrange [0:1]\n";
+    script += "plot " + cdf_plots + "\n";
     drawn.push_back(dir + "/latency_cdf.png");
   }
   if (runtime_plots.empty()) {
@@ -249,8 +249,8 @@ std::string WritePlots(const std::vector<SimResult>& results,
         "set key top right\n"
         "unset logscale x\n"
         "set logscale y\n"
-        "set autoscale\n"
-        "plot " + runtime_plots + "\n";
+        "set autoscale\n";
+    script += "plot " + runtime_plots + "\n";
     drawn.push_back(dir + "/solver_runtime.png");
   }
   const std::string path = dir + "/plots.gp";

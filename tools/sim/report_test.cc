@@ -28,10 +28,11 @@ bool GnuplotOnPath() {
 class WritePlotsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("plots_" + std::string(::testing::UnitTest::GetInstance()
-                                       ->current_test_info()
-                                       ->name()));
+    dir_ =
+        fs::path(::testing::TempDir()) /
+        ("plots_" +
+         std::string(
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -48,8 +49,10 @@ class WritePlotsTest : public ::testing::Test {
 SimResult Placing(const std::string& scheduler) {
   SimResult r;
   r.scheduler = scheduler;
-  r.placements.push_back({.task = 1, .job = 1, .submit_us = 0, .placed_us = 2'000});
-  r.placements.push_back({.task = 2, .job = 1, .submit_us = 0, .placed_us = 9'000});
+  r.placements.push_back(
+      {.task = 1, .job = 1, .submit_us = 0, .placed_us = 2'000});
+  r.placements.push_back(
+      {.task = 2, .job = 1, .submit_us = 0, .placed_us = 9'000});
   r.rounds.push_back({.round = 1, .start_us = 1'000, .runtime_ms = 3.5});
   r.rounds.push_back({.round = 2, .start_us = 8'000, .runtime_ms = 4.0});
   return r;
