@@ -252,6 +252,44 @@ TEST(RelaxationTest, ExtendsItsBudgetOnlyWhenNearlyDone) {
   EXPECT_FALSE(ExtendRelaxationBudget(huge / 50, huge, 0.01));
 }
 
+// The extension wired into the solve: with a budget of 1 ns every check
+// finds it spent, so a solve passes its first check (4,096 iterations) only
+// when extended and its second not at all. Solves whose iteration count
+// falls between the two therefore finish exactly when the extension applies
+// (fraction 1: always); the sweep keeps the test independent of where
+// exactly that window lies.
+TEST(RelaxationTest, AnExtendedSolveFinishesExact) {
+  int rescued = 0;
+  for (uint32_t tasks = 500; tasks <= 1250; tasks += 50) {
+    testgen::SchedulingOptions shape;
+    shape.task_count = tasks;
+    shape.machine_count = tasks / 8;
+    shape.job_count = 20;
+    const McmfProblem problem = testgen::SchedulingNetwork(7, shape);
+    RelaxationOptions never;
+    never.cpu_budget_ns = 1;
+    never.extend_below_surplus_fraction = 0;
+    RelaxationOptions always = never;
+    always.extend_below_surplus_fraction = 1.0;
+    const absl::StatusOr<McmfSolution> unextended =
+        Relaxation(never).Solve(problem);
+    const absl::StatusOr<McmfSolution> extended =
+        Relaxation(always).Solve(problem);
+    if (unextended.ok()) {
+      EXPECT_TRUE(extended.ok()) << tasks << " tasks";
+      continue;
+    }
+    EXPECT_THAT(unextended, StatusIs(absl::StatusCode::kDeadlineExceeded, "CPU budget"));
+    if (!extended.ok()) {
+      EXPECT_THAT(extended, StatusIs(absl::StatusCode::kDeadlineExceeded, "CPU budget"));
+      continue;
+    }
+    ++rescued;
+    ExpectMatchesLemon(problem, extended);
+  }
+  EXPECT_GT(rescued, 0) << "no solve finished only thanks to the extension";
+}
+
 // Relaxation as a repair engine: from the optimum of a perturbed network
 // (the previous round's) it must still end exactly optimal.
 TEST(RelaxationWarmStartTest, MatchesLemonFromAPerturbedOptimum) {
