@@ -20,6 +20,7 @@
 
 #include "fmt/format.h"
 #include "fmt/ranges.h"
+#include "services/common/status_macros.h"
 #include "services/solver/cost_scaling.h"
 #include "services/solver/dimacs.h"
 #include "services/solver/flow_checker.h"
@@ -197,19 +198,9 @@ class IncrementalRunner final : public Runner {
  private:
   absl::Status Load(const solver::McmfProblem& problem) {
     if (!loaded_) {
-      for (uint32_t v = 0; v < problem.node_count; ++v) {
-        if (absl::Status s = solver_.SetSupply(v, problem.supply[v]); !s.ok()) {
-          return s;
-        }
-      }
-      for (uint32_t a = 0; a < problem.arcs.size(); ++a) {
-        const solver::McmfArc& arc = problem.arcs[a];
-        if (absl::Status s = solver_.SetArc(a, arc.src, arc.dst,
-                                            arc.capacity, arc.cost);
-            !s.ok()) {
-          return s;
-        }
-      }
+      // The whole network, node ids and arc handles as the problem's
+      // indices (what the rounds' changes name).
+      FLOWSCHED_RETURN_IF_ERROR(solver_.Load(problem));
       loaded_ = true;
       return absl::OkStatus();
     }
