@@ -114,6 +114,7 @@ int Run(int argc, char** argv) {
     if (flag == "--ab") {
       if (i + 1 >= argc) {
         fmt::print(
+            stderr,
             "--ab needs an option: two_sided_search or rebalance_leaves\n");
         return 2;
       }
@@ -123,7 +124,7 @@ int Run(int argc, char** argv) {
       print_searches = true;
       width = 1;
     } else if (flag.starts_with("--")) {
-      fmt::print("unknown flag {} (--ab OPTION, --searches)\n", flag);
+      fmt::print(stderr, "unknown flag {} (--ab OPTION, --searches)\n", flag);
       return 2;
     } else {
       ++i;
@@ -136,6 +137,16 @@ int Run(int argc, char** argv) {
   const auto machines = static_cast<uint32_t>(argc > 2 ? std::atoi(argv[2]) : 12500);
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 20;
   const double change = argc > 4 ? std::atof(argv[4]) : 0.01;
+  // atoi/atof read garbage as 0: refuse what would build an empty network
+  // or a sequence without changes instead of failing somewhere inside.
+  if ((shape_name != "quincy" && shape_name != "ls") || machines == 0 ||
+      machines > 100'000 || rounds < 1 || !(change > 0 && change <= 1)) {
+    fmt::print(
+        stderr,
+        "usage: incremental_profile quincy|ls [MACHINES 1-100000] "
+        "[ROUNDS >= 1] [CHANGE (0, 1]] ... [--ab OPTION] [--searches]\n");
+    return 2;
+  }
   ClusterShape shape;
   shape.shape = shape_name == "quincy" ? NetworkShape::kQuincy
                                        : NetworkShape::kLoadSpreading;
@@ -160,7 +171,8 @@ int Run(int argc, char** argv) {
   if (argc > 8 && std::atoi(argv[8]) == 1) solver_options.rebalance_leaves = false;
   solver::IncrementalOptions options_b = solver_options;
   if (!ab_option.empty() && !FlipOption(ab_option, options_b)) {
-    fmt::print("--ab takes two_sided_search or rebalance_leaves, not {}\n",
+    fmt::print(stderr,
+               "--ab takes two_sided_search or rebalance_leaves, not {}\n",
                ab_option);
     return 2;
   }
