@@ -228,7 +228,8 @@ int Run(int argc, char** argv) {
     auto result = solver.Solve();
     if (paired && !b_first) result_b = solver_b.Solve();
     if (!result.ok() || result->outcome != solver::McmfOutcome::kOptimal) {
-      fmt::print("round {} failed\n", r);
+      fmt::print("round {} failed: {}\n", r,
+                 result.ok() ? "not optimal" : result.status().ToString());
       return 1;
     }
     if (paired) {
