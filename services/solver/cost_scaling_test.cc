@@ -141,6 +141,10 @@ TEST(CostScalingTest, MatchesLemonOnLargeSchedulingNetwork) {
   testgen::ExpectMatchesLemonOnLargeSchedulingNetwork(kSolve);
 }
 
+TEST(CostScalingTest, MatchesLemonOnChains) {
+  testgen::ExpectMatchesLemonOnChains(kSolve);
+}
+
 TEST(CostScalingTest, SolveFromFallsBackOnSizeMismatch) {
   const McmfProblem problem = testgen::SchedulingNetwork(
       3, {.task_count = 100, .job_count = 3, .machine_count = 10});

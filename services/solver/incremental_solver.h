@@ -321,6 +321,9 @@ class IncrementalSolver {
   // residual arc (imbalances may remain).
   void ApplyPendingRepairs(IncrementalStats& stats);
   void PlaceFreshNodes();
+  // Gives fresh node v the potential PlaceFreshNodes describes, from the
+  // current potentials of its heads (and, without arcs out, its tails).
+  void PriceFreshNode(uint32_t v);
   void RepairArc(uint32_t handle, IncrementalStats& stats);
   // IncrementalOptions::rebalance_leaves for one node; no-op unless every
   // residual arc of u leaves it (no arc enters u), there are at most
@@ -390,6 +393,10 @@ class IncrementalSolver {
   std::vector<uint8_t> fresh_;
   std::vector<uint32_t> active_;  // nodes that may have nonzero excess
   std::vector<uint32_t> fresh_nodes_;
+  // PlaceFreshNodes scratch: per fresh node, its residual arcs into fresh
+  // nodes not yet placed; the nodes ready to be placed, in order.
+  std::vector<uint32_t> fresh_heads_left_;
+  std::vector<uint32_t> fresh_ready_;
   Int128 supply_sum_ = 0;
   uint32_t node_count_live_ = 0;
 

@@ -42,6 +42,7 @@ TEST(PortfolioTest, MatchesLemonOnRandomNetworks) {
   testgen::ExpectMatchesLemonOnRandomFeasibleNetworks(solve);
   testgen::ExpectMatchesLemonFeasibilityOnRandomSupplies(solve);
   testgen::ExpectMatchesLemonOnCappedSchedulingNetworks(solve);
+  testgen::ExpectMatchesLemonOnChains(solve);
   testgen::ExpectCornerCasesSolved(solve);
 }
 

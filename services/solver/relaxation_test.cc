@@ -126,6 +126,10 @@ TEST(RelaxationTest, MatchesLemonOnLargeSchedulingNetwork) {
   testgen::ExpectMatchesLemonOnLargeSchedulingNetwork(kSolve);
 }
 
+TEST(RelaxationTest, MatchesLemonOnChains) {
+  testgen::ExpectMatchesLemonOnChains(kSolve);
+}
+
 // Firmament figure 9 (same construction as cost_scaling_test.cc): a
 // load-spreading cluster (convex X -> machine arcs) already running tasks,
 // and one new job of `new_tasks` tasks contending for the remaining slots.

@@ -134,6 +134,21 @@ TEST(ScratchIncrementalTest, WholePopulationWaiting) {
   }
 }
 
+// Every node of a loaded problem is new and is priced after the new heads
+// of its arcs. Placing them in repeated passes took one pass per node of a
+// chain, quadratic: a 200,000-node path did not finish in minutes. This
+// 100,000-node chain is checked by its certificate alone (LEMON's network
+// simplex is slow on such paths).
+TEST(ScratchIncrementalTest, LoadsALongChainOfNewNodes) {
+  const McmfProblem problem = testgen::ChainNetwork(
+      3, {.node_count = 100'000, .shortcuts = 20'000, .max_hop = 50,
+          .endpoints = 4});
+  const absl::StatusOr<McmfSolution> solution = kSolve(problem, 0);
+  ASSERT_THAT(solution, IsOk());
+  ASSERT_EQ(solution->outcome, McmfOutcome::kOptimal);
+  EXPECT_THAT(CheckOptimalFlow(problem, *solution), IsOk());
+}
+
 TEST(ScratchIncrementalTest, CornerCases) { testgen::ExpectCornerCasesSolved(kSolve); }
 
 TEST(ScratchIncrementalTest, MatchesLemonOnRandomFeasibleNetworks) {
@@ -154,6 +169,10 @@ TEST(ScratchIncrementalTest, MatchesLemonOnCappedSchedulingNetworks) {
 
 TEST(ScratchIncrementalTest, MatchesLemonOnLargeSchedulingNetwork) {
   testgen::ExpectMatchesLemonOnLargeSchedulingNetwork(kSolve);
+}
+
+TEST(ScratchIncrementalTest, MatchesLemonOnChains) {
+  testgen::ExpectMatchesLemonOnChains(kSolve);
 }
 
 TEST(ScratchIncrementalTest, StopFlagSetBeforeSolve) {

@@ -126,6 +126,21 @@ void ExpectMatchesLemonOnLargeSchedulingNetwork(const SolveFn& solve) {
             McmfOutcome::kOptimal);
 }
 
+void ExpectMatchesLemonOnChains(const SolveFn& solve) {
+  for (uint64_t seed = 0; seed < 24; ++seed) {
+    SCOPED_TRACE(::testing::Message() << "chain seed " << seed);
+    const auto nodes = static_cast<uint32_t>(200 + 1800 * (seed % 4) / 3);
+    const McmfProblem problem = ChainNetwork(
+        seed, {.node_count = nodes,
+               .shortcuts = nodes / 2,
+               .max_hop = 10 + static_cast<uint32_t>(seed % 5) * 20,
+               .endpoints = 1 + static_cast<uint32_t>(seed % 6),
+               .back_arcs = seed % 2 == 1});
+    EXPECT_EQ(ExpectMatchesLemon(problem, solve(problem, seed)),
+              McmfOutcome::kOptimal);
+  }
+}
+
 void ExpectRegistered(std::string_view name) {
   absl::StatusOr<std::unique_ptr<McmfSolver>> solver = MakeSolver(name);
   ASSERT_THAT(solver, flowsched::testing::IsOk());

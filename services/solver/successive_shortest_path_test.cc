@@ -219,5 +219,9 @@ TEST(SuccessiveShortestPathTest, MatchesLemonOnLargeSchedulingNetwork) {
   testgen::ExpectMatchesLemonOnLargeSchedulingNetwork(kSolve);
 }
 
+TEST(SuccessiveShortestPathTest, MatchesLemonOnChains) {
+  testgen::ExpectMatchesLemonOnChains(kSolve);
+}
+
 }  // namespace
 }  // namespace flowsched::solver

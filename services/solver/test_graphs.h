@@ -53,6 +53,21 @@ struct SchedulingOptions {
 
 McmfProblem SchedulingNetwork(uint64_t seed, const SchedulingOptions& options);
 
+// A long chain: arcs v -> v + 1 that can carry every unit, forward
+// shortcuts of up to max_hop nodes with small capacities and costs that
+// may undercut the chain, and (with back_arcs) arcs a few nodes back, so
+// cycles appear. Supplies sit in the first tenth of the chain and demands
+// in the last, so the problem is feasible and its paths are thousands of
+// arcs long: the shape that made per-node passes quadratic.
+struct ChainOptions {
+  uint32_t node_count = 1000;
+  uint32_t shortcuts = 500;
+  uint32_t max_hop = 50;
+  uint32_t endpoints = 5;  // supply nodes, and as many demand nodes
+  bool back_arcs = false;
+};
+McmfProblem ChainNetwork(uint64_t seed, const ChainOptions& options);
+
 // A starting point for warm-started solvers: the optimum (by cost scaling)
 // of a copy of `problem` with the costs of about a fifth of the arcs and
 // the capacities of about a tenth changed, as a round's changes would; if
