@@ -648,7 +648,9 @@ void GraphManager::HandlePlacementRecord(const bus::Record& record,
     need_snapshot_ = true;
     return;
   }
-  if (collector_.Add(record.partition, message)) ApplyDecisions(changes);
+  if (collector_.Add(record.partition, record.offset, message)) {
+    ApplyDecisions(changes);
+  }
 }
 
 void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {

@@ -13,6 +13,11 @@ void RoundCollector::Expect(uint64_t round_id, uint64_t graph_epoch,
 }
 
 void RoundCollector::Clear() {
+  DropAnswers();
+  complete_taken_.clear();
+}
+
+void RoundCollector::DropAnswers() {
   round_id_.reset();
   answers_.clear();
 }
@@ -22,7 +27,38 @@ void RoundCollector::set_solver_epoch(uint64_t solver_epoch) {
   solver_epoch_ = solver_epoch;
 }
 
-bool RoundCollector::Add(int32_t partition, const v1::PlacementRecord& record) {
+bool RoundCollector::Take(TakenOffsets& taken, int32_t partition,
+                          int64_t offset) {
+  auto [it, first] = taken.try_emplace(partition, offset);
+  if (first) return true;
+  if (offset <= it->second) return false;
+  it->second = offset;
+  return true;
+}
+
+bool RoundCollector::RepeatsCompleteAnswer(
+    int32_t partition, int64_t offset,
+    const v1::PlacementRecord& record) const {
+  auto it = complete_taken_.find(partition);
+  if (it == complete_taken_.end() || offset > it->second) return false;
+  const v1::RoundComplete& done = complete_summary_;
+  if (record.has_decision()) {
+    const v1::PlacementDecision& decision = record.decision();
+    return decision.round_id() == done.round_id() &&
+           decision.graph_epoch() == done.graph_epoch() &&
+           decision.epoch() == done.epoch();
+  }
+  if (record.has_round_complete()) {
+    const v1::RoundComplete& marker = record.round_complete();
+    return marker.round_id() == done.round_id() &&
+           marker.graph_epoch() == done.graph_epoch() &&
+           marker.epoch() == done.epoch();
+  }
+  return false;
+}
+
+bool RoundCollector::Add(int32_t partition, int64_t offset,
+                         const v1::PlacementRecord& record) {
   const uint64_t worker_epoch =
       record.has_decision()         ? record.decision().epoch()
       : record.has_round_complete() ? record.round_complete().epoch()
@@ -32,7 +68,11 @@ bool RoundCollector::Add(int32_t partition, const v1::PlacementRecord& record) {
     return false;
   }
   if (!round_id_.has_value()) {
-    ++ignored_;
+    if (RepeatsCompleteAnswer(partition, offset, record)) {
+      ++duplicates_;
+    } else {
+      ++ignored_;
+    }
     return false;
   }
   if (record.has_decision()) {
@@ -42,7 +82,12 @@ bool RoundCollector::Add(int32_t partition, const v1::PlacementRecord& record) {
       ++ignored_;
       return false;
     }
-    answers_[decision.epoch()].decisions.push_back(decision);
+    Answer& answer = answers_[decision.epoch()];
+    if (!Take(answer.taken, partition, offset)) {
+      ++duplicates_;
+      return false;
+    }
+    answer.decisions.push_back(decision);
     return false;
   }
   if (!record.has_round_complete()) return false;
@@ -54,20 +99,26 @@ bool RoundCollector::Add(int32_t partition, const v1::PlacementRecord& record) {
     return false;
   }
   Answer& answer = answers_[marker.epoch()];
+  if (!Take(answer.taken, partition, offset)) {
+    ++duplicates_;
+    return false;
+  }
   answer.closed_partitions.insert(marker.partition());
   answer.total_decisions = marker.total_decisions();
   answer.summary = marker;
   if (answer.closed_partitions.size() != partition_count_) return false;
   if (answer.decisions.size() != answer.total_decisions) {
-    // Markers all arrived but decisions are missing or duplicated: the
-    // answer is unusable. Drop it; the round times out and is re-cut.
+    // Markers all arrived but decisions are missing or too many (repeats
+    // are not taken, so a solver fault): the answer is unusable. Drop it;
+    // the round times out and is re-cut.
     answers_.erase(marker.epoch());
     ++ignored_;
     return false;
   }
   complete_decisions_ = std::move(answer.decisions);
   complete_summary_ = answer.summary;
-  Clear();
+  complete_taken_ = std::move(answer.taken);
+  DropAnswers();
   return true;
 }
 
