@@ -1095,6 +1095,7 @@ v1::GraphManagerStatus GraphManager::BuildStatus() const {
   s.set_digest_at_stop(digest_at_stop_);
   s.set_solver_epoch(meta_.solver_epoch());
   s.set_results_fenced(collector_.fenced_records());
+  s.set_results_duplicate(collector_.duplicate_records());
   s.set_role(fenced_by_epoch_ != 0 || (lease_ != nullptr && !lease_->held())
                  ? "standby"
                  : "active");

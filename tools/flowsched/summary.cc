@@ -42,8 +42,10 @@ void PrintSummary(const v1::GraphManagerStatus& s, std::ostream& out) {
   fmt::print(out, "    round trip      {}\n", TimingLine(s.round_trip()));
   fmt::print(out, "  decisions applied {:>10}   (stale, rejected: {})\n",
              s.decisions_applied(), s.decisions_stale());
-  fmt::print(out, "  solver epoch      {:>10}   (results fenced: {})\n",
-             s.solver_epoch(), s.results_fenced());
+  fmt::print(out,
+             "  solver epoch      {:>10}   (results fenced: {}, duplicates: "
+             "{})\n",
+             s.solver_epoch(), s.results_fenced(), s.results_duplicate());
   fmt::print(out, "  flow network      {:>10} nodes, {} arcs\n",
              s.network_nodes(), s.network_arcs());
 }
