@@ -85,10 +85,25 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
       return scaled;
     case 3:
       return primal_dual;
-    default:
+    default: {
       // None finished: all were stopped by the caller (Cancelled), or all
-      // failed the same way (e.g. InvalidArgument).
+      // failed the same way (e.g. InvalidArgument), or cost scaling refused
+      // a cost range the other thread's algorithms accept (its price bound
+      // is the narrowest: (n + 1)^2 * max|cost| <= 2^57) and they failed
+      // later for a reason of the problem's own, such as a total cost
+      // beyond int64, which is the error to report.
+      const absl::Status& other = primal_dual.status().code() ==
+                                          absl::StatusCode::kUnknown
+                                      ? relaxed.status()
+                                      : primal_dual.status();
+      if (scaled.status().code() == absl::StatusCode::kOutOfRange &&
+          !other.ok() && other.code() != absl::StatusCode::kCancelled &&
+          other.code() != absl::StatusCode::kDeadlineExceeded &&
+          other.code() != absl::StatusCode::kUnknown) {
+        return other;
+      }
       return scaled.status();
+    }
   }
 }
 

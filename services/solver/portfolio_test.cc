@@ -3,6 +3,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/common/status_matchers.h"
+#include "services/solver/cost_scaling.h"
 #include "services/solver/feasibility.h"
 #include "services/solver/flow_checker.h"
 #include "services/solver/lemon_reference.h"
@@ -82,6 +83,34 @@ TEST(PortfolioTest, PastRelaxationsBudgetThePrimalDualRaces) {
                 solution->algorithm == "incremental")
         << solution->algorithm;
   }
+}
+
+// Cost scaling refuses costs of 2^30 on 12,000 nodes ((n + 1)^2 * max|cost|
+// above 2^57); relaxation accepts them, so the portfolio still answers, and
+// when the problem itself overflows (a total cost of 2^70) it says so
+// rather than naming cost scaling's narrower bound.
+TEST(PortfolioTest, CostsBeyondCostScalingsRange) {
+  McmfProblem problem;
+  problem.node_count = 12'000;
+  problem.supply.assign(problem.node_count, 0);
+  problem.supply[0] = 1;
+  problem.supply[1] = -1;
+  constexpr int64_t kCost = int64_t{1} << 30;
+  problem.arcs = {{.src = 0, .dst = 1, .capacity = 1, .cost = kCost}};
+  absl::StatusOr<McmfSolution> solution = Portfolio().Solve(problem);
+  ASSERT_THAT(solution, IsOk());
+  EXPECT_EQ(solution->outcome, McmfOutcome::kOptimal);
+  EXPECT_EQ(solution->total_cost, kCost);
+  EXPECT_NE(solution->algorithm, "cost_scaling");
+
+  constexpr int64_t kUnits = int64_t{1} << 40;
+  problem.supply[0] = kUnits;
+  problem.supply[1] = -kUnits;
+  problem.arcs[0].capacity = kUnits;
+  EXPECT_THAT(CostScaling().Solve(problem),
+              StatusIs(absl::StatusCode::kOutOfRange, "2^57"));
+  EXPECT_THAT(Portfolio().Solve(problem),
+              StatusIs(absl::StatusCode::kOutOfRange, "total cost"));
 }
 
 TEST(PortfolioTest, ACallerStopCancelsBothAlgorithms) {
