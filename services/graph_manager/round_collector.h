@@ -56,7 +56,10 @@ class RoundCollector {
   // true if it completed the expected round; then complete_decisions() and
   // complete_summary() hold the answer until the next Expect or Clear.
   // REQUIRES: offsets of one partition increase, except after a rewind
-  // (whose records up to the highest offset taken are duplicates).
+  // (whose records up to the highest offset taken are duplicates). A
+  // partition whose offsets restart lower mid-round (a recreated topic, a
+  // reset to the earliest offset) has its new records taken as repeats:
+  // the round then times out and is cut again, a delay, not a loss.
   bool Add(int32_t partition, int64_t offset,
            const v1::PlacementRecord& record);
 

@@ -501,7 +501,7 @@ void IncrementalSolver::PlaceFreshNodes() {
   // tails), O(n + m): repeated passes over the pending nodes, as before
   // 2026-11-25, took one pass per node of a chain of fresh nodes, and the
   // 200,000-node path of a DIMACS file loaded at once did not finish in
-  // minutes. Nodes on a cycle of fresh nodes (or behind one) are placed
+  // two minutes. Nodes on a cycle of fresh nodes (or behind one) are placed
   // last, in arrival order, against whatever their heads hold then.
   std::vector<uint32_t>& pending = fresh_nodes_;
   fresh_ready_.clear();
@@ -520,6 +520,7 @@ void IncrementalSolver::PlaceFreshNodes() {
   }
   for (size_t i = 0; i < fresh_ready_.size(); ++i) {
     const uint32_t v = fresh_ready_[i];
+    if (fresh_[v] == 0) continue;  // listed twice (MarkFresh prevents it)
     PriceFreshNode(v);
     fresh_[v] = 0;
     // v's fresh tails: the partners of v's reverse entries.

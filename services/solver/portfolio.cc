@@ -90,8 +90,8 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
       // failed the same way (e.g. InvalidArgument), or cost scaling refused
       // a cost range the other thread's algorithms accept (its price bound
       // is the narrowest: (n + 1)^2 * max|cost| <= 2^57) and they failed
-      // later for a reason of the problem's own, such as a total cost
-      // beyond int64, which is the error to report.
+      // later. Their error then says more: usually the problem's own (a
+      // total cost beyond int64), at worst their own run-time guard.
       const absl::Status& other = primal_dual.status().code() ==
                                           absl::StatusCode::kUnknown
                                       ? relaxed.status()

@@ -136,7 +136,7 @@ TEST(ScratchIncrementalTest, WholePopulationWaiting) {
 
 // Every node of a loaded problem is new and is priced after the new heads
 // of its arcs. Placing them in repeated passes took one pass per node of a
-// chain, quadratic: a 200,000-node path did not finish in minutes. This
+// chain, quadratic: a 200,000-node path did not finish in two minutes. This
 // 100,000-node chain is checked by its certificate alone (LEMON's network
 // simplex is slow on such paths).
 TEST(ScratchIncrementalTest, LoadsALongChainOfNewNodes) {

@@ -38,7 +38,7 @@ void ExpectMatchesLemonOnCappedSchedulingNetworks(const SolveFn& solve);
 // One network of 5,000 tasks on 1,500 machines at 95%.
 void ExpectMatchesLemonOnLargeSchedulingNetwork(const SolveFn& solve);
 // 24 chains of 200-2,000 nodes (ChainNetwork), half with back arcs, so
-// negative cycles: paths thousands of arcs long, unlike any scheduling
+// negative cycles: paths of hundreds to 1,600 arcs, unlike any scheduling
 // network.
 void ExpectMatchesLemonOnChains(const SolveFn& solve);
 // `MakeSolver(name)` builds an algorithm that reports `name`, and

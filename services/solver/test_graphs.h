@@ -57,8 +57,9 @@ McmfProblem SchedulingNetwork(uint64_t seed, const SchedulingOptions& options);
 // shortcuts of up to max_hop nodes with small capacities and costs that
 // may undercut the chain, and (with back_arcs) arcs a few nodes back, so
 // cycles appear. Supplies sit in the first tenth of the chain and demands
-// in the last, so the problem is feasible and its paths are thousands of
-// arcs long: the shape that made per-node passes quadratic.
+// in the last, so the problem is feasible and its paths are most of the
+// chain long (hundreds to thousands of arcs): the shape that made
+// per-node passes quadratic.
 struct ChainOptions {
   uint32_t node_count = 1000;
   uint32_t shortcuts = 500;
