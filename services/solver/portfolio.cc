@@ -92,10 +92,10 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
       // is the narrowest: (n + 1)^2 * max|cost| <= 2^57) and they failed
       // later. Their error then says more: usually the problem's own (a
       // total cost beyond int64), at worst their own run-time guard.
-      const absl::Status& other = primal_dual.status().code() ==
-                                          absl::StatusCode::kUnknown
-                                      ? relaxed.status()
-                                      : primal_dual.status();
+      const absl::Status& other =
+          primal_dual.status().code() == absl::StatusCode::kUnknown
+              ? relaxed.status()
+              : primal_dual.status();
       if (scaled.status().code() == absl::StatusCode::kOutOfRange &&
           !other.ok() && other.code() != absl::StatusCode::kCancelled &&
           other.code() != absl::StatusCode::kDeadlineExceeded &&

@@ -140,9 +140,10 @@ TEST(ScratchIncrementalTest, WholePopulationWaiting) {
 // 100,000-node chain is checked by its certificate alone (LEMON's network
 // simplex is slow on such paths).
 TEST(ScratchIncrementalTest, LoadsALongChainOfNewNodes) {
-  const McmfProblem problem = testgen::ChainNetwork(
-      3, {.node_count = 100'000, .shortcuts = 20'000, .max_hop = 50,
-          .endpoints = 4});
+  const McmfProblem problem = testgen::ChainNetwork(3, {.node_count = 100'000,
+                                                        .shortcuts = 20'000,
+                                                        .max_hop = 50,
+                                                        .endpoints = 4});
   const absl::StatusOr<McmfSolution> solution = kSolve(problem, 0);
   ASSERT_THAT(solution, IsOk());
   ASSERT_EQ(solution->outcome, McmfOutcome::kOptimal);

@@ -114,20 +114,22 @@ McmfProblem ChainNetwork(uint64_t seed, const ChainOptions& options) {
     total += units;
   }
   for (uint32_t v = 0; v + 1 < n; ++v) {
-    problem.arcs.push_back({.src = v, .dst = v + 1,
-                            .capacity = total, .cost = rng.Int(1, 10)});
+    problem.arcs.push_back(
+        {.src = v, .dst = v + 1, .capacity = total, .cost = rng.Int(1, 10)});
   }
   const uint32_t max_hop = std::max<uint32_t>(options.max_hop, 2);
   for (uint32_t k = 0; k < options.shortcuts; ++k) {
     const uint32_t hop = 2 + rng.Index(max_hop - 1);
     const uint32_t u = rng.Index(n - std::min(hop, n - 1));
-    problem.arcs.push_back({.src = u, .dst = std::min(u + hop, n - 1),
+    problem.arcs.push_back({.src = u,
+                            .dst = std::min(u + hop, n - 1),
                             .capacity = rng.Int(1, 5),
                             .cost = rng.Int(-5, 8 * int64_t{hop})});
     if (options.back_arcs) {
       const uint32_t back = 1 + rng.Index(5);
       const uint32_t w = back + rng.Index(n - back);
-      problem.arcs.push_back({.src = w, .dst = w - back,
+      problem.arcs.push_back({.src = w,
+                              .dst = w - back,
                               .capacity = rng.Int(1, 5),
                               .cost = rng.Int(-20, 40)});
     }
