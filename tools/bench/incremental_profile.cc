@@ -28,12 +28,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "absl/strings/numbers.h"
 
 #include "services/solver/cost_scaling.h"
 #include "services/solver/flow_checker.h"
@@ -53,6 +56,18 @@ double Percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   const auto i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
   return v[std::min(i, v.size() - 1)];
+}
+
+// Positional argument k: `fallback` when absent, nullopt unless it is
+// wholly a number in [lo, hi] (atoi read "12x" as 12 and "abc" as 0).
+std::optional<int64_t> IntArg(int argc, char** argv, int k, int64_t fallback,
+                              int64_t lo, int64_t hi) {
+  if (argc <= k) return fallback;
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(argv[k], &value) || value < lo || value > hi) {
+    return std::nullopt;
+  }
+  return value;
 }
 
 // Flips `name` in `options`; false for an unknown name.
@@ -133,42 +148,56 @@ int Run(int argc, char** argv) {
     for (int j = i; j + width < argc; ++j) argv[j] = argv[j + width];
     argc -= width;
   }
+  // Refused rather than guessed: a bad value would build an empty network
+  // or a sequence without changes and fail somewhere inside.
   const std::string shape_name = argc > 1 ? argv[1] : "ls";
-  const auto machines = static_cast<uint32_t>(argc > 2 ? std::atoi(argv[2]) : 12500);
-  const int rounds = argc > 3 ? std::atoi(argv[3]) : 20;
-  const double change = argc > 4 ? std::atof(argv[4]) : 0.01;
-  // atoi/atof read garbage as 0: refuse what would build an empty network
-  // or a sequence without changes instead of failing somewhere inside.
-  if ((shape_name != "quincy" && shape_name != "ls") || machines == 0 ||
-      machines > 100'000 || rounds < 1 || !(change > 0 && change <= 1)) {
-    fmt::print(
-        stderr,
-        "usage: incremental_profile quincy|ls [MACHINES 1-100000] "
-        "[ROUNDS >= 1] [CHANGE (0, 1]] ... [--ab OPTION] [--searches]\n");
+  const std::optional<int64_t> machines =
+      IntArg(argc, argv, 2, 12500, 1, 100'000);
+  const std::optional<int64_t> rounds =
+      IntArg(argc, argv, 3, 20, 1, 1'000'000);
+  double change = 0.01;
+  const bool change_ok =
+      argc <= 4 || (absl::SimpleAtod(argv[4], &change) && change > 0 &&
+                    change <= 1);
+  const std::optional<int64_t> drain_budget =
+      IntArg(argc, argv, 5, solver::IncrementalOptions{}.drain_arc_budget, 0,
+             UINT32_MAX);
+  bool switches_ok = true;  // arguments 6-10: 0 or 1
+  for (int k = 6; k <= 10; ++k) {
+    switches_ok = switches_ok && IntArg(argc, argv, k, 0, 0, 1).has_value();
+  }
+  if ((shape_name != "quincy" && shape_name != "ls") || !machines ||
+      !rounds || !change_ok || !drain_budget || !switches_ok || argc > 11) {
+    fmt::print(stderr,
+               "usage: incremental_profile quincy|ls [MACHINES 1-100000] "
+               "[ROUNDS >= 1] [CHANGE (0, 1]] [DRAIN_BUDGET] [0|1 ...x5] "
+               "[--ab OPTION] [--searches] (see the file's header)\n");
     return 2;
   }
+  // Switches 6-10 are 1 to turn on.
+  const auto on = [&](int k) { return argc > k && argv[k][0] == '1'; };
   ClusterShape shape;
   shape.shape = shape_name == "quincy" ? NetworkShape::kQuincy
                                        : NetworkShape::kLoadSpreading;
-  shape.machines = machines;
+  shape.machines = static_cast<uint32_t>(*machines);
   shape.utilisation = 0.9;
   IncrementalOptions options{.min_change = change, .max_change = change};
-  if (argc > 9 && std::atoi(argv[9]) == 1) {
+  if (on(9)) {
     options.starts = IncrementalOptions::StartModel::kRandomFreeSlot;
   }
-  const bool follow_own_flow = argc > 10 && std::atoi(argv[10]) == 1;
+  const bool follow_own_flow = on(10);
   ClusterNetwork network(shape, options);
   const solver::McmfProblem& problem = network.problem();
   solver::IncrementalOptions solver_options;
-  if (argc > 5) solver_options.drain_arc_budget = static_cast<uint32_t>(std::atoi(argv[5]));
-  if (argc > 6 && std::atoi(argv[6]) == 1) {
+  solver_options.drain_arc_budget = static_cast<uint32_t>(*drain_budget);
+  if (on(6)) {
     solver_options.dijkstra_stop =
         solver::IncrementalOptions::DijkstraStop::kFirstDeficit;
   }
-  if (argc > 7 && std::atoi(argv[7]) == 1) {
+  if (on(7)) {
     solver_options.search_side = solver::IncrementalOptions::SearchSide::kForward;
   }
-  if (argc > 8 && std::atoi(argv[8]) == 1) solver_options.rebalance_leaves = false;
+  if (on(8)) solver_options.rebalance_leaves = false;
   solver::IncrementalOptions options_b = solver_options;
   if (!ab_option.empty() && !FlipOption(ab_option, options_b)) {
     fmt::print(stderr,
@@ -206,7 +235,7 @@ int Run(int argc, char** argv) {
   fmt::print("{} nodes {} arcs; cold cost scaling + install {:.1f} ms\n",
              problem.node_count, problem.arcs.size(), MsSince(t));
   std::vector<double> apply_ms, solve_ms, check_ms;
-  for (int r = 0; r < rounds; ++r) {
+  for (int64_t r = 0; r < *rounds; ++r) {
     std::vector<int64_t> own_flow;
     if (follow_own_flow) {
       own_flow.resize(problem.arcs.size());
