@@ -37,6 +37,7 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
       absl::UnknownError("relaxation did not run");
   absl::StatusOr<McmfSolution> primal_dual =
       absl::UnknownError("incremental did not run");
+  bool primal_dual_ran = false;  // set on the relaxation thread, read after join
   std::thread relaxation_thread([&] {
     if (warm != nullptr) {
       Relaxation relaxation;
@@ -67,6 +68,7 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
     }
     ScratchIncremental incremental;
     incremental.set_stop_flag(stop);
+    primal_dual_ran = true;
     primal_dual = incremental.Solve(problem);
     finish(primal_dual, 3);
   });
@@ -93,13 +95,10 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
       // later. Their error then says more: usually the problem's own (a
       // total cost beyond int64), at worst their own run-time guard.
       const absl::Status& other =
-          primal_dual.status().code() == absl::StatusCode::kUnknown
-              ? relaxed.status()
-              : primal_dual.status();
+          primal_dual_ran ? primal_dual.status() : relaxed.status();
       if (scaled.status().code() == absl::StatusCode::kOutOfRange &&
           !other.ok() && other.code() != absl::StatusCode::kCancelled &&
-          other.code() != absl::StatusCode::kDeadlineExceeded &&
-          other.code() != absl::StatusCode::kUnknown) {
+          other.code() != absl::StatusCode::kDeadlineExceeded) {
         return other;
       }
       return scaled.status();
