@@ -26,6 +26,8 @@
 // Paired rounds are what make a change of a few percent visible on a shared
 // machine, where two runs of one binary minutes apart differ by 20-30%.
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -34,10 +36,7 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "absl/strings/numbers.h"
-
 #include "services/solver/cost_scaling.h"
 #include "services/solver/flow_checker.h"
 #include "services/solver/incremental_solver.h"
@@ -153,12 +152,10 @@ int Run(int argc, char** argv) {
   const std::string shape_name = argc > 1 ? argv[1] : "ls";
   const std::optional<int64_t> machines =
       IntArg(argc, argv, 2, 12500, 1, 100'000);
-  const std::optional<int64_t> rounds =
-      IntArg(argc, argv, 3, 20, 1, 1'000'000);
+  const std::optional<int64_t> rounds = IntArg(argc, argv, 3, 20, 1, 1'000'000);
   double change = 0.01;
-  const bool change_ok =
-      argc <= 4 || (absl::SimpleAtod(argv[4], &change) && change > 0 &&
-                    change <= 1);
+  const bool change_ok = argc <= 4 || (absl::SimpleAtod(argv[4], &change) &&
+                                       change > 0 && change <= 1);
   const std::optional<int64_t> drain_budget =
       IntArg(argc, argv, 5, solver::IncrementalOptions{}.drain_arc_budget, 0,
              UINT32_MAX);
@@ -166,8 +163,8 @@ int Run(int argc, char** argv) {
   for (int k = 6; k <= 10; ++k) {
     switches_ok = switches_ok && IntArg(argc, argv, k, 0, 0, 1).has_value();
   }
-  if ((shape_name != "quincy" && shape_name != "ls") || !machines ||
-      !rounds || !change_ok || !drain_budget || !switches_ok || argc > 11) {
+  if ((shape_name != "quincy" && shape_name != "ls") || !machines || !rounds ||
+      !change_ok || !drain_budget || !switches_ok || argc > 11) {
     fmt::print(stderr,
                "usage: incremental_profile quincy|ls [MACHINES 1-100000] "
                "[ROUNDS >= 1] [CHANGE (0, 1]] [DRAIN_BUDGET] [0|1 ...x5] "
