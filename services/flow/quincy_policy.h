@@ -88,10 +88,15 @@ struct QuincyParams {
   size_t max_preferences = 10;
   // Omega in cost units: 2^20 is about 34 minutes of waiting at omega =
   // 0.5, and a task that ran about 34 minutes (its running cost at the floor
-  // -2 Omega) is never preempted. It bounds max|cost| for the solvers: cost
-  // scaling needs (n + 1)^2 max|cost| < 2^57, which at 12,500 machines and
-  // 150,000 tasks (161,000 nodes) allows 2^22. With 2^28 the running cost of
-  // tasks that ran for hours went past that and every cold start failed.
+  // -2 Omega) is never preempted. It bounds max|cost| for the solvers. Cost
+  // scaling refused (n + 1)^2 max|cost| >= 2^57 until 2026-11-25, which at
+  // 12,500 machines and 150,000 tasks (161,000 nodes) allowed 2^22, and
+  // with 2^28 every cold start failed once tasks had run for hours; it now
+  // needs (n + 1) max|cost| <= 2^58 and scaled prices within 2^60 (a task
+  // is a few arcs from the sink, so potentials spread over a few
+  // max|cost|), far above 2^20. The value stays 2^20 until the policy's
+  // own trade-off (how long waiting keeps raising a task's priority) is
+  // measured again.
   int64_t omega_cap = int64_t{1} << 20;
   // Cost units a running task's arc to its own computer costs less than
   // d* - theta. The paper's theta is 0 when a task starts, so a task that

@@ -456,8 +456,9 @@ TEST_F(QuincyPolicyTest, RefreshRecordsOnlyCostsThatChanged) {
 
 // Tasks run for hours: the running cost then sits at its floor, and the
 // default cap keeps that within what cost scaling accepts at the issue's
-// scale ((n + 1)^2 max|cost| < 2^57 with 12,500 machines, 150,000 tasks and
-// their racks and jobs: about 165,000 nodes).
+// scale ((n + 1) max|cost| <= 2^58, and its scaled prices, a few max|cost|
+// times n + 1 on these short paths, within 2^60; 12,500 machines, 150,000
+// tasks and their racks and jobs: about 165,000 nodes).
 TEST(QuincyParamsTest, LongRunningCostsFitCostScalingAtGoogleScale) {
   const QuincyPolicy policy;
   const int64_t cap = QuincyParams{}.omega_cap;
@@ -465,7 +466,8 @@ TEST(QuincyParamsTest, LongRunningCostsFitCostScalingAtGoogleScale) {
   EXPECT_EQ(policy.RunningCost(policy.DataCost(0, 0), hours), -2 * cap);
   EXPECT_LE(policy.WaitCost(hours), cap);
   const solver::Int128 n1 = 165'000 + 1;
-  EXPECT_LT(n1 * n1 * (2 * cap), solver::Int128{1} << 57);
+  EXPECT_LE(n1 * (2 * cap), solver::Int128{1} << 58);
+  EXPECT_LT(16 * n1 * (2 * cap), solver::Int128{1} << 60);
 }
 
 TEST(QuincyThetaTest, PricedInStepsThenThreeSignificantBits) {

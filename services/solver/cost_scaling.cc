@@ -24,13 +24,26 @@ namespace {
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 constexpr int64_t kUnranked = std::numeric_limits<int64_t>::max();
 
-// (n + 1)^2 * max|cost| must stay below this; see the class comment.
-constexpr Int128 kMaxScaledCostProduct = Int128{1} << 57;
-// Bound on |supply| plus incident capacity of one node, so every excess fits.
-// Run-time guard on the spread of scaled prices after each phase. The
-// up-front bound makes it unreachable in theory; it turns a would-be silent
-// overflow into an error if that reasoning is ever wrong.
-constexpr int64_t kMaxPriceSpread = int64_t{1} << 61;
+// Scaled costs, (n + 1) * max|cost|, must stay at or below this, and so
+// must every epsilon (the first is the largest scaled cost).
+constexpr Int128 kMaxScaledCost = Int128{1} << 58;
+// Prices live in [-kPriceFloor, 0]: each phase starts with the largest at 0
+// (NormalizePrices) and only lowers them, and every lowering (relabel,
+// global update, price refinement) is checked against the floor. With
+// scaled costs and epsilon <= 2^58, every reduced cost, relabel candidate
+// and rank product then stays below 2^62 in magnitude. Until 2026-11-25 the
+// solver instead refused (n + 1)^2 * max|cost| > 2^57 up front, the
+// worst-case drift of the textbook argument, which prices on real networks
+// come nowhere near: 20,000 nodes with costs to 10^9 were refused (LEMON's
+// CostScaling, which does not check, took 0.7 s), and the Quincy policy had
+// to cap its waiting costs at 2^20 to stay inside it.
+constexpr int64_t kPriceFloor = int64_t{1} << 60;
+
+absl::Status PriceFloorError() {
+  return absl::OutOfRangeError(
+      "cost_scaling: scaled prices would fall below -2^60 (shortest-path "
+      "distances times node_count + 1 beyond int64's safe range)");
+}
 
 // Floor division for a positive divisor (C++ '/' truncates towards zero).
 int64_t FloorDiv(int64_t a, int64_t b) {
@@ -104,7 +117,7 @@ class Workspace {
   absl::Status Discharge(uint32_t u, int64_t epsilon);
   bool Relabel(uint32_t u, int64_t epsilon, uint32_t scanned_from,
                int64_t best, uint32_t best_arc);
-  void GlobalUpdate(int64_t epsilon);
+  absl::Status GlobalUpdate(int64_t epsilon);
   bool PriceRefine(int64_t epsilon);
   absl::Status NormalizePrices();
   absl::Status ExactPotentials();
@@ -161,10 +174,10 @@ absl::Status Workspace::Init() {
     max_abs_cost_ = std::max(max_abs_cost_, arc.cost < 0 ? -arc.cost : arc.cost);
   }
   const Int128 n1 = static_cast<Int128>(node_count_) + 1;
-  if (n1 * n1 * max_abs_cost_ > kMaxScaledCostProduct) {
+  if (n1 * max_abs_cost_ > kMaxScaledCost) {
     return absl::OutOfRangeError(fmt::format(
-        "cost_scaling: (node_count {} + 1)^2 times max |cost| {} exceeds 2^57; "
-        "scaled prices could overflow int64",
+        "cost_scaling: (node_count {} + 1) times max |cost| {} exceeds 2^58; "
+        "scaled costs could overflow int64",
         node_count_, max_abs_cost_));
   }
   scale_ = static_cast<int64_t>(n1);
@@ -216,8 +229,10 @@ bool Workspace::SetPotentials(const std::vector<int64_t>& potentials) {
   // An optimum's potentials can be chosen with spread <= n * max|cost|;
   // anything wider is not worth the overflow risk. Prices are -p * S,
   // shifted so the largest is 0.
-  if (static_cast<Int128>(*hi) - *lo >
-      static_cast<Int128>(node_count_) * std::max<int64_t>(max_abs_cost_, 1)) {
+  const Int128 spread = static_cast<Int128>(*hi) - *lo;
+  if (spread >
+          static_cast<Int128>(node_count_) * std::max<int64_t>(max_abs_cost_, 1) ||
+      spread * scale_ > kPriceFloor) {
     return false;
   }
   for (uint32_t v = 0; v < node_count_; ++v) {
@@ -288,10 +303,9 @@ absl::Status Workspace::NormalizePrices() {
   if (node_count_ == 0) return absl::OkStatus();
   const auto [lo, hi] = std::minmax_element(price_.begin(), price_.end());
   const int64_t top = *hi;
-  if (top - *lo > kMaxPriceSpread) {
-    return absl::OutOfRangeError(
-        "cost_scaling: scaled prices spread beyond 2^61");
-  }
+  // Unreachable while every lowering checks the floor; kept as the guard of
+  // that reasoning.
+  if (top - *lo > kPriceFloor) return PriceFloorError();
   for (int64_t& p : price_) p -= top;
   return absl::OkStatus();
 }
@@ -318,7 +332,9 @@ absl::Status Workspace::Refine(int64_t epsilon) {
   }
   if (active_.empty()) return absl::OkStatus();
   relabels_since_update_ = 0;
-  if (options_.global_update_frequency > 0) GlobalUpdate(epsilon);
+  if (options_.global_update_frequency > 0) {
+    FLOWSCHED_RETURN_IF_ERROR(GlobalUpdate(epsilon));
+  }
   uint32_t until_stop_check = 0;
   while (active_head_ < active_.size()) {
     if (options_.stop != nullptr && ++until_stop_check == 1024) {
@@ -332,7 +348,7 @@ absl::Status Workspace::Refine(int64_t epsilon) {
     FLOWSCHED_RETURN_IF_ERROR(Discharge(u, epsilon));
     if (relabels_since_update_ >= update_threshold_) {
       relabels_since_update_ = 0;
-      GlobalUpdate(epsilon);
+      FLOWSCHED_RETURN_IF_ERROR(GlobalUpdate(epsilon));
     }
     // Compact the queue once its consumed prefix dominates.
     if (active_head_ > 4096 && active_head_ * 2 > active_.size()) {
@@ -389,6 +405,8 @@ absl::Status Workspace::Discharge(uint32_t u, int64_t epsilon) {
           "cost_scaling: node {} has excess {} but no residual arc",
           u, excess_[u]));
     }
+    // best >= -kPriceFloor - 2^58 and epsilon <= 2^58: computed safely.
+    if (price_[u] < -kPriceFloor) return PriceFloorError();
   }
   return absl::OkStatus();
 }
@@ -417,7 +435,7 @@ bool Workspace::Relabel(uint32_t u, int64_t epsilon, uint32_t scanned_from,
   return true;
 }
 
-void Workspace::GlobalUpdate(int64_t epsilon) {
+absl::Status Workspace::GlobalUpdate(int64_t epsilon) {
   // Goldberg's global price update ("set relabel"): a bucket-based Dijkstra
   // backwards from the deficit nodes where an arc (v, u) has length
   // floor(rc(v, u) / epsilon) + 1 >= 0 in units of epsilon; every node's
@@ -431,6 +449,9 @@ void Workspace::GlobalUpdate(int64_t epsilon) {
   // is only consulted after the buckets, so the order stays Dijkstra's.
   const auto cap = static_cast<uint32_t>(std::min<int64_t>(
       int64_t{node_count_} * options_.alpha, int64_t{1} << 28));
+  // A rank this large lowers any price (<= 0) below the floor, so ranks
+  // saturate there: level + step stays below 2^62 without overflow.
+  const int64_t rank_limit = kPriceFloor / epsilon + 1;
   if (bucket_first_.size() < size_t{cap} + 1) {
     bucket_first_.assign(size_t{cap} + 1, kNone);
   }
@@ -479,7 +500,8 @@ void Workspace::GlobalUpdate(int64_t epsilon) {
       if (!mate_open_[a] || settled_[v]) continue;
       const int64_t back_rc = price_[v] - price_u - arcs_[a].cost;
       // max(0, floor(rc / epsilon) + 1): 0 for every rc < 0.
-      const int64_t r = level + (back_rc < 0 ? 0 : back_rc / epsilon + 1);
+      const int64_t r = std::min(
+          rank_limit, level + (back_rc < 0 ? 0 : back_rc / epsilon + 1));
       if (r >= rank_[v]) continue;
       if (rank_[v] <= cap) remove(v, static_cast<uint32_t>(rank_[v]));
       rank_[v] = r;
@@ -517,9 +539,13 @@ void Workspace::GlobalUpdate(int64_t epsilon) {
             kNone);
   for (uint32_t v = 0; v < node_count_; ++v) {
     const int64_t r = settled_[v] ? rank_[v] : std::min(stop, rank_[v]);
+    if (r >= rank_limit || price_[v] - r * epsilon < -kPriceFloor) {
+      return PriceFloorError();
+    }
     price_[v] -= r * epsilon;
     current_arc_[v] = first_out_[v];
   }
+  return absl::OkStatus();
 }
 
 bool Workspace::PriceRefine(int64_t epsilon) {
@@ -558,6 +584,9 @@ bool Workspace::PriceRefine(int64_t epsilon) {
   size_t scans_until_check = node_count_;
   const size_t work_cap = 4 * arcs_.size() + node_count_;
   size_t work = 0;
+  // Distances below this would lower some price past the floor: the
+  // refinement gives up rather than compute them (it is only a heuristic).
+  const int64_t lowest = -(kPriceFloor / epsilon);
   for (size_t qi = 0; qi < queue.size(); ++qi) {
     const uint32_t u = queue[qi];
     in_queue[u] = 0;
@@ -570,6 +599,7 @@ bool Workspace::PriceRefine(int64_t epsilon) {
       // improve the head (most arcs).
       if (rc >= 0 && distance_[arc.head] <= du + 1) continue;
       const int64_t candidate = du + FloorDiv(rc, epsilon) + 1;
+      if (candidate < lowest) return false;
       if (candidate < distance_[arc.head]) {
         distance_[arc.head] = candidate;
         parent_[arc.head] = u;
@@ -585,6 +615,9 @@ bool Workspace::PriceRefine(int64_t epsilon) {
     }
     work += first_out_[u + 1] - first_out_[u] + 1;
     if (work > work_cap) return false;
+  }
+  for (uint32_t v = 0; v < node_count_; ++v) {
+    if (price_[v] + distance_[v] * epsilon < -kPriceFloor) return false;
   }
   for (uint32_t v = 0; v < node_count_; ++v) {
     price_[v] += distance_[v] * epsilon;

@@ -42,12 +42,12 @@ struct CostScalingOptions {
 // residual network), so CheckOptimalFlow holds.
 //
 // Errors: InvalidArgument for invalid problems; OutOfRange when
-// (node_count + 1)^2 * max|cost| > 2^57 (scaled prices could overflow int64:
-// prices move by at most ~(alpha + 1) * n * epsilon per phase, epsilon starts
-// at max|cost| * S, and 32 * (n + 1) * max|cost| * S <= 2^62 leaves room
-// for that drift plus reduced-cost arithmetic), when one node's |supply|
-// plus incident capacities exceeds 2^62, or when the optimal total cost does
-// not fit int64. On kInfeasible the flow and potentials are empty.
+// (node_count + 1) * max|cost| > 2^58 (scaled costs), when a scaled price
+// would fall below -2^60 (checked at every price change: the prices then
+// spread beyond what int64 arithmetic on them can hold, which takes
+// shortest-path distances of about 2^60 / (node_count + 1) in original
+// units), when one node's |supply| plus incident capacities exceeds 2^62, or
+// when the optimal total cost does not fit int64. On kInfeasible the flow and potentials are empty.
 // Stateless apart from the options, so one instance may serve concurrent
 // calls.
 class CostScaling final : public McmfSolver {

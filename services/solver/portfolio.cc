@@ -91,8 +91,8 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
     default: {
       // None finished: all were stopped by the caller (Cancelled), or all
       // failed the same way (e.g. InvalidArgument), or cost scaling refused
-      // a cost range the other thread's algorithms accept (its price bound
-      // is the narrowest: (n + 1)^2 * max|cost| <= 2^57) and they failed
+      // a cost range the other thread's algorithms accept (its price floor
+      // is the narrowest: scaled prices within 2^60) and they failed
       // later. Their error then says more: usually the problem's own (a
       // total cost beyond int64), at worst their own run-time guard.
       const absl::Status& other =

@@ -85,30 +85,32 @@ TEST(PortfolioTest, PastRelaxationsBudgetThePrimalDualRaces) {
   }
 }
 
-// Cost scaling refuses costs of 2^30 on 12,000 nodes ((n + 1)^2 * max|cost|
-// above 2^57); relaxation accepts them, so the portfolio still answers, and
-// when the problem itself overflows (a total cost of 2^70) it says so
-// rather than naming cost scaling's narrower bound.
+// A path of 40,000 arcs of cost 2^30 needs scaled prices beyond cost
+// scaling's floor (-2^60) and fails it; relaxation accepts the path, so the
+// portfolio still answers, and when the problem itself overflows (a total
+// cost of 2^85) it says so rather than naming cost scaling's narrower range.
 TEST(PortfolioTest, CostsBeyondCostScalingsRange) {
   McmfProblem problem;
-  problem.node_count = 12'000;
+  problem.node_count = 40'000;
   problem.supply.assign(problem.node_count, 0);
-  problem.supply[0] = 1;
-  problem.supply[1] = -1;
+  problem.supply.front() = 1;
+  problem.supply.back() = -1;
   constexpr int64_t kCost = int64_t{1} << 30;
-  problem.arcs = {{.src = 0, .dst = 1, .capacity = 1, .cost = kCost}};
+  for (uint32_t v = 0; v + 1 < problem.node_count; ++v) {
+    problem.arcs.push_back({.src = v, .dst = v + 1, .capacity = 1, .cost = kCost});
+  }
   absl::StatusOr<McmfSolution> solution = Portfolio().Solve(problem);
   ASSERT_THAT(solution, IsOk());
   EXPECT_EQ(solution->outcome, McmfOutcome::kOptimal);
-  EXPECT_EQ(solution->total_cost, kCost);
+  EXPECT_EQ(solution->total_cost, kCost * (problem.node_count - 1));
   EXPECT_NE(solution->algorithm, "cost_scaling");
 
   constexpr int64_t kUnits = int64_t{1} << 40;
-  problem.supply[0] = kUnits;
-  problem.supply[1] = -kUnits;
-  problem.arcs[0].capacity = kUnits;
+  problem.supply.front() = kUnits;
+  problem.supply.back() = -kUnits;
+  for (McmfArc& arc : problem.arcs) arc.capacity = kUnits;
   EXPECT_THAT(CostScaling().Solve(problem),
-              StatusIs(absl::StatusCode::kOutOfRange, "2^57"));
+              StatusIs(absl::StatusCode::kOutOfRange, "2^60"));
   EXPECT_THAT(Portfolio().Solve(problem),
               StatusIs(absl::StatusCode::kOutOfRange, "total cost"));
 }

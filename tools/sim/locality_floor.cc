@@ -21,8 +21,12 @@ namespace {
 // Sizes above this are refused: sums of a task's entries stay far from
 // int64's limit.
 constexpr int64_t kMaxBytes = int64_t{1} << 50;
-// Cost scaling, the deterministic solver, needs (n + 1)^2 max|cost| < 2^57.
-constexpr solver::Int128 kMaxScaledCost = solver::Int128{1} << 57;
+// Cost scaling, the deterministic solver, scales costs by n + 1 and needs
+// its scaled prices within 2^60. Every path here has at most three arcs, so
+// potentials spread over a few max|cost|; n * (max|cost| + 1) below 2^56
+// leaves a factor 16 for that. (Until 2026-11-25 cost scaling refused
+// (n + 1)^2 max|cost| >= 2^57 up front, and costs were coarsened to fit.)
+constexpr solver::Int128 kMaxScaledCost = solver::Int128{1} << 56;
 
 // Present when the simulation starts at speed-up `speedup` (its Scale()).
 bool AtTimeZero(int64_t t_us, double speedup) {
@@ -117,8 +121,7 @@ absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
   // no large divisor at this scale); costs are then rounded down, so the
   // result stays a lower bound, no longer exact.
   const solver::Int128 nodes = solver::Int128{sink} + 2;
-  while ((nodes * nodes) * (solver::Int128{max_bytes / unit} + 1) >=
-         kMaxScaledCost) {
+  while (nodes * (solver::Int128{max_bytes / unit} + 1) >= kMaxScaledCost) {
     unit *= 2;
     floor.exact = false;
   }
