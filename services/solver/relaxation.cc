@@ -578,9 +578,12 @@ absl::StatusOr<McmfSolution> Relaxation::Solve(const McmfProblem& problem) {
   FLOWSCHED_RETURN_IF_ERROR(workspace.Init());
   McmfSolution solution;
   // The relaxation method assumes feasibility (an infeasible problem shows
-  // up only as prices rising without bound, possibly to the 2^61 guard), so
-  // ask a max flow first, as cost scaling does.
-  const Feasibility feasibility = CheckFeasibility(problem, stop_);
+  // up as a cut certificate or as prices rising without bound, possibly to
+  // the 2^61 guard), so ask a max flow first, as cost scaling does, unless
+  // the caller decides feasibility elsewhere.
+  const Feasibility feasibility = options_.check_feasibility
+                                      ? CheckFeasibility(problem, stop_)
+                                      : Feasibility::kFeasible;
   if (feasibility == Feasibility::kStopped) {
     return absl::CancelledError("relaxation: stopped by the caller");
   }
