@@ -534,6 +534,15 @@ absl::Status GraphManager::ProcessRecords(
       // the round is in flight. Released as soon as it no longer is (this
       // record completed it, applied in this very batch, or a resync
       // request dropped it).
+      // Within one process every record is handled once: a re-assignment
+      // or a seek back delivers again what was read (a resync request read
+      // twice would drop the round its snapshot started). After a restart
+      // next_offsets_ starts at the stored, possibly held, offset.
+      auto next = next_offsets_.find({record.topic, record.partition});
+      if (next != next_offsets_.end() && record.offset < next->second) {
+        ++placements_redelivered_;
+        continue;
+      }
       if (collector_.expecting()) {
         held_placement_offsets_.try_emplace(record.partition, record.offset);
       }
@@ -560,6 +569,7 @@ absl::Status GraphManager::ProcessRecords(
     next_offsets_[{record.topic, record.partition}] = record.offset + 1;
     batch.SetOffset(record.topic, record.partition, record.offset + 1);
   }
+  ConfirmDeadLetters();
   // Every batch, not only those with placements records: a released hold
   // must reach the store even if no record of that partition came since.
   StagePlacementOffsets(batch);
@@ -615,12 +625,22 @@ void GraphManager::HandlePlacementRecord(const bus::Record& record,
                                          cluster::ChangeSet& changes) {
   v1::PlacementRecord message;
   if (!message.ParseFromString(record.value)) {
+    const auto& through = meta_.placement_letters_through();
+    const auto letter = through.find(record.partition);
+    if (letter != through.end() && record.offset < letter->second) {
+      return;  // read again after a restart; its letter was confirmed
+    }
     spdlog::warn("undecodable placement record {}/{}@{}", record.topic,
                  record.partition, record.offset);
-    dead_letters_
-        ->Publish(record, absl::InvalidArgumentError(
-                              "undecodable PlacementRecord"))
-        .IgnoreError();  // logged above; the record is skipped either way
+    absl::Status published = dead_letters_->Publish(
+        record, absl::InvalidArgumentError("undecodable PlacementRecord"));
+    if (published.ok()) {
+      unconfirmed_placement_letters_[record.partition] = record.offset + 1;
+    } else {
+      spdlog::error("could not publish dead letter for {}/{}@{}: {}",
+                    record.topic, record.partition, record.offset,
+                    published.ToString());
+    }
     return;
   }
   if (message.has_resync_request()) {
@@ -651,6 +671,31 @@ void GraphManager::HandlePlacementRecord(const bus::Record& record,
   if (collector_.Add(record.partition, record.offset, message)) {
     ApplyDecisions(changes);
   }
+}
+
+void GraphManager::ConfirmDeadLetters() {
+  // The batch about to commit moves the stored offsets past the records
+  // its dead letters are about; a letter still in the producer's queue
+  // would be lost by a crash after that commit (a replay publishes none).
+  // So letters are confirmed first: a crash in between only reads their
+  // records again and publishes them twice. Rejects are rare (hostile or
+  // corrupt input), and a batch of them waits for one flush.
+  if (dead_letters_->published() == dead_letters_confirmed_) return;
+  const uint64_t published = dead_letters_->published();
+  const absl::Status flushed = producer_->Flush(kFlushTimeoutMs);
+  ledger_->OnProducerFlushed(flushed.ok());
+  if (!flushed.ok()) {
+    // Still queued: delivered when the broker is back unless the process
+    // dies first. The next batch tries again.
+    spdlog::error("dead letters not confirmed by the broker: {}",
+                  flushed.ToString());
+    return;
+  }
+  dead_letters_confirmed_ = published;
+  for (const auto& [partition, through] : unconfirmed_placement_letters_) {
+    (*meta_.mutable_placement_letters_through())[partition] = through;
+  }
+  unconfirmed_placement_letters_.clear();
 }
 
 void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {
@@ -1095,7 +1140,8 @@ v1::GraphManagerStatus GraphManager::BuildStatus() const {
   s.set_digest_at_stop(digest_at_stop_);
   s.set_solver_epoch(meta_.solver_epoch());
   s.set_results_fenced(collector_.fenced_records());
-  s.set_results_duplicate(collector_.duplicate_records());
+  s.set_results_duplicate(collector_.duplicate_records() +
+                          placements_redelivered_);
   s.set_role(fenced_by_epoch_ != 0 || (lease_ != nullptr && !lease_->held())
                  ? "standby"
                  : "active");

@@ -123,6 +123,10 @@ class GraphManager {
   bool ApplyEventRecord(const bus::Record& record, cluster::ChangeSet& changes);
   void HandlePlacementRecord(const bus::Record& record,
                              cluster::ChangeSet& changes);
+  // Waits for the broker to confirm the dead letters published since the
+  // last confirmation, before the batch that read their records commits
+  // (see the .cc).
+  void ConfirmDeadLetters();
   void ApplyDecisions(cluster::ChangeSet& changes);
   // Applies one round's decisions in the fixed order (see the .cc) and
   // records each outcome in `out` (round_id and graph_epoch set by the
@@ -206,6 +210,14 @@ class GraphManager {
   // instead of waiting for the round timeout. Empty while no round is in
   // flight, and after a start.
   std::map<int32_t, int64_t> held_placement_offsets_;
+  // Placements records delivered again at an offset already handled.
+  uint64_t placements_redelivered_ = 0;
+  // DeadLetterPublisher::published() at the last confirmed flush.
+  uint64_t dead_letters_confirmed_ = 0;
+  // Undecodable placements records dead-lettered but not yet confirmed:
+  // partition -> offset after the last; moved into
+  // meta_.placement_letters_through once confirmed.
+  std::map<int32_t, int64_t> unconfirmed_placement_letters_;
   bool events_paused_ = false;
 
   // Network changes since the last published round.

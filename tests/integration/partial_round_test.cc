@@ -6,6 +6,10 @@
 // act on). The round timeout is set to 60 s, so only a restart that read
 // the parts again completes the round within the 10 s allowed.
 //
+// An undecodable record inside the held part is dead-lettered once: the
+// restart reads it again, but its letter was confirmed before the batch
+// that read it committed, and the stored meta says so.
+//
 // No solver worker answers here: the answer is forged (like
 // solver_failover_test's) with the round's id, the graph manager epoch that
 // cut it and the current solver epoch, the three things the collector
@@ -19,9 +23,12 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
+#include "flowsched/v1/dead_letter.pb.h"
 #include "flowsched/v1/placements.pb.h"
 #include "flowsched/v1/rounds.pb.h"
 #include "tests/integration/pipeline_fixture.h"
@@ -50,13 +57,13 @@ class PartialRoundTest : public PipelineTest {
         "the graph manager to start");
   }
 
-  // Produces one record per file, in order, to `partition`.
-  void Produce(int partition, const std::vector<v1::PlacementRecord>& records) {
+  // Produces one record per value, in order, to `partition`.
+  void Produce(int partition, const std::vector<std::string>& values) {
     std::string files;
-    for (const v1::PlacementRecord& record : records) {
+    for (const std::string& value : values) {
       const std::string path =
           absl::StrCat(dir_, "/forged-", ++forged_, ".bin");
-      std::ofstream(path, std::ios::binary) << record.SerializeAsString();
+      std::ofstream(path, std::ios::binary) << value;
       files += " " + path;
     }
     CommandResult produced =
@@ -90,6 +97,26 @@ class PartialRoundTest : public PipelineTest {
     marker->set_algorithm("forged");
     marker->set_solver_epoch(epoch);
     return record;
+  }
+
+  // Dead letters about placements records: (partition, offset) each.
+  std::vector<std::pair<int32_t, int64_t>> PlacementLetters() {
+    CommandResult letters =
+        Flowsched("tail --topic dead-letters --from-beginning --idle-ms 1500");
+    EXPECT_EQ(letters.exit_code, 0) << letters.err;
+    std::vector<std::pair<int32_t, int64_t>> found;
+    std::istringstream in(letters.out);
+    std::string line;
+    while (std::getline(in, line)) {
+      v1::DeadLetter letter;
+      EXPECT_TRUE(
+          google::protobuf::util::JsonStringToMessage(line, &letter).ok())
+          << line;
+      if (letter.topic() != "flowsched.placements") continue;
+      EXPECT_EQ(letter.code(), "INVALID_ARGUMENT") << line;
+      found.emplace_back(letter.partition(), letter.offset());
+    }
+    return found;
   }
 
   int forged_ = 0;
@@ -138,9 +165,10 @@ TEST_F(PartialRoundTest, RestartCompletesTheRoundItHeldPartsOf) {
   machine_lines >> machine;
   ASSERT_NE(machine, 0u) << machine_list.out;
 
-  // Partition 0's part of the answer: the decision and its marker, then a
-  // record of another worker epoch. That one is fenced, so the status
-  // counting it shows that the batch that read the part was committed.
+  // Partition 0's part of the answer: the decision, an undecodable record
+  // (an unterminated varint), the marker, then a record of another worker
+  // epoch. That one is fenced, so the status counting it shows that the
+  // batch that read the part was committed.
   v1::PlacementRecord decision;
   v1::PlacementDecision* place = decision.mutable_decision();
   place->set_round_id(round.round_id());
@@ -152,8 +180,9 @@ TEST_F(PartialRoundTest, RestartCompletesTheRoundItHeldPartsOf) {
   place->set_action(v1::ACTION_PLACE);
   place->set_idempotency_key(absl::StrCat(round.round_id(), "/", task));
   const uint64_t fenced_before = status.results_fenced();
-  Produce(0, {decision, Marker(round, solver_epoch, 0, 1),
-              Marker(round, solver_epoch + 1000, 0, 0)});
+  Produce(0, {decision.SerializeAsString(), std::string(4, '\xff'),
+              Marker(round, solver_epoch, 0, 1).SerializeAsString(),
+              Marker(round, solver_epoch + 1000, 0, 0).SerializeAsString()});
   status = WaitForStatus(
       [&](const auto& s) { return s.results_fenced() > fenced_before; }, 30,
       "the graph manager to read partition 0's part");
@@ -164,7 +193,7 @@ TEST_F(PartialRoundTest, RestartCompletesTheRoundItHeldPartsOf) {
   const uint64_t completed_before = status.rounds_completed();
   const auto rest_sent = std::chrono::steady_clock::now();
   for (int p = 1; p < kPlacementPartitions; ++p) {
-    Produce(p, {Marker(round, solver_epoch, p, 0)});
+    Produce(p, {Marker(round, solver_epoch, p, 0).SerializeAsString()});
   }
   status = WaitForStatus(
       [&](const auto& s) {
@@ -191,6 +220,12 @@ TEST_F(PartialRoundTest, RestartCompletesTheRoundItHeldPartsOf) {
   EXPECT_EQ(status.rounds_completed(), completed);
   EXPECT_EQ(status.decisions_applied(), applied);
   EXPECT_EQ(status.tasks_running(), 1u);
+
+  // Read twice (before the first restart, and after it from the held
+  // offset; the second restart starts past it), dead-lettered once.
+  const std::vector<std::pair<int32_t, int64_t>> letters = PlacementLetters();
+  ASSERT_EQ(letters.size(), 1u);
+  EXPECT_EQ(letters[0].first, 0);
 }
 
 }  // namespace
