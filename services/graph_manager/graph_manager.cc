@@ -24,6 +24,10 @@ namespace {
 
 constexpr int kMetadataTimeoutMs = 10'000;
 constexpr int kFlushTimeoutMs = 10'000;
+// Dead-letter confirmation (ConfirmDeadLetters): one flush per batch with
+// letters, at most this long, and a second between attempts in an outage.
+constexpr int kLetterFlushTimeoutMs = 2'000;
+constexpr int64_t kLetterRetryUs = 1'000'000;
 // Reading the whole ledger, or waiting for one events record, at start.
 constexpr int kReplayTimeoutMs = 60'000;
 // Ledger records are acknowledged (and their pending copies dropped) this
@@ -612,12 +616,7 @@ bool GraphManager::ApplyEventRecord(const bus::Record& record,
   spdlog::warn("event {}/{}@{} rejected: {}", record.topic, record.partition,
                record.offset, status.ToString());
   if (replaying_) return false;  // its dead letter was published before
-  absl::Status published = dead_letters_->Publish(record, status);
-  if (!published.ok()) {
-    spdlog::error("could not publish dead letter for {}/{}@{}: {}",
-                  record.topic, record.partition, record.offset,
-                  published.ToString());
-  }
+  PublishDeadLetter(record, status);
   return false;
 }
 
@@ -632,15 +631,8 @@ void GraphManager::HandlePlacementRecord(const bus::Record& record,
     }
     spdlog::warn("undecodable placement record {}/{}@{}", record.topic,
                  record.partition, record.offset);
-    absl::Status published = dead_letters_->Publish(
-        record, absl::InvalidArgumentError("undecodable PlacementRecord"));
-    if (published.ok()) {
-      unconfirmed_placement_letters_[record.partition] = record.offset + 1;
-    } else {
-      spdlog::error("could not publish dead letter for {}/{}@{}: {}",
-                    record.topic, record.partition, record.offset,
-                    published.ToString());
-    }
+    PublishDeadLetter(record,
+                      absl::InvalidArgumentError("undecodable PlacementRecord"));
     return;
   }
   if (message.has_resync_request()) {
@@ -673,29 +665,55 @@ void GraphManager::HandlePlacementRecord(const bus::Record& record,
   }
 }
 
+void GraphManager::PublishDeadLetter(const bus::Record& record,
+                                     const absl::Status& reason) {
+  absl::Status published = dead_letters_->Publish(record, reason);
+  if (!published.ok()) {
+    spdlog::error("could not publish dead letter for {}/{}@{}: {}",
+                  record.topic, record.partition, record.offset,
+                  published.ToString());
+    letters_need_republish_ = true;
+  }
+  unconfirmed_letters_.push_back({record, reason});
+}
+
 void GraphManager::ConfirmDeadLetters() {
   // The batch about to commit moves the stored offsets past the records
-  // its dead letters are about; a letter still in the producer's queue
-  // would be lost by a crash after that commit (a replay publishes none).
-  // So letters are confirmed first: a crash in between only reads their
-  // records again and publishes them twice. Rejects are rare (hostile or
-  // corrupt input), and a batch of them waits for one flush.
-  if (dead_letters_->published() == dead_letters_confirmed_) return;
-  const uint64_t published = dead_letters_->published();
-  const absl::Status flushed = producer_->Flush(kFlushTimeoutMs);
+  // its dead letters are about, and a replay publishes none: a letter the
+  // broker never got would be lost by a crash after that commit. So the
+  // batch first waits for a flush, which reports every delivery since the
+  // previous one (all on this thread, so none since the letters were
+  // produced): a crash in between only reads the records again and
+  // publishes their letters twice. Rejects are rare (hostile or corrupt
+  // input); a batch of them waits for one flush.
+  if (unconfirmed_letters_.empty()) return;
+  // A broker outage: the letters wait in memory (a crash meanwhile loses
+  // them) and batches go on; a later batch retries, at most once a
+  // second, and publishes every waiting letter again first.
+  if (SteadyMicros() < next_letter_flush_steady_us_) return;
+  if (letters_need_republish_) {
+    // Unknown whether the failed flush's letters arrived: at least once.
+    for (const UnconfirmedLetter& letter : unconfirmed_letters_) {
+      dead_letters_->Publish(letter.record, letter.reason).IgnoreError();
+    }
+    letters_need_republish_ = false;
+  }
+  const absl::Status flushed = producer_->Flush(kLetterFlushTimeoutMs);
   ledger_->OnProducerFlushed(flushed.ok());
   if (!flushed.ok()) {
-    // Still queued: delivered when the broker is back unless the process
-    // dies first. The next batch tries again.
-    spdlog::error("dead letters not confirmed by the broker: {}",
-                  flushed.ToString());
+    spdlog::error("{} dead letters not confirmed by the broker, retrying: {}",
+                  unconfirmed_letters_.size(), flushed.ToString());
+    letters_need_republish_ = true;
+    next_letter_flush_steady_us_ = SteadyMicros() + kLetterRetryUs;
     return;
   }
-  dead_letters_confirmed_ = published;
-  for (const auto& [partition, through] : unconfirmed_placement_letters_) {
-    (*meta_.mutable_placement_letters_through())[partition] = through;
+  auto& through = *meta_.mutable_placement_letters_through();
+  for (const UnconfirmedLetter& letter : unconfirmed_letters_) {
+    if (letter.record.topic != options_.topics.placements) continue;
+    int64_t& next = through[letter.record.partition];
+    next = std::max(next, letter.record.offset + 1);
   }
-  unconfirmed_placement_letters_.clear();
+  unconfirmed_letters_.clear();
 }
 
 void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {

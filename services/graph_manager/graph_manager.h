@@ -123,9 +123,10 @@ class GraphManager {
   bool ApplyEventRecord(const bus::Record& record, cluster::ChangeSet& changes);
   void HandlePlacementRecord(const bus::Record& record,
                              cluster::ChangeSet& changes);
-  // Waits for the broker to confirm the dead letters published since the
-  // last confirmation, before the batch that read their records commits
-  // (see the .cc).
+  // Publishes a dead letter and keeps a copy until the broker confirms it.
+  void PublishDeadLetter(const bus::Record& record, const absl::Status& reason);
+  // Waits for the broker to confirm the dead letters not yet confirmed,
+  // before the batch that read their records commits (see the .cc).
   void ConfirmDeadLetters();
   void ApplyDecisions(cluster::ChangeSet& changes);
   // Applies one round's decisions in the fixed order (see the .cc) and
@@ -212,12 +213,16 @@ class GraphManager {
   std::map<int32_t, int64_t> held_placement_offsets_;
   // Placements records delivered again at an offset already handled.
   uint64_t placements_redelivered_ = 0;
-  // DeadLetterPublisher::published() at the last confirmed flush.
-  uint64_t dead_letters_confirmed_ = 0;
-  // Undecodable placements records dead-lettered but not yet confirmed:
-  // partition -> offset after the last; moved into
-  // meta_.placement_letters_through once confirmed.
-  std::map<int32_t, int64_t> unconfirmed_placement_letters_;
+  // Dead letters published but not yet confirmed by a flush, with what
+  // they say: published again after a failed flush, and for placements
+  // records moved into meta_.placement_letters_through once confirmed.
+  struct UnconfirmedLetter {
+    bus::Record record;
+    absl::Status reason;
+  };
+  std::vector<UnconfirmedLetter> unconfirmed_letters_;
+  bool letters_need_republish_ = false;
+  int64_t next_letter_flush_steady_us_ = 0;
   bool events_paused_ = false;
 
   // Network changes since the last published round.
