@@ -35,7 +35,7 @@ constexpr Int128 kMaxScaledCost = Int128{1} << 58;
 // solver instead refused (n + 1)^2 * max|cost| > 2^57 up front, the
 // worst-case drift of the textbook argument, which prices on real networks
 // come nowhere near: 20,000 nodes with costs to 10^9 were refused (LEMON's
-// CostScaling, which does not check, took 0.7 s), and the Quincy policy had
+// CostScaling, which does not check, took 0.7-0.8 s), and the Quincy policy had
 // to cap its waiting costs at 2^20 to stay inside it.
 constexpr int64_t kPriceFloor = int64_t{1} << 60;
 
@@ -227,8 +227,8 @@ bool Workspace::SetPotentials(const std::vector<int64_t>& potentials) {
   if (node_count_ == 0) return true;
   const auto [lo, hi] = std::minmax_element(potentials.begin(), potentials.end());
   // An optimum's potentials can be chosen with spread <= n * max|cost|;
-  // anything wider is not worth the overflow risk. Prices are -p * S,
-  // shifted so the largest is 0.
+  // anything wider is not worth the overflow risk, and prices, -p * S
+  // shifted so the largest is 0, must start above the floor.
   const Int128 spread = static_cast<Int128>(*hi) - *lo;
   if (spread >
           static_cast<Int128>(node_count_) * std::max<int64_t>(max_abs_cost_, 1) ||

@@ -56,8 +56,9 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
     // one core for the whole race, and the winner ran at half speed two
     // times in three.
     RelaxationOptions options;
-    // Cost scaling asks the same max flow on the other core, and past the
-    // budget the primal-dual finds infeasibility on its own.
+    // Cost scaling asks the same max flow on the other core and decides
+    // infeasibility; relaxation without it may not see it, and its budget
+    // ends it (then the primal-dual takes over the core).
     options.check_feasibility = false;
     options.cpu_budget_ns =
         std::max(relaxation_budget_min_ns,

@@ -85,7 +85,7 @@ TEST(PortfolioTest, PastRelaxationsBudgetThePrimalDualRaces) {
   }
 }
 
-// A path of 40,000 arcs of cost 2^30 needs scaled prices beyond cost
+// A path of 40,000 nodes, its arcs of cost 2^30, needs scaled prices beyond cost
 // scaling's floor (-2^60) and fails it; relaxation accepts the path, so the
 // portfolio still answers, and when the problem itself overflows (a total
 // cost of 2^85) it says so rather than naming cost scaling's narrower range.

@@ -73,9 +73,10 @@ bool ExtendRelaxationBudget(Int128 remaining, Int128 initial, double fraction);
 // exceeds 2^62, when a price would pass 2^61 (a run-time guard) or the
 // optimal total cost does not fit int64; CancelledError when the stop flag is
 // set; DeadlineExceeded past RelaxationOptions::cpu_budget_ns. kInfeasible
-// (flow and potentials empty) comes from an up-front max flow
-// (HasFeasibleFlow) and, as a certificate during the run, from a node set
-// with surplus and no residual arc leaving it.
+// (flow and potentials empty) comes from Solve's up-front max flow
+// (CheckFeasibility, unless RelaxationOptions::check_feasibility is off) and,
+// as a certificate during the run, from a node set with surplus and no
+// residual arc leaving it.
 //
 // Solve keeps all work arrays local, so one instance may serve concurrent
 // calls (they share the stop flag); set_stop_flag itself is not

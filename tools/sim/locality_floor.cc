@@ -117,11 +117,13 @@ absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
   for (const TaskInput& input : inputs) {
     max_bytes = std::max(max_bytes, input.Cross(0));
   }
-  // A coarser unit only if the solver's bound demands it (sizes that share
+  // A coarser unit only if the solvers' bounds demand it (arc costs at most
+  // kMaxArcCost, cost scaling's scaled costs; sizes that share
   // no large divisor at this scale); costs are then rounded down, so the
   // result stays a lower bound, no longer exact.
   const solver::Int128 nodes = solver::Int128{sink} + 2;
-  while (nodes * (solver::Int128{max_bytes / unit} + 1) >= kMaxScaledCost) {
+  while (max_bytes / unit + 1 > solver::kMaxArcCost ||
+         nodes * (solver::Int128{max_bytes / unit} + 1) >= kMaxScaledCost) {
     unit *= 2;
     floor.exact = false;
   }

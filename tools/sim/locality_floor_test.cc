@@ -119,6 +119,23 @@ TEST(LocalityFloorTest, RejectsAnInputTooLargeToPriceAndABadSpeedUp) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Sizes whose common divisor leaves costs above the solvers' arc-cost
+// limit (2^30) are priced in a coarser unit: a lower bound, not an error.
+TEST(LocalityFloorTest, CoarsensCostsBeyondTheArcCostLimit) {
+  Workload w;
+  w.machines = {Machine(1, "a"), Machine(2, "b")};
+  const int64_t odd = (int64_t{1} << 33) + 1;
+  auto bytes_on = [](uint64_t machine, int64_t bytes) {
+    return cluster::DataLocality{.machine = MachineId(machine), .bytes = bytes};
+  };
+  w.tasks = {Task(1, {bytes_on(2, odd)}), Task(2, {bytes_on(1, odd + 2)})};
+  auto floor = ComputeLocalityFloor(w, 1);
+  ASSERT_TRUE(floor.ok()) << floor.status();
+  EXPECT_FALSE(floor->exact);
+  EXPECT_EQ(floor->input_bytes, 2 * odd + 2);
+  EXPECT_EQ(floor->cross_rack_bytes, 0);
+}
+
 // Against every assignment of tasks to racks (or to nowhere) on small random
 // clusters: the floor places as many tasks as fit and reads no more across
 // racks than the best assignment that places that many.
