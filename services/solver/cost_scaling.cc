@@ -27,16 +27,17 @@ constexpr int64_t kUnranked = std::numeric_limits<int64_t>::max();
 // Scaled costs, (n + 1) * max|cost|, must stay at or below this, and so
 // must every epsilon (the first is the largest scaled cost).
 constexpr Int128 kMaxScaledCost = Int128{1} << 58;
-// Prices live in [-kPriceFloor, 0]: each phase starts with the largest at 0
-// (NormalizePrices) and only lowers them, and every lowering (relabel,
-// global update, price refinement) is checked against the floor. With
-// scaled costs and epsilon <= 2^58, every reduced cost, relabel candidate
-// and rank product then stays below 2^62 in magnitude. Until 2026-11-25 the
-// solver instead refused (n + 1)^2 * max|cost| > 2^57 up front, the
-// worst-case drift of the textbook argument, which prices on real networks
-// come nowhere near: 20,000 nodes with costs to 10^9 were refused (LEMON's
-// CostScaling, which does not check, took 0.7-0.8 s), and the Quincy policy had
-// to cap its waiting costs at 2^20 to stay inside it.
+// Prices live in [-kPriceFloor, 0]: they start there (zero, or a warm
+// start's potentials with the largest at 0), only fall within a phase
+// (NormalizePrices lifts the largest back to 0 after it), and every fall
+// (relabel, global update, price refinement) is checked against the floor.
+// With scaled costs and epsilon <= 2^58, every reduced cost, relabel
+// candidate and rank product then stays below 2^62 in magnitude. Until
+// 2026-11-25 the solver instead refused (n + 1)^2 * max|cost| > 2^57 up
+// front, the worst-case drift of the textbook argument, which prices on
+// real networks come nowhere near: 20,000 nodes with costs to 10^9 were
+// refused (LEMON's CostScaling, which does not check, took 0.7-0.8 s), and
+// the Quincy policy had to cap its waiting costs at 2^20 to stay inside it.
 constexpr int64_t kPriceFloor = int64_t{1} << 60;
 
 absl::Status PriceFloorError() {
