@@ -37,8 +37,8 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
       absl::UnknownError("relaxation did not run");
   absl::StatusOr<McmfSolution> primal_dual =
       absl::UnknownError("incremental did not run");
-  bool primal_dual_ran =
-      false;  // set on the relaxation thread, read after join
+  // Set on the relaxation thread, read after the join.
+  bool primal_dual_ran = false;
   std::thread relaxation_thread([&] {
     if (warm != nullptr) {
       Relaxation relaxation;

@@ -159,9 +159,13 @@ int Run(int argc, char** argv) {
   const std::optional<int64_t> drain_budget =
       IntArg(argc, argv, 5, solver::IncrementalOptions{}.drain_arc_budget, 0,
              UINT32_MAX);
-  bool switches_ok = true;  // arguments 6-10: 0 or 1
+  // Arguments 6-10 are switches, 0 or 1 (absent: 0).
+  bool switch_on[11] = {};
+  bool switches_ok = true;
   for (int k = 6; k <= 10; ++k) {
-    switches_ok = switches_ok && IntArg(argc, argv, k, 0, 0, 1).has_value();
+    const std::optional<int64_t> value = IntArg(argc, argv, k, 0, 0, 1);
+    switches_ok = switches_ok && value.has_value();
+    switch_on[k] = value.value_or(0) == 1;
   }
   if ((shape_name != "quincy" && shape_name != "ls") || !machines || !rounds ||
       !change_ok || !drain_budget || !switches_ok || argc > 11) {
@@ -171,8 +175,7 @@ int Run(int argc, char** argv) {
                "[--ab OPTION] [--searches] (see the file's header)\n");
     return 2;
   }
-  // Switches 6-10 are 1 to turn on.
-  const auto on = [&](int k) { return argc > k && argv[k][0] == '1'; };
+  const auto on = [&](int k) { return switch_on[k]; };
   ClusterShape shape;
   shape.shape = shape_name == "quincy" ? NetworkShape::kQuincy
                                        : NetworkShape::kLoadSpreading;
