@@ -9,6 +9,15 @@
 #include "services/solver/scratch_incremental.h"
 
 namespace flowsched::solver {
+namespace {
+
+// Relaxation's budget is judged in this many progress windows, each at
+// least 10 ms of CPU: below that, units in transit at machines and
+// aggregators make a win look stalled, and a loss costs little anyway.
+constexpr int64_t kRelaxationStallWindows = 8;
+constexpr int64_t kRelaxationMinStallWindowNs = 10'000'000;
+
+}  // namespace
 
 absl::StatusOr<McmfSolution> Portfolio::Solve(const McmfProblem& problem) {
   return Race(problem, nullptr);
@@ -64,6 +73,12 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
         std::max(relaxation_budget_min_ns,
                  relaxation_budget_ns_per_arc *
                      static_cast<int64_t>(problem.arcs.size()));
+    // A loss shows itself long before the budget ends: its surplus stops
+    // falling (RelaxationOptions::stall_window_ns), and the primal-dual
+    // then starts at once.
+    options.stall_window_ns =
+        std::max(kRelaxationMinStallWindowNs,
+                 options.cpu_budget_ns / kRelaxationStallWindows);
     Relaxation relaxation(options);
     relaxation.set_stop_flag(stop);
     relaxed = relaxation.Solve(problem);

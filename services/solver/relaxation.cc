@@ -26,6 +26,13 @@ bool ExtendRelaxationBudget(Int128 remaining, Int128 initial, double fraction) {
                  static_cast<long double>(initial);
 }
 
+bool RelaxationStalled(Int128 remaining, Int128 window_start, Int128 initial,
+                       double fraction) {
+  // Surpluses sum to at most n * 2^62 < 2^94, so 5x stays in Int128.
+  return remaining * 5 > window_start * 4 &&
+         !ExtendRelaxationBudget(remaining, initial, fraction);
+}
+
 namespace {
 
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
@@ -38,9 +45,13 @@ constexpr int64_t kMaxPrice = int64_t{1} << 61;
 // (n + 1) * max|cost| must stay below this, as for SSP: a feasible problem's
 // optimal prices fit well within the price guard then.
 constexpr Int128 kMaxCostSpan = Int128{1} << 61;
-// Bound on |supply| plus incident capacity of one node, so surpluses fit.
-// The stop flag is read once per this many iterations (a power of two).
-constexpr uint64_t kStopCheckInterval = 4096;
+// The stop flag, the budget and the progress windows are checked once per
+// this much work: a queue pop or a multinode step counts 1, and the arcs a
+// node scan or a price rise reads count one each. Counting iterations alone
+// let a check wait for 4,096 price rises of a large set (a multinode tree
+// of thousands of nodes is read twice per rise) or scans of the cluster
+// aggregator's 150,000 arcs.
+constexpr uint64_t kStopCheckInterval = 16384;
 
 // CPU time the calling thread has used (RelaxationOptions::cpu_budget_ns).
 int64_t ThreadCpuNs() {
@@ -89,13 +100,19 @@ class Workspace {
     surplus_[arc.head] += delta;
     if (surplus_[arc.head] > 0) Enqueue(arc.head);
   }
-  absl::Status Tick() {
-    if ((++ticks_ & (kStopCheckInterval - 1)) != 0) return absl::OkStatus();
+  // `work`: see kStopCheckInterval.
+  absl::Status Tick(uint64_t work = 1) {
+    work_ += work;
+    if (work_ < next_check_) return absl::OkStatus();
+    next_check_ = work_ + kStopCheckInterval;
     if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) {
       return absl::CancelledError("relaxation: stopped by the caller");
     }
-    if (options_.cpu_budget_ns > 0 &&
-        ThreadCpuNs() - start_cpu_ns_ > budget_ns_) {
+    if (options_.cpu_budget_ns <= 0 && options_.stall_window_ns <= 0) {
+      return absl::OkStatus();
+    }
+    const int64_t used_ns = ThreadCpuNs() - start_cpu_ns_;
+    if (options_.cpu_budget_ns > 0 && used_ns > budget_ns_) {
       if (!budget_extended_ &&
           ExtendRelaxationBudget(PositiveSurplus(), initial_surplus_,
                                  options_.extend_below_surplus_fraction)) {
@@ -106,9 +123,22 @@ class Workspace {
       return absl::DeadlineExceededError(
           "relaxation: CPU budget exhausted");
     }
+    if (options_.stall_window_ns > 0 && used_ns >= window_end_ns_) {
+      const Int128 remaining = PositiveSurplus();
+      if (++windows_ended_ >= 2 &&
+          RelaxationStalled(remaining, window_start_surplus_,
+                            initial_surplus_,
+                            options_.extend_below_surplus_fraction)) {
+        return absl::DeadlineExceededError(
+            "relaxation: progress stalled, CPU budget given up early");
+      }
+      window_start_surplus_ = remaining;
+      window_end_ns_ = used_ns + options_.stall_window_ns;
+    }
     return absl::OkStatus();
   }
-  // O(n); read at Run's start and when the budget runs out.
+  // O(n); read at Run's start, when the budget runs out and at the end of
+  // each progress window.
   Int128 PositiveSurplus() const {
     Int128 sum = 0;
     for (const int64_t s : surplus_) sum += s > 0 ? s : 0;
@@ -134,11 +164,17 @@ class Workspace {
   const RelaxationOptions& options_;
   const std::atomic<bool>* stop_;
   uint32_t node_count_ = 0;
-  uint64_t ticks_ = 0;
+  uint64_t work_ = 0;
+  uint64_t next_check_ = kStopCheckInterval;
   const int64_t start_cpu_ns_ = ThreadCpuNs();
   int64_t budget_ns_ = options_.cpu_budget_ns;
   bool budget_extended_ = false;
   Int128 initial_surplus_ = 0;  // PositiveSurplus() when Run starts
+  // Progress windows (RelaxationOptions::stall_window_ns), in CPU time
+  // since start_cpu_ns_; the first begins when Run starts.
+  int64_t window_end_ns_ = 0;
+  Int128 window_start_surplus_ = 0;
+  int windows_ended_ = 0;
   bool infeasible_ = false;
 
   std::vector<uint32_t> first_out_;  // node_count_ + 1 offsets into arcs_
@@ -252,6 +288,10 @@ absl::Status Workspace::Init(const RelaxationWarmStart* warm) {
 
 absl::StatusOr<McmfOutcome> Workspace::Run() {
   initial_surplus_ = PositiveSurplus();
+  window_start_surplus_ = initial_surplus_;
+  if (options_.stall_window_ns > 0) {
+    window_end_ns_ = ThreadCpuNs() - start_cpu_ns_ + options_.stall_window_ns;
+  }
   for (uint32_t v = 0; v < node_count_; ++v) {
     if (surplus_[v] > 0) Enqueue(v);
   }
@@ -300,6 +340,7 @@ absl::StatusOr<bool> Workspace::SingleNode(uint32_t s) {
   const uint32_t begin = first_out_[s];
   const uint32_t end = first_out_[s + 1];
   while (surplus_[s] > 0) {
+    FLOWSCHED_RETURN_IF_ERROR(Tick(end - begin));  // the scan below
     Int128 balanced = 0;
     int64_t step = kInfinite;
     for (uint32_t a = begin; a < end; ++a) {
@@ -318,7 +359,6 @@ absl::StatusOr<bool> Workspace::SingleNode(uint32_t s) {
       if (balanced < surplus_[s]) infeasible_ = true;
       break;
     }
-    FLOWSCHED_RETURN_IF_ERROR(Tick());
     FLOWSCHED_RETURN_IF_ERROR(CheckPrice(price_[s], step));
     price_[s] += step;
     for (uint32_t a = begin; a < end; ++a) {
@@ -473,9 +513,12 @@ absl::Status Workspace::Multinode(uint32_t s) {
   Int128 surplus_s = 0;  // surplus of S
   Int128 delx = 0;
   bool moved = false;  // whether an augmentation happened
+  uint64_t member_arcs = 0;  // out-arcs of S, the work of a price rise
   while (true) {
     FLOWSCHED_RETURN_IF_ERROR(Tick());
     if (!members_.empty() && surplus_s >= delx) {
+      // The breakpoint search and RaiseSet each scan S's arcs.
+      FLOWSCHED_RETURN_IF_ERROR(Tick(2 * member_arcs));
       int64_t step = kInfinite;
       for (uint32_t i : members_) {
         for (uint32_t a = first_out_[i]; a < first_out_[i + 1]; ++a) {
@@ -515,6 +558,8 @@ absl::Status Workspace::Multinode(uint32_t s) {
     }
     scan_stamp_[i] = stamp_;
     members_.push_back(i);
+    member_arcs += first_out_[i + 1] - first_out_[i];
+    work_ += first_out_[i + 1] - first_out_[i];  // the scan below
     surplus_s += surplus_[i];
     for (uint32_t a = first_out_[i]; a < first_out_[i + 1]; ++a) {
       const ResidualArc& arc = arcs_[a];

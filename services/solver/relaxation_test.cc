@@ -296,14 +296,14 @@ TEST(RelaxationTest, ExtendsItsBudgetOnlyWhenNearlyDone) {
 }
 
 // The extension wired into the solve: with a budget of 1 ns every check
-// finds it spent, so a solve passes its first check (4,096 iterations) only
-// when extended and its second not at all. Solves whose iteration count
-// falls between the two therefore finish exactly when the extension applies
-// (fraction 1: always); the sweep keeps the test independent of where
-// exactly that window lies.
+// finds it spent, so a solve passes its first check (16,384 units of work,
+// kStopCheckInterval) only when extended and its second not at all. Solves
+// whose work falls between the two therefore finish exactly when the
+// extension applies (fraction 1: always); the sweep keeps the test
+// independent of where exactly that window lies.
 TEST(RelaxationTest, AnExtendedSolveFinishesExact) {
   int rescued = 0;
-  for (uint32_t tasks = 500; tasks <= 1250; tasks += 50) {
+  for (uint32_t tasks = 64; tasks <= 320; tasks += 8) {
     testgen::SchedulingOptions shape;
     shape.task_count = tasks;
     shape.machine_count = tasks / 8;
@@ -331,6 +331,69 @@ TEST(RelaxationTest, AnExtendedSolveFinishesExact) {
     ExpectMatchesLemon(problem, extended);
   }
   EXPECT_GT(rescued, 0) << "no solve finished only thanks to the extension";
+}
+
+// A solve gives up as stalled when a window removed less than a fifth of
+// what was left, unless it is nearly done; the figures are the portfolio
+// traces RelaxationOptions::stall_window_ns cites.
+TEST(RelaxationTest, GivesUpOnlyWhenStalled) {
+  // A whole Quincy population waiting: 96% of 146,250 units left, then 92%.
+  EXPECT_TRUE(RelaxationStalled(135'135, 140'400, 146'250, 0.01));
+  // 110% load: the overload that must stay unscheduled keeps it near 9%.
+  EXPECT_TRUE(RelaxationStalled(5'088, 5'335, 55'000, 0.01));
+  // A win: 4.3% left, then 0.8%.
+  EXPECT_FALSE(RelaxationStalled(466, 2'503, 58'199, 0.01));
+  // A win's last unit may take a while: within 1% of done it never stalls.
+  EXPECT_FALSE(RelaxationStalled(1, 1, 58'199, 0.01));
+  EXPECT_TRUE(RelaxationStalled(1, 1, 58'199, 0));
+  // Exactly a fifth removed is progress enough.
+  EXPECT_FALSE(RelaxationStalled(80, 100, 1'000, 0.01));
+  EXPECT_TRUE(RelaxationStalled(81, 100, 1'000, 0.01));
+  EXPECT_FALSE(RelaxationStalled(0, 0, 1'000, 0));  // done
+  const Int128 huge = Int128{1} << 93;  // n * 2^62 surpluses at most
+  EXPECT_TRUE(RelaxationStalled(huge - 1, huge, huge, 0.01));
+  EXPECT_FALSE(RelaxationStalled(huge / 2, huge, huge, 0.01));
+}
+
+// The rule wired into the solve. With 1 ns windows every check (16,384
+// units of work) ends a window, so what happens depends on the iterations
+// alone, not on the machine: a network routed within two windows finishes
+// (the first window is never judged), a larger one stalls, since its first
+// pass only moves units from tasks to machines and the positive surplus
+// falls slowly at that grain. Either way the outcome is exact or
+// DeadlineExceeded, never a wrong answer, and without windows every one
+// of them finishes exact. (Which runs stall at real windows, an eighth of
+// the portfolio's budget, is GivesUpOnlyWhenStalled's figures.)
+TEST(RelaxationTest, AStalledSolveGivesUpAndNeverAnswersWrong) {
+  int stalled = 0;
+  int finished = 0;
+  for (const uint32_t tasks : {200u, 400u, 3'000u, 6'000u}) {
+    for (const double utilisation : {0.5, 0.9, 1.3}) {
+      testgen::SchedulingOptions shape;
+      shape.task_count = tasks;
+      shape.machine_count = tasks / 12;
+      shape.job_count = 10;
+      shape.utilisation = utilisation;
+      const McmfProblem problem = testgen::SchedulingNetwork(tasks, shape);
+      RelaxationOptions options;
+      options.stall_window_ns = 1;
+      const absl::StatusOr<McmfSolution> windowed =
+          Relaxation(options).Solve(problem);
+      if (windowed.ok()) {
+        ++finished;
+        ExpectMatchesLemon(problem, windowed);
+        continue;
+      }
+      ++stalled;
+      EXPECT_THAT(windowed, StatusIs(absl::StatusCode::kDeadlineExceeded,
+                                     "progress stalled"))
+          << tasks << " tasks, utilisation " << utilisation;
+      options.stall_window_ns = 0;
+      ExpectMatchesLemon(problem, Relaxation(options).Solve(problem));
+    }
+  }
+  EXPECT_GT(stalled, 0);
+  EXPECT_GT(finished, 0);
 }
 
 // Relaxation as a repair engine: from the optimum of a perturbed network
