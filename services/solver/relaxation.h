@@ -48,12 +48,12 @@ struct RelaxationOptions {
   // second window on, a solve that removed less than a fifth of its
   // positive surplus in the last window gives up with DeadlineExceeded
   // (RelaxationStalled), unless it is within extend_below_surplus_fraction
-  // of done. Losses stall, wins do not: traced in the portfolio, a win
-  // (12,500 Quincy machines, 97% load) went from 40% of its surplus left
-  // to 4.3%, 0.8% and 0 in three windows of a budget's eighth, while a
-  // whole Quincy population waiting kept 96% and then 92% and ran on to
-  // the end of its budget (670 ms on 2.2 million arcs) before the
-  // primal-dual could start. The portfolio uses an eighth of the budget,
+  // of done. Losses stall, wins do not: traced in the portfolio with
+  // windows of a budget's eighth, a win (12,500 Quincy machines, 97% load)
+  // had 4.3%, 0.8% and 0 of its surplus left at the ends of its first
+  // three windows, while a whole Quincy population waiting had 96% and
+  // then 92%, and ran on to the end of its budget (670 ms on 2.2 million
+  // arcs) before the primal-dual could start. The portfolio uses an eighth of the budget,
   // at least 10 ms.
   int64_t stall_window_ns = 0;
   // Ask a max flow whether the problem is feasible before relaxing. Alone,

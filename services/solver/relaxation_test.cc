@@ -356,8 +356,8 @@ TEST(RelaxationTest, GivesUpOnlyWhenStalled) {
 }
 
 // The rule wired into the solve. With 1 ns windows every check (16,384
-// units of work) ends a window, so what happens depends on the iterations
-// alone, not on the machine: a network routed within two windows finishes
+// units of work) ends a window, so what happens depends on the work alone,
+// not on the machine: a network routed within two windows finishes
 // (the first window is never judged), a larger one stalls, since its first
 // pass only moves units from tasks to machines and the positive surplus
 // falls slowly at that grain. Either way the outcome is exact or
