@@ -51,7 +51,7 @@ struct RelaxationOptions {
   // of done. Losses stall, wins do not: traced in the portfolio with
   // windows of a budget's eighth, a win (12,500 Quincy machines, 97% load)
   // had 4.3%, 0.8% and 0 of its surplus left at the ends of its first
-  // three windows, while a whole Quincy population waiting had 96% and
+  // three windows, while a whole Quincy population waiting had 97% and
   // then 92%, and ran on to the end of its budget (670 ms on 2.2 million
   // arcs) before the primal-dual could start. The portfolio uses an eighth of the budget,
   // at least 10 ms.
