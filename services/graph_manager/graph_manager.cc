@@ -475,10 +475,21 @@ absl::Status GraphManager::Run(const std::atomic<bool>& stop) {
     }
     CheckRoundTimeout();
     FLOWSCHED_RETURN_IF_ERROR(MaybeCutRound());
+    // After a broker outage, letters left unconfirmed are retried even
+    // when no input comes (at most once a second; nothing to do otherwise).
+    ConfirmDeadLetters();
     ledger_->MaybeFlush(kLedgerFlushIntervalMs, kLedgerFlushTimeoutMs);
     MaybeWriteStatus(/*force=*/false);
   }
-  // Best effort at exit; unacknowledged ledger records stay pending.
+  // Best effort at exit; unacknowledged ledger records stay pending, and
+  // dead letters still unconfirmed get one more try (they have no pending
+  // copy: a failure here loses them, and says so).
+  next_letter_flush_steady_us_ = 0;
+  ConfirmDeadLetters();
+  if (!unconfirmed_letters_.empty()) {
+    spdlog::error("stopping with {} dead letters the broker did not confirm",
+                  unconfirmed_letters_.size());
+  }
   ledger_->OnProducerFlushed(producer_->Flush(kFlushTimeoutMs).ok());
   digest_at_stop_ = StateDigest(state_, network_);
   spdlog::info("state digest at stop {}", digest_at_stop_);
@@ -693,8 +704,19 @@ void GraphManager::ConfirmDeadLetters() {
   if (SteadyMicros() < next_letter_flush_steady_us_) return;
   if (letters_need_republish_) {
     // Unknown whether the failed flush's letters arrived: at least once.
+    // A letter the producer would not even queue cannot be confirmed by
+    // the flush below, so all of them wait for the next attempt.
+    size_t refused = 0;
     for (const UnconfirmedLetter& letter : unconfirmed_letters_) {
-      dead_letters_->Publish(letter.record, letter.reason).IgnoreError();
+      if (!dead_letters_->Publish(letter.record, letter.reason).ok()) {
+        ++refused;
+      }
+    }
+    if (refused > 0) {
+      spdlog::error("{} of {} dead letters could not be queued again, "
+                    "retrying", refused, unconfirmed_letters_.size());
+      next_letter_flush_steady_us_ = SteadyMicros() + kLetterRetryUs;
+      return;
     }
     letters_need_republish_ = false;
   }

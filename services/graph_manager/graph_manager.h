@@ -126,7 +126,8 @@ class GraphManager {
   // Publishes a dead letter and keeps a copy until the broker confirms it.
   void PublishDeadLetter(const bus::Record& record, const absl::Status& reason);
   // Waits for the broker to confirm the dead letters not yet confirmed,
-  // before the batch that read their records commits (see the .cc).
+  // before the batch that read their records commits (see the .cc); after
+  // an outage also from the main loop, and once more at stop.
   void ConfirmDeadLetters();
   void ApplyDecisions(cluster::ChangeSet& changes);
   // Applies one round's decisions in the fixed order (see the .cc) and
