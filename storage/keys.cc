@@ -83,6 +83,9 @@ std::string OffsetKey(std::string_view topic, int32_t partition) {
 }
 
 std::string LedgerKey(uint64_t seq) { return IdKey(kLedgerPrefix, seq, 8); }
+std::string DeadLetterKey(uint64_t seq) {
+  return IdKey(kDeadLetterPrefix, seq, 8);
+}
 
 std::string MetaKey(std::string_view name) {
   std::string key(kMetaPrefix);

@@ -20,6 +20,9 @@
 //   ledger        "l/"    + u64 seq (8 bytes BE)             LedgerRecord not
 //                                                            yet acknowledged
 //                                                            by the broker
+//   dead letter   "d/"    + u64 seq (8 bytes BE)             DeadLetter not yet
+//                                                            acknowledged by
+//                                                            the broker
 //
 // Values are opaque bytes to storage/ (the graph manager stores the protobuf
 // records of proto/flowsched/v1/state.proto), except offsets, whose encoding
@@ -52,6 +55,7 @@ inline constexpr std::string_view kArcPrefix = "a/";
 inline constexpr std::string_view kOffsetPrefix = "o/";
 inline constexpr std::string_view kMetaPrefix = "meta/";
 inline constexpr std::string_view kLedgerPrefix = "l/";
+inline constexpr std::string_view kDeadLetterPrefix = "d/";
 
 std::string JobKey(uint64_t job_id);
 std::string TaskKey(uint64_t task_id);
@@ -61,6 +65,7 @@ std::string ArcKey(uint32_t src, uint32_t dst);
 std::string OffsetKey(std::string_view topic, int32_t partition);
 std::string MetaKey(std::string_view name);
 std::string LedgerKey(uint64_t seq);
+std::string DeadLetterKey(uint64_t seq);
 
 // The prefix shared by the offset keys of all partitions of `topic`.
 std::string OffsetTopicPrefix(std::string_view topic);

@@ -99,6 +99,7 @@ TEST(KeysTest, EncodingPreservesNumericOrder) {
   }
   EXPECT_LT(ArcKey(1, 0xffffffffU), ArcKey(2, 0));
   EXPECT_LT(ArcKey(2, 3), ArcKey(2, 10));
+  EXPECT_LT(DeadLetterKey(2), DeadLetterKey(10));
   EXPECT_LT(OffsetKey("t", -1), OffsetKey("t", 0));
   EXPECT_LT(OffsetKey("t", 2), OffsetKey("t", 10));
   EXPECT_LT(OffsetKey("t", std::numeric_limits<int32_t>::min()),
@@ -107,8 +108,8 @@ TEST(KeysTest, EncodingPreservesNumericOrder) {
 
 TEST(KeysTest, NoFamilyPrefixIsAPrefixOfAnother) {
   const std::vector<std::string_view> prefixes = {
-      kJobPrefix, kTaskPrefix,   kMachinePrefix, kNodePrefix,
-      kArcPrefix, kOffsetPrefix, kMetaPrefix,    kLedgerPrefix};
+      kJobPrefix,    kTaskPrefix, kMachinePrefix, kNodePrefix,      kArcPrefix,
+      kOffsetPrefix, kMetaPrefix, kLedgerPrefix,  kDeadLetterPrefix};
   for (std::string_view a : prefixes) {
     for (std::string_view b : prefixes) {
       if (a != b) {

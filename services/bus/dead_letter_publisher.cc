@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "flowsched/v1/dead_letter.pb.h"
 #include "fmt/format.h"
 #include "services/common/status_macros.h"
 
@@ -16,6 +15,26 @@ const Clock& SystemClockInstance() {
 
 }  // namespace
 
+v1::DeadLetter MakeDeadLetter(const Record& original, const absl::Status& reason,
+                              std::string_view service,
+                              int64_t rejected_time_us) {
+  v1::DeadLetter letter;
+  letter.set_topic(original.topic);
+  letter.set_partition(original.partition);
+  letter.set_offset(original.offset);
+  letter.set_key(original.key);
+  letter.set_original(original.value);
+  letter.set_reason(std::string(reason.message()));
+  letter.set_code(absl::StatusCodeToString(reason.code()));
+  letter.set_service(std::string(service));
+  letter.set_rejected_time_us(rejected_time_us);
+  return letter;
+}
+
+std::string DeadLetterPartitionKey(const v1::DeadLetter& letter) {
+  return fmt::format("{}/{}", letter.topic(), letter.partition());
+}
+
 DeadLetterPublisher::DeadLetterPublisher(Producer& producer, std::string topic,
                                          std::string service,
                                          const Clock* clock)
@@ -26,23 +45,14 @@ DeadLetterPublisher::DeadLetterPublisher(Producer& producer, std::string topic,
 
 absl::Status DeadLetterPublisher::Publish(const Record& original,
                                           const absl::Status& reason) {
-  flowsched::v1::DeadLetter letter;
-  letter.set_topic(original.topic);
-  letter.set_partition(original.partition);
-  letter.set_offset(original.offset);
-  letter.set_key(original.key);
-  letter.set_original(original.value);
-  letter.set_reason(std::string(reason.message()));
-  letter.set_code(absl::StatusCodeToString(reason.code()));
-  letter.set_service(service_);
-  letter.set_rejected_time_us(clock_.NowMicros());
+  const v1::DeadLetter letter =
+      MakeDeadLetter(original, reason, service_, clock_.NowMicros());
   std::string bytes;
   if (!letter.SerializeToString(&bytes)) {
     return absl::InternalError("DeadLetter: protobuf serialization failed");
   }
   FLOWSCHED_RETURN_IF_ERROR(producer_.Produce(
-      topic_, kAnyPartition,
-      fmt::format("{}/{}", original.topic, original.partition), bytes));
+      topic_, kAnyPartition, DeadLetterPartitionKey(letter), bytes));
   published_.fetch_add(1);
   return absl::OkStatus();
 }

@@ -6,13 +6,23 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
+#include "flowsched/v1/dead_letter.pb.h"
 #include "services/bus/consumer.h"
 #include "services/bus/producer.h"
 #include "services/common/clock.h"
 
 namespace flowsched::bus {
+
+// The letter for `original`, rejected by `service` at `rejected_time_us`.
+v1::DeadLetter MakeDeadLetter(const Record& original, const absl::Status& reason,
+                              std::string_view service,
+                              int64_t rejected_time_us);
+// The Kafka key of a letter, "<topic>/<partition>" of its original, so that
+// letters about one partition stay in order.
+std::string DeadLetterPartitionKey(const v1::DeadLetter& letter);
 
 class DeadLetterPublisher {
  public:
@@ -21,9 +31,10 @@ class DeadLetterPublisher {
   DeadLetterPublisher(Producer& producer, std::string topic,
                       std::string service, const Clock* clock = nullptr);
 
-  // Produces the DeadLetter keyed "<topic>/<partition>" of the original, so
-  // that letters from one partition stay in order. Asynchronous like
-  // Producer::Produce: delivery is confirmed by Producer::Flush.
+  // Produces MakeDeadLetter(original, reason, ...) keyed by
+  // DeadLetterPartitionKey. Asynchronous like Producer::Produce: delivery is
+  // confirmed by Producer::Flush. (The graph manager stages its letters in
+  // RocksDB first: graph_manager/dead_letter_outbox.h.)
   absl::Status Publish(const Record& original, const absl::Status& reason);
 
   // Letters handed to the producer so far.

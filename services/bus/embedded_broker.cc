@@ -180,6 +180,15 @@ absl::Status EmbeddedBroker::PushRequestErrors(int16_t api_key,
   return absl::OkStatus();
 }
 
+absl::Status EmbeddedBroker::ClearRequestErrors(int16_t api_key) {
+  if (api_key < 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("ClearRequestErrors: bad api key {}", api_key));
+  }
+  rd_kafka_mock_clear_request_errors(cluster_.get(), api_key);
+  return absl::OkStatus();
+}
+
 absl::Status ApplyControlLine(EmbeddedBroker& broker, std::string_view line) {
   const std::vector<std::string_view> words = SplitWords(line);
   if (words.empty() || words[0][0] == '#') {

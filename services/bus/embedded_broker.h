@@ -42,6 +42,8 @@ class EmbeddedBroker {
   // The next errors.size() requests with this Kafka ApiKey (0 Produce,
   // 1 Fetch, 3 Metadata, ...) fail with these error codes, in order.
   absl::Status PushRequestErrors(int16_t api_key, std::vector<int> errors);
+  // Drops the errors still queued for that ApiKey.
+  absl::Status ClearRequestErrors(int16_t api_key);
   absl::Status CreateTopic(const TopicSpec& topic);
 
  private:

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "flowsched/v1/placements.pb.h"
 #include "flowsched/v1/rounds.pb.h"
+#include "services/bus/dead_letter_publisher.h"
 #include "services/codec/round_codec.h"
 #include "services/common/status_macros.h"
 #include "services/graph_manager/state_digest.h"
@@ -24,16 +25,13 @@ namespace {
 
 constexpr int kMetadataTimeoutMs = 10'000;
 constexpr int kFlushTimeoutMs = 10'000;
-// Dead-letter confirmation (ConfirmDeadLetters): one flush per batch with
-// letters, at most this long, and a second between attempts in an outage.
-constexpr int kLetterFlushTimeoutMs = 2'000;
-constexpr int64_t kLetterRetryUs = 1'000'000;
 // Reading the whole ledger, or waiting for one events record, at start.
 constexpr int kReplayTimeoutMs = 60'000;
-// Ledger records are acknowledged (and their pending copies dropped) this
-// often; a shorter flush keeps a broker outage from stalling the loop long.
-constexpr int kLedgerFlushIntervalMs = 100;
-constexpr int kLedgerFlushTimeoutMs = 2'000;
+// Ledger records and dead letters are acknowledged (and their pending
+// copies dropped) this often; a shorter flush keeps a broker outage from
+// stalling the loop long.
+constexpr int kOutboxFlushIntervalMs = 100;
+constexpr int kOutboxFlushTimeoutMs = 2'000;
 // Written into GraphManagerMeta.format_version.
 constexpr uint32_t kStoreFormatVersion = 1;
 // Bounds the timing history kept for status reports.
@@ -99,8 +97,8 @@ absl::Status GraphManager::Open() {
   FLOWSCHED_ASSIGN_OR_RETURN(producer_, bus::Producer::Create(kafka));
   FLOWSCHED_ASSIGN_OR_RETURN(
       consumer_, bus::Consumer::Create(kafka, "flowsched-graph-manager"));
-  dead_letters_ = std::make_unique<bus::DeadLetterPublisher>(
-      *producer_, options_.topics.dead_letters, "graph-manager", &clock_);
+  dead_letters_ = std::make_unique<DeadLetterOutbox>(
+      *producer_, options_.topics.dead_letters);
   ledger_ = std::make_unique<LedgerPublisher>(*producer_,
                                               options_.topics.ledger);
   FLOWSCHED_ASSIGN_OR_RETURN(
@@ -117,7 +115,20 @@ absl::Status GraphManager::Open() {
     damaged_store_ = opened.code() == absl::StatusCode::kDataLoss;
     return opened;
   }
-  FLOWSCHED_RETURN_IF_ERROR(ledger_->RepublishPending(*store_));
+  // A pending copy that does not parse is a damaged store like any other
+  // record that does not (DataLoss: moved aside and rebuilt).
+  absl::Status republished = ledger_->RepublishPending(*store_);
+  absl::StatusOr<uint64_t> pending_letters_seq =
+      republished.ok() ? dead_letters_->RepublishPending(*store_)
+                       : absl::StatusOr<uint64_t>(republished);
+  if (!pending_letters_seq.ok()) {
+    damaged_store_ =
+        pending_letters_seq.status().code() == absl::StatusCode::kDataLoss;
+    return pending_letters_seq.status();
+  }
+  // (A store from before the letter outbox has no dead_letter_seq.)
+  meta_.set_dead_letter_seq(
+      std::max(meta_.dead_letter_seq(), *pending_letters_seq));
   FLOWSCHED_RETURN_IF_ERROR(CatchUp(history, *replay_consumer));
 
   // A new epoch per start, above every epoch the ledger ever carried (two
@@ -137,7 +148,7 @@ absl::Status GraphManager::Open() {
   StageMetaWithTime(batch);
   FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
   ledger_->Publish(claim);
-  ledger_->MaybeFlush(0, kFlushTimeoutMs);
+  FlushOutboxes(0, kFlushTimeoutMs);
   digest_at_start_ = StateDigest(state_, network_);
   spdlog::info(
       "graph manager epoch {} (policy {}) restored {} machines, {} jobs, {} "
@@ -475,22 +486,17 @@ absl::Status GraphManager::Run(const std::atomic<bool>& stop) {
     }
     CheckRoundTimeout();
     FLOWSCHED_RETURN_IF_ERROR(MaybeCutRound());
-    // After a broker outage, letters left unconfirmed are retried even
-    // when no input comes (at most once a second; nothing to do otherwise).
-    ConfirmDeadLetters();
-    ledger_->MaybeFlush(kLedgerFlushIntervalMs, kLedgerFlushTimeoutMs);
+    FlushOutboxes(kOutboxFlushIntervalMs, kOutboxFlushTimeoutMs);
     MaybeWriteStatus(/*force=*/false);
   }
-  // Best effort at exit; unacknowledged ledger records stay pending, and
-  // dead letters still unconfirmed get one more try (they have no pending
-  // copy: a failure here loses them, and says so).
-  next_letter_flush_steady_us_ = 0;
-  ConfirmDeadLetters();
-  if (!unconfirmed_letters_.empty()) {
-    spdlog::error("stopping with {} dead letters the broker did not confirm",
-                  unconfirmed_letters_.size());
+  // Best effort at exit; what the broker did not acknowledge stays pending
+  // in the store, and the next start publishes it.
+  OnProducerFlushed(producer_->Flush(kFlushTimeoutMs).ok());
+  if (ledger_->unacknowledged() > 0 || dead_letters_->unacknowledged() > 0) {
+    spdlog::warn("stopping with {} ledger records and {} dead letters not "
+                 "acknowledged by the broker; the next start publishes them",
+                 ledger_->unacknowledged(), dead_letters_->unacknowledged());
   }
-  ledger_->OnProducerFlushed(producer_->Flush(kFlushTimeoutMs).ok());
   digest_at_stop_ = StateDigest(state_, network_);
   spdlog::info("state digest at stop {}", digest_at_stop_);
   {
@@ -515,6 +521,7 @@ absl::Status GraphManager::ProcessRecords(
   bool reseek = false;
   batch_time_us_ = clock_.NowMicros();
   batch_ledger_.Clear();
+  batch_letters_.clear();
   for (const bus::Record& record : records) {
     const bool is_event = record.topic == options_.topics.events;
     if (is_event) {
@@ -584,13 +591,15 @@ absl::Status GraphManager::ProcessRecords(
     next_offsets_[{record.topic, record.partition}] = record.offset + 1;
     batch.SetOffset(record.topic, record.partition, record.offset + 1);
   }
-  ConfirmDeadLetters();
+  // The letters commit with the offsets that pass their records.
+  StageDeadLetters(batch);
   // Every batch, not only those with placements records: a released hold
   // must reach the store even if no record of that partition came since.
   StagePlacementOffsets(batch);
   FLOWSCHED_RETURN_IF_ERROR(CommitChanges(
       changes, std::move(batch),
       batch_ledger_.steps_size() > 0 ? &batch_ledger_ : nullptr));
+  PublishStagedLetters();
   if (events_paused_ != was_paused || reseek) {
     FLOWSCHED_RETURN_IF_ERROR(SetEventsPaused(events_paused_));
   }
@@ -627,7 +636,7 @@ bool GraphManager::ApplyEventRecord(const bus::Record& record,
   spdlog::warn("event {}/{}@{} rejected: {}", record.topic, record.partition,
                record.offset, status.ToString());
   if (replaying_) return false;  // its dead letter was published before
-  PublishDeadLetter(record, status);
+  AddDeadLetter(record, status);
   return false;
 }
 
@@ -642,7 +651,7 @@ void GraphManager::HandlePlacementRecord(const bus::Record& record,
     }
     spdlog::warn("undecodable placement record {}/{}@{}", record.topic,
                  record.partition, record.offset);
-    PublishDeadLetter(record,
+    AddDeadLetter(record,
                       absl::InvalidArgumentError("undecodable PlacementRecord"));
     return;
   }
@@ -676,66 +685,64 @@ void GraphManager::HandlePlacementRecord(const bus::Record& record,
   }
 }
 
-void GraphManager::PublishDeadLetter(const bus::Record& record,
+void GraphManager::AddDeadLetter(const bus::Record& record,
                                      const absl::Status& reason) {
-  absl::Status published = dead_letters_->Publish(record, reason);
-  if (!published.ok()) {
-    spdlog::error("could not publish dead letter for {}/{}@{}: {}",
-                  record.topic, record.partition, record.offset,
-                  published.ToString());
-    letters_need_republish_ = true;
-  }
-  unconfirmed_letters_.push_back({record, reason});
+  batch_letters_.push_back(
+      {0, bus::MakeDeadLetter(record, reason, "graph-manager",
+                              clock_.NowMicros())});
 }
 
-void GraphManager::ConfirmDeadLetters() {
-  // The batch about to commit moves the stored offsets past the records
-  // its dead letters are about, and a replay publishes none: a letter the
-  // broker never got would be lost by a crash after that commit. So the
-  // batch first waits for a flush, which reports every delivery since the
-  // previous one (all on this thread, so none since the letters were
-  // produced): a crash in between only reads the records again and
-  // publishes their letters twice. Rejects are rare (hostile or corrupt
-  // input); a batch of them waits for one flush.
-  if (unconfirmed_letters_.empty()) return;
-  // A broker outage: the letters wait in memory (a crash meanwhile loses
-  // them) and batches go on; a later batch retries, at most once a
-  // second, and publishes every waiting letter again first.
-  if (SteadyMicros() < next_letter_flush_steady_us_) return;
-  if (letters_need_republish_) {
-    // Unknown whether the failed flush's letters arrived: at least once.
-    // A letter the producer would not even queue cannot be confirmed by
-    // the flush below, so all of them wait for the next attempt.
-    size_t refused = 0;
-    for (const UnconfirmedLetter& letter : unconfirmed_letters_) {
-      if (!dead_letters_->Publish(letter.record, letter.reason).ok()) {
-        ++refused;
-      }
+void GraphManager::StageDeadLetters(storage::StateBatch& batch) {
+  // Staged, not produced: a letter produced before its batch commits could
+  // arrive for a record a crash then reads (and letters) again, and one
+  // produced after the commit without a pending copy is lost by a crash or
+  // an outage in between. With the copy in the batch neither happens, and
+  // the batch never waits for the broker.
+  auto& through = *meta_.mutable_placement_letters_through();
+  for (StagedLetter& staged : batch_letters_) {
+    staged.seq = meta_.dead_letter_seq() + 1;
+    meta_.set_dead_letter_seq(staged.seq);
+    dead_letters_->Stage(staged.seq, staged.letter, batch);
+    if (staged.letter.topic() == options_.topics.placements) {
+      int64_t& next = through[staged.letter.partition()];
+      next = std::max(next, staged.letter.offset() + 1);
     }
-    if (refused > 0) {
-      spdlog::error("{} of {} dead letters could not be queued again, "
-                    "retrying", refused, unconfirmed_letters_.size());
-      next_letter_flush_steady_us_ = SteadyMicros() + kLetterRetryUs;
-      return;
-    }
-    letters_need_republish_ = false;
   }
-  const absl::Status flushed = producer_->Flush(kLetterFlushTimeoutMs);
-  ledger_->OnProducerFlushed(flushed.ok());
-  if (!flushed.ok()) {
-    spdlog::error("{} dead letters not confirmed by the broker, retrying: {}",
-                  unconfirmed_letters_.size(), flushed.ToString());
-    letters_need_republish_ = true;
-    next_letter_flush_steady_us_ = SteadyMicros() + kLetterRetryUs;
+}
+
+void GraphManager::PublishStagedLetters() {
+  for (const StagedLetter& staged : batch_letters_) {
+    dead_letters_->Publish(staged.seq, staged.letter);
+  }
+  batch_letters_.clear();
+}
+
+void GraphManager::FlushOutboxes(int min_interval_ms, int timeout_ms) {
+  if (!ledger_->FlushDue(min_interval_ms) &&
+      !dead_letters_->FlushDue(min_interval_ms)) {
     return;
   }
-  auto& through = *meta_.mutable_placement_letters_through();
-  for (const UnconfirmedLetter& letter : unconfirmed_letters_) {
-    if (letter.record.topic != options_.topics.placements) continue;
-    int64_t& next = through[letter.record.partition];
-    next = std::max(next, letter.record.offset + 1);
+  const bool flushed = producer_->Flush(timeout_ms).ok();
+  OnProducerFlushed(flushed);
+  if (!flushed) return;
+  // Drop the acknowledged copies now rather than with the next input: a
+  // crash before that would publish all of them again (harmless, but
+  // every letter and ledger record acknowledged since would come twice).
+  storage::StateBatch batch;
+  ledger_->StageAcknowledged(batch);
+  dead_letters_->StageAcknowledged(batch);
+  if (batch.empty()) return;
+  absl::Status committed = store_->Commit(std::move(batch));
+  if (!committed.ok()) {
+    // The copies stay, and the next start publishes them again.
+    spdlog::warn("dropping acknowledged outbox copies: {}",
+                 committed.ToString());
   }
-  unconfirmed_letters_.clear();
+}
+
+void GraphManager::OnProducerFlushed(bool ok) {
+  ledger_->OnProducerFlushed(ok);
+  dead_letters_->OnProducerFlushed(ok);
 }
 
 void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {
@@ -886,6 +893,9 @@ int64_t GraphManager::StateNowMicros() const {
 }
 
 void GraphManager::StageMetaWithTime(storage::StateBatch& batch) {
+  // Every commit passes here: it also drops the pending copies of the dead
+  // letters acknowledged since (the ledger's go with its next record).
+  dead_letters_->StageAcknowledged(batch);
   meta_.set_last_time_us(state_.last_time_us());
   StageMeta(meta_, batch);
 }
@@ -1098,7 +1108,7 @@ absl::Status GraphManager::MaybeCutRound() {
   }
   if (sent.ok()) {
     sent = producer_->Flush(kFlushTimeoutMs);
-    ledger_->OnProducerFlushed(sent.ok());
+    OnProducerFlushed(sent.ok());
   }
   if (!sent.ok()) {
     // The solver may have some parts or none; a snapshot next time is safe
@@ -1182,6 +1192,8 @@ v1::GraphManagerStatus GraphManager::BuildStatus() const {
   s.set_results_fenced(collector_.fenced_records());
   s.set_results_duplicate(collector_.duplicate_records() +
                           placements_redelivered_);
+  s.set_ledger_unacknowledged(ledger_->unacknowledged());
+  s.set_dead_letters_unacknowledged(dead_letters_->unacknowledged());
   s.set_role(fenced_by_epoch_ != 0 || (lease_ != nullptr && !lease_->held())
                  ? "standby"
                  : "active");

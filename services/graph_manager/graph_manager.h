@@ -23,7 +23,6 @@
 #include "flowsched/v1/state.pb.h"
 #include "flowsched/v1/status.pb.h"
 #include "services/bus/consumer.h"
-#include "services/bus/dead_letter_publisher.h"
 #include "services/bus/kafka_options.h"
 #include "services/bus/leader_lease.h"
 #include "services/bus/producer.h"
@@ -34,6 +33,7 @@
 #include "services/flow/flow_network.h"
 #include "services/flow/network_builder.h"
 #include "services/flow/scheduling_policy.h"
+#include "services/graph_manager/dead_letter_outbox.h"
 #include "services/graph_manager/ledger_publisher.h"
 #include "services/graph_manager/round_collector.h"
 #include "services/graph_manager/state_rebuilder.h"
@@ -123,12 +123,17 @@ class GraphManager {
   bool ApplyEventRecord(const bus::Record& record, cluster::ChangeSet& changes);
   void HandlePlacementRecord(const bus::Record& record,
                              cluster::ChangeSet& changes);
-  // Publishes a dead letter and keeps a copy until the broker confirms it.
-  void PublishDeadLetter(const bus::Record& record, const absl::Status& reason);
-  // Waits for the broker to confirm the dead letters not yet confirmed,
-  // before the batch that read their records commits (see the .cc); after
-  // an outage also from the main loop, and once more at stop.
-  void ConfirmDeadLetters();
+  // Makes the dead letter for `record`; it is staged with the batch being
+  // applied and published after it commits (StageDeadLetters).
+  void AddDeadLetter(const bus::Record& record, const absl::Status& reason);
+  // Numbers the batch's letters, stages them in `batch` with the meta that
+  // remembers them; PublishStagedLetters after the commit.
+  void StageDeadLetters(storage::StateBatch& batch);
+  void PublishStagedLetters();
+  // Flushes the shared producer when an outbox waits for acknowledgement
+  // (at most every `min_interval_ms`, or its backoff), and tells both.
+  void FlushOutboxes(int min_interval_ms, int timeout_ms);
+  void OnProducerFlushed(bool ok);
   void ApplyDecisions(cluster::ChangeSet& changes);
   // Applies one round's decisions in the fixed order (see the .cc) and
   // records each outcome in `out` (round_id and graph_epoch set by the
@@ -173,7 +178,7 @@ class GraphManager {
   std::unique_ptr<storage::StateStore> store_;
   std::unique_ptr<bus::Producer> producer_;
   std::unique_ptr<bus::Consumer> consumer_;
-  std::unique_ptr<bus::DeadLetterPublisher> dead_letters_;
+  std::unique_ptr<DeadLetterOutbox> dead_letters_;
   std::unique_ptr<LedgerPublisher> ledger_;
   // The ledger record of the batch being applied (steps in order).
   v1::LedgerRecord batch_ledger_;
@@ -214,16 +219,13 @@ class GraphManager {
   std::map<int32_t, int64_t> held_placement_offsets_;
   // Placements records delivered again at an offset already handled.
   uint64_t placements_redelivered_ = 0;
-  // Dead letters published but not yet confirmed by a flush, with what
-  // they say: published again after a failed flush, and for placements
-  // records moved into meta_.placement_letters_through once confirmed.
-  struct UnconfirmedLetter {
-    bus::Record record;
-    absl::Status reason;
+  // The dead letters of the batch being applied, in order (with their seq
+  // once staged).
+  struct StagedLetter {
+    uint64_t seq = 0;
+    v1::DeadLetter letter;
   };
-  std::vector<UnconfirmedLetter> unconfirmed_letters_;
-  bool letters_need_republish_ = false;
-  int64_t next_letter_flush_steady_us_ = 0;
+  std::vector<StagedLetter> batch_letters_;
   bool events_paused_ = false;
 
   // Network changes since the last published round.
