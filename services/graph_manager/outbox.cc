@@ -30,7 +30,7 @@ void Outbox::StageAcknowledged(storage::StateBatch& batch) {
 void Outbox::Stage(uint64_t seq, std::string_view stored,
                    storage::StateBatch& batch) {
   StageAcknowledged(batch);
-  batch.Put(store_key_(seq), std::string(stored));
+  batch.Put(store_key_(seq), stored);
 }
 
 void Outbox::Publish(uint64_t seq, std::vector<OutboxMessage> messages) {
