@@ -379,6 +379,42 @@ TEST_F(BusTest, DeadLetterPublisherProducesDecodableLetter) {
   EXPECT_EQ(letter.code(), "INVALID_ARGUMENT");
   EXPECT_EQ(letter.service(), "graph_manager");
   EXPECT_EQ(letter.rejected_time_us(), 1234567);
+  EXPECT_EQ(letter.key_size(), 6u);
+  EXPECT_EQ(letter.original_size(), 3u);
+}
+
+TEST_F(BusTest, ALetterAboutANearlyFullRecordStillFitsInAMessage) {
+  // The largest record the producer takes (message.max.bytes 1,000,000,
+  // less the record's framing); its letter in full would not fit, and the
+  // producer would refuse it at every retry.
+  Record original{.topic = topics_.events,
+                  .partition = 0,
+                  .offset = 5,
+                  .key = std::string(20'000, 'k'),
+                  .value = std::string(960'000, 'v')};
+  ASSERT_THAT(producer_->Produce(topics_.events, 0, original.key,
+                                 original.value),
+              IsOk());
+  DeadLetterPublisher publisher(*producer_, topics_.dead_letters, "test");
+  ASSERT_THAT(
+      publisher.Publish(original, absl::InvalidArgumentError("too big")),
+      IsOk());
+  ASSERT_THAT(producer_->Flush(10000), IsOk());
+  auto consumer = MakeConsumer();
+  ASSERT_NE(consumer, nullptr);
+  ASSERT_THAT(consumer->Assign({{topics_.dead_letters, 0, kOffsetBeginning}}),
+              IsOk());
+  std::vector<Record> records =
+      ConsumeN(*consumer, 1, std::chrono::seconds(10));
+  ASSERT_EQ(records.size(), 1u);
+  flowsched::v1::DeadLetter letter;
+  ASSERT_TRUE(letter.ParseFromString(records[0].value));
+  EXPECT_EQ(letter.key(), original.key.substr(0, kDeadLetterMaxKeyBytes));
+  EXPECT_EQ(letter.key_size(), 20'000u);
+  EXPECT_EQ(letter.original(),
+            original.value.substr(0, kDeadLetterMaxOriginalBytes));
+  EXPECT_EQ(letter.original_size(), 960'000u);
+  EXPECT_EQ(letter.offset(), 5);
 }
 
 TEST_F(BusTest, BrokerDownThenUpLosesNothing) {

@@ -22,8 +22,10 @@ v1::DeadLetter MakeDeadLetter(const Record& original, const absl::Status& reason
   letter.set_topic(original.topic);
   letter.set_partition(original.partition);
   letter.set_offset(original.offset);
-  letter.set_key(original.key);
-  letter.set_original(original.value);
+  letter.set_key(original.key.substr(0, kDeadLetterMaxKeyBytes));
+  letter.set_key_size(original.key.size());
+  letter.set_original(original.value.substr(0, kDeadLetterMaxOriginalBytes));
+  letter.set_original_size(original.value.size());
   letter.set_reason(std::string(reason.message()));
   letter.set_code(absl::StatusCodeToString(reason.code()));
   letter.set_service(std::string(service));

@@ -4,6 +4,7 @@
 // dead-letter topic as flowsched.v1.DeadLetter.
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -16,7 +17,13 @@
 
 namespace flowsched::bus {
 
-// The letter for `original`, rejected by `service` at `rejected_time_us`.
+// The letter for `original`, rejected by `service` at `rejected_time_us`,
+// with at most the first kDeadLetterMaxKeyBytes of its key and
+// kDeadLetterMaxOriginalBytes of its value (and both full sizes), so that
+// the letter always fits in one message even when the original nearly
+// filled one.
+inline constexpr size_t kDeadLetterMaxKeyBytes = 4 * 1024;
+inline constexpr size_t kDeadLetterMaxOriginalBytes = 512 * 1024;
 v1::DeadLetter MakeDeadLetter(const Record& original, const absl::Status& reason,
                               std::string_view service,
                               int64_t rejected_time_us);
