@@ -384,14 +384,14 @@ TEST_F(BusTest, DeadLetterPublisherProducesDecodableLetter) {
 }
 
 TEST_F(BusTest, ALetterAboutANearlyFullRecordStillFitsInAMessage) {
-  // The largest record the producer takes (message.max.bytes 1,000,000,
-  // less the record's framing); its letter in full would not fit, and the
-  // producer would refuse it at every retry.
+  // Key and value of 999,950 bytes, under the producer's message.max.bytes
+  // (1,000,000); the letter carrying them in full is over it, and the
+  // producer refuses it (MSG_SIZE_TOO_LARGE) at every retry.
   Record original{.topic = topics_.events,
                   .partition = 0,
                   .offset = 5,
                   .key = std::string(20'000, 'k'),
-                  .value = std::string(960'000, 'v')};
+                  .value = std::string(979'950, 'v')};
   ASSERT_THAT(producer_->Produce(topics_.events, 0, original.key,
                                  original.value),
               IsOk());
@@ -413,7 +413,7 @@ TEST_F(BusTest, ALetterAboutANearlyFullRecordStillFitsInAMessage) {
   EXPECT_EQ(letter.key_size(), 20'000u);
   EXPECT_EQ(letter.original(),
             original.value.substr(0, kDeadLetterMaxOriginalBytes));
-  EXPECT_EQ(letter.original_size(), 960'000u);
+  EXPECT_EQ(letter.original_size(), 979'950u);
   EXPECT_EQ(letter.offset(), 5);
 }
 
