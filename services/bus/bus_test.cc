@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "flowsched/v1/dead_letter.pb.h"
 #include "fmt/format.h"
 #include "gmock/gmock.h"
@@ -83,6 +84,23 @@ class BusTest : public ::testing::Test {
     auto consumer = Consumer::Create(options_, "bus-test");
     EXPECT_THAT(consumer, IsOk());
     return consumer.ok() ? std::move(consumer).value() : nullptr;
+  }
+
+  // Flushes the producer and reads back the one dead letter, checking that
+  // it is keyed by its original's topic and partition.
+  void ReadTheOnlyLetter(flowsched::v1::DeadLetter& letter) {
+    ASSERT_THAT(producer_->Flush(10000), IsOk());
+    auto consumer = MakeConsumer();
+    ASSERT_NE(consumer, nullptr);
+    ASSERT_THAT(
+        consumer->Assign({{topics_.dead_letters, 0, kOffsetBeginning}}),
+        IsOk());
+    std::vector<Record> records =
+        ConsumeN(*consumer, 1, std::chrono::seconds(10));
+    ASSERT_EQ(records.size(), 1u);
+    ASSERT_TRUE(letter.ParseFromString(records[0].value));
+    EXPECT_EQ(records[0].key,
+              absl::StrCat(letter.topic(), "/", letter.partition()));
   }
 
   TopicNames topics_ = TopicNames::WithPrefix("flowsched.");
@@ -358,18 +376,8 @@ TEST_F(BusTest, DeadLetterPublisherProducesDecodableLetter) {
       publisher.Publish(original, absl::InvalidArgumentError("bad task id")),
       IsOk());
   EXPECT_EQ(publisher.published(), 1u);
-  ASSERT_THAT(producer_->Flush(10000), IsOk());
-
-  auto consumer = MakeConsumer();
-  ASSERT_NE(consumer, nullptr);
-  ASSERT_THAT(consumer->Assign({{topics_.dead_letters, 0, kOffsetBeginning}}),
-              IsOk());
-  std::vector<Record> records =
-      ConsumeN(*consumer, 1, std::chrono::seconds(10));
-  ASSERT_EQ(records.size(), 1u);
-  EXPECT_EQ(records[0].key, topics_.events + "/2");
   flowsched::v1::DeadLetter letter;
-  ASSERT_TRUE(letter.ParseFromString(records[0].value));
+  ASSERT_NO_FATAL_FAILURE(ReadTheOnlyLetter(letter));
   EXPECT_EQ(letter.topic(), topics_.events);
   EXPECT_EQ(letter.partition(), 2);
   EXPECT_EQ(letter.offset(), 41);
@@ -399,16 +407,8 @@ TEST_F(BusTest, ALetterAboutANearlyFullRecordStillFitsInAMessage) {
   ASSERT_THAT(
       publisher.Publish(original, absl::InvalidArgumentError("too big")),
       IsOk());
-  ASSERT_THAT(producer_->Flush(10000), IsOk());
-  auto consumer = MakeConsumer();
-  ASSERT_NE(consumer, nullptr);
-  ASSERT_THAT(consumer->Assign({{topics_.dead_letters, 0, kOffsetBeginning}}),
-              IsOk());
-  std::vector<Record> records =
-      ConsumeN(*consumer, 1, std::chrono::seconds(10));
-  ASSERT_EQ(records.size(), 1u);
   flowsched::v1::DeadLetter letter;
-  ASSERT_TRUE(letter.ParseFromString(records[0].value));
+  ASSERT_NO_FATAL_FAILURE(ReadTheOnlyLetter(letter));
   EXPECT_EQ(letter.key(), original.key.substr(0, kDeadLetterMaxKeyBytes));
   EXPECT_EQ(letter.key_size(), 20'000u);
   EXPECT_EQ(letter.original(),
