@@ -130,7 +130,7 @@ TEST_F(DeadLetterOutageTest, ALetterRejectedDuringAnOutageSurvivesTheStop) {
   }
   RunUntil(
       [](const v1::GraphManagerStatus& s) {
-        return s.events_rejected() == 1 && s.dead_letters_unacknowledged() == 1;
+        return s.events_rejected() == 1 && s.dead_letters_pending() == 1;
       },
       "the event rejected and its letter produced, unacknowledged",
       [this] {
@@ -153,7 +153,7 @@ TEST_F(DeadLetterOutageTest, ALetterRejectedDuringAnOutageSurvivesTheStop) {
   RunUntil(
       [](const v1::GraphManagerStatus& s) {
         return s.events_rejected() == 1 &&
-               s.dead_letters_unacknowledged() == 0;
+               s.dead_letters_pending() == 0;
       },
       "the pending letter acknowledged after the restart");
   EXPECT_EQ(PendingLetterOffsets(), std::vector<int64_t>{});

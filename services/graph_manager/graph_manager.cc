@@ -118,17 +118,19 @@ absl::Status GraphManager::Open() {
   // A pending copy that does not parse is a damaged store like any other
   // record that does not (DataLoss: moved aside and rebuilt).
   absl::Status republished = ledger_->RepublishPending(*store_);
-  absl::StatusOr<uint64_t> pending_letters_seq =
-      republished.ok() ? dead_letters_->RepublishPending(*store_)
-                       : absl::StatusOr<uint64_t>(republished);
-  if (!pending_letters_seq.ok()) {
-    damaged_store_ =
-        pending_letters_seq.status().code() == absl::StatusCode::kDataLoss;
-    return pending_letters_seq.status();
+  uint64_t last_pending_letter = 0;
+  if (republished.ok()) {
+    absl::StatusOr<uint64_t> last = dead_letters_->RepublishPending(*store_);
+    republished = last.status();
+    if (last.ok()) last_pending_letter = *last;
+  }
+  if (!republished.ok()) {
+    damaged_store_ = republished.code() == absl::StatusCode::kDataLoss;
+    return republished;
   }
   // (A store from before the letter outbox has no dead_letter_seq.)
   meta_.set_dead_letter_seq(
-      std::max(meta_.dead_letter_seq(), *pending_letters_seq));
+      std::max(meta_.dead_letter_seq(), last_pending_letter));
   FLOWSCHED_RETURN_IF_ERROR(CatchUp(history, *replay_consumer));
 
   // A new epoch per start, above every epoch the ledger ever carried (two
@@ -148,7 +150,7 @@ absl::Status GraphManager::Open() {
   StageMetaWithTime(batch);
   FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
   ledger_->Publish(claim);
-  FlushOutboxes(0, kFlushTimeoutMs);
+  FlushOutboxes(0, kFlushTimeoutMs, /*idle=*/true);
   digest_at_start_ = StateDigest(state_, network_);
   spdlog::info(
       "graph manager epoch {} (policy {}) restored {} machines, {} jobs, {} "
@@ -486,7 +488,8 @@ absl::Status GraphManager::Run(const std::atomic<bool>& stop) {
     }
     CheckRoundTimeout();
     FLOWSCHED_RETURN_IF_ERROR(MaybeCutRound());
-    FlushOutboxes(kOutboxFlushIntervalMs, kOutboxFlushTimeoutMs);
+    FlushOutboxes(kOutboxFlushIntervalMs, kOutboxFlushTimeoutMs,
+                  /*idle=*/records.empty());
     MaybeWriteStatus(/*force=*/false);
   }
   // Best effort at exit; what the broker did not acknowledge stays pending
@@ -503,7 +506,6 @@ absl::Status GraphManager::Run(const std::atomic<bool>& stop) {
     // Lets the next start check that it restores this very state.
     meta_.set_clean_stop_digest(digest_at_stop_);
     storage::StateBatch batch;
-    ledger_->StageAcknowledged(batch);
     StageMetaWithTime(batch);
     absl::Status committed = store_->Commit(std::move(batch));
     if (!committed.ok()) spdlog::warn("at stop: {}", committed.ToString());
@@ -717,20 +719,19 @@ void GraphManager::PublishStagedLetters() {
   batch_letters_.clear();
 }
 
-void GraphManager::FlushOutboxes(int min_interval_ms, int timeout_ms) {
-  if (!ledger_->FlushDue(min_interval_ms) &&
-      !dead_letters_->FlushDue(min_interval_ms)) {
-    return;
+void GraphManager::FlushOutboxes(int min_interval_ms, int timeout_ms,
+                                 bool idle) {
+  if (ledger_->FlushDue(min_interval_ms) ||
+      dead_letters_->FlushDue(min_interval_ms)) {
+    OnProducerFlushed(producer_->Flush(timeout_ms).ok());
   }
-  const bool flushed = producer_->Flush(timeout_ms).ok();
-  OnProducerFlushed(flushed);
-  if (!flushed) return;
-  // Drop the acknowledged copies now rather than with the next input: a
-  // crash before that would publish all of them again (harmless, but
-  // every letter and ledger record acknowledged since would come twice).
+  // While input flows, every commit drops the copies acknowledged since
+  // (StageMetaWithTime), at no extra write. When none comes, a commit of
+  // their own: a crash would otherwise publish them all again (harmless,
+  // readers drop duplicates, but every one of them twice).
+  if (!idle) return;
   storage::StateBatch batch;
-  ledger_->StageAcknowledged(batch);
-  dead_letters_->StageAcknowledged(batch);
+  StageAcknowledgedCopies(batch);
   if (batch.empty()) return;
   absl::Status committed = store_->Commit(std::move(batch));
   if (!committed.ok()) {
@@ -738,6 +739,11 @@ void GraphManager::FlushOutboxes(int min_interval_ms, int timeout_ms) {
     spdlog::warn("dropping acknowledged outbox copies: {}",
                  committed.ToString());
   }
+}
+
+void GraphManager::StageAcknowledgedCopies(storage::StateBatch& batch) {
+  ledger_->StageAcknowledged(batch);
+  dead_letters_->StageAcknowledged(batch);
 }
 
 void GraphManager::OnProducerFlushed(bool ok) {
@@ -893,9 +899,8 @@ int64_t GraphManager::StateNowMicros() const {
 }
 
 void GraphManager::StageMetaWithTime(storage::StateBatch& batch) {
-  // Every commit passes here: it also drops the pending copies of the dead
-  // letters acknowledged since (the ledger's go with its next record).
-  dead_letters_->StageAcknowledged(batch);
+  // Every commit passes here.
+  StageAcknowledgedCopies(batch);
   meta_.set_last_time_us(state_.last_time_us());
   StageMeta(meta_, batch);
 }
@@ -1192,8 +1197,8 @@ v1::GraphManagerStatus GraphManager::BuildStatus() const {
   s.set_results_fenced(collector_.fenced_records());
   s.set_results_duplicate(collector_.duplicate_records() +
                           placements_redelivered_);
-  s.set_ledger_unacknowledged(ledger_->unacknowledged());
-  s.set_dead_letters_unacknowledged(dead_letters_->unacknowledged());
+  s.set_ledger_pending(ledger_->pending());
+  s.set_dead_letters_pending(dead_letters_->pending());
   s.set_role(fenced_by_epoch_ != 0 || (lease_ != nullptr && !lease_->held())
                  ? "standby"
                  : "active");

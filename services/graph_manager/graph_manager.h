@@ -131,9 +131,12 @@ class GraphManager {
   void StageDeadLetters(storage::StateBatch& batch);
   void PublishStagedLetters();
   // Flushes the shared producer when an outbox waits for acknowledgement
-  // (at most every `min_interval_ms`, or its backoff), and tells both.
-  void FlushOutboxes(int min_interval_ms, int timeout_ms);
+  // (at most every `min_interval_ms`, or its backoff), and tells both;
+  // when `idle` (no input this time), also commits the deletion of the
+  // copies acknowledged since the last commit.
+  void FlushOutboxes(int min_interval_ms, int timeout_ms, bool idle);
   void OnProducerFlushed(bool ok);
+  void StageAcknowledgedCopies(storage::StateBatch& batch);
   void ApplyDecisions(cluster::ChangeSet& changes);
   // Applies one round's decisions in the fixed order (see the .cc) and
   // records each outcome in `out` (round_id and graph_epoch set by the

@@ -27,8 +27,7 @@ class LedgerPublisher : public Outbox {
  public:
   LedgerPublisher(bus::Producer& producer, std::string topic);
 
-  // Stages `record` (seq assigned by the caller) as pending, plus the
-  // deletion of every pending record the broker acknowledged since.
+  // Stages `record` (seq assigned by the caller) as pending.
   void Stage(const v1::LedgerRecord& record, storage::StateBatch& batch);
   // Enqueues a staged record once its batch committed.
   void Publish(const v1::LedgerRecord& record);

@@ -24,12 +24,12 @@ void Outbox::StageAcknowledged(storage::StateBatch& batch) {
   if (acked_up_to_ > deleted_up_to_) {
     batch.DeleteRange(store_key_(0), store_key_(acked_up_to_ + 1));
     deleted_up_to_ = acked_up_to_;
+    acked_not_deleted_ = 0;
   }
 }
 
 void Outbox::Stage(uint64_t seq, std::string_view stored,
                    storage::StateBatch& batch) {
-  StageAcknowledged(batch);
   batch.Put(store_key_(seq), stored);
 }
 
@@ -99,6 +99,7 @@ void Outbox::OnProducerFlushed(bool ok) {
   if (unacked_.empty()) return;
   if (ok && !produce_failed_) {
     acked_up_to_ = std::max(acked_up_to_, unacked_.rbegin()->first);
+    acked_not_deleted_ += unacked_.size();
     unacked_.clear();
     backoff_ms_ = 0;
     return;

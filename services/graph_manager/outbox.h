@@ -51,10 +51,11 @@ class Outbox {
   Outbox(bus::Producer& producer, std::string topic, std::string what,
          std::string_view store_prefix, std::string (*store_key)(uint64_t));
 
-  // Stages the pending copy of entry `seq`, plus the deletion of every
-  // copy acknowledged since the last batch.
+  // Stages the pending copy of entry `seq`.
   void Stage(uint64_t seq, std::string_view stored, storage::StateBatch& batch);
-  // Stages only the deletion of acknowledged copies.
+  // Stages the deletion of every copy acknowledged since the last call (the
+  // graph manager adds it to each batch it commits, and commits it alone
+  // when no input comes).
   void StageAcknowledged(storage::StateBatch& batch);
   // Produces a staged entry once its batch committed.
   void Publish(uint64_t seq, std::vector<OutboxMessage> messages);
@@ -75,6 +76,11 @@ class Outbox {
   void OnProducerFlushed(bool ok);
 
   [[nodiscard]] size_t unacknowledged() const { return unacked_.size(); }
+  // Entries whose copy is still in the store as far as this outbox knows:
+  // unacknowledged, or acknowledged with the deletion not yet staged.
+  [[nodiscard]] size_t pending() const {
+    return unacked_.size() + acked_not_deleted_;
+  }
 
  private:
   void Produce(uint64_t seq, const std::vector<OutboxMessage>& messages);
@@ -87,6 +93,7 @@ class Outbox {
   std::map<uint64_t, std::vector<OutboxMessage>> unacked_;  // by seq
   uint64_t acked_up_to_ = 0;    // pending copies <= this may be deleted
   uint64_t deleted_up_to_ = 0;  // ... and were staged for deletion
+  size_t acked_not_deleted_ = 0;
   int64_t last_flush_steady_us_ = 0;
   int backoff_ms_ = 0;
   // An entry failed to enqueue since the last flush: that flush cannot

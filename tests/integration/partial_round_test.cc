@@ -184,13 +184,13 @@ TEST_F(PartialRoundTest, RestartCompletesTheRoundItHeldPartsOf) {
               Marker(round, solver_epoch, 0, 1).SerializeAsString(),
               Marker(round, solver_epoch + 1000, 0, 0).SerializeAsString()});
   // The undecodable record's letter commits with that batch and is
-  // published after it; the kill waits for the broker's acknowledgement,
-  // which drops the pending copy (killed before it, the restart would
+  // published after it; the kill waits until the broker acknowledged it
+  // and its pending copy is deleted (killed before, the restart would
   // publish the same letter again: at least once).
   status = WaitForStatus(
       [&](const auto& s) {
         return s.results_fenced() > fenced_before &&
-               s.dead_letters_unacknowledged() == 0;
+               s.dead_letters_pending() == 0;
       },
       30, "the graph manager to read partition 0's part");
   ASSERT_TRUE(status.round_in_flight());

@@ -48,13 +48,6 @@ void PrintSummary(const v1::GraphManagerStatus& s, std::ostream& out) {
              s.solver_epoch(), s.results_fenced(), s.results_duplicate());
   fmt::print(out, "  flow network      {:>10} nodes, {} arcs\n",
              s.network_nodes(), s.network_arcs());
-  if (s.ledger_unacknowledged() > 0 || s.dead_letters_unacknowledged() > 0) {
-    // Only in a broker outage: kept in RocksDB and published again.
-    fmt::print(out,
-               "  awaiting broker   {:>10} ledger records, {} dead letters "
-               "(kept until acknowledged)\n",
-               s.ledger_unacknowledged(), s.dead_letters_unacknowledged());
-  }
 }
 
 }  // namespace flowsched::tools
