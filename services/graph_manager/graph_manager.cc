@@ -146,10 +146,10 @@ absl::Status GraphManager::Open() {
       absl::StrCat(options_.data_dir, " pid ", ::getpid()));
   claim.mutable_claim()->set_policy(meta_.policy());
   storage::StateBatch batch;
-  StageLedger(claim, batch);
+  std::optional<LedgerPublisher::Staged> staged = StageLedger(claim, batch);
   StageMetaWithTime(batch);
   FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
-  ledger_->Publish(claim);
+  if (staged) ledger_->Publish(std::move(*staged));
   FlushOutboxes(0, kFlushTimeoutMs, /*idle=*/true);
   digest_at_start_ = StateDigest(state_, network_);
   spdlog::info(
@@ -367,19 +367,19 @@ absl::Status GraphManager::ReplayRecord(const v1::LedgerRecord& record,
   return CommitChanges(changes, std::move(batch), &copy);
 }
 
-void GraphManager::StageLedger(v1::LedgerRecord& record,
-                               storage::StateBatch& batch) {
+std::optional<LedgerPublisher::Staged> GraphManager::StageLedger(
+    v1::LedgerRecord& record, storage::StateBatch& batch) {
   if (replaying_) {
     meta_.set_ledger_seq(record.seq());
     meta_.set_ledger_epoch(record.epoch());
-    return;
+    return std::nullopt;
   }
   record.set_seq(meta_.ledger_seq() + 1);
   record.set_epoch(meta_.epoch());
   record.set_state_time_us(StateNowMicros());
   meta_.set_ledger_seq(record.seq());
   meta_.set_ledger_epoch(record.epoch());
-  ledger_->Stage(record, batch);
+  return ledger_->Stage(record, batch);
 }
 
 bool GraphManager::CountEventForCut(bool tick) {
@@ -991,7 +991,8 @@ absl::Status GraphManager::CommitChanges(const cluster::ChangeSet& changes,
   std::vector<flow::GraphChange> network_changes = network_.TakeChanges();
   StageEntities(changes, state_, batch);
   StageNetwork(network_changes, network_, batch);
-  if (ledger != nullptr) StageLedger(*ledger, batch);
+  std::optional<LedgerPublisher::Staged> staged;
+  if (ledger != nullptr) staged = StageLedger(*ledger, batch);
   StageMetaWithTime(batch);
   absl::Status committed = store_->Commit(std::move(batch));
   if (!committed.ok()) {
@@ -1000,7 +1001,7 @@ absl::Status GraphManager::CommitChanges(const cluster::ChangeSet& changes,
                         absl::StrCat("state commit failed: ",
                                      committed.message()));
   }
-  if (ledger != nullptr && !replaying_) ledger_->Publish(*ledger);
+  if (staged) ledger_->Publish(std::move(*staged));
   pending_changes_.insert(pending_changes_.end(),
                           std::make_move_iterator(network_changes.begin()),
                           std::make_move_iterator(network_changes.end()));
@@ -1099,10 +1100,10 @@ absl::Status GraphManager::MaybeCutRound() {
     // No round is in flight here; offsets released since the last commit
     // (a timed-out round) are stored with the new in-flight round.
     StagePlacementOffsets(batch);
-    StageLedger(cut, batch);
+    std::optional<LedgerPublisher::Staged> staged = StageLedger(cut, batch);
     StageMetaWithTime(batch);
     FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
-    ledger_->Publish(cut);
+    if (staged) ledger_->Publish(std::move(*staged));
   }
   absl::Status sent;
   for (size_t i = 0; i < parts.size() && sent.ok(); ++i) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -107,9 +108,12 @@ class GraphManager {
   // empty store: the rebuild), reading their events from the events topic.
   absl::Status CatchUp(const LedgerHistory& history, bus::Consumer& consumer);
   absl::Status ReplayRecord(const v1::LedgerRecord& record, EventFeed& feed);
-  // Assigns `record` the next seq and the epoch and stages it pending
-  // (during a replay: only remembers it as the last one applied).
-  void StageLedger(v1::LedgerRecord& record, storage::StateBatch& batch);
+  // Assigns `record` the next seq and the epoch and stages it pending;
+  // returns it as staged, to publish once the batch committed. During a
+  // replay it only remembers the record as the last one applied and
+  // returns nullopt (nothing to publish).
+  std::optional<LedgerPublisher::Staged> StageLedger(
+      v1::LedgerRecord& record, storage::StateBatch& batch);
   // Deterministic mode: counts an applied event toward the next cut;
   // returns true when a cut became due.
   bool CountEventForCut(bool tick);

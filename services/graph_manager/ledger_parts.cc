@@ -7,14 +7,18 @@
 
 namespace flowsched::graph_manager {
 
-std::vector<std::string> SplitLedgerRecord(const std::string& serialized,
+std::vector<std::string> SplitLedgerRecord(std::string serialized,
                                            uint64_t seq, uint64_t epoch,
                                            size_t max_bytes) {
-  if (serialized.size() <= max_bytes) return {serialized};
+  std::vector<std::string> parts;
+  if (serialized.size() <= max_bytes) {
+    // Most records: produced as they are, without another copy.
+    parts.push_back(std::move(serialized));
+    return parts;
+  }
   // Room for the slice's own fields (seq, epoch, part numbers, length).
   const size_t slice_bytes = std::max<size_t>(max_bytes - 64, 1);
   const size_t count = (serialized.size() + slice_bytes - 1) / slice_bytes;
-  std::vector<std::string> parts;
   parts.reserve(count);
   for (size_t i = 0; i < count; ++i) {
     v1::LedgerRecord part;

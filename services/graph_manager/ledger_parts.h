@@ -33,7 +33,7 @@ inline constexpr size_t kMaxLedgerRecordBytes = 512 * 1024;
 // successor) may both write a large record at one seq: their slices must
 // not be mixed.
 std::vector<std::string> SplitLedgerRecord(
-    const std::string& serialized, uint64_t seq, uint64_t epoch,
+    std::string serialized, uint64_t seq, uint64_t epoch,
     size_t max_bytes = kMaxLedgerRecordBytes);
 
 class LedgerAssembler {

@@ -15,10 +15,10 @@ constexpr int32_t kLedgerPartition = 0;
 
 // A record as produced: slices of at most the broker's message size, each
 // carrying seq and the writer's epoch (ledger_parts.h).
-std::vector<OutboxMessage> Messages(const std::string& bytes, uint64_t seq,
+std::vector<OutboxMessage> Messages(std::string bytes, uint64_t seq,
                                     uint64_t epoch) {
   std::vector<OutboxMessage> messages;
-  for (std::string& part : SplitLedgerRecord(bytes, seq, epoch)) {
+  for (std::string& part : SplitLedgerRecord(std::move(bytes), seq, epoch)) {
     messages.push_back({kLedgerPartition, "ledger", std::move(part)});
   }
   return messages;
@@ -30,14 +30,16 @@ LedgerPublisher::LedgerPublisher(bus::Producer& producer, std::string topic)
     : Outbox(producer, std::move(topic), "ledger record",
               storage::kLedgerPrefix, &storage::LedgerKey) {}
 
-void LedgerPublisher::Stage(const v1::LedgerRecord& record,
-                            storage::StateBatch& batch) {
-  Outbox::Stage(record.seq(), record.SerializeAsString(), batch);
+LedgerPublisher::Staged LedgerPublisher::Stage(
+    const v1::LedgerRecord& record, storage::StateBatch& batch) {
+  Staged staged{record.seq(), record.epoch(), record.SerializeAsString()};
+  Outbox::Stage(staged.seq, staged.bytes, batch);
+  return staged;
 }
 
-void LedgerPublisher::Publish(const v1::LedgerRecord& record) {
-  Outbox::Publish(record.seq(), Messages(record.SerializeAsString(),
-                                         record.seq(), record.epoch()));
+void LedgerPublisher::Publish(Staged staged) {
+  Outbox::Publish(staged.seq,
+                  Messages(std::move(staged.bytes), staged.seq, staged.epoch));
 }
 
 absl::Status LedgerPublisher::RepublishPending(

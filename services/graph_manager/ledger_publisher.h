@@ -11,6 +11,7 @@
 // Thread-safety: not thread-safe; the graph manager's loop owns it.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -27,10 +28,19 @@ class LedgerPublisher : public Outbox {
  public:
   LedgerPublisher(bus::Producer& producer, std::string topic);
 
+  // A record serialized once: the bytes Stage put in the batch are the
+  // bytes Publish produces (a round's record lists every placement, and
+  // serializing it twice cost a second pass over it on the loop).
+  struct Staged {
+    uint64_t seq = 0;
+    uint64_t epoch = 0;
+    std::string bytes;
+  };
+
   // Stages `record` (seq assigned by the caller) as pending.
-  void Stage(const v1::LedgerRecord& record, storage::StateBatch& batch);
+  Staged Stage(const v1::LedgerRecord& record, storage::StateBatch& batch);
   // Enqueues a staged record once its batch committed.
-  void Publish(const v1::LedgerRecord& record);
+  void Publish(Staged staged);
   // At start: publishes again whatever a previous instance left pending.
   absl::Status RepublishPending(const storage::StateStore& store);
 };

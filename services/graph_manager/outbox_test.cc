@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -105,12 +106,15 @@ TEST_F(OutboxTest, LedgerRecordsStagedBeforeACrashArePublished) {
     ASSERT_TRUE(producer.ok());
     auto store = OpenStore();
     LedgerPublisher publisher(**producer, topics_.ledger);
+    std::vector<LedgerPublisher::Staged> staged;
     for (uint64_t seq : {1, 2}) {
       storage::StateBatch batch;
-      publisher.Stage(Record(seq), batch);
+      staged.push_back(publisher.Stage(Record(seq), batch));
       ASSERT_TRUE(store->Commit(std::move(batch)).ok());
     }
-    publisher.Publish(Record(1));
+    EXPECT_EQ(staged[0].seq, 1u);
+    EXPECT_EQ(staged[0].bytes, Record(1).SerializeAsString());
+    publisher.Publish(std::move(staged[0]));
     EXPECT_EQ(PendingCount(*store), 2u);
   }
   // The next start publishes both again; readers keep one of each.
