@@ -2,7 +2,9 @@
 // Produce request, then stops, loses no dead letter: the letter commits
 // with the offset that passes its record ("d/<seq>"), and the next start
 // publishes it. (Before the outbox, the letter lived only in memory after
-// the batch committed, and a stop or crash in the outage lost it.)
+// the batch committed, and a stop or crash in the outage lost it.) Nor
+// does a damaged store lose its pending letters: the rebuild takes them
+// from the store it moved aside.
 
 #include <atomic>
 #include <chrono>
@@ -16,6 +18,7 @@
 
 #include "gtest/gtest.h"
 #include "services/bus/consumer.h"
+#include "services/bus/dead_letter_publisher.h"
 #include "services/bus/embedded_broker.h"
 #include "services/bus/producer.h"
 #include "services/bus/topics.h"
@@ -190,6 +193,48 @@ TEST_F(DeadLetterOutageTest, APendingLetterThatDoesNotParseMeansADamagedStore) {
   }
   EXPECT_EQ(moved_aside, 1);
   EXPECT_EQ(PendingLetterOffsets(), std::vector<int64_t>{});
+}
+
+TEST_F(DeadLetterOutageTest, ALetterPendingInADamagedStoreSurvivesTheRebuild) {
+  RunUntil([](const v1::GraphManagerStatus& s) { return s.epoch() == 1; },
+           "a first start");
+  {
+    // A store that broke while a letter was not yet acknowledged (d/8),
+    // damaged by a pending copy that no longer parses (d/7). The start
+    // finds the damage before it reaches d/8 (copies are read in seq
+    // order), so only the salvage can still publish that letter.
+    bus::Record original;
+    original.topic = topics_.events;
+    original.partition = 0;
+    original.offset = 42;
+    original.value = "salvage me";
+    const v1::DeadLetter letter = bus::MakeDeadLetter(
+        original, absl::InvalidArgumentError("garbage"), "graph-manager",
+        1'000'000);
+    auto store = storage::StateStore::Open(options_.data_dir + "/state", {});
+    ASSERT_TRUE(store.ok()) << store.status();
+    storage::StateBatch batch;
+    batch.Put(storage::DeadLetterKey(7), "\xff\xff not a letter");
+    batch.Put(storage::DeadLetterKey(8), letter.SerializeAsString());
+    ASSERT_TRUE((*store)->Commit(std::move(batch)).ok());
+  }
+  // The rebuild replays no record of that letter (the ledger holds none),
+  // so only the moved-aside store still has it: it is staged in the new
+  // store, published and, once acknowledged, dropped there.
+  RunUntil(
+      [](const v1::GraphManagerStatus& s) {
+        return s.epoch() == 2 && s.dead_letters_pending() == 0;
+      },
+      "the rebuild, and the salvaged letter acknowledged");
+  EXPECT_EQ(PendingLetterOffsets(), std::vector<int64_t>{});
+  std::vector<v1::DeadLetter> letters = ReadLetters();
+  ASSERT_FALSE(letters.empty()) << "the pending letter was lost";
+  for (const v1::DeadLetter& letter : letters) {
+    EXPECT_EQ(letter.topic(), topics_.events);
+    EXPECT_EQ(letter.offset(), 42);
+    EXPECT_EQ(letter.original(), "salvage me");
+    EXPECT_EQ(letter.service(), "graph-manager");
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <string>
 #include <string_view>
 #include <thread>
 
@@ -18,6 +19,7 @@
 #include "services/graph_manager/state_digest.h"
 #include "services/graph_manager/state_persister.h"
 #include "services/graph_manager/state_rebuilder.h"
+#include "storage/keys.h"
 #include "spdlog/spdlog.h"
 
 namespace flowsched::graph_manager {
@@ -77,6 +79,7 @@ absl::StatusOr<std::unique_ptr<GraphManager>> GraphManager::Create(
       new GraphManager(std::move(options), clock));
   manager->lease_ = lease;
   FLOWSCHED_RETURN_IF_ERROR(manager->Open());
+  FLOWSCHED_RETURN_IF_ERROR(manager->SalvagePendingLetters(moved));
   return manager;
 }
 
@@ -710,6 +713,55 @@ void GraphManager::StageDeadLetters(storage::StateBatch& batch) {
       next = std::max(next, staged.letter.offset() + 1);
     }
   }
+}
+
+absl::Status GraphManager::SalvagePendingLetters(const std::string& moved_dir) {
+  auto damaged = storage::StateStore::Open(
+      moved_dir, {.create_if_missing = false, .read_only = true});
+  if (!damaged.ok()) {
+    spdlog::error("pending dead letters of the damaged store {} are lost: "
+                  "it does not open ({})",
+                  moved_dir, damaged.status().ToString());
+    return absl::OkStatus();
+  }
+  size_t unreadable = 0;
+  absl::Status scanned = (*damaged)->ScanPrefix(
+      storage::kDeadLetterPrefix,
+      [&](std::string_view key, std::string_view value) {
+        v1::DeadLetter letter;
+        if (letter.ParseFromString(std::string(value))) {
+          batch_letters_.push_back({0, std::move(letter)});
+        } else {
+          absl::StatusOr<uint64_t> seq =
+              storage::DecodeIdKey(key, storage::kDeadLetterPrefix);
+          spdlog::error("pending dead letter {} of the damaged store {} does "
+                        "not parse; it is lost",
+                        seq.ok() ? std::to_string(*seq) : "with a bad key",
+                        moved_dir);
+          ++unreadable;
+        }
+        return absl::OkStatus();
+      });
+  if (!scanned.ok()) {
+    // What the scan read before it broke is still salvaged below.
+    spdlog::error("the pending dead letters of the damaged store {} could "
+                  "not all be read ({}); the rest are lost",
+                  moved_dir, scanned.ToString());
+  }
+  if (batch_letters_.empty()) return absl::OkStatus();
+  spdlog::warn("salvaged {} pending dead letter(s) from the damaged store {} "
+               "({} unreadable); publishing them again",
+               batch_letters_.size(), moved_dir, unreadable);
+  storage::StateBatch batch;
+  StageDeadLetters(batch);
+  StageMetaWithTime(batch);
+  absl::Status committed = store_->Commit(std::move(batch));
+  if (!committed.ok()) {
+    batch_letters_.clear();
+    return committed;
+  }
+  PublishStagedLetters();
+  return absl::OkStatus();
 }
 
 void GraphManager::PublishStagedLetters() {

@@ -134,6 +134,15 @@ class GraphManager {
   // remembers them; PublishStagedLetters after the commit.
   void StageDeadLetters(storage::StateBatch& batch);
   void PublishStagedLetters();
+  // After a rebuild: stages in the new store, and publishes, the letters
+  // the damaged store (moved to `moved_dir`) still held pending. The
+  // rebuild replays their records without lettering them again, so
+  // without this a letter not yet acknowledged when the store broke was
+  // lost. Best effort: a store that no longer opens or scans, or a letter
+  // that does not parse, is logged and skipped; a letter the failed start
+  // already produced goes out twice (letters are at least once). An error
+  // means the new store refused the commit.
+  absl::Status SalvagePendingLetters(const std::string& moved_dir);
   // Flushes the shared producer when an outbox waits for acknowledgement
   // (at most every `min_interval_ms`, or its backoff), and tells both;
   // when `idle` (no input this time), also commits the deletion of the
