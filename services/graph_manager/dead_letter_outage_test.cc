@@ -117,6 +117,20 @@ class DeadLetterOutageTest : public ::testing::Test {
     return letters;
   }
 
+  // At least once: the dead-letter topic holds one letter or more, each
+  // the graph manager's about events partition 0 at `offset`.
+  void ExpectOnlyLettersFor(int64_t offset, std::string_view original) {
+    std::vector<v1::DeadLetter> letters = ReadLetters();
+    ASSERT_FALSE(letters.empty()) << "the letter was lost";
+    for (const v1::DeadLetter& letter : letters) {
+      EXPECT_EQ(letter.topic(), topics_.events);
+      EXPECT_EQ(letter.partition(), 0);
+      EXPECT_EQ(letter.offset(), offset);
+      EXPECT_EQ(letter.original(), original);
+      EXPECT_EQ(letter.service(), "graph-manager");
+    }
+  }
+
   bus::TopicNames topics_;
   std::unique_ptr<bus::EmbeddedBroker> broker_;
   GraphManagerOptions options_;
@@ -160,15 +174,7 @@ TEST_F(DeadLetterOutageTest, ALetterRejectedDuringAnOutageSurvivesTheStop) {
       },
       "the pending letter acknowledged after the restart");
   EXPECT_EQ(PendingLetterOffsets(), std::vector<int64_t>{});
-  std::vector<v1::DeadLetter> letters = ReadLetters();
-  ASSERT_FALSE(letters.empty()) << "the letter was lost";
-  for (const v1::DeadLetter& letter : letters) {
-    EXPECT_EQ(letter.topic(), topics_.events);
-    EXPECT_EQ(letter.partition(), 0);
-    EXPECT_EQ(letter.offset(), 0);
-    EXPECT_EQ(letter.original(), kGarbage);
-    EXPECT_EQ(letter.service(), "graph-manager");
-  }
+  ExpectOnlyLettersFor(0, kGarbage);
 }
 
 TEST_F(DeadLetterOutageTest, APendingLetterThatDoesNotParseMeansADamagedStore) {
@@ -227,14 +233,7 @@ TEST_F(DeadLetterOutageTest, ALetterPendingInADamagedStoreSurvivesTheRebuild) {
       },
       "the rebuild, and the salvaged letter acknowledged");
   EXPECT_EQ(PendingLetterOffsets(), std::vector<int64_t>{});
-  std::vector<v1::DeadLetter> letters = ReadLetters();
-  ASSERT_FALSE(letters.empty()) << "the pending letter was lost";
-  for (const v1::DeadLetter& letter : letters) {
-    EXPECT_EQ(letter.topic(), topics_.events);
-    EXPECT_EQ(letter.offset(), 42);
-    EXPECT_EQ(letter.original(), "salvage me");
-    EXPECT_EQ(letter.service(), "graph-manager");
-  }
+  ExpectOnlyLettersFor(42, "salvage me");
 }
 
 }  // namespace
