@@ -23,13 +23,11 @@ DeadLetterOutbox::DeadLetterOutbox(bus::Producer& producer, std::string topic)
     : Outbox(producer, std::move(topic), "dead letter",
               storage::kDeadLetterPrefix, &storage::DeadLetterKey) {}
 
-void DeadLetterOutbox::Stage(uint64_t seq, const v1::DeadLetter& letter,
-                             storage::StateBatch& batch) {
-  Outbox::Stage(seq, letter.SerializeAsString(), batch);
-}
-
-void DeadLetterOutbox::Publish(uint64_t seq, const v1::DeadLetter& letter) {
-  Outbox::Publish(seq, Messages(letter, letter.SerializeAsString()));
+OutboxEntry DeadLetterOutbox::Stage(uint64_t seq, const v1::DeadLetter& letter,
+                                    storage::StateBatch& batch) {
+  std::string bytes = letter.SerializeAsString();
+  Outbox::Stage(seq, bytes, batch);
+  return {seq, Messages(letter, std::move(bytes))};
 }
 
 absl::StatusOr<uint64_t> DeadLetterOutbox::RepublishPending(

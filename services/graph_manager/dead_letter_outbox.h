@@ -22,18 +22,17 @@
 
 namespace flowsched::graph_manager {
 
-// Flushing, acknowledgement and StageAcknowledged come from Outbox; the
-// typed Stage, Publish and RepublishPending below hide its untyped ones.
+// Publishing, flushing, acknowledgement and StageAcknowledged come from
+// Outbox; the typed Stage and RepublishPending below hide its untyped ones.
 class DeadLetterOutbox : public Outbox {
  public:
   DeadLetterOutbox(bus::Producer& producer, std::string topic);
 
   // Stages `letter` as entry `seq` (numbered by the caller, increasing,
-  // GraphManagerMeta.dead_letter_seq) in the batch that consumes its record.
-  void Stage(uint64_t seq, const v1::DeadLetter& letter,
-             storage::StateBatch& batch);
-  // Produces a staged letter once its batch committed.
-  void Publish(uint64_t seq, const v1::DeadLetter& letter);
+  // GraphManagerMeta.dead_letter_seq) in the batch that consumes its record;
+  // Outbox::Publish the result once the batch committed.
+  OutboxEntry Stage(uint64_t seq, const v1::DeadLetter& letter,
+                    storage::StateBatch& batch);
   // At start: produces again the letters a previous instance left pending;
   // returns the largest seq among them (0: none).
   absl::StatusOr<uint64_t> RepublishPending(const storage::StateStore& store);

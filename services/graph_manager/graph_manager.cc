@@ -149,7 +149,7 @@ absl::Status GraphManager::Open() {
       absl::StrCat(options_.data_dir, " pid ", ::getpid()));
   claim.mutable_claim()->set_policy(meta_.policy());
   storage::StateBatch batch;
-  std::optional<LedgerPublisher::Staged> staged = StageLedger(claim, batch);
+  std::optional<OutboxEntry> staged = StageLedger(claim, batch);
   StageMetaWithTime(batch);
   FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
   if (staged) ledger_->Publish(std::move(*staged));
@@ -370,7 +370,7 @@ absl::Status GraphManager::ReplayRecord(const v1::LedgerRecord& record,
   return CommitChanges(changes, std::move(batch), &copy);
 }
 
-std::optional<LedgerPublisher::Staged> GraphManager::StageLedger(
+std::optional<OutboxEntry> GraphManager::StageLedger(
     v1::LedgerRecord& record, storage::StateBatch& batch) {
   if (replaying_) {
     meta_.set_ledger_seq(record.seq());
@@ -527,6 +527,7 @@ absl::Status GraphManager::ProcessRecords(
   batch_time_us_ = clock_.NowMicros();
   batch_ledger_.Clear();
   batch_letters_.clear();
+  staged_letters_.clear();
   for (const bus::Record& record : records) {
     const bool is_event = record.topic == options_.topics.events;
     if (is_event) {
@@ -692,9 +693,8 @@ void GraphManager::HandlePlacementRecord(const bus::Record& record,
 
 void GraphManager::AddDeadLetter(const bus::Record& record,
                                      const absl::Status& reason) {
-  batch_letters_.push_back(
-      {0, bus::MakeDeadLetter(record, reason, "graph-manager",
-                              clock_.NowMicros())});
+  batch_letters_.push_back(bus::MakeDeadLetter(record, reason, "graph-manager",
+                                               clock_.NowMicros()));
 }
 
 void GraphManager::StageDeadLetters(storage::StateBatch& batch) {
@@ -704,15 +704,16 @@ void GraphManager::StageDeadLetters(storage::StateBatch& batch) {
   // an outage in between. With the copy in the batch neither happens, and
   // the batch never waits for the broker.
   auto& through = *meta_.mutable_placement_letters_through();
-  for (StagedLetter& staged : batch_letters_) {
-    staged.seq = meta_.dead_letter_seq() + 1;
-    meta_.set_dead_letter_seq(staged.seq);
-    dead_letters_->Stage(staged.seq, staged.letter, batch);
-    if (staged.letter.topic() == options_.topics.placements) {
-      int64_t& next = through[staged.letter.partition()];
-      next = std::max(next, staged.letter.offset() + 1);
+  for (const v1::DeadLetter& letter : batch_letters_) {
+    const uint64_t seq = meta_.dead_letter_seq() + 1;
+    meta_.set_dead_letter_seq(seq);
+    staged_letters_.push_back(dead_letters_->Stage(seq, letter, batch));
+    if (letter.topic() == options_.topics.placements) {
+      int64_t& next = through[letter.partition()];
+      next = std::max(next, letter.offset() + 1);
     }
   }
+  batch_letters_.clear();
 }
 
 absl::Status GraphManager::SalvagePendingLetters(const std::string& moved_dir) {
@@ -724,13 +725,15 @@ absl::Status GraphManager::SalvagePendingLetters(const std::string& moved_dir) {
                   moved_dir, damaged.status().ToString());
     return absl::OkStatus();
   }
+  size_t salvaged = 0;
   size_t unreadable = 0;
   absl::Status scanned = (*damaged)->ScanPrefix(
       storage::kDeadLetterPrefix,
       [&](std::string_view key, std::string_view value) {
         v1::DeadLetter letter;
         if (letter.ParseFromString(std::string(value))) {
-          batch_letters_.push_back({0, std::move(letter)});
+          batch_letters_.push_back(std::move(letter));
+          ++salvaged;
         } else {
           absl::StatusOr<uint64_t> seq =
               storage::DecodeIdKey(key, storage::kDeadLetterPrefix);
@@ -748,16 +751,16 @@ absl::Status GraphManager::SalvagePendingLetters(const std::string& moved_dir) {
                   "not all be read ({}); the rest are lost",
                   moved_dir, scanned.ToString());
   }
-  if (batch_letters_.empty()) return absl::OkStatus();
+  if (salvaged == 0) return absl::OkStatus();
   spdlog::warn("salvaged {} pending dead letter(s) from the damaged store {} "
                "({} unreadable); publishing them again",
-               batch_letters_.size(), moved_dir, unreadable);
+               salvaged, moved_dir, unreadable);
   storage::StateBatch batch;
   StageDeadLetters(batch);
   StageMetaWithTime(batch);
   absl::Status committed = store_->Commit(std::move(batch));
   if (!committed.ok()) {
-    batch_letters_.clear();
+    staged_letters_.clear();
     return committed;
   }
   PublishStagedLetters();
@@ -765,10 +768,10 @@ absl::Status GraphManager::SalvagePendingLetters(const std::string& moved_dir) {
 }
 
 void GraphManager::PublishStagedLetters() {
-  for (const StagedLetter& staged : batch_letters_) {
-    dead_letters_->Publish(staged.seq, staged.letter);
+  for (OutboxEntry& staged : staged_letters_) {
+    dead_letters_->Publish(std::move(staged));
   }
-  batch_letters_.clear();
+  staged_letters_.clear();
 }
 
 void GraphManager::FlushOutboxes(int min_interval_ms, int timeout_ms,
@@ -1043,7 +1046,7 @@ absl::Status GraphManager::CommitChanges(const cluster::ChangeSet& changes,
   std::vector<flow::GraphChange> network_changes = network_.TakeChanges();
   StageEntities(changes, state_, batch);
   StageNetwork(network_changes, network_, batch);
-  std::optional<LedgerPublisher::Staged> staged;
+  std::optional<OutboxEntry> staged;
   if (ledger != nullptr) staged = StageLedger(*ledger, batch);
   StageMetaWithTime(batch);
   absl::Status committed = store_->Commit(std::move(batch));
@@ -1152,7 +1155,7 @@ absl::Status GraphManager::MaybeCutRound() {
     // No round is in flight here; offsets released since the last commit
     // (a timed-out round) are stored with the new in-flight round.
     StagePlacementOffsets(batch);
-    std::optional<LedgerPublisher::Staged> staged = StageLedger(cut, batch);
+    std::optional<OutboxEntry> staged = StageLedger(cut, batch);
     StageMetaWithTime(batch);
     FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
     if (staged) ledger_->Publish(std::move(*staged));

@@ -112,7 +112,7 @@ class GraphManager {
   // returns it as staged, to publish once the batch committed. During a
   // replay it only remembers the record as the last one applied and
   // returns nullopt (nothing to publish).
-  std::optional<LedgerPublisher::Staged> StageLedger(
+  std::optional<OutboxEntry> StageLedger(
       v1::LedgerRecord& record, storage::StateBatch& batch);
   // Deterministic mode: counts an applied event toward the next cut;
   // returns true when a cut became due.
@@ -235,13 +235,10 @@ class GraphManager {
   std::map<int32_t, int64_t> held_placement_offsets_;
   // Placements records delivered again at an offset already handled.
   uint64_t placements_redelivered_ = 0;
-  // The dead letters of the batch being applied, in order (with their seq
-  // once staged).
-  struct StagedLetter {
-    uint64_t seq = 0;
-    v1::DeadLetter letter;
-  };
-  std::vector<StagedLetter> batch_letters_;
+  // The dead letters of the batch being applied, in order; then, staged,
+  // what to publish once it committed.
+  std::vector<v1::DeadLetter> batch_letters_;
+  std::vector<OutboxEntry> staged_letters_;
   bool events_paused_ = false;
 
   // Network changes since the last published round.

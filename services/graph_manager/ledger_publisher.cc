@@ -30,16 +30,11 @@ LedgerPublisher::LedgerPublisher(bus::Producer& producer, std::string topic)
     : Outbox(producer, std::move(topic), "ledger record",
               storage::kLedgerPrefix, &storage::LedgerKey) {}
 
-LedgerPublisher::Staged LedgerPublisher::Stage(
-    const v1::LedgerRecord& record, storage::StateBatch& batch) {
-  Staged staged{record.seq(), record.epoch(), record.SerializeAsString()};
-  Outbox::Stage(staged.seq, staged.bytes, batch);
-  return staged;
-}
-
-void LedgerPublisher::Publish(Staged staged) {
-  Outbox::Publish(staged.seq,
-                  Messages(std::move(staged.bytes), staged.seq, staged.epoch));
+OutboxEntry LedgerPublisher::Stage(const v1::LedgerRecord& record,
+                                   storage::StateBatch& batch) {
+  std::string bytes = record.SerializeAsString();
+  Outbox::Stage(record.seq(), bytes, batch);
+  return {record.seq(), Messages(std::move(bytes), record.seq(), record.epoch())};
 }
 
 absl::Status LedgerPublisher::RepublishPending(

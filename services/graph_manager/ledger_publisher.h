@@ -11,7 +11,6 @@
 // Thread-safety: not thread-safe; the graph manager's loop owns it.
 
 #include <cstddef>
-#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -22,25 +21,15 @@
 
 namespace flowsched::graph_manager {
 
-// Flushing, acknowledgement and StageAcknowledged come from Outbox; the
-// typed Stage, Publish and RepublishPending below hide its untyped ones.
+// Publishing, flushing, acknowledgement and StageAcknowledged come from
+// Outbox; the typed Stage and RepublishPending below hide its untyped ones.
 class LedgerPublisher : public Outbox {
  public:
   LedgerPublisher(bus::Producer& producer, std::string topic);
 
-  // A record serialized once: the bytes Stage put in the batch are the
-  // bytes Publish produces (a round's record lists every placement, and
-  // serializing it twice cost a second pass over it on the loop).
-  struct Staged {
-    uint64_t seq = 0;
-    uint64_t epoch = 0;
-    std::string bytes;
-  };
-
-  // Stages `record` (seq assigned by the caller) as pending.
-  Staged Stage(const v1::LedgerRecord& record, storage::StateBatch& batch);
-  // Enqueues a staged record once its batch committed.
-  void Publish(Staged staged);
+  // Stages `record` (seq assigned by the caller) as pending; Outbox::Publish
+  // the result once the batch committed.
+  OutboxEntry Stage(const v1::LedgerRecord& record, storage::StateBatch& batch);
   // At start: publishes again whatever a previous instance left pending.
   absl::Status RepublishPending(const storage::StateStore& store);
 };

@@ -33,9 +33,9 @@ void Outbox::Stage(uint64_t seq, std::string_view stored,
   batch.Put(store_key_(seq), stored);
 }
 
-void Outbox::Publish(uint64_t seq, std::vector<OutboxMessage> messages) {
-  Produce(seq, messages);
-  unacked_[seq] = std::move(messages);
+void Outbox::Publish(OutboxEntry entry) {
+  Produce(entry.seq, entry.messages);
+  unacked_[entry.seq] = std::move(entry.messages);
 }
 
 void Outbox::Produce(uint64_t seq, const std::vector<OutboxMessage>& messages) {
@@ -68,7 +68,7 @@ absl::StatusOr<uint64_t> Outbox::RepublishPending(
               "pending ", what_, " ", seq,
               " in the store is damaged: ", messages.status().message()));
         }
-        Publish(seq, *std::move(messages));
+        Publish({seq, *std::move(messages)});
         max_seq = std::max(max_seq, seq);
         ++count;
         return absl::OkStatus();

@@ -40,6 +40,15 @@ struct OutboxMessage {
   std::string value;
 };
 
+// An entry staged in a batch, with the messages Publish produces once that
+// batch committed: an entry is serialized once, and the bytes produced are
+// the bytes stored (a round's ledger record lists every placement of the
+// round, a letter carries up to 512 KiB of its record).
+struct OutboxEntry {
+  uint64_t seq = 0;
+  std::vector<OutboxMessage> messages;
+};
+
 class Outbox {
  public:
   // Turns a pending copy read back from the store into the messages to
@@ -51,14 +60,15 @@ class Outbox {
   Outbox(bus::Producer& producer, std::string topic, std::string what,
          std::string_view store_prefix, std::string (*store_key)(uint64_t));
 
-  // Stages the pending copy of entry `seq`.
+  // Stages the pending copy of entry `seq` (the typed outboxes build the
+  // OutboxEntry from the same bytes).
   void Stage(uint64_t seq, std::string_view stored, storage::StateBatch& batch);
   // Stages the deletion of every copy acknowledged since the last call (the
   // graph manager adds it to each batch it commits, and commits it alone
   // when no input comes).
   void StageAcknowledged(storage::StateBatch& batch);
   // Produces a staged entry once its batch committed.
-  void Publish(uint64_t seq, std::vector<OutboxMessage> messages);
+  void Publish(OutboxEntry entry);
   // At start: produces again every pending copy a previous instance left;
   // returns the largest seq found (0: none), so numbering can go on above.
   absl::StatusOr<uint64_t> RepublishPending(const storage::StateStore& store,

@@ -106,14 +106,16 @@ TEST_F(OutboxTest, LedgerRecordsStagedBeforeACrashArePublished) {
     ASSERT_TRUE(producer.ok());
     auto store = OpenStore();
     LedgerPublisher publisher(**producer, topics_.ledger);
-    std::vector<LedgerPublisher::Staged> staged;
+    std::vector<OutboxEntry> staged;
     for (uint64_t seq : {1, 2}) {
       storage::StateBatch batch;
       staged.push_back(publisher.Stage(Record(seq), batch));
       ASSERT_TRUE(store->Commit(std::move(batch)).ok());
     }
+    // What will be produced is the record as stored, in one message.
     EXPECT_EQ(staged[0].seq, 1u);
-    EXPECT_EQ(staged[0].bytes, Record(1).SerializeAsString());
+    ASSERT_EQ(staged[0].messages.size(), 1u);
+    EXPECT_EQ(staged[0].messages[0].value, Record(1).SerializeAsString());
     publisher.Publish(std::move(staged[0]));
     EXPECT_EQ(PendingCount(*store), 2u);
   }
@@ -158,10 +160,13 @@ TEST_F(OutboxTest, DeadLettersStagedBeforeACrashAreDelivered) {
     auto store = OpenStore();
     DeadLetterOutbox outbox(**producer, topics_.dead_letters);
     storage::StateBatch batch;
-    outbox.Stage(1, Letter(0, 7), batch);
+    OutboxEntry first = outbox.Stage(1, Letter(0, 7), batch);
     outbox.Stage(2, Letter(1, 9), batch);
     ASSERT_TRUE(store->Commit(std::move(batch)).ok());
-    outbox.Publish(1, Letter(0, 7));
+    ASSERT_EQ(first.messages.size(), 1u);
+    EXPECT_EQ(first.messages[0].key, "flowsched.events/0");
+    EXPECT_EQ(first.messages[0].value, Letter(0, 7).SerializeAsString());
+    outbox.Publish(std::move(first));
     EXPECT_EQ(PendingCount(*store, storage::kDeadLetterPrefix), 2u);
     EXPECT_EQ(PendingCount(*store), 0u);  // nothing under the ledger's prefix
   }
