@@ -41,6 +41,10 @@ constexpr size_t kBackwardRatio = 4;
 // up to ten preferences, the running arc). Larger nodes are aggregators
 // with arcs in, which never qualify anyway.
 constexpr size_t kLeafArcLimit = 64;
+// IncrementalOptions::pair_through_sink: the entries one pairing search
+// may read. Its searches on the 12,500-machine Quincy rounds read at most
+// ~700; load spreading's X alone holds ~28,000 open ones.
+constexpr uint64_t kPairingEntryBudget = 4096;
 
 template <typename T>
 void GrowTo(std::vector<T>& v, size_t size, const T& value) {
@@ -87,6 +91,13 @@ void IncrementalSolver::GrowHandles(uint32_t handle) {
     handle_dirty_.resize(size, 0);
   }
   handle_limit_ = handle + 1;
+}
+
+void IncrementalSolver::NextPhase() {
+  if (++phase_ == 0) {  // the stamps wrapped: start them over
+    std::fill(settled_stamp_.begin(), settled_stamp_.end(), 0);
+    phase_ = 1;
+  }
 }
 
 void IncrementalSolver::MarkActive(uint32_t v) {
@@ -208,6 +219,13 @@ absl::Status IncrementalSolver::SetSupply(uint32_t node, int64_t supply) {
   const int64_t delta = supply - supply_[node];
   supply_[node] = supply;
   supply_sum_ += delta;
+  if (sink_known_) {
+    if (node == sink_) {
+      sink_known_ = supply < 0;
+    } else if (supply < 0 && (sink_ == kNoNode || supply < supply_[sink_])) {
+      sink_ = node;
+    }
+  }
   AddExcess(node, delta);
   return absl::OkStatus();
 }
@@ -322,6 +340,7 @@ absl::Status IncrementalSolver::RemoveNode(uint32_t node) {
   supply_[node] = 0;
   excess_[node] = 0;
   node_exists_[node] = 0;
+  if (node == sink_) sink_known_ = false;
   --node_count_live_;
   return absl::OkStatus();
 }
@@ -782,7 +801,7 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
   const bool finish_level = stats.dijkstra_runs > 0 && total > 1;
   ++stats.dijkstra_runs;
   if (backward) ++stats.backward_runs;
-  ++phase_;
+  NextPhase();
   int64_t covered = 0;
   int64_t last = kInfinity;
   // Once the other-side nodes reached so far (at tentative distances up to
@@ -929,6 +948,160 @@ void IncrementalSolver::UpdatePotentials(int64_t bound, bool backward) {
   for (uint32_t v : touched_) label_[v].dist = kInfinity;
   settled_.clear();
   touched_.clear();
+}
+
+void IncrementalSolver::PairThroughSink(IncrementalStats& stats) {
+  if (!sink_known_) {
+    sink_ = kNoNode;
+    for (uint32_t v = 0; v < node_limit_; ++v) {
+      if (NodeExists(v) && supply_[v] < 0 &&
+          (sink_ == kNoNode || supply_[v] < supply_[sink_])) {
+        sink_ = v;
+      }
+    }
+    sink_known_ = true;
+  }
+  // Both passes together read at most about one pass over the arcs, the
+  // cost of one global search: past that, the imbalances are not a few
+  // local ones (a whole population placed from scratch).
+  const uint64_t budget = uint64_t{handle_limit_} + kPairingEntryBudget;
+  uint64_t entries = 0;
+  for (const bool backward : {true, false}) {
+    const auto start = std::chrono::steady_clock::now();
+    SearchRecord record{.kind = backward ? SearchRecord::Kind::kPairBackward
+                                         : SearchRecord::Kind::kPairForward};
+    const uint64_t settled_before = stats.nodes_touched;
+    const uint64_t entries_before = entries;
+    // Index loop: pairing changes excess only at nodes already in active_
+    // and at the sink, which AddExcess appends.
+    for (size_t i = 0; i < active_.size() && entries < budget; ++i) {
+      const uint32_t v = active_[i];
+      if (v == sink_ || !NodeExists(v)) continue;
+      while ((backward ? excess_[v] < 0 : excess_[v] > 0) &&
+             entries < budget) {
+        if ((++record.roots & 63) == 0 && Stopped()) {
+          stopped_ = true;
+          return;
+        }
+        const int64_t moved = PairUnits(v, backward, entries, record, stats);
+        if (moved == 0) break;
+        record.units += moved;
+      }
+    }
+    stats.paired_units += record.units;
+    stats.pairing_searches += record.roots;
+    record.nodes = stats.nodes_touched - settled_before;
+    record.entries = entries - entries_before;
+    record.ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+    stats.searches.push_back(record);
+  }
+}
+
+int64_t IncrementalSolver::PairUnits(uint32_t root, bool backward,
+                                     uint64_t& entries, SearchRecord& record,
+                                     IncrementalStats& stats) {
+  // Dijkstra from one root, on a binary heap of (distance, node): a search
+  // here settles a few dozen nodes, where the global search's radix heap
+  // and level queue would cost more to set up than they save.
+  PlaceMisplaced();
+  NextPhase();
+  pair_heap_.clear();
+  // Backward, the root lacks units: the sink lends them, or an excess node
+  // gives them. Forward, the root has units for any deficit, the sink's
+  // included once it has lent.
+  const auto pairs_with = [&](uint32_t w) {
+    return backward ? (w == sink_ || excess_[w] > 0) : excess_[w] < 0;
+  };
+  const auto later = [](const std::pair<int64_t, uint32_t>& x,
+                        const std::pair<int64_t, uint32_t>& y) {
+    return x > y;
+  };
+  label_[root].dist = 0;
+  parent_arc_[root] = kNoArc;
+  touched_.push_back(root);
+  pair_heap_.push_back({0, root});
+  uint64_t read = 0;
+  uint32_t target = kNoNode;
+  int64_t bound = 0;
+  while (!pair_heap_.empty() && target == kNoNode) {
+    std::pop_heap(pair_heap_.begin(), pair_heap_.end(), later);
+    const auto [d, u] = pair_heap_.back();
+    pair_heap_.pop_back();
+    if (d != label_[u].dist || settled_stamp_[u] == phase_) continue;
+    if (pairs_with(u)) {
+      target = u;
+      bound = d;
+      break;
+    }
+    const AdjRegions& regions = regions_[u];
+    assert(RegionsHold(u));
+    const uint32_t scan_begin = backward ? 0 : regions.end[0];
+    const uint32_t scan_end = backward ? regions.end[1] : regions.end[2];
+    // A hub (load spreading's X, with an arc per machine and slot) would
+    // cost every unit a read of its whole list: leave the unit to the
+    // global phases, which read it once for all.
+    if (read + (scan_end - scan_begin) > kPairingEntryBudget) break;
+    read += scan_end - scan_begin;
+    settled_.push_back(u);
+    settled_stamp_[u] = phase_;
+    const int64_t pu = label_[u].potential;
+    const AdjEntry* const list = adj_[u].data();
+    for (uint32_t i = scan_begin; i < scan_end; ++i) {
+      const AdjEntry& arc = list[i];
+      assert(MirrorsArc(arc));
+      const uint32_t w = arc.head;
+      const int64_t nd = backward ? d - arc.cost - pu + label_[w].potential
+                                  : d + arc.cost + pu - label_[w].potential;
+      if (nd >= label_[w].dist) continue;
+      if (label_[w].dist == kInfinity) touched_.push_back(w);
+      label_[w].dist = nd;
+      parent_arc_[w] = backward ? arc.arc ^ 1u : arc.arc;
+      if (nd == d && pairs_with(w)) {
+        // Nothing still to settle is nearer than d: w's label is final.
+        target = w;
+        bound = d;
+        break;
+      }
+      pair_heap_.push_back({nd, w});
+      std::push_heap(pair_heap_.begin(), pair_heap_.end(), later);
+    }
+  }
+  entries += read;
+  stats.nodes_touched += settled_.size();
+  if (target == kNoNode) {
+    // No partner within the budget: the potentials stay as they were.
+    for (uint32_t v : touched_) label_[v].dist = kInfinity;
+    touched_.clear();
+    settled_.clear();
+    return 0;
+  }
+  record.last_distance = std::max(record.last_distance, bound);
+  // The tree path from the partner back to the root, and how much it takes.
+  path_.clear();
+  int64_t delta = backward ? -excess_[root] : excess_[root];
+  if (target != sink_ || !backward) {
+    delta = std::min(delta, backward ? excess_[target] : -excess_[target]);
+  }
+  uint32_t v = target;
+  for (uint32_t a = parent_arc_[v]; a != kNoArc; a = parent_arc_[v]) {
+    delta = std::min(delta, arcs_[a].residual);
+    path_.push_back(a);
+    v = backward ? arcs_[a].head : Tail(a);
+  }
+  assert(v == root);
+  // The partial-Dijkstra update at the partner's distance leaves every arc
+  // of the path at reduced cost zero (the partner's own label is final).
+  UpdatePotentials(bound, backward);
+  for (uint32_t a : path_) {
+    assert(ReducedCost(a) == 0);
+    MoveFlow(a, delta);
+  }
+  AddExcess(backward ? target : root, -delta);
+  AddExcess(backward ? root : target, delta);
+  ++stats.augmentations;
+  return delta;
 }
 
 bool IncrementalSolver::AugmentTreePaths(bool backward,
@@ -1185,6 +1358,7 @@ absl::StatusOr<IncrementalResult> IncrementalSolver::Solve() {
   if (recenter_needed_) RecenterPotentials();
   Drain(stats);
   stopped_ = false;
+  if (options_.pair_through_sink) PairThroughSink(stats);
 
   McmfOutcome outcome = McmfOutcome::kOptimal;
   while (true) {

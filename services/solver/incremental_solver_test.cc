@@ -63,11 +63,12 @@ IncrementalOptions OptionsVariant(int variant) {
   }
   if (variant & 8) options.rebalance_leaves = false;
   if (variant & 16) options.two_sided_search = false;
+  if (variant & 32) options.pair_through_sink = false;
   return options;
 }
 
 // (a) Scheduling-shaped networks through >= 1,000 random change batches
-// each, for every combination of the five tuning options.
+// each, for every combination of the six tuning options.
 class SchedulingSequenceTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(SchedulingSequenceTest, EveryBatchIsOptimal) {
@@ -109,7 +110,7 @@ TEST_P(SchedulingSequenceTest, EveryBatchIsOptimal) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, SchedulingSequenceTest,
-                         ::testing::Range(0, 32));
+                         ::testing::Range(0, 64));
 
 TEST(IncrementalSolverTest, LargerSchedulingSequence) {
   IncrementalSolver solver;
@@ -274,9 +275,10 @@ IncrementalStats PlaceJobWithDistinctCosts(IncrementalOptions options) {
 }
 
 TEST(IncrementalSolverTest, JobArrivalIsPricedFromTheSinkInOneSearch) {
-  // The search sides, without the local re-spreading of the tasks' units.
-  const IncrementalStats automatic =
-      PlaceJobWithDistinctCosts({.rebalance_leaves = false});
+  // The search sides of the global phases, without the local re-spreading
+  // of the tasks' units or the pairing passes.
+  const IncrementalStats automatic = PlaceJobWithDistinctCosts(
+      {.rebalance_leaves = false, .pair_through_sink = false});
   EXPECT_EQ(automatic.dijkstra_runs, 1u);
   EXPECT_EQ(automatic.backward_runs, 1u);
   EXPECT_EQ(automatic.augmentations, 40u);
@@ -287,7 +289,8 @@ TEST(IncrementalSolverTest, JobArrivalIsPricedFromTheSinkInOneSearch) {
   const IncrementalStats forward = PlaceJobWithDistinctCosts(
       {.search_side = IncrementalOptions::SearchSide::kForward,
        .rebalance_leaves = false,
-       .two_sided_search = false});
+       .two_sided_search = false,
+       .pair_through_sink = false});
   EXPECT_EQ(forward.backward_runs, 0u);
   EXPECT_EQ(forward.dijkstra_runs, 40u);
   // Two-sided phases: the first forward search prices the nearest task;
@@ -295,7 +298,8 @@ TEST(IncrementalSolverTest, JobArrivalIsPricedFromTheSinkInOneSearch) {
   // and the forward search after it leaves all 39 paths admissible.
   const IncrementalStats two_sided = PlaceJobWithDistinctCosts(
       {.search_side = IncrementalOptions::SearchSide::kForward,
-       .rebalance_leaves = false});
+       .rebalance_leaves = false,
+       .pair_through_sink = false});
   EXPECT_EQ(two_sided.backward_runs, 1u);
   EXPECT_EQ(two_sided.dijkstra_runs, 3u);
   EXPECT_EQ(two_sided.augmentations, 40u);
@@ -306,7 +310,8 @@ TEST(IncrementalSolverTest, JobArrivalIsPricedFromTheSinkInOneSearch) {
 TEST(IncrementalSolverTest, SearchRecordsFollowTheRound) {
   const IncrementalStats stats = PlaceJobWithDistinctCosts(
       {.search_side = IncrementalOptions::SearchSide::kForward,
-       .rebalance_leaves = false});
+       .rebalance_leaves = false,
+       .pair_through_sink = false});
   uint64_t searches = 0;
   uint64_t backward = 0;
   uint64_t settled = 0;
@@ -361,8 +366,9 @@ TEST(IncrementalSolverTest, LaterSearchesFinishTheirLastDistance) {
   constexpr uint32_t kTasks = 20;
   constexpr uint32_t kSink = 0;
   constexpr uint32_t kCluster = kTasks + 1;
-  IncrementalSolver solver(
-      {.drain_arc_budget = 0, .rebalance_leaves = false});
+  IncrementalSolver solver({.drain_arc_budget = 0,
+                            .rebalance_leaves = false,
+                            .pair_through_sink = false});
   uint32_t handle = 0;
   for (uint32_t v = 0; v <= 2 * kTasks + 1; ++v) {
     EXPECT_THAT(solver.SetSupply(v, 0), IsOk());
@@ -391,7 +397,9 @@ TEST(IncrementalSolverTest, LaterSearchesFinishTheirLastDistance) {
 // (a two-sided phase would add a second search).
 TEST(IncrementalSolverTest, LoneExcessIsSearchedForBackwardsOnly) {
   constexpr uint32_t kSink = 0;
-  IncrementalSolver solver({.drain_arc_budget = 0, .rebalance_leaves = false});
+  IncrementalSolver solver({.drain_arc_budget = 0,
+                            .rebalance_leaves = false,
+                            .pair_through_sink = false});
   for (uint32_t v = 0; v < 5; ++v) {
     EXPECT_THAT(solver.SetSupply(v, 0), IsOk());
   }
@@ -418,8 +426,11 @@ TEST(IncrementalSolverTest, LoneExcessIsSearchedForBackwardsOnly) {
 // drain walk looks for does not exist. Every other machine and task sits
 // at distance 0 from the sink, the machine at 50: a search from the sink,
 // which is adjacent to every machine, settles all of them first; one from
-// the machine reaches the sink at once.
-IncrementalStats FinishOnFullMachine(IncrementalOptions options) {
+// the machine reaches the sink at once. With `arrival`, a new task comes in
+// the same round, preferring the second machine (free) at cost 5: a Quincy
+// round in miniature.
+IncrementalStats FinishOnFullMachine(IncrementalOptions options,
+                                     bool arrival = false) {
   constexpr uint32_t kSink = 0;
   constexpr uint32_t kCluster = 1;
   constexpr uint32_t kMachines = 100;
@@ -471,29 +482,109 @@ IncrementalStats FinishOnFullMachine(IncrementalOptions options) {
   EXPECT_THAT(solver.RemoveArc(finishing_first_arc), IsOk());
   EXPECT_THAT(solver.RemoveArc(finishing_first_arc + 1), IsOk());
   EXPECT_THAT(solver.RemoveNode(finishing), IsOk());
-  EXPECT_THAT(solver.SetSupply(kSink, -int64_t{kMachines}), IsOk());
-  return SolveToCost(solver, int64_t{kMachines - 1} * kTaskToCluster);
+  if (!arrival) {
+    EXPECT_THAT(solver.SetSupply(kSink, -int64_t{kMachines}), IsOk());
+    return SolveToCost(solver, int64_t{kMachines - 1} * kTaskToCluster);
+  }
+  // The finished task's id is reused; the sink's supply stays.
+  EXPECT_THAT(solver.SetSupply(finishing, 1), IsOk());
+  EXPECT_THAT(solver.SetArc(finishing_first_arc, finishing, 3, 1, 5), IsOk());
+  EXPECT_THAT(solver.SetArc(finishing_first_arc + 1, finishing, kCluster, 1,
+                            kTaskToCluster),
+              IsOk());
+  return SolveToCost(solver, int64_t{kMachines - 1} * kTaskToCluster + 5);
 }
 
 TEST(IncrementalSolverTest, SlotFreedOnAFullMachineIsPricedFromTheMachine) {
   // Without the drain walks (which find nothing here, but count the nodes
   // they look at), nodes_touched is what the search settled.
-  const IncrementalStats with_walks = FinishOnFullMachine({});
+  // Without the pairing passes, which would lend the machine its unit
+  // from the sink before any global search (below).
+  const IncrementalStats with_walks =
+      FinishOnFullMachine({.pair_through_sink = false});
   EXPECT_EQ(with_walks.drained_units, 0);
   EXPECT_EQ(with_walks.backward_runs, 1u);
-  const IncrementalStats automatic =
-      FinishOnFullMachine({.drain_arc_budget = 0});
+  const IncrementalStats automatic = FinishOnFullMachine(
+      {.drain_arc_budget = 0, .pair_through_sink = false});
   EXPECT_EQ(automatic.dijkstra_runs, 1u);
   EXPECT_EQ(automatic.backward_runs, 1u);
   // The machine, then the sink and the cluster aggregator at distance 50.
   EXPECT_LE(automatic.nodes_touched, 3u);
   const IncrementalStats forward = FinishOnFullMachine(
       {.drain_arc_budget = 0,
-       .search_side = IncrementalOptions::SearchSide::kForward});
+       .search_side = IncrementalOptions::SearchSide::kForward,
+       .pair_through_sink = false});
   EXPECT_EQ(forward.dijkstra_runs, 1u);
   EXPECT_EQ(forward.backward_runs, 0u);
   // Every machine and every task before the full machine.
   EXPECT_GE(forward.nodes_touched, 200u);
+}
+
+// IncrementalOptions::pair_through_sink. The machine that lost a task is
+// priced 50 above the sink, so the new task is 50 away from the machine's
+// deficit: a global search from the task settles every node within that
+// distance, the whole network. The pairing passes lend the machine its
+// unit from the sink (one node settled, the sink met at 50), then pair the
+// new task with the sink (the task and its machine settled, the sink met
+// at 0).
+TEST(IncrementalSolverTest, FreedSlotAndArrivalArePairedThroughTheSink) {
+  const IncrementalStats global = FinishOnFullMachine(
+      {.drain_arc_budget = 0, .pair_through_sink = false}, /*arrival=*/true);
+  EXPECT_EQ(global.dijkstra_runs, 1u);
+  EXPECT_GE(global.nodes_touched, 200u);
+  const IncrementalStats paired =
+      FinishOnFullMachine({.drain_arc_budget = 0}, /*arrival=*/true);
+  EXPECT_EQ(paired.dijkstra_runs, 0u);
+  EXPECT_EQ(paired.blocking_flows, 0u);
+  EXPECT_EQ(paired.pairing_searches, 2u);
+  EXPECT_EQ(paired.paired_units, 2);
+  EXPECT_EQ(paired.augmentations, 2u);
+  EXPECT_EQ(paired.nodes_touched, 3u);
+  // One record per pass, in order: the machine borrows from the sink at
+  // distance 50, the task repays it at 0.
+  ASSERT_EQ(paired.searches.size(), 2u);
+  EXPECT_EQ(paired.searches[0].kind, SearchRecord::Kind::kPairBackward);
+  EXPECT_EQ(paired.searches[0].roots, 1u);
+  EXPECT_EQ(paired.searches[0].units, 1);
+  EXPECT_EQ(paired.searches[0].nodes, 1u);
+  EXPECT_EQ(paired.searches[0].last_distance, 50);
+  EXPECT_EQ(paired.searches[1].kind, SearchRecord::Kind::kPairForward);
+  EXPECT_EQ(paired.searches[1].roots, 1u);
+  EXPECT_EQ(paired.searches[1].units, 1);
+  EXPECT_EQ(paired.searches[1].nodes, 2u);
+  EXPECT_EQ(paired.searches[1].last_distance, 0);
+}
+
+// A pairing search gives up before it reads a hub's list (more than 4,096
+// open entries: kPairingEntryBudget), and the global phases place the
+// unit: load spreading's cluster aggregator, with an arc to every machine.
+TEST(IncrementalSolverTest, PairingLeavesAUnitBehindAHubToTheGlobalPhases) {
+  constexpr uint32_t kSink = 0;
+  constexpr uint32_t kCluster = 1;
+  constexpr uint32_t kMachines = 5000;
+  IncrementalSolver solver({.drain_arc_budget = 0});
+  EXPECT_THAT(solver.SetSupply(kSink, 0), IsOk());
+  EXPECT_THAT(solver.SetSupply(kCluster, 0), IsOk());
+  uint32_t handle = 0;
+  for (uint32_t m = 0; m < kMachines; ++m) {
+    EXPECT_THAT(solver.SetSupply(2 + m, 0), IsOk());
+    EXPECT_THAT(solver.SetArc(handle++, kCluster, 2 + m, 1, 0), IsOk());
+    EXPECT_THAT(solver.SetArc(handle++, 2 + m, kSink, 1, m % 7), IsOk());
+  }
+  ASSERT_EQ(SolveAndCheck(solver), McmfOutcome::kOptimal);
+  const uint32_t task = 2 + kMachines;
+  EXPECT_THAT(solver.SetSupply(task, 1), IsOk());
+  EXPECT_THAT(solver.SetArc(handle++, task, kCluster, 1, 3), IsOk());
+  EXPECT_THAT(solver.SetSupply(kSink, -1), IsOk());
+  const IncrementalStats stats = SolveToCost(solver, 3);
+  EXPECT_EQ(stats.pairing_searches, 1u);
+  EXPECT_EQ(stats.paired_units, 0);
+  EXPECT_EQ(stats.dijkstra_runs, 1u);
+  ASSERT_GE(stats.searches.size(), 2u);
+  EXPECT_EQ(stats.searches[0].kind, SearchRecord::Kind::kPairBackward);
+  EXPECT_EQ(stats.searches[0].roots, 0u);  // the sink is the only deficit
+  EXPECT_EQ(stats.searches[1].kind, SearchRecord::Kind::kPairForward);
+  EXPECT_EQ(stats.searches[1].entries, 1u);  // the task's own arc only
 }
 
 TEST(IncrementalSolverTest, JobArrivalIsPlacedByTheTasksThemselves) {

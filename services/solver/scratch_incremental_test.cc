@@ -31,6 +31,7 @@ IncrementalOptions OptionsForSeed(uint64_t seed) {
   options.drain_arc_budget = seed % 4 == 2 ? 0 : 256;
   options.rebalance_leaves = seed % 7 != 3;
   options.two_sided_search = seed % 2 == 0;
+  options.pair_through_sink = seed / 2 % 2 == 0;
   return options;
 }
 
