@@ -18,10 +18,11 @@
 //
 // --ab OPTION (anywhere on the line) also runs solver B, a second solver
 // with that option of solver A's flipped, on the same rounds:
-// two_sided_search or rebalance_leaves. Each round both solve the same
-// changes, alternately first, and must reach the same cost; the round's B/A
-// time ratio is printed, and at the end the sums, the median ratio and each
-// solver's time in searches and in blocking flows. A new option to compare
+// two_sided_search, rebalance_leaves or pair_through_sink. Each round both
+// solve the same changes, alternately first, must reach the same cost and
+// pass the optimality check; the round's B/A time ratio is printed, and at
+// the end the sums, the median ratio and each solver's time in searches
+// and in blocking flows. A new option to compare
 // goes into FlipOption.
 // Paired rounds are what make a change of a few percent visible on a shared
 // machine, where two runs of one binary minutes apart differ by 20-30%.
@@ -73,6 +74,8 @@ std::optional<int64_t> IntArg(int argc, char** argv, int k, int64_t fallback,
 bool FlipOption(const std::string& name, solver::IncrementalOptions& options) {
   if (name == "two_sided_search") {
     options.two_sided_search = !options.two_sided_search;
+  } else if (name == "pair_through_sink") {
+    options.pair_through_sink = !options.pair_through_sink;
   } else if (name == "rebalance_leaves") {
     options.rebalance_leaves = !options.rebalance_leaves;
   } else {
@@ -129,7 +132,8 @@ int Run(int argc, char** argv) {
       if (i + 1 >= argc) {
         fmt::print(
             stderr,
-            "--ab needs an option: two_sided_search or rebalance_leaves\n");
+            "--ab needs an option: two_sided_search, rebalance_leaves or "
+            "pair_through_sink\n");
         return 2;
       }
       ab_option = argv[i + 1];
@@ -201,7 +205,7 @@ int Run(int argc, char** argv) {
   solver::IncrementalOptions options_b = solver_options;
   if (!ab_option.empty() && !FlipOption(ab_option, options_b)) {
     fmt::print(stderr,
-               "--ab takes two_sided_search or rebalance_leaves, not {}\n",
+               "--ab takes two_sided_search, rebalance_leaves or pair_through_sink, not {}\n",
                ab_option);
     return 2;
   }
@@ -282,7 +286,13 @@ int Run(int argc, char** argv) {
     solver::McmfSolution exported_solution;
     std::vector<uint32_t> handles;
     solver.Export(exported, exported_solution, handles);
-    const bool ok = solver::CheckOptimalFlow(exported, exported_solution).ok();
+    bool ok = solver::CheckOptimalFlow(exported, exported_solution).ok();
+    if (paired) {
+      // B's cost equals A's; its certificate must hold too (flows and
+      // potentials), or the next round would repair from a broken state.
+      solver_b.Export(exported, exported_solution, handles);
+      ok = ok && solver::CheckOptimalFlow(exported, exported_solution).ok();
+    }
     check_ms.push_back(MsSince(t));
     const auto& s = result->stats;
     fmt::print(
@@ -299,7 +309,15 @@ int Run(int argc, char** argv) {
         s.backward_runs, s.blocking_flows);
     if (print_searches) {
       for (const solver::SearchRecord& q : s.searches) {
-        if (q.kind == solver::SearchRecord::Kind::kBlockingFlow) {
+        if (q.kind == solver::SearchRecord::Kind::kPairBackward ||
+            q.kind == solver::SearchRecord::Kind::kPairForward) {
+          fmt::print(
+              "    pair {} searches {:4} units {:5} settled {:7} entries {:8} "
+              "farthest {:4} {:7.2f} ms\n",
+              q.kind == solver::SearchRecord::Kind::kPairBackward ? "backward"
+                                                                  : "forward ",
+              q.roots, q.units, q.nodes, q.entries, q.last_distance, q.ms);
+        } else if (q.kind == solver::SearchRecord::Kind::kBlockingFlow) {
           fmt::print(
               "    flow      roots {:4} paths {:5} bfs nodes {:7}          "
               "{:7.2f} ms\n",
