@@ -309,27 +309,25 @@ int Run(int argc, char** argv) {
         s.backward_runs, s.blocking_flows);
     if (print_searches) {
       for (const solver::SearchRecord& q : s.searches) {
-        if (q.kind == solver::SearchRecord::Kind::kPairBackward ||
-            q.kind == solver::SearchRecord::Kind::kPairForward) {
-          fmt::print(
-              "    pair {} searches {:4} units {:5} settled {:7} entries {:8} "
-              "farthest {:4} {:7.2f} ms\n",
-              q.kind == solver::SearchRecord::Kind::kPairBackward ? "backward"
-                                                                  : "forward ",
-              q.roots, q.units, q.nodes, q.entries, q.last_distance, q.ms);
-        } else if (q.kind == solver::SearchRecord::Kind::kBlockingFlow) {
+        using Kind = solver::SearchRecord::Kind;
+        if (q.kind == Kind::kBlockingFlow) {
           fmt::print(
               "    flow      roots {:4} paths {:5} bfs nodes {:7}          "
               "{:7.2f} ms\n",
               q.roots, q.units, q.nodes, q.ms);
-        } else {
-          fmt::print(
-              "    {} roots {:4} units {:5} settled {:7} entries {:8} last "
-              "{:4} {:7.2f} ms\n",
-              q.kind == solver::SearchRecord::Kind::kBackward ? "backward"
-                                                              : "forward ",
-              q.roots, q.units, q.nodes, q.entries, q.last_distance, q.ms);
+          continue;
         }
+        // A pairing pass counts its searches and its farthest partner.
+        const bool pass = q.kind == Kind::kPairBackward ||
+                          q.kind == Kind::kPairForward;
+        const bool backward =
+            q.kind == Kind::kBackward || q.kind == Kind::kPairBackward;
+        fmt::print(
+            "    {}{} {} {:4} units {:5} settled {:7} entries {:8} {} {:4} "
+            "{:7.2f} ms\n",
+            pass ? "pair " : "", backward ? "backward" : "forward ",
+            pass ? "searches" : "roots", q.roots, q.units, q.nodes, q.entries,
+            pass ? "farthest" : "last", q.last_distance, q.ms);
       }
     }
   }
