@@ -100,6 +100,16 @@ void IncrementalSolver::NextPhase() {
   }
 }
 
+void IncrementalSolver::NextWalkPass() {
+  // A drain walk a round per imbalance wraps the counter after a few
+  // million rounds; a stale stamp equal to the new pass would make a node
+  // look visited.
+  if (++pass_ == 0) {
+    for (WalkState& w : walk_) w.pass = 0;
+    pass_ = 1;
+  }
+}
+
 void IncrementalSolver::MarkActive(uint32_t v) {
   if (in_active_[v] == 0) {
     in_active_[v] = 1;
@@ -696,7 +706,7 @@ bool IncrementalSolver::DrainWalk(uint32_t root, bool forward,
   // arcs. Any zero-reduced-cost path is a shortest path, so augmenting along
   // it keeps every invariant, and the common pairings cost O(path) instead
   // of a Dijkstra through high-degree nodes (sink, cluster aggregator).
-  ++pass_;
+  NextWalkPass();
   uint32_t budget = options_.drain_arc_budget;
   bool moved = false;
   // path_[k] joins the node at depth k to the node at depth k + 1 (root =
@@ -979,7 +989,7 @@ void IncrementalSolver::PairThroughSink(IncrementalStats& stats) {
       if (v == sink_ || !NodeExists(v)) continue;
       while ((backward ? excess_[v] < 0 : excess_[v] > 0) &&
              entries < budget) {
-        if ((++record.roots & 63) == 0 && Stopped()) {
+        if ((record.roots++ & 63) == 0 && Stopped()) {
           stopped_ = true;
           return;
         }
@@ -1011,8 +1021,12 @@ int64_t IncrementalSolver::PairUnits(uint32_t root, bool backward,
   // Backward, the root lacks units: the sink lends them, or an excess node
   // gives them. Forward, the root has units for any deficit, the sink's
   // included once it has lent.
+  // The sink lends without limit otherwise; an excess near the int64
+  // bound would make the round fail with OutOfRange (AddExcess).
+  const bool sink_lends = sink_ != kNoNode && excess_[sink_] > -kMaxExcess / 2;
   const auto pairs_with = [&](uint32_t w) {
-    return backward ? (w == sink_ || excess_[w] > 0) : excess_[w] < 0;
+    return backward ? ((w == sink_ && sink_lends) || excess_[w] > 0)
+                    : excess_[w] < 0;
   };
   const auto later = [](const std::pair<int64_t, uint32_t>& x,
                         const std::pair<int64_t, uint32_t>& y) {
@@ -1081,7 +1095,7 @@ int64_t IncrementalSolver::PairUnits(uint32_t root, bool backward,
   // The tree path from the partner back to the root, and how much it takes.
   path_.clear();
   int64_t delta = backward ? -excess_[root] : excess_[root];
-  if (target != sink_ || !backward) {
+  if (target != sink_ || !backward) {  // the sink lends whatever is asked
     delta = std::min(delta, backward ? excess_[target] : -excess_[target]);
   }
   uint32_t v = target;
@@ -1170,9 +1184,12 @@ bool IncrementalSolver::BlockingFlow(IncrementalStats& stats) {
   // node above it off from the deficits for good: a node's residual arcs
   // lower its label by at most one each, and augmentations only add arcs
   // between nodes below the gap.
-  ++admissible_pass_;
+  if (++admissible_pass_ == 0) {  // the stamps wrapped: start them over
+    for (WalkState& w : walk_) w.admissible_stamp = 0;
+    admissible_pass_ = 1;
+  }
   admissible_.clear();
-  ++pass_;
+  NextWalkPass();
   bool any_root = false;
   for (uint32_t root : sources_) any_root |= excess_[root] > 0;
   if (!any_root) return false;

@@ -61,10 +61,12 @@ struct SearchRecord {
 
 struct IncrementalStats {
   double solve_ms = 0;
-  // Nodes settled by Dijkstra plus nodes expanded by the local drain walks:
-  // a measure of how much of the network the round touched.
+  // Nodes settled by Dijkstra (the pairing searches included, also those
+  // that gave up) plus nodes expanded by the local drain walks: a measure
+  // of how much of the network the round touched.
   uint64_t nodes_touched = 0;
-  uint64_t augmentations = 0;  // augmenting paths (drain walks included)
+  // Augmenting paths (drain walks and pairing included).
+  uint64_t augmentations = 0;
   uint64_t dijkstra_runs = 0;
   // Of those, the runs grown backwards from the deficit nodes.
   uint64_t backward_runs = 0;
@@ -85,7 +87,8 @@ struct IncrementalStats {
   // (IncrementalOptions::pair_through_sink; not in dijkstra_runs).
   int64_t paired_units = 0;
   uint64_t pairing_searches = 0;
-  // Every Dijkstra and blocking flow, in order.
+  // Every global Dijkstra and blocking flow, in order, after the two
+  // pairing passes' records (kPairBackward, kPairForward) when they ran.
   std::vector<SearchRecord> searches;
 };
 
@@ -159,15 +162,17 @@ struct IncrementalOptions {
   // lends it the units; then each excess node searches forwards for the
   // nearest deficit, the sink's loan included. A search stops at its first
   // partner and moves the potentials of what it settled only, and gives up
-  // at a hub (more than 4,096 entries to read; the unit is left to the
-  // global phases, which read the hub once for every unit). In a Quincy
-  // round the deficits are machines that lost a task while full: priced
-  // up to ~80 above the sink, they are that far from the new tasks, and a
-  // global search from the tasks settles everything within that distance
-  // (67,000 nodes at 12,500 machines); from the machine the sink is a few
-  // dozen nodes away, and from a new task it is a few hops.
-  // incremental_profile quincy 12500 20 --ab pair_through_sink: 2,823 ->
-  // 207 ms for 20 rounds.
+  // before it reads more than 4,096 entries (a hub such as load
+  // spreading's X; the unit is left to the global phases, which read the
+  // hub once for every unit). The sink itself is never a root: an excess
+  // left there goes to the global phases. In a Quincy round the deficits
+  // are machines that lost a task while full: priced up to ~80 above the
+  // sink, they are that far from the new tasks, and a global search from
+  // the tasks settles everything within that distance (67,000 nodes at
+  // 12,500 machines); from the machine the sink is a few dozen nodes
+  // away, and from a new task it is a few hops. incremental_profile
+  // quincy 12500 20 --ab pair_through_sink: 248 ms for 20 rounds against
+  // 3,080 without.
   bool pair_through_sink = true;
 };
 
@@ -259,7 +264,8 @@ class IncrementalSolver {
 
   // Cooperative cancellation for a portfolio race: Solve checks the flag
   // between Dijkstra phases, every 4,096 nodes a search settles, every 64
-  // roots of a blocking flow and every 256 drain walks, and returns
+  // roots of a blocking flow, every 256 drain walks and every 64 pairing
+  // searches (the first of each pass included), and returns
   // Cancelled, leaving a consistent pseudoflow (like an infeasible round)
   // that InstallSolution or a later Solve can continue from. (A phase of
   // a 12,500-machine network takes 20-100 ms: a losing racer that checked
@@ -382,8 +388,11 @@ class IncrementalSolver {
   // Adds the entries it read to `entries`.
   int64_t PairUnits(uint32_t root, bool backward, uint64_t& entries,
                     SearchRecord& record, IncrementalStats& stats);
-  // Starts a search's settled stamps (settled_stamp_ == phase_).
+  // Starts a search's settled stamps (settled_stamp_ == phase_), and a
+  // walk's visited stamps (walk_[v].pass == pass_); both start over when
+  // their counter wraps.
   void NextPhase();
+  void NextWalkPass();
   // Augments along the last search's shortest-path tree: from each
   // other-side node it settled back to the tree's root, one path each, as
   // long as both ends still have units and every arc residual capacity.

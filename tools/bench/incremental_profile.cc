@@ -22,8 +22,8 @@
 // solve the same changes, alternately first, must reach the same cost and
 // pass the optimality check; the round's B/A time ratio is printed, and at
 // the end the sums, the median ratio and each solver's time in searches
-// and in blocking flows. A new option to compare
-// goes into FlipOption.
+// (the pairing passes included) and in blocking flows. A new option to
+// compare goes into FlipOption.
 // Paired rounds are what make a change of a few percent visible on a shared
 // machine, where two runs of one binary minutes apart differ by 20-30%.
 
