@@ -886,10 +886,7 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
     }
     // Only the entries with a residual arc on the search's side (regions_).
     const AdjEntry* const list = adj_[u].data();
-    const AdjRegions& regions = regions_[u];
-    assert(RegionsHold(u));
-    const uint32_t scan_begin = backward ? 0 : regions.end[0];
-    const uint32_t scan_end = backward ? regions.end[1] : regions.end[2];
+    const auto [scan_begin, scan_end] = SearchRange(u, backward);
     entries += scan_end - scan_begin;
     for (uint32_t i = scan_begin; i < scan_end; ++i) {
       const AdjEntry& arc = list[i];
@@ -1049,10 +1046,7 @@ int64_t IncrementalSolver::PairUnits(uint32_t root, bool backward,
       bound = d;
       break;
     }
-    const AdjRegions& regions = regions_[u];
-    assert(RegionsHold(u));
-    const uint32_t scan_begin = backward ? 0 : regions.end[0];
-    const uint32_t scan_end = backward ? regions.end[1] : regions.end[2];
+    const auto [scan_begin, scan_end] = SearchRange(u, backward);
     // A hub (load spreading's X, with an arc per machine and slot) would
     // cost every unit a read of its whole list: leave the unit to the
     // global phases, which read it once for all.
@@ -1092,30 +1086,52 @@ int64_t IncrementalSolver::PairUnits(uint32_t root, bool backward,
     return 0;
   }
   record.last_distance = std::max(record.last_distance, bound);
-  // The tree path from the partner back to the root, and how much it takes.
-  path_.clear();
+  // The partial-Dijkstra update at the partner's distance leaves every arc
+  // of the tree path at reduced cost zero (the partner's own label is
+  // final), and a fresh tree's arcs all have capacity.
+  UpdatePotentials(bound, backward);
   int64_t delta = backward ? -excess_[root] : excess_[root];
   if (target != sink_ || !backward) {  // the sink lends whatever is asked
     delta = std::min(delta, backward ? excess_[target] : -excess_[target]);
   }
-  uint32_t v = target;
+  [[maybe_unused]] const uint32_t reached = TreePath(target, backward, delta);
+  assert(reached == root);
+  AugmentPath(backward ? target : root, backward ? root : target, delta,
+              stats);
+  return delta;
+}
+
+std::pair<uint32_t, uint32_t> IncrementalSolver::SearchRange(
+    uint32_t u, bool backward) const {
+  const AdjRegions& regions = regions_[u];
+  assert(RegionsHold(u));
+  return backward ? std::pair{uint32_t{0}, regions.end[1]}
+                  : std::pair{regions.end[0], regions.end[2]};
+}
+
+uint32_t IncrementalSolver::TreePath(uint32_t end, bool backward,
+                                     int64_t& delta) {
+  path_.clear();
+  uint32_t v = end;
   for (uint32_t a = parent_arc_[v]; a != kNoArc; a = parent_arc_[v]) {
+    assert(ReducedCost(a) == 0);
+    // A tree path visits each node once; the bound only guarantees that
+    // a broken tree ends the walk instead of looping (Debug asserts).
+    assert(path_.size() < node_limit_);
+    if (arcs_[a].residual == 0 || path_.size() >= node_limit_) return kNoNode;
     delta = std::min(delta, arcs_[a].residual);
     path_.push_back(a);
     v = backward ? arcs_[a].head : Tail(a);
   }
-  assert(v == root);
-  // The partial-Dijkstra update at the partner's distance leaves every arc
-  // of the path at reduced cost zero (the partner's own label is final).
-  UpdatePotentials(bound, backward);
-  for (uint32_t a : path_) {
-    assert(ReducedCost(a) == 0);
-    MoveFlow(a, delta);
-  }
-  AddExcess(backward ? target : root, -delta);
-  AddExcess(backward ? root : target, delta);
+  return v;
+}
+
+void IncrementalSolver::AugmentPath(uint32_t from, uint32_t to, int64_t delta,
+                                    IncrementalStats& stats) {
+  for (uint32_t a : path_) MoveFlow(a, delta);
+  AddExcess(from, -delta);
+  AddExcess(to, delta);
   ++stats.augmentations;
-  return delta;
 }
 
 bool IncrementalSolver::AugmentTreePaths(bool backward,
@@ -1130,34 +1146,13 @@ bool IncrementalSolver::AugmentTreePaths(bool backward,
   bool moved = false;
   for (const uint32_t end : tree_ends_) {
     if (backward ? excess_[end] <= 0 : excess_[end] >= 0) continue;
-    path_.clear();
     int64_t delta = backward ? excess_[end] : -excess_[end];
-    uint32_t v = end;
-    bool open = true;
-    for (uint32_t a = parent_arc_[v]; a != kNoArc; a = parent_arc_[v]) {
-      assert(ReducedCost(a) == 0);
-      // A tree path visits each node once; the bound only guarantees that
-      // a broken tree ends the walk instead of looping (Debug asserts).
-      assert(path_.size() < node_limit_);
-      if (arcs_[a].residual == 0 || path_.size() >= node_limit_) {
-        open = false;
-        break;
-      }
-      delta = std::min(delta, arcs_[a].residual);
-      path_.push_back(a);
-      v = backward ? arcs_[a].head : Tail(a);
-    }
-    if (!open) continue;
-    const uint32_t root = v;
+    const uint32_t root = TreePath(end, backward, delta);
+    if (root == kNoNode) continue;  // an arc of the path has closed
     const int64_t root_units = backward ? -excess_[root] : excess_[root];
     if (root_units <= 0) continue;
     delta = std::min(delta, root_units);
-    for (uint32_t a : path_) MoveFlow(a, delta);
-    const uint32_t from = backward ? end : root;
-    const uint32_t to = backward ? root : end;
-    AddExcess(from, -delta);
-    AddExcess(to, delta);
-    ++stats.augmentations;
+    AugmentPath(backward ? end : root, backward ? root : end, delta, stats);
     ++stats.tree_augmentations;
     moved = true;
   }

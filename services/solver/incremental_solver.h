@@ -293,6 +293,8 @@ class IncrementalSolver {
   };
 
   static constexpr int64_t kInfinity = INT64_MAX;
+  // No node: above every id (kMaxIncrementalNodeId).
+  static constexpr uint32_t kNoNode = std::numeric_limits<uint32_t>::max();
 
   bool NodeExists(uint32_t v) const {
     return v < node_limit_ && node_exists_[v] != 0;
@@ -388,6 +390,16 @@ class IncrementalSolver {
   // Adds the entries it read to `entries`.
   int64_t PairUnits(uint32_t root, bool backward, uint64_t& entries,
                     SearchRecord& record, IncrementalStats& stats);
+  // The entries of u a search scans: those with a residual arc on its
+  // side (regions_).
+  std::pair<uint32_t, uint32_t> SearchRange(uint32_t u, bool backward) const;
+  // Walks the last search's tree from `end` to its root into path_,
+  // lowering `delta` to the smallest residual capacity on the way; returns
+  // the root, or kNoNode if an arc of the path has no capacity left.
+  uint32_t TreePath(uint32_t end, bool backward, int64_t& delta);
+  // Moves `delta` units along path_ and from `from`'s excess to `to`'s.
+  void AugmentPath(uint32_t from, uint32_t to, int64_t delta,
+                   IncrementalStats& stats);
   // Starts a search's settled stamps (settled_stamp_ == phase_), and a
   // walk's visited stamps (walk_[v].pass == pass_); both start over when
   // their counter wraps.
@@ -485,7 +497,6 @@ class IncrementalSolver {
   // negative when chosen, replaced when another's supply falls below it;
   // kNoNode if none. When the sink's supply rises to 0 or above, or it is
   // removed, the next Solve chooses again (an O(n) scan).
-  static constexpr uint32_t kNoNode = std::numeric_limits<uint32_t>::max();
   uint32_t sink_ = kNoNode;
   bool sink_known_ = true;
   std::vector<uint32_t> settled_stamp_;
