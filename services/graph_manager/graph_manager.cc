@@ -14,7 +14,9 @@
 #include "flowsched/v1/placements.pb.h"
 #include "flowsched/v1/rounds.pb.h"
 #include "services/bus/dead_letter_publisher.h"
+#include "services/codec/decision_codec.h"
 #include "services/codec/round_codec.h"
+#include "services/core/round_apply.h"
 #include "services/common/status_macros.h"
 #include "services/graph_manager/state_digest.h"
 #include "services/graph_manager/state_persister.h"
@@ -214,7 +216,6 @@ absl::Status GraphManager::OpenStore(const LedgerHistory& history) {
           history.claimed_epoch(), ")"));
     }
   }
-  FLOWSCHED_RETURN_IF_ERROR(builder_.RestoreFromNetwork());
   network_.set_record_changes(true);
   // The stored network was built by the stored policy; the flag only names
   // the policy of a fresh store (a rebuild takes the ledger's).
@@ -224,12 +225,11 @@ absl::Status GraphManager::OpenStore(const LedgerHistory& history) {
                  "fresh data directory only)",
                  meta_.policy(), options_.policy);
   }
-  auto policy = flow::MakePolicy(meta_.policy());
-  if (!policy.ok()) {
+  absl::Status adopted = policy_network_.Adopt(meta_.policy());
+  if (!adopted.ok()) {
     return absl::DataLossError(absl::StrCat(
-        "stored policy is unknown: ", policy.status().message()));
+        "stored network and policy ", meta_.policy(), ": ", adopted.message()));
   }
-  policy_ = std::move(*policy);
   return absl::OkStatus();
 }
 
@@ -311,13 +311,13 @@ absl::Status GraphManager::ReplayRecord(const v1::LedgerRecord& record,
                                         EventFeed& feed) {
   batch_time_us_ = record.state_time_us();
   if (record.has_claim() && !record.claim().policy().empty() &&
-      record.claim().policy() != policy_->name()) {
+      record.claim().policy() != policy_network_.policy().name()) {
     // Only a fresh store can differ (SetPolicy events are replayed): it was
     // opened with this instance's --policy, not the original's.
     if (network_.node_count() != 0) {
       spdlog::warn("ledger record {} names policy {} while the replayed "
                    "state has {}",
-                   record.seq(), record.claim().policy(), policy_->name());
+                   record.seq(), record.claim().policy(), policy_network_.policy().name());
     }
     FLOWSCHED_RETURN_IF_ERROR(SwitchPolicy(record.claim().policy()));
   }
@@ -833,101 +833,29 @@ void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {
 void GraphManager::ApplyRound(std::vector<v1::PlacementDecision> decisions,
                               v1::RoundApplied& out,
                               cluster::ChangeSet& batch_changes) {
+  std::vector<core::Decision> domain;
+  domain.reserve(decisions.size());
+  for (const v1::PlacementDecision& d : decisions) {
+    domain.push_back(codec::DecodeDecision(d));
+  }
   cluster::ChangeSet changes;
-  // Partitions interleave arbitrarily, so the order is fixed here:
-  // preemptions first, then migrations, then placements, each group in task
-  // order. A placement onto a slot (or CPU and memory) that a preemption of
-  // the same round frees would otherwise be rejected as stale whenever it
-  // happened to come first.
-  const auto group = [](const v1::PlacementDecision& d) {
-    switch (d.action()) {
-      case v1::ACTION_PREEMPT:
-        return 0;
-      case v1::ACTION_MIGRATE:
-        return 1;
-      case v1::ACTION_PLACE:
-        return 2;
-      default:
-        return 3;
-    }
-  };
-  std::sort(decisions.begin(), decisions.end(),
-            [&](const auto& a, const auto& b) {
-              return std::pair(group(a), a.task_id()) <
-                     std::pair(group(b), b.task_id());
-            });
-  // Outcomes in the same order, for the ledger (consumers learn there
-  // which decisions did not take effect).
+  const core::AppliedRound round =
+      core::ApplyRound(domain, state_, StateNowMicros(), changes);
+  // Outcomes in the order applied, for the ledger (consumers learn there
+  // which decisions did not take effect; a replay applies them in it).
   out.clear_decisions();
-  for (const v1::PlacementDecision& d : decisions) {
-    *out.add_decisions()->mutable_decision() = d;
-  }
-  const auto outcome = [&](const v1::PlacementDecision* d) {
-    return out.mutable_decisions(static_cast<int>(d - decisions.data()));
-  };
-  uint64_t applied = 0, stale = 0;
-  const int64_t now_us = StateNowMicros();
-  const auto apply = [&](const v1::PlacementDecision& d) {
-    switch (d.action()) {
-      case v1::ACTION_PLACE:
-        return state_.Place(TaskId(d.task_id()), MachineId(d.machine_id()),
-                            now_us, changes);
-      case v1::ACTION_PREEMPT:
-        return state_.Preempt(TaskId(d.task_id()), now_us, changes);
-      case v1::ACTION_MIGRATE:
-        return state_.Migrate(TaskId(d.task_id()),
-                              MachineId(d.previous_machine_id()),
-                              MachineId(d.machine_id()), now_us, changes);
-      default:
-        return absl::InvalidArgumentError("decision without action");
-    }
-  };
-  // A migration into a machine that another migration of the round leaves
-  // fails in task order if it comes first; such migrations are retried
-  // until none succeeds any more (a chain resolves, a pure cycle of full
-  // machines stays stale and is re-decided next round).
-  std::vector<const v1::PlacementDecision*> retry;
-  const auto retry_migrations = [&]() {
-    bool progress = true;
-    while (progress && !retry.empty()) {
-      progress = false;
-      std::vector<const v1::PlacementDecision*> left;
-      for (const v1::PlacementDecision* d : retry) {
-        if (apply(*d).ok()) {
-          ++applied;
-          outcome(d)->set_applied(true);
-          outcome(d)->clear_stale_reason();
-          progress = true;
-        } else {
-          left.push_back(d);
-        }
-      }
-      retry = std::move(left);
-    }
-    for (const v1::PlacementDecision* d : retry) {
-      ++stale;
-      outcome(d)->set_stale_reason("migration target stays full");
-      spdlog::debug("decision {} not applied: migration target stays full",
-                    d->idempotency_key());
-    }
-    retry.clear();
-  };
-  for (const v1::PlacementDecision& d : decisions) {
-    if (d.action() != v1::ACTION_MIGRATE) retry_migrations();
-    absl::Status status = apply(d);
-    if (status.ok()) {
-      ++applied;
-      outcome(&d)->set_applied(true);
-    } else if (d.action() == v1::ACTION_MIGRATE) {
-      retry.push_back(&d);
-    } else {
-      ++stale;
-      outcome(&d)->set_stale_reason(std::string(status.message()));
-      spdlog::debug("decision {} not applied: {}", d.idempotency_key(),
-                    status.ToString());
+  for (const core::DecisionOutcome& outcome : round.outcomes) {
+    v1::LedgerDecision* entry = out.add_decisions();
+    *entry->mutable_decision() = std::move(decisions[outcome.index]);
+    entry->set_applied(outcome.applied);
+    if (!outcome.applied) {
+      entry->set_stale_reason(outcome.stale_reason);
+      spdlog::debug("decision {} not applied: {}",
+                    entry->decision().idempotency_key(), outcome.stale_reason);
     }
   }
-  retry_migrations();
+  const uint64_t applied = round.applied;
+  const uint64_t stale = round.stale;
   SyncNowIfDeterministic(changes);
   batch_changes.Merge(changes);
   meta_.set_decisions_applied(meta_.decisions_applied() + applied);
@@ -961,37 +889,15 @@ void GraphManager::StageMetaWithTime(storage::StateBatch& batch) {
 }
 
 absl::Status GraphManager::SwitchPolicy(const std::string& name) {
-  auto policy = flow::MakePolicy(name);
-  if (!policy.ok()) {
+  const std::string previous(policy_network_.policy().name());
+  // The removals and additions are recorded, so the RocksDB batch stores
+  // the new network; the solver gets a snapshot, smaller than that diff.
+  absl::Status switched =
+      policy_network_.SwitchPolicy(name, state_, StateNowMicros());
+  if (!switched.ok()) {
     // The decoder checked the name with the same registry.
-    return absl::InternalError(absl::StrCat("SetPolicy passed the decoder: ",
-                                            policy.status().message()));
-  }
-  // Rebuilding from empty is the one transition that is right for every
-  // pair of policies (their node sets differ: racks, classes, U_j). The
-  // removals and additions are recorded, so the RocksDB batch stores the
-  // new network; the solver gets a snapshot, smaller than that diff.
-  std::vector<flow::NodeId> nodes;
-  network_.ForEachNode(
-      [&](flow::NodeId id, const flow::NodeData&) { nodes.push_back(id); });
-  for (flow::NodeId id : nodes) {
-    FLOWSCHED_RETURN_IF_ERROR(network_.RemoveNode(id));
-  }
-  FLOWSCHED_RETURN_IF_ERROR(builder_.RestoreFromNetwork());  // empty maps
-  cluster::ChangeSet everything;
-  for (const auto& [id, job] : state_.jobs()) everything.jobs.insert(id);
-  for (const auto& [id, machine] : state_.machines()) {
-    everything.machines.insert(id);
-  }
-  for (const auto& [id, task] : state_.tasks()) everything.tasks.insert(id);
-  const std::string previous(policy_->name());
-  policy_ = std::move(*policy);
-  absl::Status synced = policy_->Sync(everything, state_,
-                                      flow::SyncContext{StateNowMicros()},
-                                      builder_);
-  if (!synced.ok()) {
-    return absl::InternalError(absl::StrCat(
-        "policy ", name, " failed to build the network: ", synced.message()));
+    return absl::InternalError(absl::StrCat("switching to policy ", name,
+                                            ": ", switched.message()));
   }
   meta_.set_policy(name);
   need_snapshot_ = true;
@@ -1002,22 +908,18 @@ absl::Status GraphManager::SwitchPolicy(const std::string& name) {
   return absl::OkStatus();
 }
 
-void GraphManager::SyncNowIfDeterministic(const cluster::ChangeSet& changes) {
-  if (!options_.deterministic() || !sync_error_.ok()) return;
+absl::Status GraphManager::SyncNetwork(const cluster::ChangeSet& changes) {
   if (!requested_policy_.empty()) {
     const std::string name = std::move(requested_policy_);
     requested_policy_.clear();
-    // The rebuild syncs every entity, so `changes` is covered too.
-    sync_error_ = SwitchPolicy(name);
-  } else if (!changes.empty()) {
-    absl::Status synced = policy_->Sync(
-        changes, state_, flow::SyncContext{StateNowMicros()}, builder_);
-    if (!synced.ok()) {
-      sync_error_ = absl::InternalError(
-          absl::StrCat("policy ", std::string(policy_->name()),
-                       " failed to update the network: ", synced.message()));
-    }
+    return SwitchPolicy(name);
   }
+  return policy_network_.Sync(changes, state_, StateNowMicros());
+}
+
+void GraphManager::SyncNowIfDeterministic(const cluster::ChangeSet& changes) {
+  if (!options_.deterministic() || !sync_error_.ok()) return;
+  sync_error_ = SyncNetwork(changes);
 }
 
 absl::Status GraphManager::CommitChanges(const cluster::ChangeSet& changes,
@@ -1025,23 +927,10 @@ absl::Status GraphManager::CommitChanges(const cluster::ChangeSet& changes,
                                          v1::LedgerRecord* ledger) {
   // Memory is ahead of disk after a failed sync; only a restart is safe.
   if (!sync_error_.ok()) return sync_error_;
-  if (options_.deterministic()) {
-    // Synced event by event and round by round already
-    // (SyncNowIfDeterministic).
-  } else if (!requested_policy_.empty()) {
-    const std::string name = std::move(requested_policy_);
-    requested_policy_.clear();
-    // The rebuild syncs every entity, so `changes` is covered too.
-    FLOWSCHED_RETURN_IF_ERROR(SwitchPolicy(name));
-  } else if (!changes.empty()) {
-    absl::Status synced =
-        policy_->Sync(changes, state_, flow::SyncContext{StateNowMicros()},
-                      builder_);
-    if (!synced.ok()) {
-      return absl::InternalError(
-          absl::StrCat("policy ", std::string(policy_->name()),
-                       " failed to update the network: ", synced.message()));
-    }
+  // Deterministic mode synced event by event and round by round already
+  // (SyncNowIfDeterministic).
+  if (!options_.deterministic()) {
+    FLOWSCHED_RETURN_IF_ERROR(SyncNetwork(changes));
   }
   std::vector<flow::GraphChange> network_changes = network_.TakeChanges();
   StageEntities(changes, state_, batch);
@@ -1084,14 +973,11 @@ absl::StatusOr<std::vector<flow::GraphChange>> GraphManager::RefreshPrices() {
   // date right before the cut. Only when a round is due anyway: re-pricing
   // alone never triggers a round, which would otherwise follow round after
   // round while anything waits (deterministic runs add Ticks for that).
-  if (!policy_->time_dependent()) return std::vector<flow::GraphChange>{};
-  absl::Status status = policy_->Refresh(
-      state_, flow::SyncContext{StateNowMicros()}, builder_);
-  if (!status.ok()) {
-    return absl::InternalError(
-        absl::StrCat("policy ", std::string(policy_->name()),
-                     " failed to refresh the network: ", status.message()));
+  if (!policy_network_.policy().time_dependent()) {
+    return std::vector<flow::GraphChange>{};
   }
+  FLOWSCHED_RETURN_IF_ERROR(
+      policy_network_.Refresh(state_, StateNowMicros()));
   return network_.TakeChanges();
 }
 
@@ -1224,7 +1110,7 @@ void GraphManager::StagePlacementOffsets(storage::StateBatch& batch) const {
 v1::GraphManagerStatus GraphManager::BuildStatus() const {
   v1::GraphManagerStatus s;
   s.set_epoch(meta_.epoch());
-  s.set_policy(std::string(policy_->name()));
+  s.set_policy(std::string(policy_network_.policy().name()));
   s.set_machines(state_.machines().size());
   s.set_total_slots(state_.total_slots());
   s.set_jobs(state_.jobs().size());

@@ -31,9 +31,8 @@
 #include "services/cluster/cluster_state.h"
 #include "services/cluster/event_decoder.h"
 #include "services/common/clock.h"
+#include "services/core/policy_network.h"
 #include "services/flow/flow_network.h"
-#include "services/flow/network_builder.h"
-#include "services/flow/scheduling_policy.h"
 #include "services/graph_manager/dead_letter_outbox.h"
 #include "services/graph_manager/ledger_publisher.h"
 #include "services/graph_manager/round_collector.h"
@@ -156,6 +155,9 @@ class GraphManager {
   // caller); also replays a ledger's RoundApplied.
   void ApplyRound(std::vector<v1::PlacementDecision> decisions,
                   v1::RoundApplied& out, cluster::ChangeSet& changes);
+  // Lets the policy turn `changes` into network changes, or switches the
+  // policy a SetPolicy event asked for (the rebuild covers `changes`).
+  absl::Status SyncNetwork(const cluster::ChangeSet& changes);
   // Deterministic mode: lets the policy turn the state changes of one event
   // or one round into network changes at once (or switches the policy a
   // SetPolicy event asked for), instead of once per polled batch. Node ids
@@ -210,9 +212,8 @@ class GraphManager {
   int64_t batch_time_us_ = 0;
   cluster::EventDecoder decoder_;
   cluster::ClusterState state_;
-  flow::FlowNetwork network_;
-  flow::NetworkBuilder builder_{network_};
-  std::unique_ptr<flow::SchedulingPolicy> policy_;
+  core::PolicyNetwork policy_network_;
+  flow::FlowNetwork& network_ = policy_network_.network();
   // Set by a SetPolicy event; takes effect when the batch commits, before
   // the next round is cut (empty: no switch pending).
   std::string requested_policy_;

@@ -11,12 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "flowsched/v1/placements.pb.h"
 #include "flowsched/v1/rounds.pb.h"
+#include "services/codec/decision_codec.h"
 #include "services/codec/round_codec.h"
 #include "services/common/status_macros.h"
-#include "services/flow/placement_extractor.h"
-#include "services/solver/solver_registry.h"
-#include "services/solver_worker/checked_extraction.h"
-#include "services/solver_worker/decision_builder.h"
+#include "services/core/decision_builder.h"
 #include "spdlog/spdlog.h"
 
 namespace flowsched::solver_worker {
@@ -24,18 +22,6 @@ namespace {
 
 constexpr int kMetadataTimeoutMs = 10'000;
 constexpr int kFlushTimeoutMs = 10'000;
-
-v1::Action ToProto(Action action) {
-  switch (action) {
-    case Action::kPlace:
-      return v1::ACTION_PLACE;
-    case Action::kPreempt:
-      return v1::ACTION_PREEMPT;
-    case Action::kMigrate:
-      return v1::ACTION_MIGRATE;
-  }
-  return v1::ACTION_UNSPECIFIED;
-}
 
 // Unique per instance, and roughly ordered by start time: wall-clock
 // microseconds times 1024 plus 10 random bits, so two workers started in the
@@ -62,18 +48,8 @@ absl::StatusOr<std::unique_ptr<SolverWorker>> SolverWorker::Create(
 }
 
 absl::Status SolverWorker::Open() {
-  if (options_.algorithm == "incremental") {
-    FLOWSCHED_ASSIGN_OR_RETURN(
-        auto cold, solver::MakeSolver(solver::kDefaultSolver));
-    mirror_ = std::make_unique<IncrementalMirror>(std::move(cold));
-    // Deterministic rounds are solved from scratch on a canonical copy, by
-    // one fixed algorithm (a race's winner depends on timing).
-    FLOWSCHED_ASSIGN_OR_RETURN(
-        solver_, solver::MakeSolver(solver::kDeterministicSolver));
-  } else {
-    FLOWSCHED_ASSIGN_OR_RETURN(solver_,
-                               solver::MakeSolver(options_.algorithm));
-  }
+  FLOWSCHED_ASSIGN_OR_RETURN(round_solver_,
+                             core::RoundSolver::Create(options_.algorithm));
   epoch_ = NewWorkerEpoch(clock_.NowMicros());
   bus::KafkaOptions kafka = options_.kafka;
   kafka.client_id = "flowsched-solver-worker";
@@ -113,7 +89,7 @@ absl::Status SolverWorker::Open() {
   FLOWSCHED_RETURN_IF_ERROR(
       consumer_->Assign({{options_.topics.rounds, 0, marks.second}}));
   spdlog::info("solver worker epoch {} using {}; rounds from offset {}",
-               epoch_, mirror_ ? "incremental" : std::string(solver_->name()),
+               epoch_, round_solver_->name(),
                marks.second);
   resync_backoff_ms_ = options_.resync_interval_ms;
   RequestResync("solver worker started");
@@ -140,7 +116,7 @@ absl::Status SolverWorker::JoinStandbyGroup() {
   FLOWSCHED_RETURN_IF_ERROR(
       consumer_->Subscribe({options_.topics.rounds}, std::move(listener)));
   spdlog::info("solver worker epoch {} using {}; standing by in group {}",
-               epoch_, mirror_ ? "incremental" : std::string(solver_->name()),
+               epoch_, round_solver_->name(),
                StandbyGroup());
   return absl::OkStatus();
 }
@@ -283,19 +259,14 @@ absl::Status SolverWorker::ApplyRound(const v1::SolverRound& round) {
         round_id_, " of epoch ", graph_epoch_));
   }
   if (round.snapshot()) {
-    network_ = flow::FlowNetwork();
-    if (mirror_) mirror_->Reset();
+    round_solver_->Reset();
   }
   // Any error below leaves the replica half-changed; the caller marks it
   // unsynced and asks for a snapshot, which rebuilds it from empty.
   for (const v1::GraphChange& message : round.changes()) {
     FLOWSCHED_ASSIGN_OR_RETURN(flow::GraphChange change,
                                codec::DecodeChange(message));
-    if (mirror_) {
-      FLOWSCHED_RETURN_IF_ERROR(mirror_->Apply(change, network_));
-    } else {
-      FLOWSCHED_RETURN_IF_ERROR(network_.Apply(change));
-    }
+    FLOWSCHED_RETURN_IF_ERROR(round_solver_->Apply(change));
   }
   synced_ = true;
   deterministic_ = round.deterministic();
@@ -324,112 +295,32 @@ void SolverWorker::RequestResync(const std::string& reason) {
 
 void SolverWorker::SolveAndPublish() {
   unsolved_ = false;
-  // The network the round is solved on: the replica itself, or for a
-  // deterministic round a canonical copy of it (arc slots and per-node arc
-  // lists depend on the history of deltas and snapshots that built the
-  // replica; rebuilding with arcs in (source, destination) order makes the
-  // solver's input, its tie-breaking and the extracted placements a
-  // function of the network alone).
-  const flow::FlowNetwork* solved = &network_;
-  flow::FlowNetwork canonical;
-  if (deterministic_) {
-    std::vector<flow::GraphChange> changes = network_.SnapshotChanges();
-    auto first_arc = std::find_if(changes.begin(), changes.end(), [](const auto& c) {
-      return c.type == flow::GraphChange::Type::kSetArc;
-    });
-    std::sort(first_arc, changes.end(), [](const auto& a, const auto& b) {
-      return std::tie(a.src, a.dst) < std::tie(b.src, b.dst);
-    });
-    for (const flow::GraphChange& change : changes) {
-      // Valid by construction: a snapshot of a valid network.
-      canonical.Apply(change).IgnoreError();
-    }
-    solved = &canonical;
-  }
-
-  const int64_t start_us = SteadyMicros();
-  // The last round's buffers, reused: exporting 1.5 M arcs into fresh
-  // vectors costs a 12,500-machine round about 10 ms of page faults.
-  std::vector<int64_t>& flow_by_slot = flow_by_slot_;
-  solver::McmfProblem& problem = round_result_.problem;
-  solver::McmfSolution& solution = round_result_.solution;
-  absl::Status verdict;
-  solver::McmfOutcome outcome = solver::McmfOutcome::kInfeasible;
-  // The mirror's export (the checker's input) and flow per slot (the
-  // extraction's) are made on CheckAndExtract's two threads.
-  IncrementalMirror::DeferredInputs inputs;
-  if (mirror_ && !deterministic_) {
-    verdict = mirror_->SolveWithoutExport(round_result_);
-    if (verdict.ok()) {
-      outcome = round_result_.outcome;
-      inputs = mirror_->InputsOf(network_, round_result_, flow_by_slot);
-    } else {
-      // The mirror may be inconsistent now: rebuild from a snapshot.
-      synced_ = false;
-      mirror_->Reset();
-    }
-  } else {
-    std::vector<flow::ArcSlot> arc_slots;
-    solved->ExportProblem(problem, arc_slots);
-    absl::StatusOr<solver::McmfSolution> solved_now = solver_->Solve(problem);
-    if (solved_now.ok()) {
-      solution = std::move(*solved_now);
-      outcome = solution.outcome;
-    } else {
-      verdict = solved_now.status();
-    }
-    if (verdict.ok() && solution.outcome == solver::McmfOutcome::kOptimal) {
-      flow_by_slot.assign(solved->arc_slot_count(), 0);
-      // Pieces of a convex arc share its slot.
-      for (size_t i = 0; i < arc_slots.size(); ++i) {
-        flow_by_slot[arc_slots[i]] += solution.flow[i];
-      }
-    }
-  }
-  const double solve_ms =
-      static_cast<double>(SteadyMicros() - start_us) / 1000.0;
-  if (verdict.ok() && outcome != solver::McmfOutcome::kOptimal) {
-    verdict = absl::InternalError("the network of the round is infeasible");
-  }
-  // Guarantee 6: the checker runs on every result before anything is
-  // published, whichever algorithm produced it (side by side with the
-  // extraction, whose placements are dropped if the check fails).
-  std::vector<flow::TaskPlacement> placements;
-  if (verdict.ok()) {
-    CheckedPlacements checked =
-        CheckAndExtract(problem, solution, *solved, flow_by_slot,
-                        inputs.check, inputs.extract);
-    verdict = std::move(checked.verdict);
-    placements = std::move(checked.placements);
-    if (mirror_ && !deterministic_) solution.algorithm = round_result_.algorithm;
-  }
-  if (!verdict.ok()) {
+  core::SolvedRound solved = round_solver_->Solve(deterministic_);
+  if (solved.replica_lost) synced_ = false;  // a snapshot rebuilds it
+  if (!solved.verdict.ok()) {
     // Nothing unchecked is published. The graph manager times the round
     // out and sends a snapshot.
     ++stats_.rounds_rejected;
-    spdlog::error("round {} not published: {}", round_id_, verdict.ToString());
+    spdlog::error("round {} not published: {}", round_id_,
+                  solved.verdict.ToString());
     return;
   }
 
-  const std::vector<Decision> decisions = BuildDecisions(*solved, placements);
+  const std::vector<core::Decision>& decisions = solved.decisions;
   const auto partitions = static_cast<uint32_t>(placement_partitions_);
   std::vector<uint32_t> per_partition(partitions, 0);
   absl::Status sent;
-  for (const Decision& d : decisions) {
+  for (const core::Decision& d : decisions) {
     const uint64_t keyed_machine =
-        d.machine_id != 0 ? d.machine_id : d.previous_machine_id;
+        d.machine.value() != 0 ? d.machine.value() : d.previous.value();
     const auto partition = static_cast<uint32_t>(keyed_machine % partitions);
     v1::PlacementRecord record;
     v1::PlacementDecision* out = record.mutable_decision();
     out->set_round_id(round_id_);
     out->set_epoch(epoch_);
     out->set_graph_epoch(graph_epoch_);
-    out->set_job_id(d.job_id);
-    out->set_task_id(d.task_id);
-    out->set_machine_id(d.machine_id);
-    out->set_action(ToProto(d.action));
-    out->set_previous_machine_id(d.previous_machine_id);
-    out->set_idempotency_key(IdempotencyKey(round_id_, d.task_id));
+    codec::EncodeDecision(d, *out);
+    out->set_idempotency_key(core::IdempotencyKey(round_id_, d.task.value()));
     sent.Update(producer_->Produce(options_.topics.placements,
                                    static_cast<int32_t>(partition),
                                    absl::StrCat("machine/", keyed_machine),
@@ -437,7 +328,7 @@ void SolverWorker::SolveAndPublish() {
     ++per_partition[partition];
   }
   uint64_t placed = 0;
-  for (const auto& p : placements) placed += p.machine_id != 0;
+  for (const auto& p : solved.placements) placed += p.machine_id != 0;
   for (uint32_t p = 0; p < partitions; ++p) {
     v1::PlacementRecord record;
     v1::RoundComplete* marker = record.mutable_round_complete();
@@ -449,11 +340,11 @@ void SolverWorker::SolveAndPublish() {
     marker->set_partition_decisions(per_partition[p]);
     marker->set_total_decisions(static_cast<uint32_t>(decisions.size()));
     marker->set_partition_count(partitions);
-    marker->set_total_cost(solution.total_cost);
-    marker->set_solve_ms(solve_ms);
-    marker->set_algorithm(solution.algorithm);
+    marker->set_total_cost(solved.total_cost);
+    marker->set_solve_ms(solved.solve_ms);
+    marker->set_algorithm(solved.algorithm);
     marker->set_tasks_placed(placed);
-    marker->set_tasks_unscheduled(placements.size() - placed);
+    marker->set_tasks_unscheduled(solved.placements.size() - placed);
     sent.Update(producer_->Produce(options_.topics.placements,
                                    static_cast<int32_t>(p), "round-complete",
                                    record.SerializeAsString()));
@@ -469,8 +360,9 @@ void SolverWorker::SolveAndPublish() {
   spdlog::info(
       "round {}: {} nodes, {} arcs, cost {}, {} decisions, {} placed, "
       "solve {:.2f} ms",
-      round_id_, network_.node_count(), network_.arc_count(),
-      solution.total_cost, decisions.size(), placed, solve_ms);
+      round_id_, round_solver_->network().node_count(),
+      round_solver_->network().arc_count(), solved.total_cost,
+      decisions.size(), placed, solved.solve_ms);
 }
 
 }  // namespace flowsched::solver_worker

@@ -34,9 +34,7 @@
 #include "services/bus/producer.h"
 #include "services/bus/topics.h"
 #include "services/common/clock.h"
-#include "services/flow/flow_network.h"
-#include "services/solver/mcmf_solver.h"
-#include "services/solver_worker/incremental_mirror.h"
+#include "services/core/round_solver.h"
 
 namespace flowsched::v1 {
 class SolverRound;
@@ -113,20 +111,14 @@ class SolverWorker {
   std::unique_ptr<bus::Producer> producer_;
   std::unique_ptr<bus::Consumer> consumer_;
   std::unique_ptr<bus::DeadLetterPublisher> dead_letters_;
-  std::unique_ptr<solver::McmfSolver> solver_;  // one-shot rounds
-  // Incremental rounds; null when a one-shot algorithm is configured.
-  std::unique_ptr<IncrementalMirror> mirror_;
-  // The last round's problem, solution and flow per arc slot; the next
-  // round writes into the same buffers (see SolveAndPublish).
-  MirrorResult round_result_;
-  std::vector<int64_t> flow_by_slot_;
+  // The replica and what solves it (core::RoundSolver).
+  std::unique_ptr<core::RoundSolver> round_solver_;
   int32_t placement_partitions_ = 0;
   // Holds the rounds partition (always, without options_.standby).
   bool active_ = false;
   bool claim_pending_ = false;  // active now: ask for a snapshot
 
   std::unique_ptr<v1::SolverRound> assembling_;  // parts so far
-  flow::FlowNetwork network_;
   bool synced_ = false;
   uint64_t round_id_ = 0;     // the round the replica reflects
   uint64_t graph_epoch_ = 0;  // the graph manager epoch that cut it

@@ -1,9 +1,9 @@
 #pragma once
 
 // A scheduler as a replay or simulation drives it, in-process: the flow
-// scheduler (a policy from the registry, a solver, the checker and the
-// placement extractor: the graph manager's and solver worker's code path)
-// or a baseline (services/baselines). Each round it sees the cluster state
+// scheduler (the scheduling core the services run: core::PolicyNetwork for
+// the graph manager's side, core::RoundSolver for the solver worker's) or
+// a baseline (services/baselines). Each round it sees the cluster state
 // and what changed since its last round, and proposes decisions; the
 // caller applies them (ApplyDecisions) when the round is over, so a
 // simulator can let the round's runtime pass first.
@@ -20,24 +20,18 @@
 #include "services/cluster/change_set.h"
 #include "services/cluster/cluster_state.h"
 #include "services/common/strong_id.h"
+#include "services/core/decision.h"
+#include "services/core/round_apply.h"
 
 namespace flowsched::sim {
 
-// One decision: place (from 0), preempt (to 0) or migrate (both set).
-struct Decision {
-  TaskId task;
-  MachineId from;
-  MachineId to;
-};
-
 struct RoundDecisions {
-  std::vector<Decision> decisions;
+  std::vector<core::Decision> decisions;
   // Where the round's time went (wall clock, ms). Baselines only schedule.
   double sync_ms = 0;      // policy: state changes into the network
   double solve_ms = 0;     // min-cost flow, or the baseline's Schedule
   // With the incremental mirror, the check includes exporting the repaired
-  // network for it and the extraction reading the flow per arc slot from
-  // the solver (IncrementalMirror::InputsOf).
+  // network for it, and the extraction reading the flow per arc slot.
   double check_ms = 0;     // CheckOptimalFlow
   double extract_ms = 0;   // placement extraction
   // Check and extraction run side by side (CheckAndExtract): their wall
@@ -61,8 +55,8 @@ class Contender {
 };
 
 // "flow:<policy>" (any flow::PolicyNames() entry) or a baseline name
-// ("greedy", "greedy-fair", "filter-score"). `solver` is "incremental" (the
-// solver worker's IncrementalMirror) or a solver::SolverNames() entry.
+// ("greedy", "greedy-fair", "filter-score"). `solver` is
+// core::kIncrementalRounds or a solver::SolverNames() entry.
 // `export_dir`, if not empty, receives the network of each of the first
 // `export_rounds` rounds of a flow contender as DIMACS
 // (round-<k>.dimacs), to replay a round with `flowsched solve`.
@@ -76,16 +70,14 @@ struct AppliedDecisions {
   uint64_t preempted = 0, migrated = 0, stale = 0;
 };
 
-// Applies a round as the graph manager does (GraphManager::ApplyDecisions):
-// preemptions, then migrations (retried while a chain makes progress), then
-// placements, each in decision order; a decision that went stale is skipped
-// and counted.
-// Touched entities are merged into `changes`. `started_at`, if set, gives
-// a placed task's start time instead of now_us (the warm-up places tasks
-// that were already running when the simulation starts).
-AppliedDecisions ApplyDecisions(
-    const RoundDecisions& round, cluster::ClusterState& state, int64_t now_us,
-    cluster::ChangeSet& changes,
-    const std::function<int64_t(TaskId)>& started_at = nullptr);
+// Applies a round with the graph manager's rule (core::ApplyRound) and
+// lists what the simulator follows up. Touched entities are merged into
+// `changes`. `started_at`, if set, gives a placed task's start time instead
+// of now_us (the warm-up places tasks that were already running when the
+// simulation starts).
+AppliedDecisions ApplyDecisions(const RoundDecisions& round,
+                                cluster::ClusterState& state, int64_t now_us,
+                                cluster::ChangeSet& changes,
+                                const core::StartTimeFn& started_at = nullptr);
 
 }  // namespace flowsched::sim

@@ -91,13 +91,15 @@ TEST(SimulatorTest, ApplyDecisionsStartsPlacementsWhenToldTo) {
   job.tasks.push_back({.id = TaskId(2)});
   ASSERT_TRUE(state.Apply({"e", 0, "t", job}, 0, changes).ok());
   RoundDecisions aged;
-  aged.decisions.push_back({TaskId(1), MachineId(0), MachineId(1)});
+  aged.decisions.push_back(
+      {TaskId(1), JobId(1), MachineId(1), MachineId(), core::Action::kPlace});
   const AppliedDecisions first = ApplyDecisions(
       aged, state, 0, changes, [](TaskId) { return -5'000'000; });
   EXPECT_EQ(first.placed.size(), 1u);
   EXPECT_EQ(state.FindTask(TaskId(1))->RunMicros(1'000'000), 6'000'000);
   RoundDecisions fresh;
-  fresh.decisions.push_back({TaskId(2), MachineId(0), MachineId(1)});
+  fresh.decisions.push_back(
+      {TaskId(2), JobId(1), MachineId(1), MachineId(), core::Action::kPlace});
   ApplyDecisions(fresh, state, 2'000'000, changes);
   EXPECT_EQ(state.FindTask(TaskId(2))->RunMicros(3'000'000), 1'000'000);
 }

@@ -1,8 +1,8 @@
-#include "services/solver_worker/decision_builder.h"
+#include "services/core/decision_builder.h"
 
 #include "gtest/gtest.h"
 
-namespace flowsched::solver_worker {
+namespace flowsched::core {
 namespace {
 
 TEST(DecisionBuilderTest, DiffsPlacementsAgainstWhereTasksRun) {
@@ -23,15 +23,15 @@ TEST(DecisionBuilderTest, DiffsPlacementsAgainstWhereTasksRun) {
   }
   const std::vector<Decision> decisions = BuildDecisions(network, placements);
   ASSERT_EQ(decisions.size(), 3u);
-  EXPECT_EQ(decisions[0].task_id, 1u);
+  EXPECT_EQ(decisions[0].task, TaskId(1));
   EXPECT_EQ(decisions[0].action, Action::kPlace);
-  EXPECT_EQ(decisions[0].machine_id, 7u);
-  EXPECT_EQ(decisions[0].job_id, 42u);
+  EXPECT_EQ(decisions[0].machine, MachineId(7));
+  EXPECT_EQ(decisions[0].job, JobId(42));
   EXPECT_EQ(decisions[1].action, Action::kPreempt);
-  EXPECT_EQ(decisions[1].previous_machine_id, 7u);
+  EXPECT_EQ(decisions[1].previous, MachineId(7));
   EXPECT_EQ(decisions[2].action, Action::kMigrate);
-  EXPECT_EQ(decisions[2].machine_id, 8u);
-  EXPECT_EQ(decisions[2].previous_machine_id, 7u);
+  EXPECT_EQ(decisions[2].machine, MachineId(8));
+  EXPECT_EQ(decisions[2].previous, MachineId(7));
 }
 
 TEST(DecisionBuilderTest, IdempotencyKeyIsStable) {
@@ -40,4 +40,4 @@ TEST(DecisionBuilderTest, IdempotencyKeyIsStable) {
 }
 
 }  // namespace
-}  // namespace flowsched::solver_worker
+}  // namespace flowsched::core

@@ -1,8 +1,8 @@
-#include "services/solver_worker/decision_builder.h"
+#include "services/core/decision_builder.h"
 
 #include "absl/strings/str_cat.h"
 
-namespace flowsched::solver_worker {
+namespace flowsched::core {
 namespace {
 
 uint64_t JobOfTask(const flow::FlowNetwork& network, flow::NodeId task) {
@@ -23,10 +23,10 @@ std::vector<Decision> BuildDecisions(
   for (const flow::TaskPlacement& p : placements) {
     if (p.machine_id == p.running_on) continue;
     Decision d;
-    d.task_id = p.task_id;
-    d.job_id = JobOfTask(network, p.task_node);
-    d.machine_id = p.machine_id;
-    d.previous_machine_id = p.running_on;
+    d.task = TaskId(p.task_id);
+    d.job = JobId(JobOfTask(network, p.task_node));
+    d.machine = MachineId(p.machine_id);
+    d.previous = MachineId(p.running_on);
     if (p.running_on == 0) {
       d.action = Action::kPlace;
     } else if (p.machine_id == 0) {
@@ -43,4 +43,4 @@ std::string IdempotencyKey(uint64_t round_id, uint64_t task_id) {
   return absl::StrCat("r", round_id, "/t", task_id);
 }
 
-}  // namespace flowsched::solver_worker
+}  // namespace flowsched::core

@@ -1,4 +1,4 @@
-#include "services/solver_worker/checked_extraction.h"
+#include "services/core/checked_extraction.h"
 
 #include <vector>
 
@@ -7,7 +7,7 @@
 #include "services/common/status_matchers.h"
 #include "services/solver/cost_scaling.h"
 
-namespace flowsched::solver_worker {
+namespace flowsched::core {
 namespace {
 
 using ::flowsched::testing::IsOk;
@@ -103,4 +103,4 @@ TEST_F(CheckAndExtractTest, PreparedInputsAreCheckedAndExtracted) {
 }
 
 }  // namespace
-}  // namespace flowsched::solver_worker
+}  // namespace flowsched::core

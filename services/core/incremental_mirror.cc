@@ -1,4 +1,4 @@
-#include "services/solver_worker/incremental_mirror.h"
+#include "services/core/incremental_mirror.h"
 
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -16,7 +16,7 @@
 #include "services/common/status_macros.h"
 #include "services/solver/portfolio.h"
 
-namespace flowsched::solver_worker {
+namespace flowsched::core {
 namespace {
 
 // Gives the calling thread, and the threads it starts, a lower CPU
@@ -314,4 +314,4 @@ IncrementalMirror::DeferredInputs IncrementalMirror::InputsOf(
           }};
 }
 
-}  // namespace flowsched::solver_worker
+}  // namespace flowsched::core

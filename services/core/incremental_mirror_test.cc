@@ -1,4 +1,4 @@
-#include "services/solver_worker/incremental_mirror.h"
+#include "services/core/incremental_mirror.h"
 
 #include <map>
 #include <random>
@@ -14,7 +14,7 @@
 #include "services/solver/cost_scaling.h"
 #include "services/solver/flow_checker.h"
 
-namespace flowsched::solver_worker {
+namespace flowsched::core {
 namespace {
 
 using ::flowsched::testing::IsOk;
@@ -194,4 +194,4 @@ TEST_P(IncrementalMirrorTest, OnlyChangedPiecesReachTheSolver) {
 }
 
 }  // namespace
-}  // namespace flowsched::solver_worker
+}  // namespace flowsched::core

@@ -9,20 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "services/core/decision.h"
 #include "services/flow/flow_network.h"
 #include "services/flow/placement_extractor.h"
 
-namespace flowsched::solver_worker {
-
-enum class Action { kPlace, kPreempt, kMigrate };
-
-struct Decision {
-  uint64_t task_id = 0;
-  uint64_t job_id = 0;
-  uint64_t machine_id = 0;           // target; 0 for a preemption
-  uint64_t previous_machine_id = 0;  // 0 for a placement
-  Action action = Action::kPlace;
-};
+namespace flowsched::core {
 
 // `network` supplies each task's job (through its unscheduled aggregator).
 std::vector<Decision> BuildDecisions(
@@ -32,4 +23,4 @@ std::vector<Decision> BuildDecisions(
 // "r<round>/t<task>": stable, so a consumer that sees it twice acts once.
 std::string IdempotencyKey(uint64_t round_id, uint64_t task_id);
 
-}  // namespace flowsched::solver_worker
+}  // namespace flowsched::core

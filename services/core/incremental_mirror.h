@@ -29,7 +29,7 @@
 #include "services/solver/incremental_solver.h"
 #include "services/solver/mcmf_solver.h"
 
-namespace flowsched::solver_worker {
+namespace flowsched::core {
 
 struct MirrorResult {
   solver::McmfOutcome outcome = solver::McmfOutcome::kInfeasible;
@@ -143,4 +143,4 @@ class IncrementalMirror {
   uint64_t pieces_sent_ = 0;
 };
 
-}  // namespace flowsched::solver_worker
+}  // namespace flowsched::core

@@ -17,7 +17,7 @@
 #include "services/flow/placement_extractor.h"
 #include "services/solver/mcmf_problem.h"
 
-namespace flowsched::solver_worker {
+namespace flowsched::core {
 
 struct CheckedPlacements {
   // The checker's verdict if it failed, else the extraction's. Placements
@@ -40,4 +40,4 @@ CheckedPlacements CheckAndExtract(
     const std::function<void()>& prepare_check = nullptr,
     const std::function<void()>& prepare_extract = nullptr);
 
-}  // namespace flowsched::solver_worker
+}  // namespace flowsched::core

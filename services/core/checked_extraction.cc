@@ -1,4 +1,4 @@
-#include "services/solver_worker/checked_extraction.h"
+#include "services/core/checked_extraction.h"
 
 #include <system_error>
 #include <thread>
@@ -7,7 +7,7 @@
 #include "services/common/clock.h"
 #include "services/solver/flow_checker.h"
 
-namespace flowsched::solver_worker {
+namespace flowsched::core {
 namespace {
 
 double MillisSince(int64_t start_us) {
@@ -54,4 +54,4 @@ CheckedPlacements CheckAndExtract(
   return out;
 }
 
-}  // namespace flowsched::solver_worker
+}  // namespace flowsched::core

@@ -1,0 +1,79 @@
+#pragma once
+
+// The flow network and the policy that keeps it in step with the cluster
+// state: the one path by which state changes become network changes, shared
+// by the graph manager (and its replay) and the simulator.
+//
+// Errors from the policy are reported as Internal with the policy's name:
+// a policy that cannot express a valid state is a bug, and the caller's
+// memory is then ahead of anything it persisted.
+//
+// Thread-safety: none. Not movable (the builder refers to the network).
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "services/cluster/change_set.h"
+#include "services/cluster/cluster_state.h"
+#include "services/flow/flow_network.h"
+#include "services/flow/network_builder.h"
+#include "services/flow/scheduling_policy.h"
+
+namespace flowsched::core {
+
+class PolicyNetwork {
+ public:
+  PolicyNetwork() = default;
+  PolicyNetwork(const PolicyNetwork&) = delete;
+  PolicyNetwork& operator=(const PolicyNetwork&) = delete;
+
+  // Takes `policy` as the one that built the current network (empty, or
+  // restored from storage into network()). InvalidArgument for an unknown
+  // name; DataLoss if the network's nodes do not map to entities.
+  absl::Status Adopt(std::string_view policy);
+
+  // Lets the policy turn `changes` into network changes, pricing at
+  // `now_us`. REQUIRES: a policy was adopted.
+  absl::Status Sync(const cluster::ChangeSet& changes,
+                    const cluster::ClusterState& state, int64_t now_us);
+
+  // Re-prices time-dependent arcs at `now_us` (a no-op for policies whose
+  // costs do not change with time alone).
+  absl::Status Refresh(const cluster::ClusterState& state, int64_t now_us);
+
+  // Replaces the policy and rebuilds the whole network under it: every
+  // node removed, every entity of `state` synced again. Rebuilding from
+  // empty is the one transition right for every pair of policies (their
+  // aggregators differ). The removals and additions are recorded like any
+  // change. InvalidArgument for an unknown name (nothing changed);
+  // Internal if the new policy fails to build the network.
+  absl::Status SwitchPolicy(std::string_view name,
+                            const cluster::ClusterState& state,
+                            int64_t now_us);
+
+  [[nodiscard]] bool has_policy() const { return policy_ != nullptr; }
+  // REQUIRES: has_policy().
+  [[nodiscard]] const flow::SchedulingPolicy& policy() const {
+    return *policy_;
+  }
+  [[nodiscard]] flow::FlowNetwork& network() { return network_; }
+  [[nodiscard]] const flow::FlowNetwork& network() const { return network_; }
+  [[nodiscard]] const flow::NetworkBuilder& builder() const {
+    return builder_;
+  }
+
+ private:
+  absl::Status PolicyError(std::string_view what,
+                           const absl::Status& status) const;
+
+  flow::FlowNetwork network_;
+  flow::NetworkBuilder builder_{network_};
+  std::unique_ptr<flow::SchedulingPolicy> policy_;
+};
+
+// Every job, machine and task of `state`: what a full rebuild syncs.
+cluster::ChangeSet EverythingIn(const cluster::ClusterState& state);
+
+}  // namespace flowsched::core

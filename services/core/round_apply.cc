@@ -1,0 +1,105 @@
+#include "services/core/round_apply.h"
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+namespace flowsched::core {
+namespace {
+
+int Group(Action action) {
+  switch (action) {
+    case Action::kPreempt:
+      return 0;
+    case Action::kMigrate:
+      return 1;
+    case Action::kPlace:
+      return 2;
+    case Action::kUnspecified:
+      break;
+  }
+  return 3;
+}
+
+}  // namespace
+
+AppliedRound ApplyRound(std::span<const Decision> decisions,
+                        cluster::ClusterState& state, int64_t now_us,
+                        cluster::ChangeSet& changes,
+                        const StartTimeFn& start_time) {
+  std::vector<size_t> order(decisions.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::pair(Group(decisions[a].action), decisions[a].task) <
+           std::pair(Group(decisions[b].action), decisions[b].task);
+  });
+
+  AppliedRound round;
+  round.outcomes.resize(order.size());
+  const auto apply = [&](const Decision& d) -> absl::Status {
+    switch (d.action) {
+      case Action::kPlace:
+        return state.Place(d.task, d.machine,
+                           start_time ? start_time(d.task) : now_us, changes);
+      case Action::kPreempt:
+        return state.Preempt(d.task, now_us, changes);
+      case Action::kMigrate:
+        return state.Migrate(d.task, d.previous, d.machine, now_us, changes);
+      case Action::kUnspecified:
+        break;
+    }
+    return absl::InvalidArgumentError("decision without action");
+  };
+  const auto succeeded = [&](DecisionOutcome& outcome, Action action) {
+    outcome.applied = true;
+    outcome.stale_reason.clear();
+    ++round.applied;
+    round.placed += action == Action::kPlace;
+    round.preempted += action == Action::kPreempt;
+    round.migrated += action == Action::kMigrate;
+  };
+
+  // Positions (in `order`) of migrations that failed so far.
+  std::vector<size_t> retry;
+  const auto settle_migrations = [&]() {
+    bool progress = true;
+    while (progress && !retry.empty()) {
+      progress = false;
+      std::vector<size_t> left;
+      for (size_t pos : retry) {
+        if (apply(decisions[order[pos]]).ok()) {
+          succeeded(round.outcomes[pos], Action::kMigrate);
+          progress = true;
+        } else {
+          left.push_back(pos);
+        }
+      }
+      retry = std::move(left);
+    }
+    for (size_t pos : retry) {
+      ++round.stale;
+      round.outcomes[pos].stale_reason = "migration target stays full";
+    }
+    retry.clear();
+  };
+
+  for (size_t pos = 0; pos < order.size(); ++pos) {
+    const Decision& d = decisions[order[pos]];
+    DecisionOutcome& outcome = round.outcomes[pos];
+    outcome.index = order[pos];
+    if (d.action != Action::kMigrate) settle_migrations();
+    absl::Status status = apply(d);
+    if (status.ok()) {
+      succeeded(outcome, d.action);
+    } else if (d.action == Action::kMigrate) {
+      retry.push_back(pos);
+    } else {
+      ++round.stale;
+      outcome.stale_reason = std::string(status.message());
+    }
+  }
+  settle_migrations();
+  return round;
+}
+
+}  // namespace flowsched::core

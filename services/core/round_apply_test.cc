@@ -1,0 +1,175 @@
+#include "services/core/round_apply.h"
+
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/common/status_matchers.h"
+
+namespace flowsched::core {
+namespace {
+
+using ::flowsched::testing::IsOk;
+
+// Machines 1..machines with one slot each; job 1 with tasks 1..tasks.
+class RoundApplyTest : public ::testing::Test {
+ protected:
+  void Build(uint64_t machines, uint64_t tasks) {
+    for (uint64_t m = 1; m <= machines; ++m) {
+      cluster::MachineAdded added;
+      added.machine = MachineId(m);
+      added.rack = "r";
+      added.task_slots = 1;
+      ASSERT_THAT(state_.Apply(Event(added), 0, changes_), IsOk());
+    }
+    cluster::JobSubmitted job;
+    job.job = JobId(1);
+    job.name = "j";
+    for (uint64_t t = 1; t <= tasks; ++t) {
+      cluster::TaskSpec spec;
+      spec.id = TaskId(t);
+      job.tasks.push_back(spec);
+    }
+    ASSERT_THAT(state_.Apply(Event(job), 0, changes_), IsOk());
+  }
+  static cluster::ClusterEvent Event(cluster::EventBody body) {
+    return cluster::ClusterEvent{"e", 0, "test", std::move(body)};
+  }
+  void Run(uint64_t task, uint64_t machine) {
+    ASSERT_THAT(state_.Place(TaskId(task), MachineId(machine), 0, changes_),
+                IsOk());
+  }
+  [[nodiscard]] uint64_t Where(uint64_t task) const {
+    return state_.FindTask(TaskId(task))->machine.value();
+  }
+  static Decision Place(uint64_t task, uint64_t machine) {
+    return {TaskId(task), JobId(1), MachineId(machine), MachineId(0),
+            Action::kPlace};
+  }
+  static Decision Preempt(uint64_t task, uint64_t from) {
+    return {TaskId(task), JobId(1), MachineId(0), MachineId(from),
+            Action::kPreempt};
+  }
+  static Decision Migrate(uint64_t task, uint64_t from, uint64_t to) {
+    return {TaskId(task), JobId(1), MachineId(to), MachineId(from),
+            Action::kMigrate};
+  }
+
+  cluster::ClusterState state_;
+  cluster::ChangeSet changes_;
+};
+
+TEST_F(RoundApplyTest, PreemptionFreesRoomForAPlacementListedBeforeIt) {
+  Build(1, 2);
+  Run(2, 1);
+  const std::vector<Decision> round = {Place(1, 1), Preempt(2, 1)};
+  cluster::ChangeSet changes;
+  const AppliedRound applied = ApplyRound(round, state_, 10, changes);
+  EXPECT_EQ(applied.applied, 2u);
+  EXPECT_EQ(applied.stale, 0u);
+  EXPECT_EQ(applied.placed, 1u);
+  EXPECT_EQ(applied.preempted, 1u);
+  EXPECT_EQ(Where(1), 1u);
+  EXPECT_EQ(Where(2), 0u);
+  // Applied in the fixed order: the preemption first.
+  ASSERT_EQ(applied.outcomes.size(), 2u);
+  EXPECT_EQ(applied.outcomes[0].index, 1u);
+  EXPECT_EQ(applied.outcomes[1].index, 0u);
+  EXPECT_TRUE(changes.tasks.contains(TaskId(1)));
+  EXPECT_TRUE(changes.machines.contains(MachineId(1)));
+}
+
+TEST_F(RoundApplyTest, WithinAGroupTasksApplyInIdOrder) {
+  Build(1, 3);
+  // Both want the one slot; task 2 comes first by id whatever the input.
+  const std::vector<Decision> round = {Place(3, 1), Place(2, 1)};
+  const AppliedRound applied = ApplyRound(round, state_, 0, changes_);
+  EXPECT_EQ(Where(2), 1u);
+  EXPECT_EQ(Where(3), 0u);
+  EXPECT_EQ(applied.applied, 1u);
+  EXPECT_EQ(applied.stale, 1u);
+  EXPECT_EQ(applied.outcomes[1].index, 0u);
+  EXPECT_FALSE(applied.outcomes[1].applied);
+  EXPECT_FALSE(applied.outcomes[1].stale_reason.empty());
+}
+
+TEST_F(RoundApplyTest, MigrationChainResolvesWhateverTheOrder) {
+  // 1 on m1, 2 on m2, m3 free: 1 -> m2 only fits after 2 -> m3.
+  Build(3, 2);
+  Run(1, 1);
+  Run(2, 2);
+  const std::vector<Decision> round = {Migrate(1, 1, 2), Migrate(2, 2, 3)};
+  const AppliedRound applied = ApplyRound(round, state_, 0, changes_);
+  EXPECT_EQ(applied.migrated, 2u);
+  EXPECT_EQ(applied.stale, 0u);
+  EXPECT_EQ(Where(1), 2u);
+  EXPECT_EQ(Where(2), 3u);
+}
+
+TEST_F(RoundApplyTest, MigrationCycleOfFullMachinesStaysStale) {
+  Build(2, 2);
+  Run(1, 1);
+  Run(2, 2);
+  const std::vector<Decision> round = {Migrate(1, 1, 2), Migrate(2, 2, 1)};
+  const AppliedRound applied = ApplyRound(round, state_, 0, changes_);
+  EXPECT_EQ(applied.applied, 0u);
+  EXPECT_EQ(applied.stale, 2u);
+  for (const DecisionOutcome& outcome : applied.outcomes) {
+    EXPECT_EQ(outcome.stale_reason, "migration target stays full");
+  }
+  EXPECT_EQ(Where(1), 1u);
+  EXPECT_EQ(Where(2), 2u);
+}
+
+TEST_F(RoundApplyTest, MigrationsSettleBeforePlacementsTakeTheRoom) {
+  // 1 on m1 moves to the free m2, and 2 takes m1: the placement needs the
+  // migration first, and the migration must not lose m2 to it.
+  Build(2, 2);
+  Run(1, 1);
+  const std::vector<Decision> round = {Place(2, 1), Migrate(1, 1, 2)};
+  const AppliedRound applied = ApplyRound(round, state_, 0, changes_);
+  EXPECT_EQ(applied.applied, 2u);
+  EXPECT_EQ(Where(1), 2u);
+  EXPECT_EQ(Where(2), 1u);
+}
+
+TEST_F(RoundApplyTest, StaleDecisionsChangeNothingAndSayWhy) {
+  Build(1, 1);
+  const std::vector<Decision> round = {
+      Place(99, 1),                 // unknown task
+      Place(1, 42),                 // unknown machine
+      Preempt(1, 1),                // not running
+      {TaskId(1), JobId(1), MachineId(1), MachineId(0), Action::kUnspecified},
+  };
+  cluster::ChangeSet changes;
+  const AppliedRound applied = ApplyRound(round, state_, 0, changes);
+  EXPECT_EQ(applied.applied, 0u);
+  EXPECT_EQ(applied.stale, 4u);
+  for (const DecisionOutcome& outcome : applied.outcomes) {
+    EXPECT_FALSE(outcome.applied);
+    EXPECT_FALSE(outcome.stale_reason.empty());
+  }
+  EXPECT_EQ(applied.outcomes.back().stale_reason, "decision without action");
+  EXPECT_TRUE(changes.empty());
+  EXPECT_EQ(Where(1), 0u);
+}
+
+TEST_F(RoundApplyTest, DuplicateDecisionForATaskAppliesOnce) {
+  Build(2, 1);
+  const std::vector<Decision> round = {Place(1, 1), Place(1, 2)};
+  const AppliedRound applied = ApplyRound(round, state_, 0, changes_);
+  EXPECT_EQ(applied.applied, 1u);
+  EXPECT_EQ(applied.stale, 1u);
+  EXPECT_EQ(Where(1), 1u);  // the first of equal keys, as given
+}
+
+TEST_F(RoundApplyTest, StartTimeComesFromTheCallerWhenGiven) {
+  Build(1, 1);
+  const std::vector<Decision> round = {Place(1, 1)};
+  ApplyRound(round, state_, 500, changes_,
+             [](TaskId) -> int64_t { return 123; });
+  EXPECT_EQ(state_.FindTask(TaskId(1))->start_time_us, 123);
+}
+
+}  // namespace
+}  // namespace flowsched::core

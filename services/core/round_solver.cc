@@ -1,0 +1,148 @@
+#include "services/core/round_solver.h"
+
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "services/common/clock.h"
+#include "services/common/status_macros.h"
+#include "services/core/checked_extraction.h"
+#include "services/core/decision_builder.h"
+#include "services/solver/solver_registry.h"
+
+namespace flowsched::core {
+namespace {
+
+// Arc slots and per-node arc lists depend on the history of changes that
+// built a network; rebuilding with arcs in (source, destination) order makes
+// the solver's input, its tie-breaking and the placements a function of the
+// network alone.
+flow::FlowNetwork CanonicalCopy(const flow::FlowNetwork& network) {
+  std::vector<flow::GraphChange> changes = network.SnapshotChanges();
+  auto first_arc =
+      std::find_if(changes.begin(), changes.end(), [](const auto& c) {
+        return c.type == flow::GraphChange::Type::kSetArc;
+      });
+  std::sort(first_arc, changes.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.src, a.dst) < std::tie(b.src, b.dst);
+  });
+  flow::FlowNetwork canonical;
+  for (const flow::GraphChange& change : changes) {
+    // Valid by construction: a snapshot of a valid network.
+    canonical.Apply(change).IgnoreError();
+  }
+  return canonical;
+}
+
+double MillisSince(int64_t start_us) {
+  return static_cast<double>(SteadyMicros() - start_us) / 1000.0;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RoundSolver>> RoundSolver::Create(
+    std::string_view algorithm) {
+  auto round_solver = std::unique_ptr<RoundSolver>(new RoundSolver());
+  if (algorithm == kIncrementalRounds) {
+    FLOWSCHED_ASSIGN_OR_RETURN(auto cold,
+                               solver::MakeSolver(solver::kDefaultSolver));
+    round_solver->mirror_ = std::make_unique<IncrementalMirror>(std::move(cold));
+    // A race's winner depends on timing: deterministic rounds use one
+    // fixed algorithm.
+    FLOWSCHED_ASSIGN_OR_RETURN(
+        round_solver->solver_,
+        solver::MakeSolver(solver::kDeterministicSolver));
+    return round_solver;
+  }
+  auto one_shot = solver::MakeSolver(algorithm);
+  if (!one_shot.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        one_shot.status().message(), " or '", std::string(kIncrementalRounds),
+        "'"));
+  }
+  round_solver->solver_ = std::move(*one_shot);
+  return round_solver;
+}
+
+absl::Status RoundSolver::Apply(const flow::GraphChange& change) {
+  if (mirror_) return mirror_->Apply(change, network_);
+  return network_.Apply(change);
+}
+
+void RoundSolver::Reset() {
+  network_ = flow::FlowNetwork();
+  if (mirror_) mirror_->Reset();
+}
+
+std::string_view RoundSolver::name() const {
+  return mirror_ ? kIncrementalRounds : solver_->name();
+}
+
+SolvedRound RoundSolver::Solve(bool deterministic) {
+  SolvedRound round;
+  const flow::FlowNetwork* solved = &network_;
+  flow::FlowNetwork canonical;
+  if (deterministic) {
+    canonical = CanonicalCopy(network_);
+    solved = &canonical;
+  }
+  solver::McmfProblem& problem = result_.problem;
+  solver::McmfSolution& solution = result_.solution;
+  solver::McmfOutcome outcome = solver::McmfOutcome::kInfeasible;
+  // The mirror's export (the checker's input) and flow per slot (the
+  // extraction's) are made on CheckAndExtract's two threads.
+  IncrementalMirror::DeferredInputs inputs;
+  const bool repair = mirror_ != nullptr && !deterministic;
+  const int64_t start_us = SteadyMicros();
+  if (repair) {
+    round.verdict = mirror_->SolveWithoutExport(result_);
+    if (round.verdict.ok()) {
+      outcome = result_.outcome;
+      round.algorithm = result_.algorithm;
+      inputs = mirror_->InputsOf(network_, result_, flow_by_slot_);
+    } else {
+      mirror_->Reset();
+      round.replica_lost = true;
+    }
+  } else {
+    std::vector<flow::ArcSlot> arc_slots;
+    solved->ExportProblem(problem, arc_slots);
+    absl::StatusOr<solver::McmfSolution> solved_now = solver_->Solve(problem);
+    if (solved_now.ok()) {
+      solution = std::move(*solved_now);
+      outcome = solution.outcome;
+      round.algorithm = solution.algorithm;
+    } else {
+      round.verdict = solved_now.status();
+    }
+    if (round.verdict.ok() && outcome == solver::McmfOutcome::kOptimal) {
+      // Pieces of a convex arc share their slot.
+      flow_by_slot_.assign(solved->arc_slot_count(), 0);
+      for (size_t i = 0; i < arc_slots.size(); ++i) {
+        flow_by_slot_[arc_slots[i]] += solution.flow[i];
+      }
+    }
+  }
+  round.solve_ms = MillisSince(start_us);
+  if (!round.verdict.ok()) return round;
+  if (outcome != solver::McmfOutcome::kOptimal) {
+    if (inputs.check) inputs.check();  // problem() for a DIMACS export
+    round.verdict = absl::InternalError("the network of the round is infeasible");
+    return round;
+  }
+  CheckedPlacements checked =
+      CheckAndExtract(problem, solution, *solved, flow_by_slot_, inputs.check,
+                      inputs.extract);
+  round.check_ms = checked.check_ms;
+  round.extract_ms = checked.extract_ms;
+  round.check_extract_ms = checked.wall_ms;
+  round.verdict = std::move(checked.verdict);
+  if (!round.verdict.ok()) return round;
+  round.total_cost = repair ? result_.total_cost : solution.total_cost;
+  round.placements = std::move(checked.placements);
+  round.decisions = BuildDecisions(*solved, round.placements);
+  return round;
+}
+
+}  // namespace flowsched::core

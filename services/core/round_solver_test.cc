@@ -1,0 +1,122 @@
+#include "services/core/round_solver.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/common/status_matchers.h"
+#include "services/core/core_test_util.h"
+#include "services/core/policy_network.h"
+#include "services/core/round_apply.h"
+#include "services/solver/lemon_reference.h"
+
+namespace flowsched::core {
+namespace {
+
+using ::flowsched::testing::IsOk;
+using ::flowsched::testing::StatusIs;
+
+TEST(RoundSolverTest, UnknownAlgorithmIsRefused) {
+  EXPECT_THAT(RoundSolver::Create("no-such-solver").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, ""));
+}
+
+// The whole core loop, as the simulator runs it: sync, mirror, solve,
+// apply, round after round, for each algorithm and in both modes.
+class RoundSolverLoopTest
+    : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
+
+TEST_P(RoundSolverLoopTest, PlacesWhatFitsAndThenStaysPut) {
+  const auto& [algorithm, deterministic] = GetParam();
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  BuildSmallCluster(3, 2, 8, state, changes);  // 6 slots, 8 tasks
+  PolicyNetwork policy;
+  ASSERT_THAT(policy.Adopt("load-spreading"), IsOk());
+  policy.network().set_record_changes(true);
+  auto round_solver = RoundSolver::Create(algorithm);
+  ASSERT_THAT(round_solver.status(), IsOk());
+
+  const auto round = [&](int64_t now_us) {
+    EXPECT_THAT(policy.Sync(changes, state, now_us), IsOk());
+    changes.Clear();
+    for (const flow::GraphChange& change : policy.network().TakeChanges()) {
+      EXPECT_THAT((*round_solver)->Apply(change), IsOk());
+    }
+    SolvedRound solved = (*round_solver)->Solve(deterministic);
+    EXPECT_THAT(solved.verdict, IsOk());
+    // The checked cost is LEMON's optimum on the same problem.
+    solver::McmfProblem problem;
+    std::vector<flow::ArcSlot> slots;
+    (*round_solver)->network().ExportProblem(problem, slots);
+    const solver::testgen::LemonResult reference =
+        solver::testgen::SolveWithLemon(problem);
+    EXPECT_EQ(reference.outcome, solver::McmfOutcome::kOptimal);
+    EXPECT_EQ(solved.total_cost, reference.total_cost);
+    return solved;
+  };
+
+  const SolvedRound first = round(1);
+  EXPECT_EQ(first.decisions.size(), 6u);
+  for (const Decision& d : first.decisions) {
+    EXPECT_EQ(d.action, Action::kPlace);
+    EXPECT_EQ(d.job, JobId(1));
+  }
+  const AppliedRound applied = ApplyRound(first.decisions, state, 1, changes);
+  EXPECT_EQ(applied.applied, 6u);
+  EXPECT_EQ(state.running_task_count(), 6u);
+  for (const auto& [id, machine] : state.machines()) {
+    EXPECT_EQ(machine.running.size(), 2u);  // spread evenly
+  }
+  // Nothing changed but the placements: the next round keeps them.
+  const SolvedRound second = round(2);
+  EXPECT_TRUE(second.decisions.empty());
+  EXPECT_EQ(second.placements.size(), 8u);
+
+  // A task finishes: one waiting task takes its slot.
+  cluster::ChangeSet finished;
+  const TaskId done = *state.machines().at(MachineId(1)).running.begin();
+  ASSERT_THAT(state.Apply(cluster::ClusterEvent{"e", 3, "test",
+                                                cluster::TaskFinished{
+                                                    JobId(1), done}},
+                          3, finished),
+              IsOk());
+  changes.Merge(finished);
+  const SolvedRound third = round(3);
+  ASSERT_EQ(third.decisions.size(), 1u);
+  EXPECT_EQ(third.decisions[0].action, Action::kPlace);
+  EXPECT_EQ(third.decisions[0].machine, MachineId(1));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Algorithms, RoundSolverLoopTest,
+    ::testing::Values(std::tuple{std::string(kIncrementalRounds), false},
+                      std::tuple{std::string(kIncrementalRounds), true},
+                      std::tuple{std::string("cost_scaling"), false},
+                      std::tuple{std::string("ssp"), false}));
+
+TEST(RoundSolverTest, ResetEmptiesTheReplica) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  BuildSmallCluster(1, 1, 1, state, changes);
+  PolicyNetwork policy;
+  ASSERT_THAT(policy.Adopt("load-spreading"), IsOk());
+  ASSERT_THAT(policy.Sync(changes, state, 0), IsOk());
+  auto round_solver = RoundSolver::Create(kIncrementalRounds);
+  ASSERT_THAT(round_solver.status(), IsOk());
+  for (const auto& change : policy.network().SnapshotChanges()) {
+    ASSERT_THAT((*round_solver)->Apply(change), IsOk());
+  }
+  EXPECT_GT((*round_solver)->network().node_count(), 0u);
+  (*round_solver)->Reset();
+  EXPECT_EQ((*round_solver)->network().node_count(), 0u);
+  // A snapshot rebuilds it.
+  for (const auto& change : policy.network().SnapshotChanges()) {
+    ASSERT_THAT((*round_solver)->Apply(change), IsOk());
+  }
+  EXPECT_THAT((*round_solver)->Solve(false).verdict, IsOk());
+}
+
+}  // namespace
+}  // namespace flowsched::core
