@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/common/status_macros.h"
+#include "services/flow/policy_walk.h"
 
 namespace flowsched::flow {
 
@@ -18,16 +19,7 @@ absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
   const NodeId aggregator = builder.EnsureClusterAggregator();
 
   // Jobs and machines first: task arcs point at their nodes.
-  for (JobId job_id : changes.jobs) {
-    const cluster::Job* job = state.FindJob(job_id);
-    if (job == nullptr) {
-      builder.RemoveJobNode(job_id);
-      continue;
-    }
-    const NodeId node = builder.EnsureJobNode(job_id);
-    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(
-        node, {{sink, static_cast<int64_t>(job->tasks.size()), 0}}));
-  }
+  FLOWSCHED_RETURN_IF_ERROR(SyncJobsToSink(changes, state, builder));
   for (MachineId machine_id : changes.machines) {
     const cluster::Machine* machine = state.FindMachine(machine_id);
     if (machine == nullptr) {
@@ -57,38 +49,20 @@ absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
         std::span<const ArcSegment>(slot_pieces).subspan(1)));
     FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, {{sink, slots, 0}}));
   }
-  for (TaskId task_id : changes.tasks) {
-    const cluster::Task* task = state.FindTask(task_id);
-    if (task == nullptr) {
-      builder.RemoveTaskNode(task_id);
-      continue;
-    }
-    const NodeId node = builder.EnsureTaskNode(task_id, 1, task->machine);
-    const NodeId job_node = builder.FindJobNode(task->job);
-    if (job_node == kNoNode) {
-      return absl::InternalError(absl::StrCat(
-          "task ", task_id.value(), " has no node for job ",
-          task->job.value()));
-    }
-    std::vector<DesiredArc> arcs;
-    if (task->running()) {
-      const NodeId machine_node = builder.FindMachineNode(task->machine);
-      if (machine_node == kNoNode) {
-        return absl::InternalError(
-            absl::StrCat("task ", task_id.value(), " runs on machine ",
-                         task->machine.value(), " that has no node"));
-      }
-      arcs.push_back({job_node, 1, params_.preemption_cost});
-      arcs.push_back({machine_node, 1, 0});
-    } else {
-      arcs.push_back({job_node, 1, params_.unscheduled_cost});
-      arcs.push_back({aggregator, 1, 0});
-    }
-    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, arcs));
-  }
-  // The sink drains one unit per task.
-  return network.UpdateNode(
-      sink, -static_cast<int64_t>(builder.task_node_count()), 0);
+  FLOWSCHED_RETURN_IF_ERROR(SyncChangedTasks(
+      changes, state, builder,
+      [&](const cluster::Task& task, NodeId node, const TaskEnds& ends) {
+        std::vector<DesiredArc> arcs;
+        if (task.running()) {
+          arcs.push_back({ends.job, 1, params_.preemption_cost});
+          arcs.push_back({ends.machine, 1, 0});
+        } else {
+          arcs.push_back({ends.job, 1, params_.unscheduled_cost});
+          arcs.push_back({aggregator, 1, 0});
+        }
+        return builder.SetOutArcs(node, arcs);
+      }));
+  return DrainTasksAtSink(builder);
 }
 
 }  // namespace flowsched::flow

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/common/status_macros.h"
+#include "services/flow/policy_walk.h"
 
 namespace flowsched::flow {
 namespace {
@@ -28,25 +29,9 @@ absl::Status NetworkAwarePolicy::Sync(const cluster::ChangeSet& changes,
                                       const cluster::ClusterState& state,
                                       const SyncContext& /*context*/,
                                       NetworkBuilder& builder) {
-  const NodeId sink = builder.EnsureSink();
-  for (MachineId id : changes.machines) {
-    if (state.FindMachine(id) == nullptr) builder.RemoveMachineNode(id);
-  }
-  for (const auto& [id, machine] : state.machines()) {
-    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(
-        builder.EnsureMachineNode(id),
-        {{sink, static_cast<int64_t>(machine.task_slots), 0}}));
-  }
-  for (JobId id : changes.jobs) {
-    const cluster::Job* job = state.FindJob(id);
-    if (job == nullptr) {
-      builder.RemoveJobNode(id);
-      continue;
-    }
-    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(
-        builder.EnsureJobNode(id),
-        {{sink, static_cast<int64_t>(job->tasks.size()), 0}}));
-  }
+  builder.EnsureSink();
+  FLOWSCHED_RETURN_IF_ERROR(SyncAllMachinesToSink(changes, state, builder));
+  FLOWSCHED_RETURN_IF_ERROR(SyncJobsToSink(changes, state, builder));
 
   // Request aggregators of the waiting tasks: request -> waiting count.
   std::map<int64_t, int64_t> waiting;
@@ -63,37 +48,22 @@ absl::Status NetworkAwarePolicy::Sync(const cluster::ChangeSet& changes,
         NodeKind::kEquivalenceClass, AggregatorKey(request));
   }
 
-  for (TaskId id : changes.tasks) {
-    const cluster::Task* task = state.FindTask(id);
-    if (task == nullptr) {
-      builder.RemoveTaskNode(id);
-      continue;
-    }
-    const NodeId node = builder.EnsureTaskNode(id, 1, task->machine);
-    const NodeId job_node = builder.FindJobNode(task->job);
-    if (job_node == kNoNode) {
-      return absl::InternalError(absl::StrCat(
-          "task ", id.value(), " has no node for job ", task->job.value()));
-    }
-    std::vector<DesiredArc> arcs;
-    if (task->running()) {
-      const NodeId machine_node = builder.FindMachineNode(task->machine);
-      if (machine_node == kNoNode) {
-        return absl::InternalError(
-            absl::StrCat("task ", id.value(), " runs on machine ",
-                         task->machine.value(), " that has no node"));
-      }
-      arcs.push_back({machine_node, 1, 0});
-      arcs.push_back({job_node, 1, params_.preemption_cost});
-    } else {
-      arcs.push_back(
-          {ra_nodes.at(std::max<int64_t>(
-               0, task->spec.request.network_bytes_per_sec)),
-           1, 0});
-      arcs.push_back({job_node, 1, params_.unscheduled_cost});
-    }
-    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, arcs));
-  }
+  FLOWSCHED_RETURN_IF_ERROR(SyncChangedTasks(
+      changes, state, builder,
+      [&](const cluster::Task& task, NodeId node, const TaskEnds& ends) {
+        std::vector<DesiredArc> arcs;
+        if (task.running()) {
+          arcs.push_back({ends.machine, 1, 0});
+          arcs.push_back({ends.job, 1, params_.preemption_cost});
+        } else {
+          arcs.push_back(
+              {ra_nodes.at(std::max<int64_t>(
+                   0, task.spec.request.network_bytes_per_sec)),
+               1, 0});
+          arcs.push_back({ends.job, 1, params_.unscheduled_cost});
+        }
+        return builder.SetOutArcs(node, arcs);
+      }));
 
   // RA -> machine arcs: greedy reservation of spare bandwidth and slots in
   // an order rotated per machine (see cpu_memory_policy.h for why).
@@ -136,13 +106,8 @@ absl::Status NetworkAwarePolicy::Sync(const cluster::ChangeSet& changes,
   for (const auto& [request, node] : ra_nodes) {
     live.insert(AggregatorKey(request));
   }
-  for (uint64_t key : builder.AggregatorKeys(NodeKind::kEquivalenceClass)) {
-    if (!live.contains(key)) {
-      builder.RemoveAggregatorNode(NodeKind::kEquivalenceClass, key);
-    }
-  }
-  return builder.network().UpdateNode(
-      sink, -static_cast<int64_t>(builder.task_node_count()), 0);
+  RemoveAggregatorsExcept(NodeKind::kEquivalenceClass, live, builder);
+  return DrainTasksAtSink(builder);
 }
 
 }  // namespace flowsched::flow

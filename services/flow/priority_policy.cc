@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/common/status_macros.h"
+#include "services/flow/policy_walk.h"
 
 namespace flowsched::flow {
 
@@ -24,16 +25,7 @@ absl::Status PriorityPolicy::Sync(const cluster::ChangeSet& changes,
   FlowNetwork& network = builder.network();
   const NodeId sink = builder.EnsureSink();
   const NodeId aggregator = builder.EnsureClusterAggregator();
-  for (JobId job_id : changes.jobs) {
-    const cluster::Job* job = state.FindJob(job_id);
-    if (job == nullptr) {
-      builder.RemoveJobNode(job_id);
-      continue;
-    }
-    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(
-        builder.EnsureJobNode(job_id),
-        {{sink, static_cast<int64_t>(job->tasks.size()), 0}}));
-  }
+  FLOWSCHED_RETURN_IF_ERROR(SyncJobsToSink(changes, state, builder));
   for (MachineId machine_id : changes.machines) {
     const cluster::Machine* machine = state.FindMachine(machine_id);
     if (machine == nullptr) {
@@ -65,39 +57,22 @@ absl::Status PriorityPolicy::Sync(const cluster::ChangeSet& changes,
         network.SetArc(aggregator, node, first.capacity, first.cost, pieces));
     FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, {{sink, slots, 0}}));
   }
-  for (TaskId task_id : changes.tasks) {
-    const cluster::Task* task = state.FindTask(task_id);
-    if (task == nullptr) {
-      builder.RemoveTaskNode(task_id);
-      continue;
-    }
-    const NodeId node = builder.EnsureTaskNode(task_id, 1, task->machine);
-    const NodeId job_node = builder.FindJobNode(task->job);
-    if (job_node == kNoNode) {
-      return absl::InternalError(absl::StrCat(
-          "task ", task_id.value(), " has no node for job ",
-          task->job.value()));
-    }
-    const int64_t wait = WaitCost(EffectivePriority(*task, state));
-    std::vector<DesiredArc> arcs;
-    if (task->running()) {
-      const NodeId machine_node = builder.FindMachineNode(task->machine);
-      if (machine_node == kNoNode) {
-        return absl::InternalError(
-            absl::StrCat("task ", task_id.value(), " runs on machine ",
-                         task->machine.value(), " that has no node"));
-      }
-      arcs.push_back({machine_node, 1, 0});
-      arcs.push_back({job_node, 1, wait + params_.preemption_penalty});
-      arcs.push_back({aggregator, 1, params_.migration_cost});
-    } else {
-      arcs.push_back({job_node, 1, wait});
-      arcs.push_back({aggregator, 1, 0});
-    }
-    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, arcs));
-  }
-  return network.UpdateNode(
-      sink, -static_cast<int64_t>(builder.task_node_count()), 0);
+  FLOWSCHED_RETURN_IF_ERROR(SyncChangedTasks(
+      changes, state, builder,
+      [&](const cluster::Task& task, NodeId node, const TaskEnds& ends) {
+        const int64_t wait = WaitCost(EffectivePriority(task, state));
+        std::vector<DesiredArc> arcs;
+        if (task.running()) {
+          arcs.push_back({ends.machine, 1, 0});
+          arcs.push_back({ends.job, 1, wait + params_.preemption_penalty});
+          arcs.push_back({aggregator, 1, params_.migration_cost});
+        } else {
+          arcs.push_back({ends.job, 1, wait});
+          arcs.push_back({aggregator, 1, 0});
+        }
+        return builder.SetOutArcs(node, arcs);
+      }));
+  return DrainTasksAtSink(builder);
 }
 
 }  // namespace flowsched::flow
