@@ -8,15 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
+#include "services/common/percentile.h"
 
 namespace flowsched::graph_manager {
 namespace {
-
-double Percentile(const std::vector<double>& sorted, double p) {
-  const auto index = static_cast<size_t>(
-      p * static_cast<double>(sorted.size() - 1) + 0.5);
-  return sorted[std::min(index, sorted.size() - 1)];
-}
 
 }  // namespace
 
@@ -26,8 +21,8 @@ void SummarizeTimings(const std::vector<double>& values_ms, v1::Timings& out) {
   if (values_ms.empty()) return;
   std::vector<double> sorted = values_ms;
   std::sort(sorted.begin(), sorted.end());
-  out.set_p50_ms(Percentile(sorted, 0.50));
-  out.set_p99_ms(Percentile(sorted, 0.99));
+  out.set_p50_ms(NearestRankPercentile(sorted, 0.50));
+  out.set_p99_ms(NearestRankPercentile(sorted, 0.99));
   out.set_max_ms(sorted.back());
   out.set_mean_ms(std::accumulate(sorted.begin(), sorted.end(), 0.0) /
                   static_cast<double>(sorted.size()));

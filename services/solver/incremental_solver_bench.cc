@@ -23,16 +23,10 @@
 #include "services/solver/incremental_sim_testutil.h"
 #include "services/solver/incremental_solver.h"
 #include "services/solver/lemon_reference.h"
+#include "services/common/percentile.h"
 
 namespace flowsched::solver {
 namespace {
-
-double Percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const auto index = static_cast<size_t>(p * static_cast<double>(values.size() - 1) + 0.5);
-  return values[std::min(index, values.size() - 1)];
-}
 
 long PeakRssMb() {
   rusage usage{};

@@ -42,6 +42,7 @@
 #include "services/solver/flow_checker.h"
 #include "services/solver/incremental_solver.h"
 #include "tools/bench/scheduling_networks.h"
+#include "services/common/percentile.h"
 
 namespace flowsched::bench {
 namespace {
@@ -49,13 +50,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double MsSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const auto i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
 }
 
 // Positional argument k: `fallback` when absent, nullopt unless it is

@@ -29,6 +29,7 @@
 #include "services/solver/relaxation.h"
 #include "services/solver/solver_registry.h"
 #include "tools/bench/lemon_runners.h"
+#include "services/common/percentile.h"
 
 namespace flowsched::bench {
 namespace {
@@ -557,15 +558,6 @@ AlgorithmResult RunInChild(const BenchCase& bench_case,
 
 // ------------------------------------------------------------- stats
 
-double Percentile(std::vector<double> values, double p) {
-  if (values.empty()) return std::nan("");
-  std::sort(values.begin(), values.end());
-  // Nearest rank: with 20 rounds p99 is the maximum.
-  const auto rank = static_cast<size_t>(
-      std::ceil(p / 100.0 * static_cast<double>(values.size())));
-  return values[std::clamp<size_t>(rank, 1, values.size()) - 1];
-}
-
 struct Stats {
   double median = std::nan("");
   double min = std::nan("");
@@ -588,12 +580,12 @@ Stats ComputeStats(const AlgorithmResult& r, bool incremental) {
     cores.push_back(r.samples[i].core_ms);
   }
   if (totals.empty()) return stats;
-  stats.median = Percentile(totals, 50);
-  stats.core_median = Percentile(cores, 50);
+  stats.median = Percentile(totals, 0.50);
+  stats.core_median = Percentile(cores, 0.50);
   stats.min = *std::min_element(totals.begin(), totals.end());
   stats.p50 = stats.median;
-  stats.p90 = Percentile(totals, 90);
-  stats.p99 = Percentile(totals, 99);
+  stats.p90 = Percentile(totals, 0.90);
+  stats.p99 = Percentile(totals, 0.99);
   stats.max = *std::max_element(totals.begin(), totals.end());
   return stats;
 }

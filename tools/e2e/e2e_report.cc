@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "fmt/format.h"
 #include "fmt/ostream.h"
+#include "services/common/percentile.h"
 
 namespace flowsched::e2e {
 
@@ -16,10 +17,7 @@ LatencySummary Summarize(std::vector<double> samples_ms) {
   if (samples_ms.empty()) return s;
   std::sort(samples_ms.begin(), samples_ms.end());
   const auto rank = [&](double p) {
-    const size_t n = samples_ms.size();
-    size_t index = static_cast<size_t>(std::ceil(p * static_cast<double>(n)));
-    index = std::clamp<size_t>(index, 1, n);
-    return samples_ms[index - 1];
+    return NearestRankPercentile(samples_ms, p);
   };
   s.count = samples_ms.size();
   s.min_ms = samples_ms.front();

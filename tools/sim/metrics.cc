@@ -6,6 +6,7 @@
 
 #include "services/baselines/greedy_scheduler.h"
 #include "services/cluster/input_locality.h"
+#include "services/common/percentile.h"
 
 namespace flowsched::sim {
 
@@ -21,20 +22,14 @@ LocalityBytes InputLocality(const cluster::ClusterState& state,
   return bytes;
 }
 
-double Percentile(const std::vector<double>& sorted, double p) {
-  const double n = static_cast<double>(sorted.size());
-  const auto rank = static_cast<size_t>(std::ceil(std::clamp(p, 0.0, 1.0) * n));
-  return sorted[rank == 0 ? 0 : rank - 1];
-}
-
 Distribution Summarise(std::vector<double>& values) {
   Distribution d;
   if (values.empty()) return d;
   std::sort(values.begin(), values.end());
   d.count = values.size();
-  d.p50 = Percentile(values, 0.5);
-  d.p90 = Percentile(values, 0.9);
-  d.p99 = Percentile(values, 0.99);
+  d.p50 = NearestRankPercentile(values, 0.5);
+  d.p90 = NearestRankPercentile(values, 0.9);
+  d.p99 = NearestRankPercentile(values, 0.99);
   d.max = values.back();
   d.mean = std::accumulate(values.begin(), values.end(), 0.0) /
            static_cast<double>(values.size());

@@ -36,9 +36,6 @@ struct Distribution {
   double p50 = 0, p90 = 0, p99 = 0, max = 0, mean = 0;
 };
 
-// Nearest-rank percentile of sorted values: the smallest value with at
-// least p of the values at or below it. REQUIRES: sorted, non-empty.
-double Percentile(const std::vector<double>& sorted, double p);
 // Sorts `values` and summarises them (all zero when empty).
 Distribution Summarise(std::vector<double>& values);
 // The empirical CDF of sorted values as (value, fraction <= value), at most
