@@ -178,7 +178,7 @@ TEST_F(StatePersisterTest, ConstraintsTimesAndDerivedAllocationSurvive) {
                              21'000, changes),
               IsOk());
   EXPECT_THAT(restored.Place(TaskId(3), MachineId(1), 22'000, changes),
-              StatusIs(absl::StatusCode::kFailedPrecondition, "CPU or memory"));
+              StatusIs(absl::StatusCode::kFailedPrecondition, "(memory)"));
 }
 
 TEST_F(StatePersisterTest, CorruptRecordIsDataLoss) {
