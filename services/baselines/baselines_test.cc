@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "gmock/gmock.h"
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/baselines/baseline_scheduler.h"
 #include "services/baselines/filter_score_scheduler.h"

@@ -14,8 +14,9 @@
 // already runs more than A_j just gets nothing new.
 //
 // Quincy's G is slot-only; here a task that does not fit the machine
-// (cluster::FitTask: resources and devices) is skipped rather than blocking its queue, which keeps G
-// work-conserving: afterwards no waiting task fits any machine.
+// (cluster::FitTask: resources and devices) is skipped rather than blocking its
+// queue, which keeps G work-conserving: afterwards no waiting task fits any
+// machine.
 
 #include <cstdint>
 #include <map>

@@ -304,9 +304,10 @@ absl::Status ClusterState::Place(TaskId task_id, MachineId machine_id,
       return absl::FailedPreconditionError(absl::StrCat(
           "place: machine ", machine_id.value(), " has no free slot"));
     }
-    return absl::FailedPreconditionError(absl::StrCat(
-        "place: task ", task_id.value(), " does not fit the free resources "
-        "of machine ", machine_id.value(), " (", fit.reason, ")"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("place: task ", task_id.value(),
+                     " does not fit the free resources of machine ",
+                     machine_id.value(), " (", fit.reason, ")"));
   }
   machine.running.insert(task_id);
   BookTask(machine, task.spec, fit.devices);
@@ -346,16 +347,16 @@ absl::Status ClusterState::Migrate(TaskId task_id, MachineId from,
   }
   auto to_it = machines_.find(to);
   if (to_it == machines_.end() || from == to) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("migrate: machine ", to.value(),
-                     " is gone or is where it runs (task ", task_id.value(),
-                     ")"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "migrate: machine ", to.value(), " is gone or is where it runs (task ",
+        task_id.value(), ")"));
   }
   // `to` is another machine, so the task's own use does not count there.
   if (Fit fit = FitTask(to_it->second, task_it->second.spec); !fit.fits()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "migrate: task ", task_id.value(), " does not fit the free resources "
-        "of machine ", to.value(), " (", fit.reason, ")"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("migrate: task ", task_id.value(),
+                     " does not fit the free resources of machine ", to.value(),
+                     " (", fit.reason, ")"));
   }
   Unplace(task_it->second, now_us, changes);
   return Place(task_id, to, now_us, changes);
@@ -447,8 +448,7 @@ absl::Status ClusterState::RestoreTask(Task task) {
           absl::StrCat("stored task ", id.value(), " runs on machine ",
                        task.machine.value(), " that is unknown or full"));
     }
-    FLOWSCHED_RETURN_IF_ERROR(
-        CheckStoredDevices(task, machine_it->second));
+    FLOWSCHED_RETURN_IF_ERROR(CheckStoredDevices(task, machine_it->second));
     std::set<TaskId>& running = machine_it->second.running;
     running.emplace_hint(running.end(), id);
     BookTask(machine_it->second, task.spec, task.devices);

@@ -361,9 +361,9 @@ TEST_F(ClusterStateResourcesTest, PlaceRejectsCpuOrMemoryOverCommit) {
   EXPECT_EQ(Allocated(1), (Resources{3000, 1000, 0}));
   EXPECT_EQ(Allocated(2), (Resources{2000, 8000, 0}));
   // Task 1 (3000, 1000) fits neither machine 2's CPU nor its memory now.
-  EXPECT_THAT(state_.Migrate(TaskId(1), MachineId(1), MachineId(2), 7,
-                             changes_),
-              StatusIs(absl::StatusCode::kFailedPrecondition, "(cpu)"));
+  EXPECT_THAT(
+      state_.Migrate(TaskId(1), MachineId(1), MachineId(2), 7, changes_),
+      StatusIs(absl::StatusCode::kFailedPrecondition, "(cpu)"));
   EXPECT_EQ(state_.FindTask(TaskId(1))->machine, MachineId(1));
 }
 
@@ -459,9 +459,9 @@ TEST_F(ClusterStateDevicesTest, PlaceAssignsDevicesAndNeverOverCommits) {
   EXPECT_EQ(DeviceOf(1, 0).used_milli, 1000);
   EXPECT_THAT(DeviceOf(1, 0).tasks, ElementsAre(TaskId(1), TaskId(2)));
   // Two whole a10s: only device 1 is free on machine 1.
-  EXPECT_THAT(state_.Place(TaskId(4), MachineId(1), 5, changes_),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       "(no free a10 device)"));
+  EXPECT_THAT(
+      state_.Place(TaskId(4), MachineId(1), 5, changes_),
+      StatusIs(absl::StatusCode::kFailedPrecondition, "(no free a10 device)"));
   EXPECT_TRUE(Devices(4).empty());
   ASSERT_THAT(state_.Place(TaskId(3), MachineId(1), 5, changes_), IsOk());
   EXPECT_THAT(Devices(3), ElementsAre(DeviceShare{1, 1000}));
@@ -494,9 +494,9 @@ TEST_F(ClusterStateDevicesTest, EveryWayOffAMachineReleasesItsDevices) {
   EXPECT_TRUE(DeviceOf(1, 0).tasks.empty());
   EXPECT_EQ(DeviceOf(2, 0).used_milli, 500);
   // Failure (waits again), kill, finish.
-  ASSERT_THAT(state_.Apply(Timed(8, TaskFailed{JobId(1), TaskId(3), "x"}), 0,
-                           changes_),
-              IsOk());
+  ASSERT_THAT(
+      state_.Apply(Timed(8, TaskFailed{JobId(1), TaskId(3), "x"}), 0, changes_),
+      IsOk());
   EXPECT_TRUE(Devices(3).empty());
   EXPECT_EQ(DeviceOf(1, 1).used_milli, 0);
   ASSERT_THAT(
@@ -528,12 +528,14 @@ TEST_F(ClusterStateDevicesTest, UpdatesKeepDevicesAndRestoreRebuildsThem) {
   ASSERT_THAT(state_.Place(TaskId(3), MachineId(1), 5, changes_), IsOk());
   ASSERT_THAT(state_.Place(TaskId(2), MachineId(2), 5, changes_), IsOk());
   // An update replaces the request, scalars included, and keeps the devices.
-  ASSERT_THAT(state_.Apply(Timed(6, TaskUpdated{JobId(1), TaskId(1),
-                                                {.cpu_millis = 10,
-                                                 .scalars = {{"fpga", 9}}},
-                                                0}),
-                           0, changes_),
-              IsOk());
+  ASSERT_THAT(
+      state_.Apply(
+          Timed(6, TaskUpdated{JobId(1),
+                               TaskId(1),
+                               {.cpu_millis = 10, .scalars = {{"fpga", 9}}},
+                               0}),
+          0, changes_),
+      IsOk());
   EXPECT_EQ(state_.FindMachine(MachineId(1))->allocated.scalars.Get("fpga"), 9);
   EXPECT_EQ(Devices(1), (std::vector<DeviceShare>{{0, 500}}));
   // Over-committed by the update (the machine reports what is).

@@ -101,9 +101,7 @@ struct AcceleratorRequest {
   // Acceptable models; nullopt: any model (never an empty list).
   std::optional<std::vector<std::string>> models;
   [[nodiscard]] bool empty() const { return whole == 0 && milli == 0; }
-  [[nodiscard]] uint32_t device_count() const {
-    return milli > 0 ? 1 : whole;
-  }
+  [[nodiscard]] uint32_t device_count() const { return milli > 0 ? 1 : whole; }
   [[nodiscard]] bool AcceptsModel(const std::string& model) const {
     if (!models.has_value()) return true;
     for (const std::string& m : *models) {

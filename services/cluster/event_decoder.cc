@@ -56,8 +56,8 @@ absl::Status DecodeScalars(
   }
   for (const auto& [name, amount] : scalars) {
     if (name.empty()) {
-      return Invalid(absl::StrCat(field, " has a named resource without a "
-                                         "name"));
+      return Invalid(
+          absl::StrCat(field, " has a named resource without a name"));
     }
     FLOWSCHED_RETURN_IF_ERROR(
         CheckString(absl::StrCat(field, " name"), name, limits));
@@ -86,8 +86,10 @@ absl::StatusOr<Resources> DecodeResources(absl::string_view field,
       CheckRange(absl::StrCat(field, ".network_bytes_per_sec"),
                  message.network_bytes_per_sec(),
                  limits.max_network_bytes_per_sec));
-  Resources resources{message.cpu_millis(), message.memory_bytes(),
-                      message.network_bytes_per_sec(), {}};
+  Resources resources;
+  resources.cpu_millis = message.cpu_millis();
+  resources.memory_bytes = message.memory_bytes();
+  resources.network_bytes_per_sec = message.network_bytes_per_sec();
   FLOWSCHED_RETURN_IF_ERROR(DecodeScalars(absl::StrCat(field, ".scalars"),
                                           message.scalars(), limits,
                                           resources.scalars));
@@ -105,10 +107,9 @@ absl::StatusOr<AcceleratorRequest> DecodeAcceleratorRequest(
   };
   if (message.count() < 0 || message.milli() < 0 ||
       message.memory_bytes() < 0) {
-    return bad(absl::StrCat("negative count (", message.count(),
-                            "), milli (", message.milli(),
-                            ") or memory_bytes (", message.memory_bytes(),
-                            ")"));
+    return bad(absl::StrCat("negative count (", message.count(), "), milli (",
+                            message.milli(), ") or memory_bytes (",
+                            message.memory_bytes(), ")"));
   }
   AcceleratorRequest ask;
   if (message.milli() > 0) {
@@ -118,8 +119,8 @@ absl::StatusOr<AcceleratorRequest> DecodeAcceleratorRequest(
                               "count 1 without milli)"));
     }
     if (message.count() > 1) {
-      return bad(absl::StrCat("a fraction (milli ", message.milli(),
-                              ") of ", message.count(),
+      return bad(absl::StrCat("a fraction (milli ", message.milli(), ") of ",
+                              message.count(),
                               " devices; a fraction is of one device"));
     }
     ask.milli = message.milli();
@@ -141,11 +142,9 @@ absl::StatusOr<AcceleratorRequest> DecodeAcceleratorRequest(
   if (message.has_models()) {
     const auto& models = message.models().models();
     if (models.empty()) {
-      return bad("models is present but names none (leave it out for any "
-                 "model)");
+      return bad("models is present but names none (any model: leave out)");
     }
-    if (static_cast<uint64_t>(models.size()) >
-        limits.max_accelerator_models) {
+    if (static_cast<uint64_t>(models.size()) > limits.max_accelerator_models) {
       return bad(absl::StrCat(models.size(), " models; the limit is ",
                               limits.max_accelerator_models));
     }
@@ -175,19 +174,18 @@ absl::StatusOr<std::vector<AcceleratorGroup>> DecodeAccelerators(
     }
     devices += group.count();
     if (devices > limits.max_devices_per_machine) {
-      return Invalid(absl::StrCat("machine ", message.machine_id(),
-                                  " has at least ", devices,
-                                  " devices; the limit is ",
-                                  limits.max_devices_per_machine));
+      return Invalid(absl::StrCat(
+          "machine ", message.machine_id(), " has at least ", devices,
+          " devices; the limit is ", limits.max_devices_per_machine));
     }
     // 0 is the default: one whole device.
     const int64_t milli = group.milli_per_device() == 0
                               ? kMilliPerDevice
                               : group.milli_per_device();
     if (milli < 1 || milli > kMilliPerDevice) {
-      return Invalid(absl::StrCat(field, ".milli_per_device = ",
-                                  group.milli_per_device(),
-                                  " is outside [1, 1000]"));
+      return Invalid(
+          absl::StrCat(field, ".milli_per_device = ", group.milli_per_device(),
+                       " is outside [1, 1000]"));
     }
     FLOWSCHED_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".memory_bytes"),
                                          group.memory_bytes(),
@@ -394,8 +392,9 @@ absl::StatusOr<EventBody> DecodeBody(
           DecodeResources("machine_added.capacity", m.capacity(), limits));
       FLOWSCHED_ASSIGN_OR_RETURN(std::vector<AcceleratorGroup> accelerators,
                                  DecodeAccelerators(m, limits));
-      MachineAdded added{MachineId(m.machine_id()), m.rack(), capacity,
-                         m.task_slots(), {}, std::move(accelerators)};
+      MachineAdded added{
+          MachineId(m.machine_id()), m.rack(), capacity, m.task_slots(), {},
+          std::move(accelerators)};
       for (const auto& [key, value] : m.labels()) {
         FLOWSCHED_RETURN_IF_ERROR(
             CheckString("machine_added.labels key", key, limits));

@@ -366,15 +366,16 @@ TEST_F(EventDecoderTest, DecodesScalarsDevicesAndAccelerators) {
             (ScalarResources{{"ephemeral-storage", 1000}}));
   EXPECT_EQ(machine_added.accelerators,
             (std::vector<AcceleratorGroup>{
-                {.count = 2, .model = "a10", .milli_per_device = 1000,
+                {.count = 2,
+                 .model = "a10",
+                 .milli_per_device = 1000,
                  .memory_bytes = 24},
                 {.count = 1, .model = "t4", .milli_per_device = 500}}));
 
   v1::ClusterEvent e = JobEvent(1, 3);
   auto* tasks = e.mutable_job_submitted()->mutable_tasks();
   tasks->Mutable(0)->mutable_accelerator()->set_count(2);
-  tasks->Mutable(0)->mutable_accelerator()->mutable_models()->add_models(
-      "a10");
+  tasks->Mutable(0)->mutable_accelerator()->mutable_models()->add_models("a10");
   tasks->Mutable(1)->mutable_accelerator()->set_milli(250);
   tasks->Mutable(1)->mutable_accelerator()->set_memory_bytes(8);
   // count 1 with milli: a fraction of one device, like count 0.
@@ -443,7 +444,9 @@ TEST_F(EventDecoderTest, RejectsImpossibleAcceleratorAsks) {
 TEST_F(EventDecoderTest, RejectsBadScalarsAndDeviceGroups) {
   const auto with_scalar = [](const std::string& name, int64_t amount) {
     v1::ClusterEvent e = JobEvent(1, 1);
-    (*e.mutable_job_submitted()->mutable_tasks(0)->mutable_request()
+    (*e.mutable_job_submitted()
+          ->mutable_tasks(0)
+          ->mutable_request()
           ->mutable_scalars())[name] = amount;
     return e;
   };
@@ -460,7 +463,9 @@ TEST_F(EventDecoderTest, RejectsBadScalarsAndDeviceGroups) {
               StatusIs(absl::StatusCode::kInvalidArgument, "reserved"));
   v1::ClusterEvent many = JobEvent(1, 1);
   for (int i = 0; i < 33; ++i) {
-    (*many.mutable_job_submitted()->mutable_tasks(0)->mutable_request()
+    (*many.mutable_job_submitted()
+          ->mutable_tasks(0)
+          ->mutable_request()
           ->mutable_scalars())[absl::StrCat("r", i)] = 1;
   }
   EXPECT_THAT(decoder_.FromProto(many),
@@ -469,8 +474,7 @@ TEST_F(EventDecoderTest, RejectsBadScalarsAndDeviceGroups) {
   // Usage reports are checked like requests.
   v1::ClusterEvent usage;
   usage.mutable_machine_usage()->set_machine_id(1);
-  (*usage.mutable_machine_usage()->mutable_used()->mutable_scalars())["d"] =
-      -2;
+  (*usage.mutable_machine_usage()->mutable_used()->mutable_scalars())["d"] = -2;
   EXPECT_THAT(decoder_.FromProto(usage),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "machine_usage.used.scalars[d] = -2"));
@@ -509,9 +513,9 @@ TEST_F(EventDecoderTest, RejectsBadScalarsAndDeviceGroups) {
   auto* group = m.mutable_machine_added()->add_accelerators();
   group->set_count(1);
   group->set_model(std::string(300, 'm'));
-  EXPECT_THAT(decoder_.FromProto(m),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "accelerators[0].model"));
+  EXPECT_THAT(
+      decoder_.FromProto(m),
+      StatusIs(absl::StatusCode::kInvalidArgument, "accelerators[0].model"));
 }
 
 }  // namespace

@@ -52,7 +52,8 @@ std::vector<DeviceShare> Place(Machine& machine, const TaskSpec& spec) {
 
 TEST(FitTaskTest, UnreportedCpuAndMemoryAreBoundedBySlotsOnly) {
   Machine machine = MakeMachine({}, 1);
-  const TaskSpec big = Ask(1, {.cpu_millis = 1 << 30, .memory_bytes = 1 << 30,
+  const TaskSpec big = Ask(1, {.cpu_millis = 1 << 30,
+                               .memory_bytes = 1 << 30,
                                .network_bytes_per_sec = 1 << 30});
   EXPECT_TRUE(FitTask(machine, big).fits());
   Place(machine, big);
@@ -60,10 +61,11 @@ TEST(FitTaskTest, UnreportedCpuAndMemoryAreBoundedBySlotsOnly) {
 }
 
 TEST(FitTaskTest, ReasonsNameTheFirstDimensionThatDoesNotFit) {
-  Machine machine = MakeMachine(
-      {.cpu_millis = 1000, .memory_bytes = 1000, .network_bytes_per_sec = 100,
-       .scalars = {{"ephemeral-storage", 50}}},
-      4);
+  Machine machine = MakeMachine({.cpu_millis = 1000,
+                                 .memory_bytes = 1000,
+                                 .network_bytes_per_sec = 100,
+                                 .scalars = {{"ephemeral-storage", 50}}},
+                                4);
   EXPECT_EQ(FitTask(machine, Ask(1, {.cpu_millis = 1001})).reason, "cpu");
   EXPECT_EQ(FitTask(machine, Ask(1, {.memory_bytes = 1001})).reason, "memory");
   EXPECT_EQ(FitTask(machine, Ask(1, {.network_bytes_per_sec = 101})).reason,
@@ -102,10 +104,11 @@ TEST(FitTaskTest, ScalarsAddUpAcrossTasksAndReleaseExactly) {
 }
 
 TEST(FitTaskTest, WholeDevicesAreTheLowestFreeOnesOfAnAcceptableModel) {
-  Machine machine = MakeMachine(
-      {}, 10,
-      {{.count = 2, .model = "t4"}, {.count = 3, .model = "a10"},
-       {.count = 1, .model = "a10", .milli_per_device = 500}});
+  Machine machine =
+      MakeMachine({}, 10,
+                  {{.count = 2, .model = "t4"},
+                   {.count = 3, .model = "a10"},
+                   {.count = 1, .model = "a10", .milli_per_device = 500}});
   const Fit any = FitTask(machine, Ask(1, {}, Whole(2)));
   ASSERT_TRUE(any.fits());
   EXPECT_THAT(any.devices,
@@ -114,22 +117,23 @@ TEST(FitTaskTest, WholeDevicesAreTheLowestFreeOnesOfAnAcceptableModel) {
   EXPECT_THAT(Place(machine, a10),
               ElementsAre(DeviceShare{2, 1000}, DeviceShare{3, 1000}));
   // The next two a10 devices: 4, and 5 (a half-capacity device, taken whole).
-  EXPECT_THAT(Place(machine, Ask(3, {}, Whole(2, std::vector<std::string>{
-                                                     "a10"}))),
-              ElementsAre(DeviceShare{4, 1000}, DeviceShare{5, 500}));
-  EXPECT_EQ(FitTask(machine, Ask(4, {}, Whole(1, std::vector<std::string>{
-                                                     "a10"})))
-                .reason,
-            "no free a10 device");
-  EXPECT_EQ(FitTask(machine, Ask(4, {}, Whole(1, std::vector<std::string>{
-                                                     "h100", "a100"})))
-                .reason,
-            "no h100|a100 device");
+  EXPECT_THAT(
+      Place(machine, Ask(3, {}, Whole(2, std::vector<std::string>{"a10"}))),
+      ElementsAre(DeviceShare{4, 1000}, DeviceShare{5, 500}));
+  EXPECT_EQ(
+      FitTask(machine, Ask(4, {}, Whole(1, std::vector<std::string>{"a10"})))
+          .reason,
+      "no free a10 device");
+  EXPECT_EQ(
+      FitTask(machine,
+              Ask(4, {}, Whole(1, std::vector<std::string>{"h100", "a100"})))
+          .reason,
+      "no h100|a100 device");
   // Too few devices of the model on the machine at all.
-  EXPECT_EQ(FitTask(machine, Ask(4, {}, Whole(3, std::vector<std::string>{
-                                                     "t4"})))
-                .reason,
-            "no t4 device");
+  EXPECT_EQ(
+      FitTask(machine, Ask(4, {}, Whole(3, std::vector<std::string>{"t4"})))
+          .reason,
+      "no t4 device");
   EXPECT_TRUE(WithinCapacity(machine));
 }
 
@@ -142,8 +146,7 @@ TEST(FitTaskTest, WholeDevicesAreExclusive) {
   EXPECT_EQ(FitTask(machine, Ask(3, {}, Whole(1))).reason, "no free device");
   // No fraction fits on a device held whole.
   Place(machine, Ask(4, {}, Fraction(999)));  // fills device 0 exactly
-  EXPECT_EQ(FitTask(machine, Ask(5, {}, Fraction(1))).reason,
-            "no free device");
+  EXPECT_EQ(FitTask(machine, Ask(5, {}, Fraction(1))).reason, "no free device");
   EXPECT_EQ(machine.devices[0].used_milli, 1000);
   EXPECT_THAT(machine.devices[1].tasks, ElementsAre(TaskId(2)));
   EXPECT_TRUE(WithinCapacity(machine));
@@ -171,11 +174,11 @@ TEST(FitTaskTest, FractionsGoToTheFullestDeviceThatHoldsThem) {
 
 TEST(FitTaskTest, DeviceMemoryBoundsWholeDevicesAndFractions) {
   const int64_t kGiB = int64_t{1} << 30;
-  Machine machine = MakeMachine(
-      {}, 10,
-      {{.count = 1, .model = "t4", .memory_bytes = 16 * kGiB},
-       {.count = 1, .model = "a100", .memory_bytes = 80 * kGiB},
-       {.count = 1, .model = "fpga"}});  // reports no memory
+  Machine machine =
+      MakeMachine({}, 10,
+                  {{.count = 1, .model = "t4", .memory_bytes = 16 * kGiB},
+                   {.count = 1, .model = "a100", .memory_bytes = 80 * kGiB},
+                   {.count = 1, .model = "fpga"}});  // reports no memory
   AcceleratorRequest big = Whole(1, std::vector<std::string>{"t4"});
   big.memory_bytes = 40 * kGiB;
   EXPECT_EQ(FitTask(machine, Ask(1, {}, big)).reason, "t4 device memory");
@@ -197,8 +200,8 @@ TEST(FitTaskTest, DeviceMemoryBoundsWholeDevicesAndFractions) {
 }
 
 TEST(FitTaskTest, WithinCapacityCatchesEveryOverCommit) {
-  Machine machine = MakeMachine({.cpu_millis = 10, .scalars = {{"x", 1}}}, 1,
-                                {{.count = 1}});
+  Machine machine =
+      MakeMachine({.cpu_millis = 10, .scalars = {{"x", 1}}}, 1, {{.count = 1}});
   EXPECT_TRUE(WithinCapacity(machine));
   Machine over = machine;
   over.allocated.cpu_millis = 11;
@@ -288,11 +291,10 @@ TEST(FitTaskTest, RandomPlacementsNeverOverCommitAndReleaseExactly) {
             models[static_cast<size_t>(uniform(0, 2))]};
       }
       if (!ask.empty()) ask.memory_bytes = uniform(0, 2) * 4;
-      const TaskSpec spec =
-          Ask(id,
-              {.cpu_millis = uniform(0, 2000),
-               .scalars = {{"fpga", uniform(0, 2)}}},
-              ask);
+      const TaskSpec spec = Ask(id,
+                                {.cpu_millis = uniform(0, 2000),
+                                 .scalars = {{"fpga", uniform(0, 2)}}},
+                                ask);
       const Fit fit = FitTask(machine, spec);
       const Fit again = FitTask(Machine(machine), spec);
       ASSERT_EQ(fit.reason, again.reason);

@@ -66,8 +66,8 @@ TEST(StateDigestTest, AnySchedulingDifferenceChangesTheDigest) {
 // Issue #31: device assignments, asks and named scalars are scheduling
 // state; two states that differ only there have different digests.
 TEST(StateDigestTest, DevicesAndScalarsChangeTheDigest) {
-  const auto build = [](World& w, std::optional<int64_t> storage,
-                        int64_t milli, uint64_t first_task_milli) {
+  const auto build = [](World& w, std::optional<int64_t> storage, int64_t milli,
+                        uint64_t first_task_milli) {
     cluster::MachineAdded m{MachineId(1), "r", {}, 4, {}};
     m.accelerators = {{.count = 2, .model = "a10"}};
     w.Apply(m, 1);
@@ -75,8 +75,8 @@ TEST(StateDigestTest, DevicesAndScalarsChangeTheDigest) {
     for (uint64_t t = 1; t <= 2; ++t) {
       cluster::TaskSpec& spec = job.tasks.emplace_back();
       spec.id = TaskId(t);
-      spec.accelerator.milli = t == 1 ? static_cast<int64_t>(first_task_milli)
-                                      : milli;
+      spec.accelerator.milli =
+          t == 1 ? static_cast<int64_t>(first_task_milli) : milli;
       if (storage.has_value()) spec.request.scalars.Set("disk", *storage);
     }
     w.Apply(job, 1);

@@ -201,7 +201,8 @@ TEST_F(StatePersisterTest, ScalarsDevicesAndAssignmentsSurvive) {
   };
   cluster::JobSubmitted job{JobId(1), "j", 0, {}};
   job.tasks.push_back(
-      task(1, {.milli = 300, .memory_bytes = 4,
+      task(1, {.milli = 300,
+               .memory_bytes = 4,
                .models = std::vector<std::string>{"a10", "h100"}}));
   job.tasks.push_back(task(2, {.milli = 600}));
   job.tasks.push_back(task(3, {.whole = 1}));

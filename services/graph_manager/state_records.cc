@@ -15,8 +15,8 @@ void ToProto(const cluster::Resources& r, v1::Resources& out) {
   }
 }
 cluster::Resources FromProto(const v1::Resources& r) {
-  cluster::Resources out{r.cpu_millis(), r.memory_bytes(),
-                         r.network_bytes_per_sec(), {}};
+  cluster::Resources out{
+      r.cpu_millis(), r.memory_bytes(), r.network_bytes_per_sec(), {}};
   for (const auto& [name, amount] : r.scalars()) {
     out.scalars.Set(name, amount);  // a zero amount is no entry
   }
@@ -162,13 +162,11 @@ absl::StatusOr<cluster::Task> DecodeTask(std::string_view bytes) {
   }
   if (record.device_indices_size() != record.device_milli_size()) {
     return absl::DataLossError(absl::StrCat(
-        "stored task ", record.task_id(), " has ",
-        record.device_indices_size(), " device indices but ",
-        record.device_milli_size(), " device shares"));
+        "stored task ", record.task_id(), " has ", record.device_indices_size(),
+        " device indices but ", record.device_milli_size(), " device shares"));
   }
   for (int i = 0; i < record.device_indices_size(); ++i) {
-    task.devices.push_back(
-        {record.device_indices(i), record.device_milli(i)});
+    task.devices.push_back({record.device_indices(i), record.device_milli(i)});
   }
   task.job = JobId(record.job_id());
   task.machine = MachineId(record.machine_id());

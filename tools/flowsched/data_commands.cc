@@ -7,12 +7,12 @@
 #include <memory>
 #include <vector>
 
-#include "fmt/format.h"
-#include "fmt/ranges.h"
 #include "flowsched/v1/dead_letter.pb.h"
 #include "flowsched/v1/events.pb.h"
 #include "flowsched/v1/placements.pb.h"
 #include "flowsched/v1/rounds.pb.h"
+#include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "google/protobuf/util/json_util.h"
 #include "services/bus/consumer.h"
 #include "services/bus/producer.h"
@@ -296,6 +296,8 @@ void PrintMachines(const cluster::ClusterState& state) {
       const cluster::Device& device = machine.devices[i];
       std::vector<uint64_t> tasks;
       for (TaskId task : device.tasks) tasks.push_back(task.value());
+      const std::string holders =
+          tasks.empty() ? "-" : fmt::format("{}", fmt::join(tasks, ","));
       fmt::print("  device {} model {} milli {}/{}", i,
                  device.model.empty() ? "-" : device.model, device.used_milli,
                  device.capacity_milli);
@@ -303,8 +305,7 @@ void PrintMachines(const cluster::ClusterState& state) {
         fmt::print(" memory {}/{}", device.used_memory_bytes,
                    device.memory_bytes);
       }
-      fmt::print(" tasks {}\n",
-                 tasks.empty() ? "-" : fmt::format("{}", fmt::join(tasks, ",")));
+      fmt::print(" tasks {}\n", holders);
     }
   }
 }
@@ -316,9 +317,9 @@ CommandMain AddInspectCommand(CLI::App& app, CommonFlags& flags) {
       "instance) and print it");
   auto what = std::make_shared<std::string>("tasks");
   cmd->add_option("what", *what,
-                  "tasks, machines (with named scalars and per-device use), or digest "
-                  "(the state digest a restart "
-                  "of this data directory will report)")
+                  "tasks, machines (with named scalars and per-device use), "
+                  "or digest (the state digest a restart of this data "
+                  "directory will report)")
       ->check(CLI::IsMember({"tasks", "machines", "digest"}))
       ->capture_default_str();
   return [&flags, what]() {

@@ -85,15 +85,15 @@ void PrintFit(const cluster::ClusterState& state, const cluster::Task& task) {
     }
   }
   std::vector<std::pair<std::string, size_t>> order(reasons.begin(),
-                                                     reasons.end());
-  std::stable_sort(order.begin(), order.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
+                                                    reasons.end());
+  std::stable_sort(
+      order.begin(), order.end(),
+      [](const auto& a, const auto& b) { return a.second > b.second; });
   std::string why;
   for (const auto& [reason, count] : order) {
     why += fmt::format("{}{} ({})", why.empty() ? "" : ", ", reason, count);
   }
-  fmt::print("  fits {} of {} machines now{}\n", fits,
-             state.machines().size(),
+  fmt::print("  fits {} of {} machines now{}\n", fits, state.machines().size(),
              why.empty() ? "" : fmt::format("; the others: {}", why));
 }
 
