@@ -6,8 +6,8 @@
 //
 // A baseline only proposes placements; the caller applies them with
 // ClusterState::Place. Every returned batch fits the state it was computed
-// from when applied in order: slots, and CPU/memory wherever the machine
-// reports a capacity (cluster::Machine::Fits, the same check Place makes).
+// from when applied in order: cluster::FitTask, the same check Place makes
+// (slots, resources, named scalars, accelerator devices).
 // Baselines never preempt or migrate.
 
 #include <memory>

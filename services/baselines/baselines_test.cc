@@ -5,12 +5,13 @@
 #include <string>
 #include <vector>
 
-#include "gmock/gmock.h"
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/baselines/baseline_scheduler.h"
 #include "services/baselines/filter_score_scheduler.h"
 #include "services/baselines/greedy_scheduler.h"
+#include "services/baselines/scheduling_util.h"
 #include "services/common/status_matchers.h"
 
 namespace flowsched::baselines {
@@ -129,6 +130,47 @@ TEST(GreedyTest, SkipsTasksThatDoNotFitResources) {
             Task(13, {}, {.cpu_millis = 600})});
   GreedyScheduler g(/*fair=*/false);
   EXPECT_THAT(g.Schedule(b.state()), ::testing::ElementsAre(P(12, 1)));
+}
+
+// The baselines book devices as ClusterState::Place does (FitTask), so a
+// batch never hands one whole device to two tasks, and every placement of
+// the batch applies.
+TEST(BaselineDevicesTest, EveryBaselineHonoursDevicesAndScalars) {
+  for (std::string_view name : {"greedy", "greedy-fair", "filter-score"}) {
+    StateBuilder b;
+    cluster::MachineAdded gpu{MachineId(1), "a", {}, 4, {}};
+    gpu.accelerators = {{.count = 1, .model = "a10"}};
+    cluster::MachineAdded plain{MachineId(2), "a", {}, 4, {}};
+    plain.capacity.scalars.Set("ephemeral-storage", 100);
+    ClusterState& state = b.state();
+    cluster::ChangeSet changes;
+    ASSERT_THAT(state.Apply(ClusterEvent{"e", 0, "t", gpu}, 0, changes),
+                IsOk());
+    ASSERT_THAT(state.Apply(ClusterEvent{"e", 0, "t", plain}, 0, changes),
+                IsOk());
+    TaskSpec whole1 = Task(11);
+    whole1.accelerator.whole = 1;
+    TaskSpec whole2 = Task(12);
+    whole2.accelerator.whole = 1;
+    whole2.accelerator.models = std::vector<std::string>{"a10"};
+    TaskSpec disk = Task(13);
+    disk.request.scalars.Set("ephemeral-storage", 60);
+    TaskSpec disk2 = disk;
+    disk2.id = TaskId(14);
+    b.Job(1, {whole1, whole2, disk, disk2});
+    auto scheduler = MakeBaseline(name);
+    ASSERT_THAT(scheduler, IsOk());
+    const std::vector<BaselinePlacement> batch = (*scheduler)->Schedule(state);
+    // One GPU task on machine 1, one disk task on machine 2, no more.
+    ASSERT_EQ(batch.size(), 2u) << name;
+    for (const BaselinePlacement& p : batch) {
+      EXPECT_EQ(p.machine, MachineId(p.task.value() <= 12 ? 1 : 2)) << name;
+      EXPECT_THAT(state.Place(p.task, p.machine, 1, changes), IsOk()) << name;
+    }
+    for (const auto& [id, machine] : state.machines()) {
+      EXPECT_TRUE(cluster::WithinCapacity(machine)) << name;
+    }
+  }
 }
 
 TEST(FairSharesTest, WaterFillsLeftover) {
@@ -307,8 +349,7 @@ TEST_P(InvariantTest, PlacementsApplyAndConserveWork) {
     for (const auto& [task_id, task] : state.tasks()) {
       if (task.running()) continue;
       for (const auto& [machine_id, machine] : state.machines()) {
-        EXPECT_FALSE(machine.free_slots() > 0 &&
-                     machine.Fits(task.spec.request))
+        EXPECT_FALSE(CanPlace(machine, task))
             << "task " << task_id << " still fits machine " << machine_id;
       }
     }

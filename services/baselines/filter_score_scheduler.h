@@ -1,7 +1,7 @@
 #pragma once
 
 // A Kubernetes-like baseline: tasks one at a time in task-id order; filter
-// the machines the task fits (free slot, CPU, memory), score each by
+// the machines the task fits (cluster::FitTask), score each by
 // least-allocated plus a data-locality bonus, and bind to the best (ties go
 // to the lowest machine id). Later tasks see earlier bindings of the round.
 //

@@ -100,7 +100,7 @@ std::vector<BaselinePlacement> GreedyScheduler::Schedule(
   for (const auto& [machine_id, original] : state.machines()) {
     cluster::Machine machine = original;  // scratch copy for this round
     const auto eligible = [&](const cluster::Task* task) {
-      if (taken.contains(task->spec.id) || !machine.Fits(task->spec.request)) {
+      if (taken.contains(task->spec.id) || !CanPlace(machine, *task)) {
         return false;
       }
       // GF: blocked while the job runs at least its share.

@@ -13,9 +13,10 @@
 // least its fair share A_j (FairShares). There is no killing, so a job that
 // already runs more than A_j just gets nothing new.
 //
-// Quincy's G is slot-only; here a task whose CPU/memory request does not fit
-// the machine is skipped rather than blocking its queue, which keeps G
-// work-conserving: afterwards no waiting task fits any machine.
+// Quincy's G is slot-only; here a task that does not fit the machine
+// (cluster::FitTask: resources and devices) is skipped rather than blocking its
+// queue, which keeps G work-conserving: afterwards no waiting task fits any
+// machine.
 
 #include <cstdint>
 #include <map>

@@ -8,11 +8,9 @@ cluster::InputLocation ComputeLocality(const cluster::Task& task,
 }
 
 void Reserve(cluster::Machine& machine, const cluster::Task& task) {
+  const cluster::Fit fit = cluster::FitTask(machine, task.spec);
   machine.running.insert(task.spec.id);
-  machine.allocated.cpu_millis += task.spec.request.cpu_millis;
-  machine.allocated.memory_bytes += task.spec.request.memory_bytes;
-  machine.allocated.network_bytes_per_sec +=
-      task.spec.request.network_bytes_per_sec;
+  cluster::BookTask(machine, task.spec, fit.devices);
 }
 
 }  // namespace flowsched::baselines

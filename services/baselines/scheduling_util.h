@@ -9,6 +9,7 @@
 #include "services/cluster/cluster_state.h"
 #include "services/cluster/cluster_types.h"
 #include "services/cluster/input_locality.h"
+#include "services/cluster/resource_fit.h"
 
 namespace flowsched::baselines {
 
@@ -19,15 +20,16 @@ namespace flowsched::baselines {
 cluster::InputLocation ComputeLocality(const cluster::Task& task,
                                        const cluster::ClusterState& state);
 
-// Whether `task` could be placed on `machine` now: a free slot and
-// Machine::Fits, i.e. exactly what ClusterState::Place checks.
+// Whether `task` could be placed on `machine` now: cluster::FitTask (slots,
+// resources, devices), i.e. exactly what ClusterState::Place checks.
 [[nodiscard]] inline bool CanPlace(const cluster::Machine& machine,
                                    const cluster::Task& task) {
-  return machine.free_slots() > 0 && machine.Fits(task.spec.request);
+  return cluster::FitTask(machine, task.spec).fits();
 }
 
 // Books `task` on a scratch copy of a machine so later decisions in the same
-// round see the slot and resources as taken.
+// round see the slot, resources and devices (those FitTask picks) as taken.
+// REQUIRES: CanPlace(machine, task).
 void Reserve(cluster::Machine& machine, const cluster::Task& task);
 
 }  // namespace flowsched::baselines

@@ -36,6 +36,7 @@ struct MachineAdded {
   Resources capacity;
   uint32_t task_slots = 0;
   std::map<std::string, std::string> labels;
+  std::vector<AcceleratorGroup> accelerators;
 };
 struct MachineRemoved { MachineId machine; };
 struct MachineFailed { MachineId machine; std::string reason; };

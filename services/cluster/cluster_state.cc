@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "services/cluster/resource_fit.h"
 #include "services/common/status_macros.h"
 
 namespace flowsched::cluster {
@@ -154,14 +155,6 @@ absl::StatusOr<Task*> ClusterState::TaskOfJob(JobId job, TaskId task) {
   return &it->second;
 }
 
-namespace {
-void AddResources(Resources& to, const Resources& r, int64_t sign) {
-  to.cpu_millis += sign * r.cpu_millis;
-  to.memory_bytes += sign * r.memory_bytes;
-  to.network_bytes_per_sec += sign * r.network_bytes_per_sec;
-}
-}  // namespace
-
 void ClusterState::CountRunning(JobId job, int delta) {
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return;
@@ -174,9 +167,10 @@ void ClusterState::Unplace(Task& task, int64_t now_us, ChangeSet& changes) {
   auto machine_it = machines_.find(task.machine);
   if (machine_it != machines_.end()) {
     machine_it->second.running.erase(task.spec.id);
-    AddResources(machine_it->second.allocated, task.spec.request, -1);
+    UnbookTask(machine_it->second, task.spec, task.devices);
     changes.machines.insert(task.machine);
   }
+  task.devices.clear();
   task.run_us_total += std::max<int64_t>(0, now_us - task.start_time_us);
   task.wait_start_us = now_us;
   task.machine = MachineId(0);
@@ -208,7 +202,8 @@ absl::Status ClusterState::ApplyTaskUpdated(const TaskUpdated& e,
   FLOWSCHED_ASSIGN_OR_RETURN(Task * task, TaskOfJob(e.job, e.task));
   if (task->running()) {
     // The allocation follows the request of a running task; an update may
-    // over-commit the machine (it reports what is), Place may not.
+    // over-commit the machine (it reports what is), Place may not. The
+    // accelerator ask and the devices held stay (events.proto).
     auto machine_it = machines_.find(task->machine);
     if (machine_it != machines_.end()) {
       AddResources(machine_it->second.allocated, task->spec.request, -1);
@@ -234,6 +229,7 @@ absl::Status ClusterState::ApplyMachineAdded(const MachineAdded& e,
   machine.capacity = e.capacity;
   machine.task_slots = e.task_slots;
   machine.labels = e.labels;
+  machine.devices = ExpandAccelerators(e.accelerators);
   total_slots_ += e.task_slots;
   changes.machines.insert(e.machine);
   return absl::OkStatus();
@@ -253,6 +249,7 @@ absl::Status ClusterState::ApplyMachineGone(MachineId id, int64_t time_us,
     task.wait_start_us = time_us;
     task.machine = MachineId(0);
     task.start_time_us = 0;
+    task.devices.clear();  // the machine and its devices go
     --running_count_;
     CountRunning(task.job, -1);
     changes.tasks.insert(task_id);
@@ -301,17 +298,20 @@ absl::Status ClusterState::Place(TaskId task_id, MachineId machine_id,
         absl::StrCat("place: machine ", machine_id.value(), " is gone"));
   }
   Machine& machine = machine_it->second;
-  if (machine.free_slots() == 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "place: machine ", machine_id.value(), " has no free slot"));
-  }
-  if (!machine.Fits(task.spec.request)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "place: task ", task_id.value(), " does not fit the free CPU or "
-        "memory of machine ", machine_id.value()));
+  Fit fit = FitTask(machine, task.spec);
+  if (!fit.fits()) {
+    if (machine.free_slots() == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "place: machine ", machine_id.value(), " has no free slot"));
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("place: task ", task_id.value(),
+                     " does not fit the free resources of machine ",
+                     machine_id.value(), " (", fit.reason, ")"));
   }
   machine.running.insert(task_id);
-  AddResources(machine.allocated, task.spec.request, 1);
+  BookTask(machine, task.spec, fit.devices);
+  task.devices = std::move(fit.devices);
   task.wait_us_total += std::max<int64_t>(0, now_us - task.wait_start_us);
   task.machine = machine_id;
   task.start_time_us = now_us;
@@ -346,11 +346,17 @@ absl::Status ClusterState::Migrate(TaskId task_id, MachineId from,
         from.value()));
   }
   auto to_it = machines_.find(to);
-  if (to_it == machines_.end() || to_it->second.free_slots() == 0 ||
-      from == to || !to_it->second.Fits(task_it->second.spec.request)) {
+  if (to_it == machines_.end() || from == to) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "migrate: machine ", to.value(), " is gone, full, lacks CPU or "
-        "memory for task ", task_id.value(), ", or is where it runs"));
+        "migrate: machine ", to.value(), " is gone or is where it runs (task ",
+        task_id.value(), ")"));
+  }
+  // `to` is another machine, so the task's own use does not count there.
+  if (Fit fit = FitTask(to_it->second, task_it->second.spec); !fit.fits()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("migrate: task ", task_id.value(),
+                     " does not fit the free resources of machine ", to.value(),
+                     " (", fit.reason, ")"));
   }
   Unplace(task_it->second, now_us, changes);
   return Place(task_id, to, now_us, changes);
@@ -375,10 +381,45 @@ absl::Status ClusterState::RestoreMachine(Machine machine) {
   }
   machine.running.clear();
   machine.allocated = {};  // RestoreTask adds its tasks back
+  for (Device& device : machine.devices) {
+    device.used_milli = 0;
+    device.used_memory_bytes = 0;
+    device.tasks.clear();
+  }
   total_slots_ += machine.task_slots;
   machines_.emplace(machine.id, std::move(machine));
   return absl::OkStatus();
 }
+
+namespace {
+
+// A stored device list must be one Place could have made: one share per
+// device asked for, ascending indices of the machine's devices, and room
+// left on each (device use never over-commits, not even after updates).
+absl::Status CheckStoredDevices(const Task& task, const Machine& machine) {
+  const auto bad = [&](absl::string_view why) {
+    return absl::DataLossError(
+        absl::StrCat("stored task ", task.spec.id.value(), " on machine ",
+                     machine.id.value(), " holds devices that ", why));
+  };
+  if (task.devices.size() != task.spec.accelerator.device_count()) {
+    return bad("do not match its accelerator ask");
+  }
+  for (size_t i = 0; i < task.devices.size(); ++i) {
+    const DeviceShare& share = task.devices[i];
+    if (share.index >= machine.devices.size() ||
+        (i > 0 && share.index <= task.devices[i - 1].index)) {
+      return bad("are unknown or out of order");
+    }
+    const Device& device = machine.devices[share.index];
+    if (share.milli <= 0 || share.milli > device.free_milli()) {
+      return bad("are over-committed");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status ClusterState::RestoreTask(Task task) {
   const TaskId id = task.spec.id;
@@ -395,6 +436,10 @@ absl::Status ClusterState::RestoreTask(Task task) {
         "stored task ", id.value(), " is a duplicate or names unknown job ",
         task.job.value()));
   }
+  if (!task.running() && !task.devices.empty()) {
+    return absl::DataLossError(
+        absl::StrCat("stored task ", id.value(), " waits but holds devices"));
+  }
   if (task.running()) {
     auto machine_it = machines_.find(task.machine);
     if (machine_it == machines_.end() ||
@@ -403,9 +448,10 @@ absl::Status ClusterState::RestoreTask(Task task) {
           absl::StrCat("stored task ", id.value(), " runs on machine ",
                        task.machine.value(), " that is unknown or full"));
     }
+    FLOWSCHED_RETURN_IF_ERROR(CheckStoredDevices(task, machine_it->second));
     std::set<TaskId>& running = machine_it->second.running;
     running.emplace_hint(running.end(), id);
-    AddResources(machine_it->second.allocated, task.spec.request, 1);
+    BookTask(machine_it->second, task.spec, task.devices);
     ++running_count_;
     ++job_it->second.running;
   }

@@ -36,8 +36,11 @@ class ClusterState {
                      ChangeSet& changes);
 
   // Decisions of a solver round. FailedPrecondition when the decision went
-  // stale (the task finished, moved or the machine left or filled up, in
-  // slots or in CPU or memory: see Machine::Fits).
+  // stale (the task finished, moved or the machine left, or the task does
+  // not fit it: FitTask in resource_fit.h, the message ends with its
+  // reason). Place and Migrate assign the devices FitTask picks
+  // (Task::devices, Device::tasks); every way off a machine (Preempt,
+  // Migrate, finish, failure, kill, machine removal) releases them.
   // Each call closes the task's current waiting or running period at
   // `now_us` (Quincy's cumulative nu and theta, Task::WaitMicros/RunMicros).
   absl::Status Place(TaskId task, MachineId machine, int64_t now_us,
@@ -51,7 +54,10 @@ class ClusterState {
   absl::Status Migrate(TaskId task, MachineId from, MachineId to,
                        int64_t now_us, ChangeSet& changes);
 
-  // Restores entities from storage without any event semantics.
+  // Restores entities from storage without any event semantics. Derived
+  // use (running sets, allocations, device use) is rebuilt from the tasks:
+  // RestoreTask books a running task's stored devices exactly, DataLoss if
+  // they do not match its ask, the machine's devices or the room left.
   // REQUIRES: jobs before their tasks, machines before tasks that run there.
   absl::Status RestoreJob(Job job);
   absl::Status RestoreMachine(Machine machine);

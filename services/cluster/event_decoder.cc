@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -36,6 +38,41 @@ absl::Status CheckRange(absl::string_view field, int64_t value, int64_t max) {
   return absl::OkStatus();
 }
 
+// Names a scalar may not take: they are the fixed dimensions' names in
+// FitTask's reasons, which `explain` counts.
+bool ReservedScalarName(const std::string& name) {
+  return name == "cpu" || name == "memory" || name == "network" ||
+         name == "slots";
+}
+
+absl::Status DecodeScalars(
+    absl::string_view field,
+    const google::protobuf::Map<std::string, int64_t>& scalars,
+    const ValidationLimits& limits, ScalarResources& out) {
+  if (static_cast<uint64_t>(scalars.size()) > limits.max_named_resources) {
+    return Invalid(absl::StrCat(field, " has ", scalars.size(),
+                                " named resources; the limit is ",
+                                limits.max_named_resources));
+  }
+  for (const auto& [name, amount] : scalars) {
+    if (name.empty()) {
+      return Invalid(
+          absl::StrCat(field, " has a named resource without a name"));
+    }
+    FLOWSCHED_RETURN_IF_ERROR(
+        CheckString(absl::StrCat(field, " name"), name, limits));
+    if (ReservedScalarName(name)) {
+      return Invalid(absl::StrCat(field, " names a scalar \"", name,
+                                  "\", which is reserved"));
+    }
+    FLOWSCHED_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, "[", name, "]"),
+                                         amount, limits.max_scalar_amount));
+    // Zero is no entry: one canonical form for equal amounts.
+    out.Set(name, amount);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Resources> DecodeResources(absl::string_view field,
                                           const v1::Resources& message,
                                           const ValidationLimits& limits) {
@@ -49,8 +86,117 @@ absl::StatusOr<Resources> DecodeResources(absl::string_view field,
       CheckRange(absl::StrCat(field, ".network_bytes_per_sec"),
                  message.network_bytes_per_sec(),
                  limits.max_network_bytes_per_sec));
-  return Resources{message.cpu_millis(), message.memory_bytes(),
-                   message.network_bytes_per_sec()};
+  Resources resources;
+  resources.cpu_millis = message.cpu_millis();
+  resources.memory_bytes = message.memory_bytes();
+  resources.network_bytes_per_sec = message.network_bytes_per_sec();
+  FLOWSCHED_RETURN_IF_ERROR(DecodeScalars(absl::StrCat(field, ".scalars"),
+                                          message.scalars(), limits,
+                                          resources.scalars));
+  return resources;
+}
+
+// Impossible asks are rejected here; an ask no machine can serve today is
+// valid (it waits). Whole devices: count >= 1, no milli. A fraction: milli
+// in 1..999 of one device (count 0 or 1).
+absl::StatusOr<AcceleratorRequest> DecodeAcceleratorRequest(
+    uint64_t task_id, const v1::AcceleratorRequest& message,
+    const ValidationLimits& limits) {
+  const auto bad = [&](absl::string_view why) {
+    return Invalid(absl::StrCat("task ", task_id, " accelerator: ", why));
+  };
+  if (message.count() < 0 || message.milli() < 0 ||
+      message.memory_bytes() < 0) {
+    return bad(absl::StrCat("negative count (", message.count(), "), milli (",
+                            message.milli(), ") or memory_bytes (",
+                            message.memory_bytes(), ")"));
+  }
+  AcceleratorRequest ask;
+  if (message.milli() > 0) {
+    if (message.milli() >= kMilliPerDevice) {
+      return bad(absl::StrCat("milli = ", message.milli(),
+                              " is outside [1, 999] (a whole device is "
+                              "count 1 without milli)"));
+    }
+    if (message.count() > 1) {
+      return bad(absl::StrCat("a fraction (milli ", message.milli(), ") of ",
+                              message.count(),
+                              " devices; a fraction is of one device"));
+    }
+    ask.milli = message.milli();
+  } else {
+    if (message.count() == 0) {
+      return bad("asks for no device (count 0, milli 0); leave it out");
+    }
+    if (message.count() > limits.max_devices_per_machine) {
+      return bad(absl::StrCat("count = ", message.count(),
+                              " devices; the limit is ",
+                              limits.max_devices_per_machine));
+    }
+    ask.whole = static_cast<uint32_t>(message.count());
+  }
+  FLOWSCHED_RETURN_IF_ERROR(CheckRange("task.accelerator.memory_bytes",
+                                       message.memory_bytes(),
+                                       limits.max_memory_bytes));
+  ask.memory_bytes = message.memory_bytes();
+  if (message.has_models()) {
+    const auto& models = message.models().models();
+    if (models.empty()) {
+      return bad("models is present but names none (any model: leave out)");
+    }
+    if (static_cast<uint64_t>(models.size()) > limits.max_accelerator_models) {
+      return bad(absl::StrCat(models.size(), " models; the limit is ",
+                              limits.max_accelerator_models));
+    }
+    ask.models.emplace();
+    for (const std::string& model : models) {
+      if (model.empty()) return bad("models lists an empty model");
+      FLOWSCHED_RETURN_IF_ERROR(
+          CheckString("task.accelerator.models", model, limits));
+      ask.models->push_back(model);
+    }
+  }
+  return ask;
+}
+
+absl::StatusOr<std::vector<AcceleratorGroup>> DecodeAccelerators(
+    const v1::MachineAdded& message, const ValidationLimits& limits) {
+  std::vector<AcceleratorGroup> groups;
+  int64_t devices = 0;
+  for (int i = 0; i < message.accelerators_size(); ++i) {
+    const v1::AcceleratorGroup& group = message.accelerators(i);
+    const std::string field =
+        absl::StrCat("machine_added.accelerators[", i, "]");
+    if (group.count() < 1 || group.count() > limits.max_devices_per_machine) {
+      return Invalid(absl::StrCat(field, ".count = ", group.count(),
+                                  " is outside [1, ",
+                                  limits.max_devices_per_machine, "]"));
+    }
+    devices += group.count();
+    if (devices > limits.max_devices_per_machine) {
+      return Invalid(absl::StrCat(
+          "machine ", message.machine_id(), " has at least ", devices,
+          " devices; the limit is ", limits.max_devices_per_machine));
+    }
+    // 0 is the default: one whole device.
+    const int64_t milli = group.milli_per_device() == 0
+                              ? kMilliPerDevice
+                              : group.milli_per_device();
+    if (milli < 1 || milli > kMilliPerDevice) {
+      return Invalid(
+          absl::StrCat(field, ".milli_per_device = ", group.milli_per_device(),
+                       " is outside [1, 1000]"));
+    }
+    FLOWSCHED_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".memory_bytes"),
+                                         group.memory_bytes(),
+                                         limits.max_memory_bytes));
+    FLOWSCHED_RETURN_IF_ERROR(
+        CheckString(absl::StrCat(field, ".model"), group.model(), limits));
+    groups.push_back(AcceleratorGroup{static_cast<uint32_t>(group.count()),
+                                      group.model(), milli,
+                                      group.memory_bytes()});
+  }
+  return groups;
 }
 
 absl::Status CheckId(absl::string_view field, uint64_t id) {
@@ -137,6 +283,12 @@ absl::StatusOr<TaskSpec> DecodeTask(const v1::TaskSpec& message,
                                          message.task_id(),
                                          message.preferred_labels(), limits,
                                          spec.preferred_labels));
+  if (message.has_accelerator()) {
+    FLOWSCHED_ASSIGN_OR_RETURN(
+        spec.accelerator,
+        DecodeAcceleratorRequest(message.task_id(), message.accelerator(),
+                                 limits));
+  }
   return spec;
 }
 
@@ -238,8 +390,11 @@ absl::StatusOr<EventBody> DecodeBody(
       FLOWSCHED_ASSIGN_OR_RETURN(
           Resources capacity,
           DecodeResources("machine_added.capacity", m.capacity(), limits));
-      MachineAdded added{MachineId(m.machine_id()), m.rack(), capacity,
-                         m.task_slots(), {}};
+      FLOWSCHED_ASSIGN_OR_RETURN(std::vector<AcceleratorGroup> accelerators,
+                                 DecodeAccelerators(m, limits));
+      MachineAdded added{
+          MachineId(m.machine_id()), m.rack(), capacity, m.task_slots(), {},
+          std::move(accelerators)};
       for (const auto& [key, value] : m.labels()) {
         FLOWSCHED_RETURN_IF_ERROR(
             CheckString("machine_added.labels key", key, limits));

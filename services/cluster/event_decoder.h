@@ -33,9 +33,15 @@ class EventDecoder {
 
   // Parses and validates serialized flowsched.v1.ClusterEvent bytes.
   // Returns InvalidArgument for undecodable bytes, a missing event, zero ids,
-  // negative or absurd resources, too many tasks, duplicate task ids within
-  // the event, oversize strings or too many labels, or a SetPolicy naming an
-  // empty or (with a validator) unknown policy; the message names the field.
+  // negative or absurd resources, too many, unnamed or reserved named
+  // scalars, impossible accelerator asks (negative, no device, a fraction
+  // outside 1..999 milli or of more than one device, a present but empty
+  // model list, more devices than a machine may have), bad device groups
+  // (count, milli per device outside 1..1000, too many devices), too many
+  // tasks, duplicate task ids within the event, oversize strings or too many
+  // labels, or a SetPolicy naming an empty or (with a validator) unknown
+  // policy; the message names the field. An ask no machine can serve today
+  // is valid: it waits.
   [[nodiscard]] absl::StatusOr<ClusterEvent> Decode(
       std::string_view bytes) const;
 

@@ -4,7 +4,9 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "flowsched/v1/events.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -319,6 +321,201 @@ TEST_F(EventDecoderTest, SetPolicyIsCheckedByTheInjectedValidator) {
   e.mutable_set_policy()->set_policy(std::string(300, 'p'));
   EXPECT_THAT(decoder_.FromProto(e),
               StatusIs(absl::StatusCode::kInvalidArgument, "set_policy"));
+}
+
+v1::ClusterEvent MachineEvent() {
+  v1::ClusterEvent e;
+  auto* m = e.mutable_machine_added();
+  m->set_machine_id(1);
+  m->set_task_slots(4);
+  return e;
+}
+
+TEST_F(EventDecoderTest, OldEventsKeepTheirMeaning) {
+  // An event without the new fields decodes as before: no scalars, no
+  // devices, no accelerator ask.
+  auto job = decoder_.FromProto(JobEvent(1, 1));
+  ASSERT_THAT(job, IsOk());
+  const TaskSpec& task = std::get<JobSubmitted>(job->body).tasks[0];
+  EXPECT_TRUE(task.request.scalars.empty());
+  EXPECT_TRUE(task.accelerator.empty());
+  EXPECT_FALSE(task.accelerator.models.has_value());
+  auto machine = decoder_.FromProto(MachineEvent());
+  ASSERT_THAT(machine, IsOk());
+  EXPECT_TRUE(std::get<MachineAdded>(machine->body).accelerators.empty());
+}
+
+TEST_F(EventDecoderTest, DecodesScalarsDevicesAndAccelerators) {
+  v1::ClusterEvent m = MachineEvent();
+  auto* added = m.mutable_machine_added();
+  (*added->mutable_capacity()->mutable_scalars())["ephemeral-storage"] = 1000;
+  (*added->mutable_capacity()->mutable_scalars())["example.com/fpga"] = 0;
+  auto* group = added->add_accelerators();
+  group->set_count(2);
+  group->set_model("a10");
+  group->set_memory_bytes(24);
+  group = added->add_accelerators();
+  group->set_count(1);
+  group->set_model("t4");
+  group->set_milli_per_device(500);
+  auto machine = decoder_.FromProto(m);
+  ASSERT_THAT(machine, IsOk());
+  const auto& machine_added = std::get<MachineAdded>(machine->body);
+  // A zero amount is no entry.
+  EXPECT_EQ(machine_added.capacity.scalars,
+            (ScalarResources{{"ephemeral-storage", 1000}}));
+  EXPECT_EQ(machine_added.accelerators,
+            (std::vector<AcceleratorGroup>{
+                {.count = 2,
+                 .model = "a10",
+                 .milli_per_device = 1000,
+                 .memory_bytes = 24},
+                {.count = 1, .model = "t4", .milli_per_device = 500}}));
+
+  v1::ClusterEvent e = JobEvent(1, 3);
+  auto* tasks = e.mutable_job_submitted()->mutable_tasks();
+  tasks->Mutable(0)->mutable_accelerator()->set_count(2);
+  tasks->Mutable(0)->mutable_accelerator()->mutable_models()->add_models("a10");
+  tasks->Mutable(1)->mutable_accelerator()->set_milli(250);
+  tasks->Mutable(1)->mutable_accelerator()->set_memory_bytes(8);
+  // count 1 with milli: a fraction of one device, like count 0.
+  tasks->Mutable(2)->mutable_accelerator()->set_count(1);
+  tasks->Mutable(2)->mutable_accelerator()->set_milli(999);
+  (*tasks->Mutable(2)->mutable_request()->mutable_scalars())["x"] = 3;
+  auto job = decoder_.FromProto(e);
+  ASSERT_THAT(job, IsOk());
+  const auto& specs = std::get<JobSubmitted>(job->body).tasks;
+  EXPECT_EQ(specs[0].accelerator,
+            (AcceleratorRequest{.whole = 2,
+                                .models = std::vector<std::string>{"a10"}}));
+  EXPECT_EQ(specs[1].accelerator,
+            (AcceleratorRequest{.milli = 250, .memory_bytes = 8}));
+  EXPECT_EQ(specs[2].accelerator, (AcceleratorRequest{.milli = 999}));
+  EXPECT_EQ(specs[2].request.scalars.Get("x"), 3);
+  // An ask no machine serves today is valid: it waits.
+  tasks->Mutable(0)->mutable_accelerator()->set_count(64);
+  tasks->Mutable(0)->mutable_accelerator()->mutable_models()->set_models(
+      0, "no-such-model");
+  EXPECT_THAT(decoder_.FromProto(e).status(), IsOk());
+}
+
+// Each impossible accelerator ask, with the reason its dead letter carries.
+TEST_F(EventDecoderTest, RejectsImpossibleAcceleratorAsks) {
+  struct Case {
+    int64_t count, milli, memory;
+    int models;  // -1: absent; else how many
+    std::string model;
+    std::string reason;
+  };
+  const std::vector<Case> cases = {
+      {-1, 0, 0, -1, "", "negative count (-1)"},
+      {1, -5, 0, -1, "", "milli (-5)"},
+      {1, 0, -8, -1, "", "memory_bytes (-8)"},
+      {0, 0, 0, -1, "", "asks for no device"},
+      {0, 1000, 0, -1, "", "milli = 1000 is outside [1, 999]"},
+      {0, 5000, 0, -1, "", "milli = 5000 is outside [1, 999]"},
+      {2, 500, 0, -1, "", "a fraction (milli 500) of 2 devices"},
+      {65, 0, 0, -1, "", "count = 65 devices; the limit is 64"},
+      {1, 0, 0, 0, "", "models is present but names none"},
+      {1, 0, 0, 1, "", "models lists an empty model"},
+      {1, 0, 0, 17, "m", "17 models; the limit is 16"},
+      {1, 0, 0, 1, std::string(300, 'm'), "task.accelerator.models is 300"},
+      {1, 0, int64_t{1} << 60, -1, "", "task.accelerator.memory_bytes"},
+  };
+  for (const Case& c : cases) {
+    v1::ClusterEvent e = JobEvent(1, 1);
+    auto* ask =
+        e.mutable_job_submitted()->mutable_tasks(0)->mutable_accelerator();
+    ask->set_count(c.count);
+    ask->set_milli(c.milli);
+    ask->set_memory_bytes(c.memory);
+    if (c.models >= 0) {
+      ask->mutable_models();
+      for (int i = 0; i < c.models; ++i) {
+        ask->mutable_models()->add_models(c.model);
+      }
+    }
+    EXPECT_THAT(decoder_.FromProto(e),
+                StatusIs(absl::StatusCode::kInvalidArgument, c.reason))
+        << c.reason;
+  }
+}
+
+TEST_F(EventDecoderTest, RejectsBadScalarsAndDeviceGroups) {
+  const auto with_scalar = [](const std::string& name, int64_t amount) {
+    v1::ClusterEvent e = JobEvent(1, 1);
+    (*e.mutable_job_submitted()
+          ->mutable_tasks(0)
+          ->mutable_request()
+          ->mutable_scalars())[name] = amount;
+    return e;
+  };
+  EXPECT_THAT(decoder_.FromProto(with_scalar("disk", -1)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "task.request.scalars[disk] = -1"));
+  EXPECT_THAT(decoder_.FromProto(with_scalar("disk", int64_t{1} << 51)),
+              StatusIs(absl::StatusCode::kInvalidArgument, "scalars[disk]"));
+  EXPECT_THAT(decoder_.FromProto(with_scalar("", 1)),
+              StatusIs(absl::StatusCode::kInvalidArgument, "without a name"));
+  EXPECT_THAT(decoder_.FromProto(with_scalar(std::string(300, 'n'), 1)),
+              StatusIs(absl::StatusCode::kInvalidArgument, "scalars name"));
+  EXPECT_THAT(decoder_.FromProto(with_scalar("cpu", 1)),
+              StatusIs(absl::StatusCode::kInvalidArgument, "reserved"));
+  v1::ClusterEvent many = JobEvent(1, 1);
+  for (int i = 0; i < 33; ++i) {
+    (*many.mutable_job_submitted()
+          ->mutable_tasks(0)
+          ->mutable_request()
+          ->mutable_scalars())[absl::StrCat("r", i)] = 1;
+  }
+  EXPECT_THAT(decoder_.FromProto(many),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "33 named resources; the limit is 32"));
+  // Usage reports are checked like requests.
+  v1::ClusterEvent usage;
+  usage.mutable_machine_usage()->set_machine_id(1);
+  (*usage.mutable_machine_usage()->mutable_used()->mutable_scalars())["d"] = -2;
+  EXPECT_THAT(decoder_.FromProto(usage),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "machine_usage.used.scalars[d] = -2"));
+
+  struct Case {
+    int64_t count, milli, memory;
+    std::string reason;
+  };
+  const std::vector<Case> cases = {
+      {0, 0, 0, "accelerators[0].count = 0 is outside [1, 64]"},
+      {-3, 0, 0, "accelerators[0].count = -3"},
+      {65, 0, 0, "accelerators[0].count = 65"},
+      {1, 1001, 0, "milli_per_device = 1001 is outside [1, 1000]"},
+      {1, -1, 0, "milli_per_device = -1"},
+      {1, 0, -1, "accelerators[0].memory_bytes = -1"},
+  };
+  for (const Case& c : cases) {
+    v1::ClusterEvent m = MachineEvent();
+    auto* group = m.mutable_machine_added()->add_accelerators();
+    group->set_count(c.count);
+    group->set_milli_per_device(c.milli);
+    group->set_memory_bytes(c.memory);
+    EXPECT_THAT(decoder_.FromProto(m),
+                StatusIs(absl::StatusCode::kInvalidArgument, c.reason))
+        << c.reason;
+  }
+  // Too many devices across groups.
+  v1::ClusterEvent m = MachineEvent();
+  for (int i = 0; i < 3; ++i) {
+    m.mutable_machine_added()->add_accelerators()->set_count(30);
+  }
+  EXPECT_THAT(decoder_.FromProto(m),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "at least 90 devices; the limit is 64"));
+  m = MachineEvent();
+  auto* group = m.mutable_machine_added()->add_accelerators();
+  group->set_count(1);
+  group->set_model(std::string(300, 'm'));
+  EXPECT_THAT(
+      decoder_.FromProto(m),
+      StatusIs(absl::StatusCode::kInvalidArgument, "accelerators[0].model"));
 }
 
 }  // namespace

@@ -18,6 +18,14 @@ struct ValidationLimits {
   uint32_t max_locality_entries = 64;
   uint32_t max_labels = 64;
   uint32_t max_string_bytes = 256;
+  // Named scalar resources per Resources message, and the amount of each
+  // (sums of a machine's tasks stay far from overflow).
+  uint32_t max_named_resources = 32;
+  int64_t max_scalar_amount = int64_t{1} << 50;
+  // Accelerator devices per machine (a task cannot ask for more), and
+  // models per task ask.
+  uint32_t max_devices_per_machine = 64;
+  uint32_t max_accelerator_models = 16;
 };
 
 }  // namespace flowsched::cluster

@@ -46,10 +46,54 @@ class Digester {
   uint64_t mix_ = 0x6a09e667f3bcc908ULL;
 };
 
+// The parts added with issue #31 (named scalars, devices, accelerator
+// asks and device shares) are hashed only when present, tagged, so a state
+// without them keeps the digest it had before they existed.
 void Resources(Digester& d, const cluster::Resources& r) {
   d.I64(r.cpu_millis);
   d.I64(r.memory_bytes);
   d.I64(r.network_bytes_per_sec);
+  if (r.scalars.empty()) return;
+  d.Bytes("scalars");
+  d.U64(r.scalars.size());
+  for (const auto& [name, amount] : r.scalars) {
+    d.Bytes(name);
+    d.I64(amount);
+  }
+}
+
+void Devices(Digester& d, const std::vector<cluster::Device>& devices) {
+  if (devices.empty()) return;
+  d.Bytes("devices");
+  d.U64(devices.size());
+  // Use is derived from the tasks' shares (hashed with the tasks).
+  for (const cluster::Device& device : devices) {
+    d.Bytes(device.model);
+    d.I64(device.capacity_milli);
+    d.I64(device.memory_bytes);
+  }
+}
+
+void Accelerator(Digester& d, const cluster::AcceleratorRequest& ask) {
+  if (ask.empty()) return;
+  d.Bytes("accelerator");
+  d.U64(ask.whole);
+  d.I64(ask.milli);
+  d.I64(ask.memory_bytes);
+  d.U64(ask.models.has_value() ? ask.models->size() + 1 : 0);
+  if (ask.models.has_value()) {
+    for (const std::string& model : *ask.models) d.Bytes(model);
+  }
+}
+
+void Shares(Digester& d, const std::vector<cluster::DeviceShare>& shares) {
+  if (shares.empty()) return;
+  d.Bytes("shares");
+  d.U64(shares.size());
+  for (const cluster::DeviceShare& share : shares) {
+    d.U64(share.index);
+    d.I64(share.milli);
+  }
 }
 
 // Length-prefixed with a tag, so an empty map still separates its
@@ -89,6 +133,7 @@ std::string StateDigest(const cluster::ClusterState& state,
     }
     Resources(d, machine.used);
     for (TaskId task : machine.running) d.U64(task.value());
+    Devices(d, machine.devices);
   }
   d.Bytes("tasks");
   for (const auto& [id, task] : state.tasks()) {
@@ -105,6 +150,8 @@ std::string StateDigest(const cluster::ClusterState& state,
     }
     Labels(d, "required", task.spec.required_labels);
     Labels(d, "preferred", task.spec.preferred_labels);
+    Accelerator(d, task.spec.accelerator);
+    Shares(d, task.devices);
     d.U64(task.placements);
     // Quincy prices wait and run time, so they are scheduling state; in
     // deterministic mode they derive from log times and replay exactly.

@@ -6,7 +6,9 @@
 // process and on any machine: the hash is a fixed function (no per-process
 // seed) over a canonical order (ids ascending, arcs by source then
 // destination). Wall-clock fields (submit and start times taken from the
-// local clock) are left out, so a replay reaches the same digest.
+// local clock) are left out, so a replay reaches the same digest. Named
+// scalars, devices, accelerator asks and device shares (issue #31) are
+// hashed only when present, so a state without them keeps its old digest.
 //
 // Used to prove recovery exact: the digest of a data directory read after a
 // kill equals the one the restarted instance reports.

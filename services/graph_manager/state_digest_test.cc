@@ -1,5 +1,8 @@
 #include "services/graph_manager/state_digest.h"
 
+#include <optional>
+#include <string>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/common/status_matchers.h"
@@ -58,6 +61,45 @@ TEST(StateDigestTest, AnySchedulingDifferenceChangesTheDigest) {
   EXPECT_NE(StateDigest(b.state, b.network), base);
   c.Apply(cluster::TaskFinished{JobId(3), TaskId(3)}, 1);
   EXPECT_NE(StateDigest(c.state, c.network), base);
+}
+
+// Issue #31: device assignments, asks and named scalars are scheduling
+// state; two states that differ only there have different digests.
+TEST(StateDigestTest, DevicesAndScalarsChangeTheDigest) {
+  const auto build = [](World& w, std::optional<int64_t> storage, int64_t milli,
+                        uint64_t first_task_milli) {
+    cluster::MachineAdded m{MachineId(1), "r", {}, 4, {}};
+    m.accelerators = {{.count = 2, .model = "a10"}};
+    w.Apply(m, 1);
+    cluster::JobSubmitted job{JobId(3), "j", 0, {}};
+    for (uint64_t t = 1; t <= 2; ++t) {
+      cluster::TaskSpec& spec = job.tasks.emplace_back();
+      spec.id = TaskId(t);
+      spec.accelerator.milli =
+          t == 1 ? static_cast<int64_t>(first_task_milli) : milli;
+      if (storage.has_value()) spec.request.scalars.Set("disk", *storage);
+    }
+    w.Apply(job, 1);
+  };
+  World a, b, c, d;
+  build(a, std::nullopt, 500, 600);
+  build(b, std::nullopt, 500, 600);
+  build(c, 7, 500, 600);
+  build(d, std::nullopt, 300, 600);
+  const std::string base = StateDigest(a.state, a.network);
+  EXPECT_EQ(StateDigest(b.state, b.network), base);
+  EXPECT_NE(StateDigest(c.state, c.network), base);  // a scalar
+  EXPECT_NE(StateDigest(d.state, d.network), base);  // an ask
+  // Task 1 (600) takes device 0; task 2 (500) does not fit beside it and
+  // takes device 1. Placed the other way round, 2 takes device 0 and 1
+  // device 1: the same tasks on the same machine, other devices.
+  a.Place(1, 1, 2);
+  a.Place(2, 1, 2);
+  b.Place(2, 1, 2);
+  b.Place(1, 1, 2);
+  ASSERT_EQ(a.state.FindTask(TaskId(1))->devices.at(0).index, 0u);
+  ASSERT_EQ(b.state.FindTask(TaskId(1))->devices.at(0).index, 1u);
+  EXPECT_NE(StateDigest(a.state, a.network), StateDigest(b.state, b.network));
 }
 
 }  // namespace

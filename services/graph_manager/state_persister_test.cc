@@ -2,12 +2,16 @@
 
 #include <filesystem>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/common/status_matchers.h"
 #include "services/flow/load_spreading_policy.h"
 #include "services/flow/network_builder.h"
+#include "services/graph_manager/state_digest.h"
+#include "services/graph_manager/state_records.h"
 #include "storage/keys.h"
 
 namespace flowsched::graph_manager {
@@ -178,7 +182,66 @@ TEST_F(StatePersisterTest, ConstraintsTimesAndDerivedAllocationSurvive) {
                              21'000, changes),
               IsOk());
   EXPECT_THAT(restored.Place(TaskId(3), MachineId(1), 22'000, changes),
-              StatusIs(absl::StatusCode::kFailedPrecondition, "CPU or memory"));
+              StatusIs(absl::StatusCode::kFailedPrecondition, "(memory)"));
+}
+
+// Issue #31: named scalars, devices, accelerator asks and device shares
+// round-trip through the store, and device use is rebuilt exactly.
+TEST_F(StatePersisterTest, ScalarsDevicesAndAssignmentsSurvive) {
+  cluster::MachineAdded gpu{MachineId(1), "r", {}, 8, {}};
+  gpu.capacity.scalars.Set("ephemeral-storage", 1000);
+  gpu.accelerators = {{.count = 2, .model = "a10", .memory_bytes = 24},
+                      {.count = 1, .model = "t4", .milli_per_device = 500}};
+  Apply(gpu);
+  const auto task = [](uint64_t id, cluster::AcceleratorRequest ask) {
+    cluster::TaskSpec spec;
+    spec.id = TaskId(id);
+    spec.accelerator = std::move(ask);
+    return spec;
+  };
+  cluster::JobSubmitted job{JobId(1), "j", 0, {}};
+  job.tasks.push_back(
+      task(1, {.milli = 300,
+               .memory_bytes = 4,
+               .models = std::vector<std::string>{"a10", "h100"}}));
+  job.tasks.push_back(task(2, {.milli = 600}));
+  job.tasks.push_back(task(3, {.whole = 1}));
+  job.tasks.push_back(task(4, {.whole = 1}));  // waits: no device is free
+  job.tasks[0].request.scalars.Set("ephemeral-storage", 400);
+  Apply(job);
+  for (uint64_t id = 1; id <= 3; ++id) {
+    ASSERT_THAT(state_.Place(TaskId(id), MachineId(1), 2, changes_), IsOk());
+  }
+  Commit();
+
+  cluster::ClusterState restored;
+  flow::FlowNetwork restored_network;
+  v1::GraphManagerMeta restored_meta;
+  ASSERT_THAT(RestoreState(*store_, restored, restored_network, restored_meta),
+              IsOk());
+  for (const auto& [id, live] : state_.tasks()) {
+    const cluster::Task& back = *restored.FindTask(id);
+    EXPECT_EQ(back.spec, live.spec) << id.value();
+    EXPECT_EQ(back.devices, live.devices) << id.value();
+  }
+  EXPECT_FALSE(restored.FindTask(TaskId(4))->running());
+  const cluster::Machine& live = *state_.FindMachine(MachineId(1));
+  const cluster::Machine& back = *restored.FindMachine(MachineId(1));
+  EXPECT_EQ(back.capacity, live.capacity);
+  EXPECT_EQ(back.allocated, live.allocated);
+  EXPECT_EQ(back.devices, live.devices);  // model, capacity and use
+  EXPECT_EQ(back.devices[0].used_milli, 900);
+  EXPECT_EQ(StateDigest(restored, restored_network),
+            StateDigest(state_, network_));
+}
+
+TEST_F(StatePersisterTest, MismatchedDeviceListsAreDataLoss) {
+  v1::TaskRecord record;
+  record.set_task_id(1);
+  record.set_job_id(1);
+  record.add_device_indices(0);
+  EXPECT_THAT(DecodeTask(record.SerializeAsString()),
+              StatusIs(absl::StatusCode::kDataLoss, "device"));
 }
 
 TEST_F(StatePersisterTest, CorruptRecordIsDataLoss) {

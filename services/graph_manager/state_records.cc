@@ -10,9 +10,43 @@ void ToProto(const cluster::Resources& r, v1::Resources& out) {
   out.set_cpu_millis(r.cpu_millis);
   out.set_memory_bytes(r.memory_bytes);
   out.set_network_bytes_per_sec(r.network_bytes_per_sec);
+  for (const auto& [name, amount] : r.scalars) {
+    (*out.mutable_scalars())[name] = amount;
+  }
 }
 cluster::Resources FromProto(const v1::Resources& r) {
-  return {r.cpu_millis(), r.memory_bytes(), r.network_bytes_per_sec()};
+  cluster::Resources out{
+      r.cpu_millis(), r.memory_bytes(), r.network_bytes_per_sec(), {}};
+  for (const auto& [name, amount] : r.scalars()) {
+    out.scalars.Set(name, amount);  // a zero amount is no entry
+  }
+  return out;
+}
+
+// A fraction is stored as count 1 with its milli, as events may send it.
+void ToProto(const cluster::AcceleratorRequest& ask,
+             v1::AcceleratorRequest& out) {
+  out.set_count(ask.milli > 0 ? 1 : ask.whole);
+  out.set_milli(ask.milli);
+  out.set_memory_bytes(ask.memory_bytes);
+  if (ask.models.has_value()) {
+    v1::AcceleratorModels* models = out.mutable_models();
+    for (const std::string& model : *ask.models) models->add_models(model);
+  }
+}
+cluster::AcceleratorRequest FromProto(const v1::AcceleratorRequest& ask) {
+  cluster::AcceleratorRequest out;
+  if (ask.milli() > 0) {
+    out.milli = ask.milli();
+  } else {
+    out.whole = static_cast<uint32_t>(ask.count());
+  }
+  out.memory_bytes = ask.memory_bytes();
+  if (ask.has_models()) {
+    out.models.emplace(ask.models().models().begin(),
+                       ask.models().models().end());
+  }
+  return out;
 }
 
 template <typename Message>
@@ -56,6 +90,13 @@ std::string EncodeTask(const cluster::Task& task) {
                                           task.spec.required_labels.end());
   spec->mutable_preferred_labels()->insert(
       task.spec.preferred_labels.begin(), task.spec.preferred_labels.end());
+  if (!task.spec.accelerator.empty()) {
+    ToProto(task.spec.accelerator, *spec->mutable_accelerator());
+  }
+  for (const cluster::DeviceShare& share : task.devices) {
+    record.add_device_indices(share.index);
+    record.add_device_milli(share.milli);
+  }
   record.set_machine_id(task.machine.value());
   record.set_submit_time_us(task.submit_time_us);
   record.set_start_time_us(task.start_time_us);
@@ -76,6 +117,12 @@ std::string EncodeMachine(const cluster::Machine& machine) {
     (*record.mutable_labels())[key] = value;
   }
   ToProto(machine.used, *record.mutable_used());
+  for (const cluster::Device& device : machine.devices) {
+    v1::DeviceRecord* out = record.add_devices();
+    out->set_model(device.model);
+    out->set_capacity_milli(device.capacity_milli);
+    out->set_memory_bytes(device.memory_bytes);
+  }
   return record.SerializeAsString();
 }
 
@@ -110,6 +157,17 @@ absl::StatusOr<cluster::Task> DecodeTask(std::string_view bytes) {
                                    record.spec().required_labels().end());
   task.spec.preferred_labels.insert(record.spec().preferred_labels().begin(),
                                     record.spec().preferred_labels().end());
+  if (record.spec().has_accelerator()) {
+    task.spec.accelerator = FromProto(record.spec().accelerator());
+  }
+  if (record.device_indices_size() != record.device_milli_size()) {
+    return absl::DataLossError(absl::StrCat(
+        "stored task ", record.task_id(), " has ", record.device_indices_size(),
+        " device indices but ", record.device_milli_size(), " device shares"));
+  }
+  for (int i = 0; i < record.device_indices_size(); ++i) {
+    task.devices.push_back({record.device_indices(i), record.device_milli(i)});
+  }
   task.job = JobId(record.job_id());
   task.machine = MachineId(record.machine_id());
   task.submit_time_us = record.submit_time_us();
@@ -134,6 +192,12 @@ absl::StatusOr<cluster::Machine> DecodeMachine(std::string_view bytes) {
   machine.task_slots = record.task_slots();
   machine.labels.insert(record.labels().begin(), record.labels().end());
   machine.used = FromProto(record.used());
+  for (const v1::DeviceRecord& record_device : record.devices()) {
+    cluster::Device& device = machine.devices.emplace_back();
+    device.model = record_device.model();
+    device.capacity_milli = record_device.capacity_milli();
+    device.memory_bytes = record_device.memory_bytes();
+  }
   return machine;
 }
 

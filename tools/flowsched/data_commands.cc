@@ -5,15 +5,18 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <vector>
 
-#include "fmt/format.h"
 #include "flowsched/v1/dead_letter.pb.h"
 #include "flowsched/v1/events.pb.h"
 #include "flowsched/v1/placements.pb.h"
 #include "flowsched/v1/rounds.pb.h"
+#include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "google/protobuf/util/json_util.h"
 #include "services/bus/consumer.h"
 #include "services/bus/producer.h"
+#include "services/cluster/cluster_state.h"
 #include "services/cluster/event_decoder.h"
 #include "services/common/logging.h"
 #include "services/flow/scheduling_policy.h"
@@ -277,6 +280,36 @@ CommandMain AddGenerateCommand(CLI::App& app, CommonFlags& /*flags*/) {
   };
 }
 
+// One line per machine (id first, as scripts read it), then one indented
+// line per named scalar it offers and per accelerator device: used of
+// capacity, and the tasks on the device.
+void PrintMachines(const cluster::ClusterState& state) {
+  std::cout << "machine_id rack task_slots running\n";
+  for (const auto& [id, machine] : state.machines()) {
+    fmt::print("{} {} {} {}\n", id.value(), machine.rack, machine.task_slots,
+               machine.running.size());
+    for (const auto& [name, amount] : machine.capacity.scalars) {
+      fmt::print("  scalar {} {}/{}\n", name,
+                 machine.allocated.scalars.Get(name), amount);
+    }
+    for (size_t i = 0; i < machine.devices.size(); ++i) {
+      const cluster::Device& device = machine.devices[i];
+      std::vector<uint64_t> tasks;
+      for (TaskId task : device.tasks) tasks.push_back(task.value());
+      const std::string holders =
+          tasks.empty() ? "-" : fmt::format("{}", fmt::join(tasks, ","));
+      fmt::print("  device {} model {} milli {}/{}", i,
+                 device.model.empty() ? "-" : device.model, device.used_milli,
+                 device.capacity_milli);
+      if (device.memory_bytes > 0) {
+        fmt::print(" memory {}/{}", device.used_memory_bytes,
+                   device.memory_bytes);
+      }
+      fmt::print(" tasks {}\n", holders);
+    }
+  }
+}
+
 CommandMain AddInspectCommand(CLI::App& app, CommonFlags& flags) {
   auto* cmd = app.add_subcommand(
       "inspect",
@@ -284,8 +317,9 @@ CommandMain AddInspectCommand(CLI::App& app, CommonFlags& flags) {
       "instance) and print it");
   auto what = std::make_shared<std::string>("tasks");
   cmd->add_option("what", *what,
-                  "tasks, machines, or digest (the state digest a restart "
-                  "of this data directory will report)")
+                  "tasks, machines (with named scalars and per-device use), "
+                  "or digest (the state digest a restart of this data "
+                  "directory will report)")
       ->check(CLI::IsMember({"tasks", "machines", "digest"}))
       ->capture_default_str();
   return [&flags, what]() {
@@ -317,16 +351,13 @@ CommandMain AddInspectCommand(CLI::App& app, CommonFlags& flags) {
             return absl::OkStatus();
           });
     } else {
-      std::cout << "machine_id rack task_slots\n";
-      status = (*store)->ScanPrefix(
-          storage::kMachinePrefix,
-          [](std::string_view, std::string_view value) {
-            auto machine = graph_manager::DecodeMachine(value);
-            if (!machine.ok()) return machine.status();
-            fmt::print("{} {} {}\n", machine->id.value(), machine->rack,
-                       machine->task_slots);
-            return absl::OkStatus();
-          });
+      // The whole state: device use and allocations are derived from the
+      // tasks (RestoreTask), as the graph manager derives them.
+      cluster::ClusterState state;
+      flow::FlowNetwork network;
+      v1::GraphManagerMeta meta;
+      status = graph_manager::RestoreState(**store, state, network, meta);
+      if (status.ok()) PrintMachines(state);
     }
     if (!status.ok()) {
       std::cerr << "flowsched inspect: " << status.ToString() << "\n";

@@ -10,14 +10,18 @@
 // round would decide, which equals the current placement once the
 // scheduler has settled.
 
+#include <algorithm>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flowsched/v1/state.pb.h"
 #include "fmt/format.h"
 #include "services/cluster/cluster_state.h"
+#include "services/cluster/resource_fit.h"
 #include "services/flow/explainer.h"
 #include "services/flow/flow_network.h"
 #include "services/flow/network_builder.h"
@@ -64,6 +68,33 @@ void PrintArcs(const flow::FlowNetwork& network,
                DescribeNode(network, arc.src), DescribeNode(network, arc.dst),
                arc.capacity, arc.cost, arc.flow);
   }
+}
+
+// Where a waiting task fits now by the one fit rule (cluster::FitTask, as
+// the graph manager checks decisions), and why not elsewhere: machines
+// counted per reason, most common first.
+void PrintFit(const cluster::ClusterState& state, const cluster::Task& task) {
+  size_t fits = 0;
+  std::map<std::string, size_t> reasons;
+  for (const auto& [id, machine] : state.machines()) {
+    const cluster::Fit fit = cluster::FitTask(machine, task.spec);
+    if (fit.fits()) {
+      ++fits;
+    } else {
+      ++reasons[fit.reason];
+    }
+  }
+  std::vector<std::pair<std::string, size_t>> order(reasons.begin(),
+                                                    reasons.end());
+  std::stable_sort(
+      order.begin(), order.end(),
+      [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string why;
+  for (const auto& [reason, count] : order) {
+    why += fmt::format("{}{} ({})", why.empty() ? "" : ", ", reason, count);
+  }
+  fmt::print("  fits {} of {} machines now{}\n", fits, state.machines().size(),
+             why.empty() ? "" : fmt::format("; the others: {}", why));
 }
 
 // Restores, solves and explains; the exit code as the command returns it.
@@ -137,6 +168,7 @@ int Explain(const std::string& data_dir, uint64_t task_id,
       network.node_count(), network.arc_count(),
       std::string(solver::kDefaultSolver), solution->total_cost);
   fmt::print("  next round: {}\n", explained->reason);
+  if (!task->running()) PrintFit(state, *task);
   if (!explained->path.empty()) {
     fmt::print("  path (cost {}):\n", explained->path_cost);
     PrintArcs(network, explained->path, "    ");

@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "fmt/format.h"
 #include "services/cluster/cluster_state.h"
+#include "services/cluster/resource_fit.h"
 #include "services/common/clock.h"
 #include "tools/sim/contender.h"
 
@@ -223,15 +224,10 @@ void Simulation::AfterRound(const RoundDecisions& round, int64_t now_us,
         ++result_.initial_placed;
       }
     }
-    // Place refuses what does not fit; this guards that promise.
+    // Place refuses what does not fit (cluster::FitTask); this guards that
+    // promise in every dimension, devices included.
     if (const cluster::Machine* m = state_.FindMachine(machine_id)) {
-      const bool over =
-          m->running.size() > m->task_slots ||
-          (m->capacity.cpu_millis > 0 &&
-           m->allocated.cpu_millis > m->capacity.cpu_millis) ||
-          (m->capacity.memory_bytes > 0 &&
-           m->allocated.memory_bytes > m->capacity.memory_bytes);
-      result_.capacity_violations += over ? 1 : 0;
+      result_.capacity_violations += cluster::WithinCapacity(*m) ? 0 : 1;
     }
   }
   result_.preempted += applied.preempted;

@@ -124,7 +124,7 @@ struct SimResult {
   uint64_t finished = 0;
   uint64_t rejected_events = 0;    // events the cluster state refused
   uint64_t preempted = 0, migrated = 0, stale = 0;
-  uint64_t capacity_violations = 0;  // machines seen over slots/CPU/memory
+  uint64_t capacity_violations = 0;  // machines seen over (WithinCapacity)
   LocalityBytes locality;          // input of every placement
   LocalityBytes warmup_locality;   // input of the tasks running after warm-up
   int64_t sim_end_us = 0;

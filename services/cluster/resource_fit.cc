@@ -1,0 +1,182 @@
+#include "services/cluster/resource_fit.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace flowsched::cluster {
+namespace {
+
+// A dimension a machine may leave unreported (capacity 0).
+bool FitsReported(int64_t capacity, int64_t allocated, int64_t request) {
+  return capacity == 0 || request <= 0 || allocated + request <= capacity;
+}
+
+std::string DevicePhrase(const AcceleratorRequest& ask) {
+  return ask.models.has_value()
+             ? absl::StrCat(absl::StrJoin(*ask.models, "|"), " device")
+             : std::string("device");
+}
+
+bool HasDeviceMemory(const Device& device, int64_t memory_bytes) {
+  return device.memory_bytes == 0 || memory_bytes <= device.memory_bytes;
+}
+
+bool HasFreeDeviceMemory(const Device& device, int64_t memory_bytes) {
+  return device.memory_bytes == 0 || memory_bytes <= 0 ||
+         device.used_memory_bytes + memory_bytes <= device.memory_bytes;
+}
+
+// Picks the devices for `ask`, or says why none fit.
+Fit FitDevices(const Machine& machine, const AcceleratorRequest& ask) {
+  Fit fit;
+  const uint32_t needed = ask.device_count();
+  uint32_t of_model = 0;
+  uint32_t with_memory = 0;
+  if (ask.milli == 0) {
+    for (uint32_t i = 0; i < machine.devices.size(); ++i) {
+      const Device& device = machine.devices[i];
+      if (!ask.AcceptsModel(device.model)) continue;
+      ++of_model;
+      if (!HasDeviceMemory(device, ask.memory_bytes)) continue;
+      ++with_memory;
+      if (device.used_milli != 0 || !device.tasks.empty()) continue;
+      if (fit.devices.size() < needed) {
+        fit.devices.push_back({i, device.capacity_milli});
+      }
+    }
+  } else {
+    const Device* best = nullptr;
+    uint32_t best_index = 0;
+    for (uint32_t i = 0; i < machine.devices.size(); ++i) {
+      const Device& device = machine.devices[i];
+      if (!ask.AcceptsModel(device.model)) continue;
+      ++of_model;
+      if (!HasDeviceMemory(device, ask.memory_bytes)) continue;
+      ++with_memory;
+      if (device.free_milli() < ask.milli ||
+          !HasFreeDeviceMemory(device, ask.memory_bytes)) {
+        continue;
+      }
+      // Strictly less: ties keep the lowest index.
+      if (best == nullptr || device.free_milli() < best->free_milli()) {
+        best = &device;
+        best_index = i;
+      }
+    }
+    if (best != nullptr) fit.devices.push_back({best_index, ask.milli});
+  }
+  if (fit.devices.size() == needed) return fit;
+  fit.devices.clear();
+  const std::string phrase = DevicePhrase(ask);
+  if (of_model < needed) {
+    fit.reason = absl::StrCat("no ", phrase);
+  } else if (with_memory < needed) {
+    fit.reason = absl::StrCat(phrase, " memory");
+  } else {
+    fit.reason = absl::StrCat("no free ", phrase);
+  }
+  return fit;
+}
+
+// The first of CPU, memory, network and the scalars that `request` does not
+// fit on `machine`; empty when all fit.
+std::string ResourceMisfit(const Machine& machine, const Resources& request) {
+  const Resources& capacity = machine.capacity;
+  const Resources& allocated = machine.allocated;
+  if (!FitsReported(capacity.cpu_millis, allocated.cpu_millis,
+                    request.cpu_millis)) {
+    return "cpu";
+  }
+  if (!FitsReported(capacity.memory_bytes, allocated.memory_bytes,
+                    request.memory_bytes)) {
+    return "memory";
+  }
+  if (!FitsReported(capacity.network_bytes_per_sec,
+                    allocated.network_bytes_per_sec,
+                    request.network_bytes_per_sec)) {
+    return "network";
+  }
+  for (const auto& [name, amount] : request.scalars) {
+    if (amount > 0 &&
+        allocated.scalars.Get(name) + amount > capacity.scalars.Get(name)) {
+      return name;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Fit FitTask(const Machine& machine, const TaskSpec& task) {
+  if (machine.free_slots() == 0) return Fit{.reason = "slots"};
+  if (std::string misfit = ResourceMisfit(machine, task.request);
+      !misfit.empty()) {
+    return Fit{.reason = std::move(misfit)};
+  }
+  if (task.accelerator.empty()) return Fit{};
+  return FitDevices(machine, task.accelerator);
+}
+
+bool Machine::Fits(const Resources& request) const {
+  return ResourceMisfit(*this, request).empty();
+}
+
+void AddResources(Resources& to, const Resources& r, int64_t sign) {
+  to.cpu_millis += sign * r.cpu_millis;
+  to.memory_bytes += sign * r.memory_bytes;
+  to.network_bytes_per_sec += sign * r.network_bytes_per_sec;
+  for (const auto& [name, amount] : r.scalars) {
+    to.scalars.Add(name, sign * amount);
+  }
+}
+
+void BookTask(Machine& machine, const TaskSpec& task,
+              const std::vector<DeviceShare>& devices) {
+  AddResources(machine.allocated, task.request, 1);
+  for (const DeviceShare& share : devices) {
+    Device& device = machine.devices[share.index];
+    device.used_milli += share.milli;
+    device.used_memory_bytes += task.accelerator.memory_bytes;
+    device.tasks.insert(task.id);
+  }
+}
+
+void UnbookTask(Machine& machine, const TaskSpec& task,
+                const std::vector<DeviceShare>& devices) {
+  AddResources(machine.allocated, task.request, -1);
+  for (const DeviceShare& share : devices) {
+    if (share.index >= machine.devices.size()) continue;
+    Device& device = machine.devices[share.index];
+    device.used_milli -= share.milli;
+    device.used_memory_bytes -= task.accelerator.memory_bytes;
+    device.tasks.erase(task.id);
+  }
+}
+
+bool WithinCapacity(const Machine& machine) {
+  const Resources& capacity = machine.capacity;
+  const Resources& allocated = machine.allocated;
+  const auto within = [](int64_t cap, int64_t alloc) {
+    return cap == 0 || alloc <= cap;
+  };
+  if (machine.running.size() > machine.task_slots ||
+      !within(capacity.cpu_millis, allocated.cpu_millis) ||
+      !within(capacity.memory_bytes, allocated.memory_bytes) ||
+      !within(capacity.network_bytes_per_sec,
+              allocated.network_bytes_per_sec)) {
+    return false;
+  }
+  for (const auto& [name, amount] : allocated.scalars) {
+    if (amount > capacity.scalars.Get(name)) return false;
+  }
+  return std::all_of(
+      machine.devices.begin(), machine.devices.end(), [](const Device& d) {
+        return d.used_milli <= d.capacity_milli &&
+               (d.memory_bytes == 0 || d.used_memory_bytes <= d.memory_bytes);
+      });
+}
+
+}  // namespace flowsched::cluster
