@@ -253,8 +253,7 @@ class RoundAssembler:
                 return Round(round_id, graph_epoch, worker, decisions, summary, stale, True)
             if graph_epoch < self.last_graph_epoch or (
                     self.current_solver_epoch and worker != self.current_solver_epoch):
-                self._ready.remove(answer)
-                self._fence(answer.key)
+                self._fence(answer.key)  # also takes it off _ready
                 continue
             fresh = [d for d in decisions if d.idempotency_key not in self._delivered]
             self.stats.duplicate_records += len(decisions) - len(fresh)
