@@ -18,11 +18,10 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+from ._generate import generate, proto_files
 
 _MODULES = ("events", "placements", "ledger", "rounds", "dead_letter")
 
@@ -30,46 +29,6 @@ _MODULES = ("events", "placements", "ledger", "rounds", "dead_letter")
 def _default_proto_dir() -> Path:
     # clients/python/flowsched_client/protos.py -> <repo>/proto
     return Path(__file__).resolve().parents[3] / "proto"
-
-
-def _proto_files(proto_dir: Path) -> list[Path]:
-    files = sorted((proto_dir / "flowsched" / "v1").glob("*.proto"))
-    if not files:
-        raise ImportError(
-            f"no flowsched/v1/*.proto under {proto_dir}; set FLOWSCHED_PROTO_DIR "
-            "to the repository's proto/ directory")
-    return files
-
-
-def generate(proto_dir: Path, out_dir: Path, protoc: str | None = None) -> None:
-    """Runs protoc --python_out on every flowsched/v1/*.proto into out_dir.
-
-    Writes into a temporary directory next to out_dir first and renames it,
-    so concurrent generators never see half-written modules.
-    """
-    protoc = protoc or os.environ.get("FLOWSCHED_PROTOC") or shutil.which("protoc")
-    if not protoc:
-        raise ImportError("protoc not found (Debian: protobuf-compiler); "
-                          "set FLOWSCHED_PROTOC or install the package")
-    files = _proto_files(proto_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".gen-", dir=out_dir.parent))
-    try:
-        subprocess.run(
-            [protoc, f"-I{proto_dir}", f"--python_out={tmp}",
-             *[str(f.relative_to(proto_dir)) for f in files]],
-            check=True, capture_output=True, text=True)
-    except subprocess.CalledProcessError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise ImportError(f"protoc failed: {e.stderr.strip()}") from e
-    for pkg in (tmp / "flowsched", tmp / "flowsched" / "v1"):
-        (pkg / "__init__.py").touch()
-    if out_dir.exists():
-        shutil.rmtree(out_dir, ignore_errors=True)
-    try:
-        tmp.rename(out_dir)
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)  # another process won the race
 
 
 def _has_modules(directory: Path) -> bool:
@@ -94,7 +53,7 @@ def _load():
             generate(proto_dir, gen_dir)
     else:
         digest = hashlib.sha256()
-        for f in _proto_files(proto_dir):
+        for f in proto_files(proto_dir):
             digest.update(f.name.encode())
             digest.update(f.read_bytes())
         cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
