@@ -271,13 +271,29 @@ class PublisherValidationTest(unittest.TestCase):
                     validate_event(event)
 
     def test_publisher_refuses_before_sending(self):
-        # No broker behind this address: the error must come before any send.
-        pub = EventPublisher("127.0.0.1:9", kafka={"message.timeout.ms": 1000, "log_level": 0})
+        class Recorder:
+            def __init__(self):
+                self.produced = []
+
+            def produce(self, topic, **kwargs):
+                self.produced.append((topic, kwargs))
+
+            def poll(self, timeout):
+                return 0
+
+        pub = EventPublisher("127.0.0.1:9", kafka={"log_level": 0})
+        pub._producer = Recorder()  # nothing may reach it
         with self.assertRaises(InvalidEventError):
             pub.submit_job(1, [dict(task_id=1, cpu_millis=-1)])
         with self.assertRaises(InvalidEventError):
             pub.add_machine(0, task_slots=1)
-        self.assertEqual(len(pub._producer), 0)
+        self.assertEqual(pub._producer.produced, [])
+        pub.add_machine(3, task_slots=2, cpu_millis=1000)
+        pub.set_policy("cpu-memory")
+        (topic, first), (_, second) = pub._producer.produced
+        self.assertEqual((topic, first["key"]), ("flowsched.events", "machine/3"))
+        self.assertNotIn("partition", first)  # murmur2 by key
+        self.assertEqual(second["partition"], 0)
 
     def test_keys(self):
         self.assertEqual(event_key(self.machine(machine_id=9)), "machine/9")
