@@ -9,6 +9,8 @@ packages=(
   libspdlog-dev libfmt-dev libabsl-dev libcli11-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev liblemon-dev
   kcat
+  # clients/python (flowsched_client) and its tests, run with /usr/bin/python3
+  python3-confluent-kafka python3-protobuf
   # libFuzzer target (tests/fuzz)
   clang libclang-rt-14-dev
   # the real Kafka 0.9 broker of deploy/kafka09.sh runs on Java 17

@@ -1,0 +1,189 @@
+"""PlacementSubscriber: the placements consumer contract behind one callback.
+
+    def act(round):            # flowsched_client.Round
+        for d in round.decisions:
+            start(d.task_id, d.machine_id)   # idempotent on d.idempotency_key
+
+    with PlacementSubscriber("127.0.0.1:9092", group="binder", on_round=act) as sub:
+        sub.run(stop=lambda: False)
+
+What it does (the rules are in assembler.py):
+- reads every partition of the placements topic with assign() (no group
+  rebalancing: a round spans all partitions, so one subscriber must see them
+  all); the consumer group only stores its offsets;
+- starts from the group's committed offsets, or, without any, from the
+  beginning (`start="earliest"`) or the end (`start="latest"`);
+- groups decisions by round, fences other solver and graph manager epochs,
+  drops duplicates, and calls `on_round` once per complete round, in round
+  order;
+- commits offsets synchronously only after `on_round` returned, and never
+  past a record of a round it has not delivered yet (a partly read round is
+  read again after a restart). If `on_round` raises, nothing is committed,
+  the exception propagates, and the same round is offered again by the next
+  poll (or, after a restart, by the next subscriber of the group);
+- with `confirm_with_ledger=True` also reads the ledger topic (from its
+  beginning, every start) and delivers a round only after the graph manager
+  applied it, without the decisions it rejected as stale (in `round.stale`).
+
+Delivery is exactly once per group while the subscriber runs and across
+clean restarts (close()); a crash between `on_round` returning and the
+commit delivers that round again to the next subscriber: act idempotently on
+the idempotency key if that matters.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Mapping, Optional
+
+from confluent_kafka import (OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError,
+                             KafkaException, TopicPartition)
+from google.protobuf.message import DecodeError
+
+from .assembler import Round, RoundAssembler
+from .protos import ledger_pb2, placements_pb2
+
+
+class PlacementSubscriber:
+    def __init__(self, brokers: str, group: str, on_round: Callable[[Round], None], *,
+                 topic_prefix: str = "flowsched.", start: str = "earliest",
+                 confirm_with_ledger: bool = False, legacy_broker: bool = False,
+                 kafka: Mapping[str, str] | None = None, metadata_timeout: float = 10.0):
+        if start not in ("earliest", "latest"):
+            raise ValueError("start must be 'earliest' or 'latest'")
+        self.topic = topic_prefix + "placements"
+        self.ledger_topic = topic_prefix + "ledger"
+        self.on_round = on_round
+        conf = {
+            "bootstrap.servers": brokers,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": start,
+            "session.timeout.ms": 6000,
+        }
+        if legacy_broker:
+            conf.update({"api.version.request": False,
+                         "broker.version.fallback": "0.9.0.1"})
+        conf.update(kafka or {})
+        self._consumer = Consumer(conf)
+        self._closed = False
+        try:
+            metadata = self._consumer.list_topics(self.topic, timeout=metadata_timeout)
+            topic_md = metadata.topics.get(self.topic)
+            if topic_md is None or topic_md.error is not None or not topic_md.partitions:
+                raise KafkaException(
+                    f"topic {self.topic} not found: {getattr(topic_md, 'error', None)}")
+            self.partitions = sorted(topic_md.partitions)
+            self.assembler = RoundAssembler(len(self.partitions), confirm_with_ledger)
+            committed = self._consumer.committed(
+                [TopicPartition(self.topic, p) for p in self.partitions],
+                timeout=metadata_timeout)
+            # partition -> next offset to read, once known
+            self._position: dict[int, int] = {}
+            # partition -> offset committed by this instance (or found committed)
+            self._committed: dict[int, int] = {}
+            assignment = []
+            for tp in committed:
+                if tp.error is not None:
+                    raise KafkaException(tp.error)
+                if tp.offset >= 0:
+                    self._position[tp.partition] = tp.offset
+                    self._committed[tp.partition] = tp.offset
+                    assignment.append(TopicPartition(self.topic, tp.partition, tp.offset))
+                else:
+                    assignment.append(TopicPartition(
+                        self.topic, tp.partition,
+                        OFFSET_BEGINNING if start == "earliest" else OFFSET_END))
+            if confirm_with_ledger:
+                assignment.append(TopicPartition(self.ledger_topic, 0, OFFSET_BEGINNING))
+            self._consumer.assign(assignment)
+        except Exception:
+            self._consumer.close()
+            raise
+
+    @property
+    def stats(self):
+        return self.assembler.stats
+
+    def poll(self, timeout: float = 1.0, max_records: int = 500) -> int:
+        """Reads what arrives within `timeout` seconds, delivers every round
+        that became complete, commits after each. Returns the number of rounds
+        delivered."""
+        messages = self._consumer.consume(num_messages=max_records, timeout=timeout)
+        for msg in messages:
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    continue
+                if err.fatal():
+                    raise KafkaException(err)
+                continue  # transient: librdkafka retries by itself
+            if msg.topic() == self.ledger_topic:
+                record = ledger_pb2.LedgerRecord()
+                try:
+                    record.ParseFromString(msg.value())
+                except DecodeError:
+                    continue
+                self.assembler.add_ledger(record)
+                continue
+            record = placements_pb2.PlacementRecord()
+            try:
+                record.ParseFromString(msg.value() or b"")
+            except DecodeError:
+                record = None
+            self.assembler.add(msg.partition(), msg.offset(), record)
+            self._position[msg.partition()] = msg.offset() + 1
+        return self._deliver()
+
+    def _deliver(self) -> int:
+        delivered = 0
+        while True:
+            round_ = self.assembler.next_round()
+            if round_ is None:
+                break
+            self.on_round(round_)  # raises: nothing committed, offered again
+            self.assembler.commit(round_)
+            self.commit()
+            delivered += 1
+        return delivered
+
+    def commit(self) -> None:
+        """Commits, per partition, the position read so far, but never past a
+        record that a round not yet delivered still needs."""
+        held = self.assembler.held_offsets()
+        offsets = []
+        for p, position in self._position.items():
+            offset = min(position, held.get(p, position))
+            if self._committed.get(p) != offset:
+                offsets.append(TopicPartition(self.topic, p, offset))
+        if offsets:
+            self._consumer.commit(offsets=offsets, asynchronous=False)
+            for tp in offsets:
+                self._committed[tp.partition] = tp.offset
+
+    def run(self, stop: Callable[[], bool] = lambda: False,
+            timeout: Optional[float] = None, poll_timeout: float = 0.5) -> int:
+        """Polls until stop() is true or `timeout` seconds passed. Returns the
+        rounds delivered."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delivered = 0
+        while not stop() and (deadline is None or time.monotonic() < deadline):
+            delivered += self.poll(poll_timeout)
+        return delivered
+
+    def close(self) -> None:
+        """Commits what is settled (see commit()) and leaves."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.commit()
+        finally:
+            self._consumer.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,306 @@
+"""Unit tests of the consumer contract (RoundAssembler, LedgerRounds) and of
+the publisher's local validation: synthetic records, no broker."""
+
+import unittest
+
+from flowsched_client import (InvalidEventError, LedgerRounds, RoundAssembler, event_key,
+                              events_pb2, ledger_pb2, placements_pb2, validate_event)
+from flowsched_client.publisher import EventPublisher
+
+P = 2  # partitions
+W, W2 = 1001, 2002  # worker epochs
+G = 7  # graph epoch
+
+
+def decision(round_id, task, machine, worker=W, graph=G):
+    r = placements_pb2.PlacementRecord()
+    d = r.decision
+    d.round_id, d.epoch, d.graph_epoch = round_id, worker, graph
+    d.task_id, d.machine_id, d.job_id = task, machine, 1
+    d.action = placements_pb2.ACTION_PLACE
+    d.idempotency_key = f"r{round_id}/t{task}"
+    return r
+
+
+def marker(round_id, partition, count, total, worker=W, graph=G, addressed=None):
+    r = placements_pb2.PlacementRecord()
+    m = r.round_complete
+    m.round_id, m.epoch, m.graph_epoch = round_id, worker, graph
+    m.solver_epoch = worker if addressed is None else addressed
+    m.partition, m.partition_count = partition, P
+    m.partition_decisions, m.total_decisions = count, total
+    return r
+
+
+def resync(worker):
+    r = placements_pb2.PlacementRecord()
+    r.resync_request.epoch = worker
+    return r
+
+
+class Feed:
+    """Appends records to partitions with increasing offsets."""
+
+    def __init__(self, assembler):
+        self.a = assembler
+        self.next = {p: 0 for p in range(P)}
+
+    def __call__(self, partition, record):
+        offset = self.next[partition]
+        self.next[partition] += 1
+        self.a.add(partition, offset, record)
+        return offset
+
+
+def round_records(round_id, worker=W, graph=G, addressed=None):
+    """Round with tasks 1 (machine 2 -> p0), 2 (machine 3 -> p1), 3 (machine 4 -> p0)."""
+    return [(0, decision(round_id, 1, 2, worker, graph)),
+            (1, decision(round_id, 2, 3, worker, graph)),
+            (0, decision(round_id, 3, 4, worker, graph)),
+            (0, marker(round_id, 0, 2, 3, worker, graph, addressed)),
+            (1, marker(round_id, 1, 1, 3, worker, graph, addressed))]
+
+
+def deliver_all(a):
+    out = []
+    while (r := a.next_round()) is not None:
+        a.commit(r)
+        out.append(r)
+    return out
+
+
+class RoundAssemblerTest(unittest.TestCase):
+    def test_complete_round_delivered_once(self):
+        a = RoundAssembler(P)
+        feed = Feed(a)
+        for p, rec in round_records(5)[:-1]:
+            feed(p, rec)
+        self.assertIsNone(a.next_round(), "partition 1's marker is missing")
+        self.assertEqual(a.held_offsets(), {0: 0, 1: 0})
+        feed(*round_records(5)[-1])
+        rounds = deliver_all(a)
+        self.assertEqual(len(rounds), 1)
+        self.assertEqual(sorted(d.task_id for d in rounds[0].decisions), [1, 2, 3])
+        self.assertEqual(a.held_offsets(), {})
+        # The whole answer again (a re-publication, a seek back): nothing.
+        for p, rec in round_records(5):
+            feed(p, rec)
+        self.assertEqual(deliver_all(a), [])
+        self.assertEqual(a.stats.duplicate_records, 5)
+
+    def test_duplicate_decision_inside_an_answer_counts_once(self):
+        a = RoundAssembler(P)
+        feed = Feed(a)
+        recs = round_records(5)
+        recs.insert(1, recs[0])  # task 1's decision twice in partition 0
+        for p, rec in recs:
+            feed(p, rec)
+        (r,) = deliver_all(a)
+        self.assertEqual(len(r.decisions), 3)
+        self.assertEqual(a.stats.duplicate_records, 1)
+
+    def test_count_mismatch_drops_the_answer(self):
+        a = RoundAssembler(P)
+        feed = Feed(a)
+        for p, rec in round_records(5)[1:]:  # task 1's decision lost
+            feed(p, rec)
+        self.assertEqual(deliver_all(a), [])
+        self.assertEqual(a.stats.dropped_answers, 1)
+        self.assertEqual(a.held_offsets(), {})
+
+    def test_unaddressed_worker_is_fenced(self):
+        a = RoundAssembler(P)
+        feed = Feed(a)
+        for p, rec in round_records(5, worker=W2, addressed=W):
+            feed(p, rec)
+        self.assertEqual(deliver_all(a), [])
+        self.assertGreater(a.stats.fenced_records, 0)
+        # The addressed worker's answer of the same round still counts.
+        for p, rec in round_records(5):
+            feed(p, rec)
+        self.assertEqual([r.solver_epoch for r in deliver_all(a)], [W])
+
+    def test_resync_makes_a_worker_current(self):
+        a = RoundAssembler(P)
+        feed = Feed(a)
+        for p, rec in round_records(5):
+            feed(p, rec)
+        self.assertEqual(len(deliver_all(a)), 1)
+        self.assertEqual(a.current_solver_epoch, W)
+        # W2 takes over; its first decision (partition 1) is read before its
+        # ResyncRequest on partition 0: it must still count.
+        feed(1, decision(6, 2, 3, worker=W2))
+        feed(0, resync(W2))
+        # A late answer of the old worker to round 6 is fenced.
+        for p, rec in round_records(6, worker=W):
+            feed(p, rec)
+        for p, rec in round_records(6, worker=W2):
+            if rec.WhichOneof("record") == "decision" and rec.decision.task_id == 2:
+                continue  # read above
+            feed(p, rec)
+        rounds = deliver_all(a)
+        self.assertEqual([(r.round_id, r.solver_epoch) for r in rounds], [(6, W2)])
+        self.assertEqual(len(rounds[0].decisions), 3)
+
+    def test_older_graph_epoch_after_a_newer_one_is_fenced(self):
+        a = RoundAssembler(P)
+        feed = Feed(a)
+        for p, rec in round_records(5, graph=G + 1):
+            feed(p, rec)
+        deliver_all(a)
+        for p, rec in round_records(6, graph=G):
+            feed(p, rec)
+        self.assertEqual(deliver_all(a), [])
+        self.assertGreater(a.stats.fenced_records, 0)
+
+    def test_round_stays_pending_until_committed(self):
+        a = RoundAssembler(P)
+        feed = Feed(a)
+        for p, rec in round_records(5):
+            feed(p, rec)
+        first = a.next_round()
+        again = a.next_round()  # the callback raised: not committed
+        self.assertEqual(first.round_id, again.round_id)
+        self.assertEqual(a.held_offsets(), {0: 0, 1: 0})
+        a.commit(again)
+        self.assertIsNone(a.next_round())
+
+    def test_a_later_round_settles_an_incomplete_older_one(self):
+        a = RoundAssembler(P)
+        feed = Feed(a)
+        for p, rec in round_records(5)[:3]:  # the worker died mid-round
+            feed(p, rec)
+        for p, rec in round_records(6):
+            feed(p, rec)
+        self.assertEqual([r.round_id for r in deliver_all(a)], [6])
+        self.assertEqual(a.held_offsets(), {})
+
+
+def ledger_round(seq, epoch, round_id, stale_tasks=(), worker=W, graph=G):
+    rec = ledger_pb2.LedgerRecord(seq=seq, epoch=epoch)
+    applied = rec.steps.add().round
+    applied.round_id, applied.graph_epoch = round_id, graph
+    for _, r in round_records(round_id, worker, graph):
+        if r.WhichOneof("record") != "decision":
+            continue
+        d = applied.decisions.add()
+        d.decision.CopyFrom(r.decision)
+        d.applied = r.decision.task_id not in stale_tasks
+        d.stale_reason = "" if d.applied else "task finished"
+    return rec
+
+
+def claim(seq, epoch):
+    rec = ledger_pb2.LedgerRecord(seq=seq, epoch=epoch)
+    rec.claim.epoch = epoch
+    return rec
+
+
+class LedgerModeTest(unittest.TestCase):
+    def test_waits_for_the_ledger_and_separates_stale(self):
+        a = RoundAssembler(P, confirm_with_ledger=True)
+        feed = Feed(a)
+        for p, rec in round_records(5):
+            feed(p, rec)
+        self.assertIsNone(a.next_round())
+        self.assertEqual(a.held_offsets(), {0: 0, 1: 0})
+        a.add_ledger(claim(1, G))
+        a.add_ledger(ledger_round(2, G, 5, stale_tasks=(3,)))
+        (r,) = deliver_all(a)
+        self.assertTrue(r.confirmed_by_ledger)
+        self.assertEqual(sorted(d.task_id for d in r.decisions), [1, 2])
+        self.assertEqual([(d.task_id, why) for d, why in r.stale], [(3, "task finished")])
+
+    def test_claim_fences_a_deposed_epoch(self):
+        ledger = LedgerRounds()
+        ledger.add(claim(1, G))
+        ledger.add(ledger_round(5, G, 5))  # a zombie's record ...
+        ledger.add(claim(5, G + 1))  # ... superseded by a claim at its seq
+        self.assertIsNone(ledger.find(5, G))
+        ledger.add(ledger_round(6, G, 6))  # arrives after the claim
+        self.assertIsNone(ledger.find(6, G))
+        ledger.add(ledger_round(6, G + 1, 6, graph=G + 1))
+        self.assertIsNotNone(ledger.find(6, G + 1))
+        ledger.add(ledger_round(6, G + 1, 7, graph=G + 1))  # seq 6 again: dup
+        self.assertIsNone(ledger.find(7, G + 1))
+
+    def test_sliced_record_is_assembled(self):
+        whole = ledger_round(3, G, 5).SerializeToString()
+        ledger = LedgerRounds()
+        cut = len(whole) // 2
+        for i, part in enumerate((whole[:cut], whole[cut:])):
+            ledger.add(ledger_pb2.LedgerRecord(seq=3, epoch=G, part=i, part_count=2,
+                                               part_bytes=part))
+            self.assertEqual(ledger.find(5, G) is not None, i == 1)
+
+
+class PublisherValidationTest(unittest.TestCase):
+    def machine(self, **fields):
+        e = events_pb2.ClusterEvent()
+        e.machine_added.machine_id = fields.pop("machine_id", 1)
+        e.machine_added.task_slots = fields.pop("task_slots", 4)
+        for k, v in fields.items():
+            setattr(e.machine_added.capacity, k, v)
+        return e
+
+    def test_rejects_obvious_errors(self):
+        bad = [
+            (self.machine(machine_id=0), "machine_id must not be 0"),
+            (self.machine(task_slots=0), "task_slots = 0"),
+            (self.machine(cpu_millis=-5), "cpu_millis = -5"),
+            (events_pb2.ClusterEvent(), "no event"),
+        ]
+        job = events_pb2.ClusterEvent()
+        job.job_submitted.job_id = 1
+        job.job_submitted.tasks.add(task_id=1)
+        job.job_submitted.tasks.add(task_id=1)
+        bad.append((job, "lists task 1 twice"))
+        job0 = events_pb2.ClusterEvent()
+        job0.job_submitted.job_id = 0
+        bad.append((job0, "job_id must not be 0"))
+        neg = events_pb2.ClusterEvent()
+        neg.job_submitted.job_id = 2
+        neg.job_submitted.tasks.add(task_id=3).request.memory_bytes = -1
+        bad.append((neg, "memory_bytes = -1"))
+        task0 = events_pb2.ClusterEvent()
+        task0.task_finished.job_id = 1
+        bad.append((task0, "task_id must not be 0"))
+        for event, message in bad:
+            with self.subTest(message=message):
+                with self.assertRaisesRegex(InvalidEventError, message):
+                    validate_event(event)
+
+    def test_publisher_refuses_before_sending(self):
+        class Recorder:
+            def __init__(self):
+                self.produced = []
+
+            def produce(self, topic, **kwargs):
+                self.produced.append((topic, kwargs))
+
+            def poll(self, timeout):
+                return 0
+
+        pub = EventPublisher("127.0.0.1:9", kafka={"log_level": 0})
+        pub._producer = Recorder()  # nothing may reach it
+        with self.assertRaises(InvalidEventError):
+            pub.submit_job(1, [dict(task_id=1, cpu_millis=-1)])
+        with self.assertRaises(InvalidEventError):
+            pub.add_machine(0, task_slots=1)
+        self.assertEqual(pub._producer.produced, [])
+        pub.add_machine(3, task_slots=2, cpu_millis=1000)
+        pub.set_policy("cpu-memory")
+        (topic, first), (_, second) = pub._producer.produced
+        self.assertEqual((topic, first["key"]), ("flowsched.events", "machine/3"))
+        self.assertNotIn("partition", first)  # murmur2 by key
+        self.assertEqual(second["partition"], 0)
+
+    def test_keys(self):
+        self.assertEqual(event_key(self.machine(machine_id=9)), "machine/9")
+        e = events_pb2.ClusterEvent()
+        e.task_killed.job_id, e.task_killed.task_id = 4, 5
+        self.assertEqual(event_key(e), "job/4")
+
+
+if __name__ == "__main__":
+    unittest.main()
