@@ -53,6 +53,11 @@ AppliedRound ApplyRound(std::span<const Decision> decisions,
   const auto succeeded = [&](DecisionOutcome& outcome, Action action) {
     outcome.applied = true;
     outcome.stale_reason.clear();
+    if (action != Action::kPreempt) {
+      if (const cluster::Task* task = state.FindTask(decisions[outcome.index].task)) {
+        outcome.devices = task->devices;
+      }
+    }
     ++round.applied;
     round.placed += action == Action::kPlace;
     round.preempted += action == Action::kPreempt;

@@ -11,6 +11,8 @@
 // succeeds: a chain resolves, a cycle of full machines stays stale and is
 // decided again next round. A decision that does not apply (the task or
 // machine is gone, the machine is full) is stale and changes nothing.
+// Devices are the state's to choose: the solver's network bounds how many
+// tasks fit, the state picks which devices each applied task holds.
 
 #include <cstddef>
 #include <cstdint>
@@ -29,6 +31,9 @@ struct DecisionOutcome {
   size_t index = 0;          // the decision's position in the input
   bool applied = false;
   std::string stale_reason;  // empty when applied
+  // An applied placement or migration: the accelerator devices the state
+  // assigned the task on its new machine (cluster::FitTask's choice).
+  std::vector<cluster::DeviceShare> devices;
 };
 
 struct AppliedRound {

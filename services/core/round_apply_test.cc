@@ -171,5 +171,38 @@ TEST_F(RoundApplyTest, StartTimeComesFromTheCallerWhenGiven) {
   EXPECT_EQ(state_.FindTask(TaskId(1))->start_time_us, 123);
 }
 
+TEST_F(RoundApplyTest, AppliedPlacementsReportTheDevicesTheStateChose) {
+  cluster::MachineAdded gpus;
+  gpus.machine = MachineId(9);
+  gpus.rack = "r";
+  gpus.task_slots = 4;
+  cluster::AcceleratorGroup group;
+  group.count = 2;
+  group.model = "a10";
+  gpus.accelerators.push_back(group);
+  ASSERT_THAT(state_.Apply(Event(gpus), 0, changes_), IsOk());
+  cluster::JobSubmitted job;
+  job.job = JobId(2);
+  job.name = "g";
+  for (uint64_t t = 21; t <= 23; ++t) {
+    cluster::TaskSpec spec;
+    spec.id = TaskId(t);
+    spec.accelerator.whole = 1;
+    job.tasks.push_back(spec);
+  }
+  ASSERT_THAT(state_.Apply(Event(job), 0, changes_), IsOk());
+  // Three one-device tasks, two devices: the third is stale.
+  const std::vector<Decision> round = {Place(21, 9), Place(22, 9),
+                                       Place(23, 9)};
+  const AppliedRound applied = ApplyRound(round, state_, 0, changes_);
+  EXPECT_EQ(applied.applied, 2u);
+  ASSERT_EQ(applied.outcomes[0].devices.size(), 1u);
+  ASSERT_EQ(applied.outcomes[1].devices.size(), 1u);
+  EXPECT_NE(applied.outcomes[0].devices[0].index,
+            applied.outcomes[1].devices[0].index);
+  EXPECT_TRUE(applied.outcomes[2].devices.empty());
+  EXPECT_FALSE(applied.outcomes[2].stale_reason.empty());
+}
+
 }  // namespace
 }  // namespace flowsched::core

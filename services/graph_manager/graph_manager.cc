@@ -848,6 +848,14 @@ void GraphManager::ApplyRound(std::vector<v1::PlacementDecision> decisions,
     v1::LedgerDecision* entry = out.add_decisions();
     *entry->mutable_decision() = std::move(decisions[outcome.index]);
     entry->set_applied(outcome.applied);
+    // The devices the state chose, for the agents that bind them (a
+    // replayed ledger copy carries the original's: chosen again, the same).
+    entry->mutable_decision()->clear_device_indices();
+    entry->mutable_decision()->clear_device_milli();
+    for (const cluster::DeviceShare& share : outcome.devices) {
+      entry->mutable_decision()->add_device_indices(share.index);
+      entry->mutable_decision()->add_device_milli(share.milli);
+    }
     if (!outcome.applied) {
       entry->set_stale_reason(outcome.stale_reason);
       spdlog::debug("decision {} not applied: {}",

@@ -32,7 +32,8 @@ round_collector.*, services/solver_worker/README.md):
   ledger (ledger topic, LedgerRecord.RoundApplied) says which decisions of a
   round it applied and which it rejected as stale. In this mode a complete
   answer is delivered only once its RoundApplied is known, with the applied
-  decisions in `decisions` and the rejected ones in `stale`; the ledger, not
+  decisions in `decisions` (the graph manager's copies, which name the
+  accelerator devices it assigned) and the rejected ones in `stale`; the ledger, not
   the fencing heuristics above, then decides whether the round counts.
 
 Offsets: pending (not yet delivered) answers hold the offsets of their
@@ -249,7 +250,10 @@ class RoundAssembler:
                     continue
                 stale = [(d, outcome[d.idempotency_key].stale_reason) for d in decisions
                          if not outcome[d.idempotency_key].applied]
-                decisions = [d for d in decisions if outcome[d.idempotency_key].applied]
+                # The graph manager's applied copies: they name the
+                # accelerator devices it assigned (device_indices).
+                decisions = [outcome[d.idempotency_key].decision for d in decisions
+                             if outcome[d.idempotency_key].applied]
                 return Round(round_id, graph_epoch, worker, decisions, summary, stale, True)
             if graph_epoch < self.last_graph_epoch or (
                     self.current_solver_epoch and worker != self.current_solver_epoch):

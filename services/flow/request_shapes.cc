@@ -1,0 +1,165 @@
+#include "services/flow/request_shapes.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "services/cluster/resource_fit.h"
+#include "services/flow/constraints.h"
+
+namespace flowsched::flow {
+namespace {
+
+std::string AcceleratorText(const cluster::AcceleratorRequest& ask) {
+  std::string text = absl::StrCat("|acc=", ask.whole, "x", ask.milli, "m",
+                                  ask.memory_bytes, "b");
+  if (ask.models.has_value()) {
+    std::vector<std::string> models = *ask.models;
+    std::sort(models.begin(), models.end());
+    absl::StrAppend(&text, "[", absl::StrJoin(models, ","), "]");
+  }
+  return text;
+}
+
+// Widens `into` so that wherever it fits, `other` fits too.
+void Cover(cluster::TaskSpec& into, const cluster::TaskSpec& other) {
+  cluster::Resources& r = into.request;
+  const cluster::Resources& o = other.request;
+  r.cpu_millis = std::max(r.cpu_millis, o.cpu_millis);
+  r.memory_bytes = std::max(r.memory_bytes, o.memory_bytes);
+  r.network_bytes_per_sec =
+      std::max(r.network_bytes_per_sec, o.network_bytes_per_sec);
+  for (const auto& [name, amount] : o.scalars) {
+    r.scalars.Set(name, std::max(r.scalars.Get(name), amount));
+  }
+  cluster::AcceleratorRequest& a = into.accelerator;
+  const cluster::AcceleratorRequest& b = other.accelerator;
+  if (!b.empty()) {
+    if (a.empty()) {
+      a = b;
+    } else {
+      // Whole devices cover fractions; more devices cover fewer.
+      const uint32_t whole = std::max(a.whole, b.whole);
+      a.milli = whole > 0 ? 0 : std::max(a.milli, b.milli);
+      a.whole = whole;
+      a.memory_bytes = std::max(a.memory_bytes, b.memory_bytes);
+      if (b.models.has_value()) {
+        if (!a.models.has_value()) {
+          a.models = b.models;
+        } else {
+          std::vector<std::string> both;
+          for (const std::string& m : *a.models) {
+            if (b.AcceptsModel(m)) both.push_back(m);
+          }
+          // No common model: a model nobody has, so the shape waits.
+          if (both.empty()) both.push_back("");
+          a.models = std::move(both);
+        }
+      }
+    }
+  }
+  into.required_labels.insert(other.required_labels.begin(),
+                              other.required_labels.end());
+}
+
+}  // namespace
+
+std::string ShapeKey(const cluster::Task& task,
+                     const cluster::ClusterState& state) {
+  const cluster::Job* job = state.FindJob(task.job);
+  if (job != nullptr && job->different_machines) {
+    return absl::StrCat("cm|dm|", task.job.value());
+  }
+  const cluster::TaskSpec& spec = task.spec;
+  std::string key = absl::StrCat(
+      "cm|cpu=", spec.request.cpu_millis, "|mem=", spec.request.memory_bytes,
+      "|req=", SelectorText(spec.required_labels),
+      "|pref=", SelectorText(spec.preferred_labels));
+  if (spec.request.network_bytes_per_sec > 0) {
+    absl::StrAppend(&key, "|net=", spec.request.network_bytes_per_sec);
+  }
+  if (!spec.request.scalars.empty()) {
+    absl::StrAppend(&key, "|sc=");
+    for (const auto& [name, amount] : spec.request.scalars) {
+      absl::StrAppend(&key, name, ":", amount, ";");
+    }
+  }
+  if (!spec.accelerator.empty()) {
+    absl::StrAppend(&key, AcceleratorText(spec.accelerator));
+  }
+  return key;
+}
+
+std::vector<RequestShape> WaitingShapes(
+    const cluster::ClusterState& state,
+    const std::function<bool(const cluster::Task&)>& include) {
+  std::map<std::string, RequestShape> shapes;
+  for (const auto& [id, task] : state.tasks()) {
+    if (task.running() || (include && !include(task))) continue;
+    std::string key = ShapeKey(task, state);
+    RequestShape& shape = shapes[key];
+    if (shape.waiting == 0) {
+      shape.key = std::move(key);
+      shape.ask = task.spec;
+      shape.ask.input.clear();
+      shape.preferred = task.spec.preferred_labels;
+      const cluster::Job* job = state.FindJob(task.job);
+      if (job != nullptr && job->different_machines) {
+        shape.different_machines_job = task.job;
+      }
+    } else if (shape.different_machines_job.value() != 0) {
+      Cover(shape.ask, task.spec);
+      if (shape.preferred != task.spec.preferred_labels) {
+        shape.preferred.clear();
+      }
+    }
+    ++shape.waiting;
+  }
+  std::vector<RequestShape> out;
+  out.reserve(shapes.size());
+  for (auto& [key, shape] : shapes) out.push_back(std::move(shape));
+  return out;
+}
+
+void ReserveMachine(const cluster::Machine& machine,
+                    const cluster::ClusterState& state,
+                    const std::vector<RequestShape>& shapes, size_t rotation,
+                    const std::function<void(size_t, int64_t)>& reserved) {
+  int64_t slots = machine.free_slots();
+  if (shapes.empty() || slots <= 0) return;
+  // The machine's room as reservations use it up: what FitTask reads, with
+  // slots counted here (FitTask checks one by the running set).
+  std::optional<cluster::Machine> room;
+  for (size_t j = 0; j < shapes.size() && slots > 0; ++j) {
+    const size_t index = (rotation + j) % shapes.size();
+    const RequestShape& shape = shapes[index];
+    if (!LabelsMatch(machine.labels, shape.ask.required_labels)) continue;
+    int64_t limit = std::min(shape.waiting, slots);
+    if (shape.different_machines_job.value() != 0) {
+      const cluster::Job* job = state.FindJob(shape.different_machines_job);
+      if (job != nullptr && JobRunsOn(*job, machine)) continue;
+      limit = std::min<int64_t>(limit, 1);
+    }
+    if (!room.has_value()) {
+      room.emplace();
+      room->task_slots = static_cast<uint32_t>(slots) + 1;
+      room->capacity = machine.capacity;
+      room->allocated = machine.allocated;
+      room->devices = machine.devices;
+    }
+    int64_t n = 0;
+    while (n < limit) {
+      const cluster::Fit fit = cluster::FitTask(*room, shape.ask);
+      if (!fit.fits()) break;
+      cluster::BookTask(*room, shape.ask, fit.devices);
+      ++n;
+    }
+    if (n == 0) continue;
+    slots -= n;
+    reserved(index, n);
+  }
+}
+
+}  // namespace flowsched::flow

@@ -1,0 +1,62 @@
+#pragma once
+
+// Feasibility in the network: waiting tasks grouped by what they ask for
+// (request shapes), and each machine's free room reserved among the shapes
+// so that arcs shape -> machine, each with the count reserved as capacity,
+// are feasible together: any flow within them fits the machine in every
+// resource and device (cluster::FitTask, the one fit rule).
+//
+// Flow cannot express a multi-dimensional knapsack, and two shapes that
+// each fit a machine could jointly over-commit it; so a machine's free
+// room is handed out shape by shape, greedily, in an order rotated per
+// machine (so that different machines favour different shapes). A shape
+// reserves min(its waiting tasks, how many of its ask still fit). Unused
+// reservations are released by the next round.
+//
+// Different machines (JobSubmitted.different_machines): the job's waiting
+// tasks form one shape of their own whose ask covers every task of it
+// (largest amounts, whole devices over fractions, the models every task
+// accepts, the union of required labels), reserved at most once per
+// machine and never on a machine where the job already runs.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "services/cluster/cluster_state.h"
+#include "services/common/strong_id.h"
+
+namespace flowsched::flow {
+
+struct RequestShape {
+  std::string key;        // ShapeKey of its tasks
+  cluster::TaskSpec ask;  // request, accelerator ask, required labels
+  std::map<std::string, std::string> preferred;  // empty if they differ
+  JobId different_machines_job;  // non-zero: the job's own shape
+  int64_t waiting = 0;
+};
+
+// The shape of a waiting task. Tasks without named scalars or an
+// accelerator ask keep the key the cpu-memory policy always gave them
+// ("cm|cpu=..|mem=..|req=..|pref=.."), so stored networks stay valid.
+std::string ShapeKey(const cluster::Task& task,
+                     const cluster::ClusterState& state);
+
+// The shapes of the waiting tasks that `include` accepts (all when null),
+// in key order (deterministic).
+std::vector<RequestShape> WaitingShapes(
+    const cluster::ClusterState& state,
+    const std::function<bool(const cluster::Task&)>& include = nullptr);
+
+// Reserves `machine`'s free room among `shapes`, starting at shape
+// `rotation % shapes.size()`; calls `reserved(index, n)` for each shape
+// with n > 0 tasks reserved. Honours free slots, every resource and device
+// (FitTask), required labels and the different-machines rule.
+void ReserveMachine(const cluster::Machine& machine,
+                    const cluster::ClusterState& state,
+                    const std::vector<RequestShape>& shapes, size_t rotation,
+                    const std::function<void(size_t, int64_t)>& reserved);
+
+}  // namespace flowsched::flow

@@ -1,0 +1,203 @@
+#include "services/flow/request_shapes.h"
+
+#include <random>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/cluster/resource_fit.h"
+#include "services/common/status_matchers.h"
+
+namespace flowsched::flow {
+namespace {
+
+using ::flowsched::testing::IsOk;
+
+cluster::ClusterEvent Event(cluster::EventBody body) {
+  return cluster::ClusterEvent{"e", 0, "test", std::move(body)};
+}
+
+cluster::MachineAdded Machine(uint64_t id, uint32_t slots, int64_t cpu,
+                              uint32_t gpus, int64_t gpu_milli = 1000) {
+  cluster::MachineAdded m;
+  m.machine = MachineId(id);
+  m.rack = "r";
+  m.task_slots = slots;
+  m.capacity.cpu_millis = cpu;
+  if (gpus > 0) {
+    cluster::AcceleratorGroup group;
+    group.count = gpus;
+    group.model = "a10";
+    group.milli_per_device = gpu_milli;
+    m.accelerators.push_back(group);
+  }
+  return m;
+}
+
+cluster::TaskSpec Ask(uint64_t id, int64_t cpu, uint32_t whole,
+                      int64_t milli) {
+  cluster::TaskSpec spec;
+  spec.id = TaskId(id);
+  spec.request.cpu_millis = cpu;
+  spec.accelerator.whole = whole;
+  spec.accelerator.milli = milli;
+  return spec;
+}
+
+TEST(RequestShapesTest, KeysOfPlainAsksAreTheCpuMemoryClassKeys) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  cluster::JobSubmitted job;
+  job.job = JobId(1);
+  job.name = "j";
+  cluster::TaskSpec plain;
+  plain.id = TaskId(1);
+  plain.request.cpu_millis = 500;
+  plain.request.memory_bytes = 1024;
+  job.tasks.push_back(plain);
+  job.tasks.push_back(Ask(2, 500, 0, 250));
+  ASSERT_THAT(state.Apply(Event(job), 0, changes), IsOk());
+  EXPECT_EQ(ShapeKey(*state.FindTask(TaskId(1)), state),
+            "cm|cpu=500|mem=1024|req=|pref=");
+  EXPECT_EQ(ShapeKey(*state.FindTask(TaskId(2)), state),
+            "cm|cpu=500|mem=0|req=|pref=|acc=0x250m0b");
+  const std::vector<RequestShape> shapes = WaitingShapes(state);
+  ASSERT_EQ(shapes.size(), 2u);
+  EXPECT_EQ(shapes[0].waiting, 1);
+}
+
+TEST(RequestShapesTest, DevicesBoundTheReservation) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  ASSERT_THAT(state.Apply(Event(Machine(1, 10, 0, 2)), 0, changes), IsOk());
+  cluster::JobSubmitted job;
+  job.job = JobId(1);
+  job.name = "j";
+  for (uint64_t t = 1; t <= 3; ++t) job.tasks.push_back(Ask(t, 0, 1, 0));
+  for (uint64_t t = 4; t <= 8; ++t) job.tasks.push_back(Ask(t, 0, 0, 400));
+  ASSERT_THAT(state.Apply(Event(job), 0, changes), IsOk());
+  const std::vector<RequestShape> shapes = WaitingShapes(state);
+  ASSERT_EQ(shapes.size(), 2u);
+  const cluster::Machine& machine = state.machines().at(MachineId(1));
+  for (size_t rotation = 0; rotation < 2; ++rotation) {
+    std::vector<int64_t> n(shapes.size(), 0);
+    ReserveMachine(machine, state, shapes, rotation,
+                   [&](size_t i, int64_t count) { n[i] = count; });
+    // Whole first: both devices; fractions first: both devices shared
+    // (two 400s each), no whole device left.
+    const bool whole_first = shapes[rotation].ask.accelerator.whole > 0;
+    const size_t whole = shapes[0].ask.accelerator.whole > 0 ? 0 : 1;
+    EXPECT_EQ(n[whole], whole_first ? 2 : 0) << rotation;
+    EXPECT_EQ(n[1 - whole], whole_first ? 0 : 4) << rotation;
+  }
+}
+
+// Whatever the machines, shapes and rotation: everything reserved fits
+// the machine together, as the graph manager's fit rule books it.
+TEST(RequestShapesTest, ReservationsNeverOverCommitAMachine) {
+  std::mt19937_64 random(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    cluster::ClusterState state;
+    cluster::ChangeSet changes;
+    const auto slots = static_cast<uint32_t>(random() % 12 + 1);
+    const auto gpus = static_cast<uint32_t>(random() % 5);
+    const int64_t cpu = static_cast<int64_t>(random() % 3) * 4000;
+    ASSERT_THAT(state.Apply(Event(Machine(1, slots, cpu, gpus,
+                                          random() % 2 ? 1000 : 700)),
+                            0, changes),
+                IsOk());
+    cluster::JobSubmitted job;
+    job.job = JobId(1);
+    job.name = "j";
+    const int tasks = static_cast<int>(random() % 20 + 1);
+    for (int t = 1; t <= tasks; ++t) {
+      const int kind = static_cast<int>(random() % 4);
+      job.tasks.push_back(Ask(static_cast<uint64_t>(t),
+                              static_cast<int64_t>(random() % 3) * 1000,
+                              kind == 1 ? static_cast<uint32_t>(random() % 3 + 1)
+                                        : 0,
+                              kind == 2 ? 100 * static_cast<int64_t>(
+                                                    random() % 9 + 1)
+                                        : 0));
+    }
+    ASSERT_THAT(state.Apply(Event(job), 0, changes), IsOk());
+    // Some tasks run already.
+    for (int t = 1; t <= tasks; t += 3) {
+      state.Place(TaskId(static_cast<uint64_t>(t)), MachineId(1), 0, changes)
+          .IgnoreError();
+    }
+    const std::vector<RequestShape> shapes = WaitingShapes(state);
+    const cluster::Machine& machine = state.machines().at(MachineId(1));
+    cluster::Machine room = machine;
+    int64_t total = 0;
+    ReserveMachine(machine, state, shapes, random() % 5,
+                   [&](size_t i, int64_t n) {
+                     EXPECT_LE(n, shapes[i].waiting);
+                     for (int64_t k = 0; k < n; ++k) {
+                       const cluster::Fit fit =
+                           cluster::FitTask(room, shapes[i].ask);
+                       ASSERT_TRUE(fit.fits()) << fit.reason;
+                       cluster::BookTask(room, shapes[i].ask, fit.devices);
+                     }
+                     total += n;
+                   });
+    EXPECT_LE(total, static_cast<int64_t>(machine.free_slots()));
+    EXPECT_TRUE(cluster::WithinCapacity(room));
+  }
+}
+
+TEST(RequestShapesTest, DifferentMachinesJobsGetOnePerMachineAndCoverAll) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  ASSERT_THAT(state.Apply(Event(Machine(1, 8, 0, 4)), 0, changes), IsOk());
+  ASSERT_THAT(state.Apply(Event(Machine(2, 8, 0, 4)), 0, changes), IsOk());
+  cluster::JobSubmitted job;
+  job.job = JobId(1);
+  job.name = "j";
+  job.different_machines = true;
+  job.tasks.push_back(Ask(1, 100, 0, 300));
+  job.tasks.push_back(Ask(2, 300, 2, 0));
+  job.tasks.push_back(Ask(3, 200, 0, 0));
+  ASSERT_THAT(state.Apply(Event(job), 0, changes), IsOk());
+  ASSERT_THAT(state.Place(TaskId(3), MachineId(1), 0, changes), IsOk());
+  const std::vector<RequestShape> shapes = WaitingShapes(state);
+  ASSERT_EQ(shapes.size(), 1u);
+  EXPECT_EQ(shapes[0].waiting, 2);
+  EXPECT_EQ(shapes[0].ask.request.cpu_millis, 300);
+  EXPECT_EQ(shapes[0].ask.accelerator.whole, 2u);  // covers the fraction
+  EXPECT_EQ(shapes[0].ask.accelerator.milli, 0);
+  int64_t on1 = 0, on2 = 0;
+  ReserveMachine(state.machines().at(MachineId(1)), state, shapes, 0,
+                 [&](size_t, int64_t n) { on1 = n; });
+  ReserveMachine(state.machines().at(MachineId(2)), state, shapes, 0,
+                 [&](size_t, int64_t n) { on2 = n; });
+  EXPECT_EQ(on1, 0);  // the job runs there
+  EXPECT_EQ(on2, 1);
+}
+
+TEST(RequestShapesTest, RequiredLabelsFilterMachines) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  cluster::MachineAdded labelled = Machine(1, 4, 0, 0);
+  labelled.labels["zone"] = "a";
+  ASSERT_THAT(state.Apply(Event(labelled), 0, changes), IsOk());
+  ASSERT_THAT(state.Apply(Event(Machine(2, 4, 0, 0)), 0, changes), IsOk());
+  cluster::JobSubmitted job;
+  job.job = JobId(1);
+  job.name = "j";
+  cluster::TaskSpec spec = Ask(1, 0, 0, 0);
+  spec.required_labels["zone"] = "a";
+  job.tasks.push_back(spec);
+  ASSERT_THAT(state.Apply(Event(job), 0, changes), IsOk());
+  const std::vector<RequestShape> shapes = WaitingShapes(state);
+  int64_t on1 = 0, on2 = 0;
+  ReserveMachine(state.machines().at(MachineId(1)), state, shapes, 0,
+                 [&](size_t, int64_t n) { on1 = n; });
+  ReserveMachine(state.machines().at(MachineId(2)), state, shapes, 0,
+                 [&](size_t, int64_t n) { on2 = n; });
+  EXPECT_EQ(on1, 1);
+  EXPECT_EQ(on2, 0);
+}
+
+}  // namespace
+}  // namespace flowsched::flow
