@@ -1,14 +1,60 @@
 #include "services/flow/load_spreading_policy.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
+#include <string>
 #include <span>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "services/common/status_macros.h"
 #include "services/flow/policy_walk.h"
+#include "services/flow/request_shapes.h"
 
 namespace flowsched::flow {
+
+bool LoadSpreadingPolicy::AsksForRoom(const cluster::Task& task) {
+  const cluster::Resources& r = task.spec.request;
+  return r.cpu_millis > 0 || r.memory_bytes > 0 ||
+         r.network_bytes_per_sec > 0 || !r.scalars.empty() ||
+         !task.spec.accelerator.empty() || !task.spec.required_labels.empty();
+}
+
+absl::Status LoadSpreadingPolicy::SyncShapeArcs(
+    const cluster::ClusterState& state,
+    const std::vector<RequestShape>& shapes,
+    const std::map<std::string, NodeId>& class_nodes,
+    NetworkBuilder& builder) const {
+  std::map<std::string, std::vector<DesiredArc>> class_arcs;
+  size_t machine_index = 0;
+  for (const auto& [machine_id, machine] : state.machines()) {
+    const NodeId machine_node = builder.FindMachineNode(machine_id);
+    const auto running = static_cast<int64_t>(machine.running.size());
+    ReserveMachine(
+        machine, state, shapes, machine_index++, [&](size_t i, int64_t n) {
+          // The k-th new task on the machine costs what X's k-th free
+          // slot piece costs: per_task_cost * (running + k - 1).
+          const int64_t pieces =
+              std::min<int64_t>(n, static_cast<int64_t>(kMaxArcSegments));
+          DesiredArc arc{machine_node, 1, params_.per_task_cost * running,
+                         {}};
+          for (int64_t k = 2; k <= pieces; ++k) {
+            arc.extra_segments.push_back(
+                {k == pieces ? n - k + 1 : 1,
+                 params_.per_task_cost * (running + k - 1)});
+          }
+          class_arcs[shapes[i].key].push_back(std::move(arc));
+        });
+  }
+  std::set<uint64_t> live;
+  for (const auto& [key, node] : class_nodes) {
+    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, class_arcs[key]));
+    live.insert(NetworkBuilder::StableKey(key));
+  }
+  RemoveAggregatorsExcept(NodeKind::kEquivalenceClass, live, builder);
+  return absl::OkStatus();
+}
 
 absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
                                        const cluster::ClusterState& state,
@@ -49,6 +95,15 @@ absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
         std::span<const ArcSegment>(slot_pieces).subspan(1)));
     FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, {{sink, slots, 0}}));
   }
+  // Waiting tasks that ask for resources, devices or labels go through
+  // their request shape's class, whose arcs carry what each machine has
+  // reserved for it (request_shapes.h); the others, through X.
+  const std::vector<RequestShape> shapes = WaitingShapes(state, AsksForRoom);
+  std::map<std::string, NodeId> class_nodes;
+  for (const RequestShape& shape : shapes) {
+    class_nodes[shape.key] = builder.EnsureAggregatorNode(
+        NodeKind::kEquivalenceClass, NetworkBuilder::StableKey(shape.key));
+  }
   FLOWSCHED_RETURN_IF_ERROR(SyncChangedTasks(
       changes, state, builder,
       [&](const cluster::Task& task, NodeId node, const TaskEnds& ends) {
@@ -58,10 +113,14 @@ absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
           arcs.push_back({ends.machine, 1, 0});
         } else {
           arcs.push_back({ends.job, 1, params_.unscheduled_cost});
-          arcs.push_back({aggregator, 1, 0});
+          arcs.push_back(
+              {AsksForRoom(task) ? class_nodes.at(ShapeKey(task, state))
+                                 : aggregator,
+               1, 0});
         }
         return builder.SetOutArcs(node, arcs);
       }));
+  FLOWSCHED_RETURN_IF_ERROR(SyncShapeArcs(state, shapes, class_nodes, builder));
   return DrainTasksAtSink(builder);
 }
 

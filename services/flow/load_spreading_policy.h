@@ -26,12 +26,25 @@
 //   task --(unscheduled_cost)--> U_job --(tasks of job)--> S
 //   running task --(0)--> its machine; --(preemption_cost)--> U_job
 //
+// Tasks that ask for resources (CPU, memory, network, named scalars),
+// accelerator devices or required labels would not fit every free slot:
+// a waiting one reaches machines through its request shape's class EC_s
+// instead of X (request_shapes.h). Each machine's free room is reserved
+// among the shapes, and EC_s -> M carries the reservation as capacity, its
+// pieces priced like X's free-slot pieces, so every placement fits:
+//   task --(0)--> EC_s --(convex, reserved count)--> M
+// Tasks that ask for nothing (the slot model) keep the network above.
+//
 // Running tasks keep a zero-cost arc to their machine and no arc to X, so
 // the policy never migrates; leaving a running task unscheduled costs more
 // than leaving a waiting one, so it never preempts for nothing.
 
 #include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
 
+#include "services/flow/request_shapes.h"
 #include "services/flow/scheduling_policy.h"
 
 namespace flowsched::flow {
@@ -58,6 +71,16 @@ class LoadSpreadingPolicy final : public SchedulingPolicy {
                     NetworkBuilder& builder) override;
 
  private:
+  // Whether a task asks for any resource, device or label, and so needs a
+  // machine with room for it rather than any free slot.
+  static bool AsksForRoom(const cluster::Task& task);
+  // Class -> machine arcs: each machine's reservation per shape, priced
+  // like X's free-slot pieces; classes without waiting tasks go.
+  absl::Status SyncShapeArcs(const cluster::ClusterState& state,
+                             const std::vector<RequestShape>& shapes,
+                             const std::map<std::string, NodeId>& class_nodes,
+                             NetworkBuilder& builder) const;
+
   LoadSpreadingParams params_;
 };
 

@@ -6,7 +6,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "services/cluster/resource_fit.h"
 #include "services/common/status_matchers.h"
+#include "services/flow/policy_test_util.h"
 #include "services/flow/placement_extractor.h"
 #include "services/solver/flow_checker.h"
 #include "services/solver/successive_shortest_path.h"
@@ -270,6 +272,69 @@ TEST(NetworkBuilderTest, RestoreFromNetworkRecoversEntityMaps) {
   network.AddNode({.kind = NodeKind::kSink});
   EXPECT_THAT(restored.RestoreFromNetwork(),
               StatusIs(absl::StatusCode::kDataLoss, "second node"));
+}
+
+// Tasks that ask for CPU or devices only get arcs where they fit: every
+// placement of every round applies (none stale), round after round, and the
+// rounds stop only when no waiting task fits anywhere.
+TEST_F(LoadSpreadingPolicyTest, TasksAskingForRoomArePlacedOnlyWhereTheyFit) {
+  for (uint64_t m = 1; m <= 4; ++m) {
+    cluster::MachineAdded added{MachineId(m), "r", {4000, 0, 0}, 4, {}};
+    if (m == 4) {
+      cluster::AcceleratorGroup gpus;
+      gpus.count = 2;
+      gpus.model = "a10";
+      added.accelerators.push_back(gpus);
+    }
+    Apply(added);
+  }
+  cluster::JobSubmitted job{JobId(7), "j", 0, {}};
+  for (uint64_t t = 1; t <= 12; ++t) {
+    cluster::TaskSpec spec;
+    spec.id = TaskId(t);
+    spec.request.cpu_millis = 1500;  // two per machine
+    job.tasks.push_back(spec);
+  }
+  for (uint64_t t = 13; t <= 15; ++t) {
+    cluster::TaskSpec spec;
+    spec.id = TaskId(t);
+    spec.accelerator.whole = 1;  // two fit, on machine 4 only
+    job.tasks.push_back(spec);
+  }
+  cluster::TaskSpec plain;
+  plain.id = TaskId(16);
+  job.tasks.push_back(plain);
+  Apply(job);
+  for (int round = 0; round < 10; ++round) {
+    Sync();
+    auto solved = testing::SolveNetwork(network_);
+    ASSERT_THAT(solved.status(), IsOk());
+    auto applied = testing::ApplyRound(*solved, state_, 2, changes_);
+    ASSERT_THAT(applied.status(), IsOk()) << "round " << round;
+    if (*applied == 0) break;
+  }
+  for (const auto& [id, machine] : state_.machines()) {
+    EXPECT_TRUE(cluster::WithinCapacity(machine)) << id;
+  }
+  size_t cpu_placed = 0, gpu_placed = 0;
+  for (const auto& [id, task] : state_.tasks()) {
+    if (!task.running()) {
+      // Waits only where it fits nowhere.
+      for (const auto& [mid, machine] : state_.machines()) {
+        EXPECT_FALSE(cluster::FitTask(machine, task.spec).fits())
+            << "task " << id << " waits but fits machine " << mid;
+      }
+      continue;
+    }
+    if (id.value() <= 12) ++cpu_placed;
+    if (id.value() >= 13 && id.value() <= 15) {
+      ++gpu_placed;
+      EXPECT_EQ(task.machine, MachineId(4));
+    }
+  }
+  EXPECT_EQ(cpu_placed, 8u);
+  EXPECT_EQ(gpu_placed, 2u);
+  EXPECT_TRUE(state_.FindTask(TaskId(16))->running());
 }
 
 }  // namespace
