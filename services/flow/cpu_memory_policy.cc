@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "services/common/status_macros.h"
@@ -52,11 +51,8 @@ absl::Status CpuMemoryPolicy::Sync(const cluster::ChangeSet& changes,
 
   // Shapes of the waiting tasks, in key order (deterministic).
   const std::vector<RequestShape> shapes = WaitingShapes(state);
-  std::map<std::string, NodeId> class_nodes;
-  for (const RequestShape& shape : shapes) {
-    class_nodes[shape.key] = builder.EnsureAggregatorNode(
-        NodeKind::kEquivalenceClass, NetworkBuilder::StableKey(shape.key));
-  }
+  const std::map<std::string, NodeId> class_nodes =
+      EnsureShapeNodes(shapes, builder);
 
   FLOWSCHED_RETURN_IF_ERROR(SyncChangedTasks(
       changes, state, builder,
@@ -66,7 +62,9 @@ absl::Status CpuMemoryPolicy::Sync(const cluster::ChangeSet& changes,
           arcs.push_back({ends.machine, 1, 0});
           arcs.push_back({ends.job, 1, params_.preemption_cost});
         } else {
-          arcs.push_back({class_nodes.at(ClassText(task, state)), 1, 0});
+          FLOWSCHED_ASSIGN_OR_RETURN(const NodeId shape,
+                                     ShapeNodeOf(task, state, class_nodes));
+          arcs.push_back({shape, 1, 0});
           arcs.push_back({ends.job, 1, params_.unscheduled_cost});
         }
         return builder.SetOutArcs(node, arcs);
@@ -103,15 +101,8 @@ absl::Status CpuMemoryPolicy::Sync(const cluster::ChangeSet& changes,
           class_arcs[shape.key].push_back(std::move(arc));
         });
   }
-  for (const auto& [text, node] : class_nodes) {
-    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, class_arcs[text]));
-  }
   // Classes without waiting tasks go (their in-arcs went with the tasks).
-  std::set<uint64_t> live;
-  for (const auto& [text, node] : class_nodes) {
-    live.insert(NetworkBuilder::StableKey(text));
-  }
-  RemoveAggregatorsExcept(NodeKind::kEquivalenceClass, live, builder);
+  FLOWSCHED_RETURN_IF_ERROR(SetShapeArcs(class_nodes, class_arcs, builder));
   return DrainTasksAtSink(builder);
 }
 

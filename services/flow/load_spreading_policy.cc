@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 #include <string>
 #include <span>
 #include <vector>
@@ -21,39 +20,78 @@ bool LoadSpreadingPolicy::AsksForRoom(const cluster::Task& task) {
          !task.spec.accelerator.empty() || !task.spec.required_labels.empty();
 }
 
+void LoadSpreadingPolicy::TrackWaiting(const cluster::ChangeSet& changes,
+                                       const cluster::ClusterState& state) {
+  const auto track = [&](TaskId id, const cluster::Task* task) {
+    if (task != nullptr && !task->running() && AsksForRoom(*task)) {
+      waiting_for_room_.insert(id);
+    } else {
+      waiting_for_room_.erase(id);
+    }
+  };
+  if (!tracking_) {
+    // A fresh policy (a start over a restored network): every task once.
+    for (const auto& [id, task] : state.tasks()) track(id, &task);
+    tracking_ = true;
+    return;
+  }
+  for (TaskId id : changes.tasks) track(id, state.FindTask(id));
+}
+
 absl::Status LoadSpreadingPolicy::SyncShapeArcs(
     const cluster::ClusterState& state,
     const std::vector<RequestShape>& shapes,
     const std::map<std::string, NodeId>& class_nodes,
     NetworkBuilder& builder) const {
+  // A shape's class gets arcs to its cheapest machines with room only:
+  // enough for its waiting tasks several times over. Arcs to every machine
+  // would be rebuilt each round (a new shape per arrival at 12,500
+  // machines: thousands of arcs in every delta) for choices the solver
+  // would not take, since costs grow with the running count. So machines
+  // are visited least loaded first, and a shape stops reserving once it
+  // has its share of machines; the visit stops when every shape has.
+  std::vector<size_t> wanted_machines(shapes.size());
+  size_t open_shapes = shapes.size();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    wanted_machines[i] = static_cast<size_t>(
+        std::max(params_.min_shape_machines,
+                 params_.shape_machines_per_task * shapes[i].waiting));
+  }
+  std::vector<std::vector<const cluster::Machine*>> by_running;
+  for (const auto& [id, machine] : state.machines()) {
+    if (machine.free_slots() == 0) continue;
+    const size_t running = machine.running.size();
+    if (by_running.size() <= running) by_running.resize(running + 1);
+    by_running[running].push_back(&machine);
+  }
   std::map<std::string, std::vector<DesiredArc>> class_arcs;
-  size_t machine_index = 0;
-  for (const auto& [machine_id, machine] : state.machines()) {
-    const NodeId machine_node = builder.FindMachineNode(machine_id);
-    const auto running = static_cast<int64_t>(machine.running.size());
-    ReserveMachine(
-        machine, state, shapes, machine_index++, [&](size_t i, int64_t n) {
-          // The k-th new task on the machine costs what X's k-th free
-          // slot piece costs: per_task_cost * (running + k - 1).
-          const int64_t pieces =
-              std::min<int64_t>(n, static_cast<int64_t>(kMaxArcSegments));
-          DesiredArc arc{machine_node, 1, params_.per_task_cost * running,
-                         {}};
-          for (int64_t k = 2; k <= pieces; ++k) {
-            arc.extra_segments.push_back(
-                {k == pieces ? n - k + 1 : 1,
-                 params_.per_task_cost * (running + k - 1)});
-          }
-          class_arcs[shapes[i].key].push_back(std::move(arc));
-        });
+  const auto wanted = [&](size_t i) { return wanted_machines[i] > 0; };
+  for (const auto& machines : by_running) {
+    for (const cluster::Machine* machine : machines) {
+      if (open_shapes == 0) break;
+      const NodeId machine_node = builder.FindMachineNode(machine->id);
+      const auto running = static_cast<int64_t>(machine->running.size());
+      ReserveMachine(
+          *machine, state, shapes, static_cast<size_t>(machine->id.value()),
+          [&](size_t i, int64_t n) {
+            // The k-th new task on the machine costs what X's k-th free
+            // slot piece costs: per_task_cost * (running + k - 1).
+            const int64_t pieces =
+                std::min<int64_t>(n, static_cast<int64_t>(kMaxArcSegments));
+            DesiredArc arc{machine_node, 1, params_.per_task_cost * running,
+                           {}};
+            for (int64_t k = 2; k <= pieces; ++k) {
+              arc.extra_segments.push_back(
+                  {k == pieces ? n - k + 1 : 1,
+                   params_.per_task_cost * (running + k - 1)});
+            }
+            class_arcs[shapes[i].key].push_back(std::move(arc));
+            if (--wanted_machines[i] == 0) --open_shapes;
+          },
+          wanted);
+    }
   }
-  std::set<uint64_t> live;
-  for (const auto& [key, node] : class_nodes) {
-    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, class_arcs[key]));
-    live.insert(NetworkBuilder::StableKey(key));
-  }
-  RemoveAggregatorsExcept(NodeKind::kEquivalenceClass, live, builder);
-  return absl::OkStatus();
+  return SetShapeArcs(class_nodes, class_arcs, builder);
 }
 
 absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
@@ -98,12 +136,10 @@ absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
   // Waiting tasks that ask for resources, devices or labels go through
   // their request shape's class, whose arcs carry what each machine has
   // reserved for it (request_shapes.h); the others, through X.
-  const std::vector<RequestShape> shapes = WaitingShapes(state, AsksForRoom);
-  std::map<std::string, NodeId> class_nodes;
-  for (const RequestShape& shape : shapes) {
-    class_nodes[shape.key] = builder.EnsureAggregatorNode(
-        NodeKind::kEquivalenceClass, NetworkBuilder::StableKey(shape.key));
-  }
+  TrackWaiting(changes, state);
+  const std::vector<RequestShape> shapes = ShapesOf(state, waiting_for_room_);
+  const std::map<std::string, NodeId> class_nodes =
+      EnsureShapeNodes(shapes, builder);
   FLOWSCHED_RETURN_IF_ERROR(SyncChangedTasks(
       changes, state, builder,
       [&](const cluster::Task& task, NodeId node, const TaskEnds& ends) {
@@ -113,10 +149,12 @@ absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
           arcs.push_back({ends.machine, 1, 0});
         } else {
           arcs.push_back({ends.job, 1, params_.unscheduled_cost});
-          arcs.push_back(
-              {AsksForRoom(task) ? class_nodes.at(ShapeKey(task, state))
-                                 : aggregator,
-               1, 0});
+          NodeId via = aggregator;
+          if (AsksForRoom(task)) {
+            FLOWSCHED_ASSIGN_OR_RETURN(via,
+                                       ShapeNodeOf(task, state, class_nodes));
+          }
+          arcs.push_back({via, 1, 0});
         }
         return builder.SetOutArcs(node, arcs);
       }));

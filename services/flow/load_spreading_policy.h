@@ -33,7 +33,11 @@
 // among the shapes, and EC_s -> M carries the reservation as capacity, its
 // pieces priced like X's free-slot pieces, so every placement fits:
 //   task --(0)--> EC_s --(convex, reserved count)--> M
-// Tasks that ask for nothing (the slot model) keep the network above.
+// EC_s has arcs to its cheapest machines only (LoadSpreadingParams:
+// machines are visited least loaded first, each shape reserving until it
+// has its share), so a round costs a visit of a few machines and a new
+// shape a delta of tens of arcs, not one per machine. Tasks that
+// ask for nothing (the slot model) keep the network above.
 //
 // Running tasks keep a zero-cost arc to their machine and no arc to X, so
 // the policy never migrates; leaving a running task unscheduled costs more
@@ -41,6 +45,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +60,10 @@ struct LoadSpreadingParams {
   // is always better than waiting.
   int64_t unscheduled_cost = 100'000;
   int64_t preemption_cost = 200'000;
+  // A request shape's class gets arcs to its cheapest machines with room
+  // only: max(min_shape_machines, shape_machines_per_task * waiting tasks).
+  int64_t min_shape_machines = 16;
+  int64_t shape_machines_per_task = 4;
 };
 
 class LoadSpreadingPolicy final : public SchedulingPolicy {
@@ -81,7 +90,16 @@ class LoadSpreadingPolicy final : public SchedulingPolicy {
                              const std::map<std::string, NodeId>& class_nodes,
                              NetworkBuilder& builder) const;
 
+  // Keeps waiting_for_room_ in step with the tasks `changes` names (all
+  // tasks on the first call).
+  void TrackWaiting(const cluster::ChangeSet& changes,
+                    const cluster::ClusterState& state);
+
   LoadSpreadingParams params_;
+  // Waiting tasks that AsksForRoom, so a round's shapes cost the waiting
+  // tasks, not a walk over every task.
+  std::set<TaskId> waiting_for_room_;
+  bool tracking_ = false;
 };
 
 }  // namespace flowsched::flow

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "services/cluster/resource_fit.h"
+#include "services/common/status_macros.h"
 #include "services/flow/constraints.h"
+#include "services/flow/policy_walk.h"
 
 namespace flowsched::flow {
 namespace {
@@ -92,49 +95,77 @@ std::string ShapeKey(const cluster::Task& task,
   return key;
 }
 
-std::vector<RequestShape> WaitingShapes(
-    const cluster::ClusterState& state,
-    const std::function<bool(const cluster::Task&)>& include) {
-  std::map<std::string, RequestShape> shapes;
-  for (const auto& [id, task] : state.tasks()) {
-    if (task.running() || (include && !include(task))) continue;
-    std::string key = ShapeKey(task, state);
-    RequestShape& shape = shapes[key];
-    if (shape.waiting == 0) {
-      shape.key = std::move(key);
-      shape.ask = task.spec;
-      shape.ask.input.clear();
-      shape.preferred = task.spec.preferred_labels;
-      const cluster::Job* job = state.FindJob(task.job);
-      if (job != nullptr && job->different_machines) {
-        shape.different_machines_job = task.job;
-      }
-    } else if (shape.different_machines_job.value() != 0) {
-      Cover(shape.ask, task.spec);
-      if (shape.preferred != task.spec.preferred_labels) {
-        shape.preferred.clear();
-      }
+namespace {
+
+void AddToShape(const cluster::Task& task, const cluster::ClusterState& state,
+                std::map<std::string, RequestShape>& shapes) {
+  std::string key = ShapeKey(task, state);
+  RequestShape& shape = shapes[key];
+  if (shape.waiting == 0) {
+    shape.key = std::move(key);
+    shape.ask = task.spec;
+    shape.ask.input.clear();
+    shape.preferred = task.spec.preferred_labels;
+    const cluster::Job* job = state.FindJob(task.job);
+    if (job != nullptr && job->different_machines) {
+      shape.different_machines_job = task.job;
     }
-    ++shape.waiting;
+  } else if (shape.different_machines_job.value() != 0) {
+    Cover(shape.ask, task.spec);
+    if (shape.preferred != task.spec.preferred_labels) shape.preferred.clear();
   }
+  ++shape.waiting;
+}
+
+std::vector<RequestShape> InKeyOrder(
+    std::map<std::string, RequestShape>& shapes) {
   std::vector<RequestShape> out;
   out.reserve(shapes.size());
   for (auto& [key, shape] : shapes) out.push_back(std::move(shape));
   return out;
 }
 
+}  // namespace
+
+std::vector<RequestShape> WaitingShapes(
+    const cluster::ClusterState& state,
+    const std::function<bool(const cluster::Task&)>& include) {
+  std::map<std::string, RequestShape> shapes;
+  for (const auto& [id, task] : state.tasks()) {
+    if (task.running() || (include && !include(task))) continue;
+    AddToShape(task, state, shapes);
+  }
+  return InKeyOrder(shapes);
+}
+
+std::vector<RequestShape> ShapesOf(const cluster::ClusterState& state,
+                                   const std::set<TaskId>& waiting) {
+  std::map<std::string, RequestShape> shapes;
+  for (TaskId id : waiting) {
+    if (const cluster::Task* task = state.FindTask(id)) {
+      AddToShape(*task, state, shapes);
+    }
+  }
+  return InKeyOrder(shapes);
+}
+
 void ReserveMachine(const cluster::Machine& machine,
                     const cluster::ClusterState& state,
                     const std::vector<RequestShape>& shapes, size_t rotation,
-                    const std::function<void(size_t, int64_t)>& reserved) {
+                    const std::function<void(size_t, int64_t)>& reserved,
+                    const std::function<bool(size_t)>& wanted) {
   int64_t slots = machine.free_slots();
   if (shapes.empty() || slots <= 0) return;
   // The machine's room as reservations use it up: what FitTask reads, with
   // slots counted here (FitTask checks one by the running set).
   std::optional<cluster::Machine> room;
-  for (size_t j = 0; j < shapes.size() && slots > 0; ++j) {
+  size_t misses = 0;
+  for (size_t j = 0; j < shapes.size() && slots > 0 && misses < kMaxMisses;
+       ++j) {
     const size_t index = (rotation + j) % shapes.size();
     const RequestShape& shape = shapes[index];
+    if (wanted && !wanted(index)) continue;
+    ++misses;  // until it gets some room below
     if (!LabelsMatch(machine.labels, shape.ask.required_labels)) continue;
     int64_t limit = std::min(shape.waiting, slots);
     if (shape.different_machines_job.value() != 0) {
@@ -157,9 +188,45 @@ void ReserveMachine(const cluster::Machine& machine,
       ++n;
     }
     if (n == 0) continue;
+    misses = 0;
     slots -= n;
     reserved(index, n);
   }
+}
+
+std::map<std::string, NodeId> EnsureShapeNodes(
+    const std::vector<RequestShape>& shapes, NetworkBuilder& builder) {
+  std::map<std::string, NodeId> nodes;
+  for (const RequestShape& shape : shapes) {
+    nodes[shape.key] = builder.EnsureAggregatorNode(
+        NodeKind::kEquivalenceClass, NetworkBuilder::StableKey(shape.key));
+  }
+  return nodes;
+}
+
+absl::StatusOr<NodeId> ShapeNodeOf(
+    const cluster::Task& task, const cluster::ClusterState& state,
+    const std::map<std::string, NodeId>& nodes) {
+  auto it = nodes.find(ShapeKey(task, state));
+  if (it == nodes.end()) {
+    return absl::InternalError(absl::StrCat("waiting task ",
+                                            task.spec.id.value(),
+                                            " has no request-shape class"));
+  }
+  return it->second;
+}
+
+absl::Status SetShapeArcs(
+    const std::map<std::string, NodeId>& nodes,
+    std::map<std::string, std::vector<DesiredArc>>& arcs,
+    NetworkBuilder& builder) {
+  std::set<uint64_t> live;
+  for (const auto& [key, node] : nodes) {
+    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, arcs[key]));
+    live.insert(NetworkBuilder::StableKey(key));
+  }
+  RemoveAggregatorsExcept(NodeKind::kEquivalenceClass, live, builder);
+  return absl::OkStatus();
 }
 
 }  // namespace flowsched::flow

@@ -22,11 +22,15 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "services/cluster/cluster_state.h"
 #include "services/common/strong_id.h"
+#include "services/flow/network_builder.h"
 
 namespace flowsched::flow {
 
@@ -50,13 +54,43 @@ std::vector<RequestShape> WaitingShapes(
     const cluster::ClusterState& state,
     const std::function<bool(const cluster::Task&)>& include = nullptr);
 
+// The shapes of the tasks `waiting` names (each must wait in `state`), in
+// key order: for a caller that keeps its waiting tasks itself, so a round
+// costs the waiting tasks, not every task.
+std::vector<RequestShape> ShapesOf(const cluster::ClusterState& state,
+                                   const std::set<TaskId>& waiting);
+
 // Reserves `machine`'s free room among `shapes`, starting at shape
 // `rotation % shapes.size()`; calls `reserved(index, n)` for each shape
 // with n > 0 tasks reserved. Honours free slots, every resource and device
-// (FitTask), required labels and the different-machines rule.
+// (FitTask), required labels and the different-machines rule. Shapes that
+// `wanted` (if given) refuses get nothing here. After kMaxMisses shapes in
+// a row that get nothing, the machine stops (its room is nearly used up;
+// the rotation lets other machines try the rest): a machine costs
+// O(kMaxMisses + shapes it serves), not O(shapes).
+inline constexpr size_t kMaxMisses = 32;
 void ReserveMachine(const cluster::Machine& machine,
                     const cluster::ClusterState& state,
                     const std::vector<RequestShape>& shapes, size_t rotation,
-                    const std::function<void(size_t, int64_t)>& reserved);
+                    const std::function<void(size_t, int64_t)>& reserved,
+                    const std::function<bool(size_t)>& wanted = nullptr);
+
+// One class aggregator (kEquivalenceClass, keyed by StableKey of the shape
+// key) per shape; returns shape key -> node.
+std::map<std::string, NodeId> EnsureShapeNodes(
+    const std::vector<RequestShape>& shapes, NetworkBuilder& builder);
+
+// The class node of a waiting `task`; Internal if its shape has none (a
+// policy bug: the shapes were not taken from the waiting tasks).
+absl::StatusOr<NodeId> ShapeNodeOf(const cluster::Task& task,
+                                   const cluster::ClusterState& state,
+                                   const std::map<std::string, NodeId>& nodes);
+
+// Gives each class exactly `arcs[key]` as out-arcs (none if absent) and
+// removes the class aggregators of shapes no longer waiting.
+absl::Status SetShapeArcs(
+    const std::map<std::string, NodeId>& nodes,
+    std::map<std::string, std::vector<DesiredArc>>& arcs,
+    NetworkBuilder& builder);
 
 }  // namespace flowsched::flow
