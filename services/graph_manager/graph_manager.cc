@@ -15,7 +15,7 @@
 #include "flowsched/v1/rounds.pb.h"
 #include "services/bus/dead_letter_publisher.h"
 #include "services/codec/decision_codec.h"
-#include "services/codec/round_codec.h"
+#include "services/codec/round_parts.h"
 #include "services/core/round_apply.h"
 #include "services/common/status_macros.h"
 #include "services/graph_manager/state_digest.h"
@@ -1008,22 +1008,8 @@ absl::Status GraphManager::MaybeCutRound() {
       snapshot ? network_.SnapshotChanges() : std::vector<flow::GraphChange>{};
   const std::vector<flow::GraphChange>& changes =
       snapshot ? snapshot_changes : pending_changes_;
-
-  // Cut the changes into records below the size limit, then number them.
-  std::vector<v1::SolverRound> parts(1, header);
-  size_t part_bytes = header.ByteSizeLong();
-  for (const flow::GraphChange& change : changes) {
-    v1::GraphChange encoded;
-    codec::EncodeChange(change, encoded);
-    const size_t change_bytes = encoded.ByteSizeLong() + 8;
-    if (part_bytes + change_bytes > options_.max_round_record_bytes &&
-        parts.back().changes_size() > 0) {
-      parts.push_back(header);
-      part_bytes = header.ByteSizeLong();
-    }
-    *parts.back().add_changes() = std::move(encoded);
-    part_bytes += change_bytes;
-  }
+  const std::vector<v1::SolverRound> parts =
+      codec::SplitRound(header, changes, options_.max_round_record_bytes);
   // Write-ahead: the round is durable as in flight before any part leaves,
   // so a restart after a crash in the middle still accepts its results
   // (which consumers may already act on) instead of orphaning them. Its id
@@ -1051,8 +1037,6 @@ absl::Status GraphManager::MaybeCutRound() {
   }
   absl::Status sent;
   for (size_t i = 0; i < parts.size() && sent.ok(); ++i) {
-    parts[i].set_part(static_cast<uint32_t>(i));
-    parts[i].set_part_count(static_cast<uint32_t>(parts.size()));
     sent = producer_->Produce(options_.topics.rounds, 0, "round",
                               parts[i].SerializeAsString());
   }

@@ -56,7 +56,8 @@ struct GraphManagerOptions {
   int poll_timeout_ms = 20;
   int round_timeout_ms = 15000;
   int status_interval_ms = 200;
-  // Rounds are split into records of at most this many bytes.
+  // Rounds are split into records of at most this many bytes
+  // (codec::SplitRound).
   size_t max_round_record_bytes = 512 * 1024;
   // Deterministic round cutting (both 0/false: rounds follow the clock,
   // cut whenever the network changed and no round is in flight).
