@@ -205,7 +205,7 @@ void SolverWorker::HandleRoundRecord(const bus::Record& record) {
     return;
   }
   max_graph_epoch_ = GraphEpoch(round.epoch());
-  const uint64_t part_round_id = round.round_id();
+  const RoundId part_round(round.round_id());
   const uint32_t part = round.part();
   switch (assembler_.Add(std::move(round))) {
     case codec::RoundAssembler::Progress::kIncomplete:
@@ -214,7 +214,7 @@ void SolverWorker::HandleRoundRecord(const bus::Record& record) {
       // The graph manager died mid-round, or this worker started in the
       // middle of one. The replica may be behind: resync.
       spdlog::warn("round {} part {} arrived without its predecessors",
-                   part_round_id, part);
+                   part_round.value(), part);
       if (synced_) {
         synced_ = false;
         RequestResync("a round arrived incomplete");
