@@ -31,8 +31,15 @@ std::ostream& operator<<(std::ostream& os, StrongId<T, Tag> id) {
 using JobId = StrongId<uint64_t, struct JobIdTag>;
 using TaskId = StrongId<uint64_t, struct TaskIdTag>;
 using MachineId = StrongId<uint64_t, struct MachineIdTag>;
+// A solver round, numbered by the graph manager that cut it.
 using RoundId = StrongId<uint64_t, struct RoundIdTag>;
-using Epoch = StrongId<uint64_t, struct EpochTag>;
+// A graph manager instance's epoch: claimed at every start, above every
+// epoch the ledger carried; rounds and ledger records carry it.
+using GraphEpoch = StrongId<uint64_t, struct GraphEpochTag>;
+// A solver worker instance's epoch: taken at its start, carried by every
+// record it publishes; the graph manager addresses rounds to one
+// (SolverRound.solver_epoch) and applies that one's answers only.
+using WorkerEpoch = StrongId<uint64_t, struct WorkerEpochTag>;
 
 }  // namespace flowsched
 

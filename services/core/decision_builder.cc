@@ -39,8 +39,8 @@ std::vector<Decision> BuildDecisions(
   return decisions;
 }
 
-std::string IdempotencyKey(uint64_t round_id, uint64_t task_id) {
-  return absl::StrCat("r", round_id, "/t", task_id);
+std::string IdempotencyKey(RoundId round_id, TaskId task_id) {
+  return absl::StrCat("r", round_id.value(), "/t", task_id.value());
 }
 
 }  // namespace flowsched::core

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "services/common/strong_id.h"
 #include "services/core/decision.h"
 #include "services/flow/flow_network.h"
 #include "services/flow/placement_extractor.h"
@@ -21,6 +22,6 @@ std::vector<Decision> BuildDecisions(
     const std::vector<flow::TaskPlacement>& placements);
 
 // "r<round>/t<task>": stable, so a consumer that sees it twice acts once.
-std::string IdempotencyKey(uint64_t round_id, uint64_t task_id);
+std::string IdempotencyKey(RoundId round_id, TaskId task_id);
 
 }  // namespace flowsched::core

@@ -35,8 +35,9 @@ TEST(DecisionBuilderTest, DiffsPlacementsAgainstWhereTasksRun) {
 }
 
 TEST(DecisionBuilderTest, IdempotencyKeyIsStable) {
-  EXPECT_EQ(IdempotencyKey(12, 345), "r12/t345");
-  EXPECT_EQ(IdempotencyKey(12, 345), IdempotencyKey(12, 345));
+  EXPECT_EQ(IdempotencyKey(RoundId(12), TaskId(345)), "r12/t345");
+  EXPECT_EQ(IdempotencyKey(RoundId(12), TaskId(345)),
+            IdempotencyKey(RoundId(12), TaskId(345)));
 }
 
 }  // namespace

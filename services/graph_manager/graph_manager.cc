@@ -15,7 +15,7 @@
 #include "flowsched/v1/rounds.pb.h"
 #include "services/bus/dead_letter_publisher.h"
 #include "services/codec/decision_codec.h"
-#include "services/codec/round_codec.h"
+#include "services/codec/round_parts.h"
 #include "services/core/round_apply.h"
 #include "services/common/status_macros.h"
 #include "services/graph_manager/state_digest.h"
@@ -141,7 +141,7 @@ absl::Status GraphManager::Open() {
   // A new epoch per start, above every epoch the ledger ever carried (two
   // instances with their own stores must never share one): results cut by
   // an older instance are told apart, and the claim fences it off.
-  meta_.set_epoch(std::max(meta_.epoch(), history.max_epoch()) + 1);
+  meta_.set_epoch(std::max(epoch(), history.max_epoch()).value() + 1);
   if (meta_.next_round_id() == 0) meta_.set_next_round_id(1);
   meta_.set_format_version(kStoreFormatVersion);
   meta_.clear_clean_stop_digest();
@@ -165,12 +165,13 @@ absl::Status GraphManager::Open() {
       state_.tasks().size(), network_.node_count(), network_.arc_count(),
       digest_at_start_);
   FLOWSCHED_RETURN_IF_ERROR(AssignInputs());
-  collector_.set_solver_epoch(meta_.solver_epoch());
+  collector_.set_solver_epoch(solver_epoch());
   if (meta_.in_flight_round_id() != 0) {
     // Results of the round cut before the restart may still arrive. Parts
     // read before the restart are read again: the stored placements
     // offsets were held at them (held_placement_offsets_).
-    ExpectRound(meta_.in_flight_round_id(), meta_.in_flight_graph_epoch());
+    ExpectRound(RoundId(meta_.in_flight_round_id()),
+                GraphEpoch(meta_.in_flight_graph_epoch()));
     round_sent_steady_us_ = SteadyMicros();
   }
   return absl::OkStatus();
@@ -209,11 +210,11 @@ absl::Status GraphManager::OpenStore(const LedgerHistory& history) {
   if (meta_.ledger_seq() > 0) {
     const v1::LedgerRecord* same = history.Find(meta_.ledger_seq());
     if ((same != nullptr && same->epoch() != meta_.ledger_epoch()) ||
-        (same == nullptr && history.claimed_epoch() > meta_.epoch())) {
+        (same == nullptr && history.claimed_epoch() > epoch())) {
       return absl::DataLossError(absl::StrCat(
           "the store's history (ledger seq ", meta_.ledger_seq(), ", epoch ",
           meta_.ledger_epoch(), ") diverged from the ledger (claimed epoch ",
-          history.claimed_epoch(), ")"));
+          history.claimed_epoch().value(), ")"));
     }
   }
   network_.set_record_changes(true);
@@ -359,11 +360,12 @@ absl::Status GraphManager::ReplayRecord(const v1::LedgerRecord& record,
     // The state part of MaybeCutRound, at the original cut's time.
     FLOWSCHED_ASSIGN_OR_RETURN(auto refreshed, RefreshPrices());
     StageNetwork(refreshed, network_, batch);
-    const uint64_t round_id = record.cut().round_id();
-    meta_.set_next_round_id(std::max(meta_.next_round_id(), round_id + 1));
-    meta_.set_in_flight_round_id(round_id);
+    const RoundId round_id(record.cut().round_id());
+    meta_.set_next_round_id(
+        std::max(meta_.next_round_id(), round_id.value() + 1));
+    meta_.set_in_flight_round_id(round_id.value());
     meta_.set_in_flight_graph_epoch(record.epoch());
-    meta_.set_last_published_round_id(round_id);
+    meta_.set_last_published_round_id(round_id.value());
     meta_.set_cut_pending(false);
   }
   v1::LedgerRecord copy = record;
@@ -479,10 +481,10 @@ absl::Status GraphManager::Run(const std::atomic<bool>& stop) {
         options_.max_batch_records, options_.poll_timeout_ms);
     if (!records.empty()) FLOWSCHED_RETURN_IF_ERROR(ProcessRecords(records));
     // Step down before publishing anything more.
-    if (fenced_by_epoch_ != 0) {
+    if (fenced_by_epoch_.has_value()) {
       MaybeWriteStatus(/*force=*/true);
       return absl::AbortedError(absl::StrCat(
-          "fenced: the ledger shows epoch ", fenced_by_epoch_,
+          "fenced: the ledger shows epoch ", fenced_by_epoch_->value(),
           " claimed after this instance's epoch ", meta_.epoch()));
     }
     if (lease_ != nullptr && !lease_->Poll(0)) {
@@ -583,12 +585,12 @@ absl::Status GraphManager::ProcessRecords(
       next_offsets_[{record.topic, record.partition}] = record.offset + 1;
       v1::LedgerRecord ledger;
       if (ledger.ParseFromString(record.value) && ledger.has_claim() &&
-          ledger.claim().epoch() > meta_.epoch()) {
+          GraphEpoch(ledger.claim().epoch()) > epoch()) {
         spdlog::warn("epoch {} claimed by {}; this instance (epoch {}) "
                      "steps down",
                      ledger.claim().epoch(), ledger.claim().instance(),
                      meta_.epoch());
-        fenced_by_epoch_ = ledger.claim().epoch();
+        fenced_by_epoch_ = GraphEpoch(ledger.claim().epoch());
       }
       continue;
     } else {
@@ -668,7 +670,7 @@ void GraphManager::HandlePlacementRecord(const bus::Record& record,
     // Solver failover: the asking worker becomes the current one; rounds
     // are addressed to it and only its answers are applied from now on.
     meta_.set_solver_epoch(message.resync_request().epoch());
-    collector_.set_solver_epoch(meta_.solver_epoch());
+    collector_.set_solver_epoch(solver_epoch());
     // The asking solver cannot answer the round in flight. In
     // deterministic mode the same cut is re-sent as a snapshot at once
     // (nothing was consumed since), so rounds keep their places.
@@ -814,9 +816,9 @@ void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {
   ApplyRound(collector_.complete_decisions(), *round, changes);
   // No worker claimed the rounds yet (a store from before fencing): the
   // one whose answer was applied is current.
-  if (meta_.solver_epoch() == 0) {
+  if (solver_epoch() == WorkerEpoch()) {
     meta_.set_solver_epoch(summary.epoch());
-    collector_.set_solver_epoch(summary.epoch());
+    collector_.set_solver_epoch(solver_epoch());
   }
   const double latency_ms =
       static_cast<double>(SteadyMicros() - round_sent_steady_us_) / 1000.0;
@@ -965,7 +967,8 @@ void GraphManager::CheckRoundTimeout() {
   const int64_t waited_us = SteadyMicros() - round_sent_steady_us_;
   if (waited_us < int64_t{options_.round_timeout_ms} * 1000) return;
   spdlog::warn("round {} got no complete answer in {} ms; re-cutting as a "
-               "snapshot", collector_.round_id(), waited_us / 1000);
+               "snapshot",
+               collector_.round_id().value(), waited_us / 1000);
   ++rounds_timed_out_;
   collector_.Clear();
   // Abandoned: none of its parts is needed again, so the next commit stores
@@ -999,50 +1002,36 @@ absl::Status GraphManager::MaybeCutRound() {
   pending_changes_.insert(pending_changes_.end(), refreshed.begin(),
                           refreshed.end());
 
-  const uint64_t round_id = meta_.next_round_id();
+  const RoundId round_id(meta_.next_round_id());
   const bool snapshot = need_snapshot_;
   v1::SolverRound header;
-  header.set_round_id(round_id);
-  header.set_epoch(meta_.epoch());
+  header.set_round_id(round_id.value());
+  header.set_epoch(epoch().value());
   header.set_snapshot(snapshot);
   header.set_base_round_id(meta_.last_published_round_id());
   header.set_cut_time_us(clock_.NowMicros());
   header.set_deterministic(options_.deterministic());
-  header.set_solver_epoch(meta_.solver_epoch());
+  header.set_solver_epoch(solver_epoch().value());
   const std::vector<flow::GraphChange> snapshot_changes =
       snapshot ? network_.SnapshotChanges() : std::vector<flow::GraphChange>{};
   const std::vector<flow::GraphChange>& changes =
       snapshot ? snapshot_changes : pending_changes_;
-
-  // Cut the changes into records below the size limit, then number them.
-  std::vector<v1::SolverRound> parts(1, header);
-  size_t part_bytes = header.ByteSizeLong();
-  for (const flow::GraphChange& change : changes) {
-    v1::GraphChange encoded;
-    codec::EncodeChange(change, encoded);
-    const size_t change_bytes = encoded.ByteSizeLong() + 8;
-    if (part_bytes + change_bytes > options_.max_round_record_bytes &&
-        parts.back().changes_size() > 0) {
-      parts.push_back(header);
-      part_bytes = header.ByteSizeLong();
-    }
-    *parts.back().add_changes() = std::move(encoded);
-    part_bytes += change_bytes;
-  }
+  const std::vector<v1::SolverRound> parts =
+      codec::SplitRound(header, changes, options_.max_round_record_bytes);
   // Write-ahead: the round is durable as in flight before any part leaves,
   // so a restart after a crash in the middle still accepts its results
   // (which consumers may already act on) instead of orphaning them. Its id
   // is used up either way, so a partly published round is never mistaken
   // for its successor.
-  meta_.set_next_round_id(round_id + 1);
-  meta_.set_in_flight_round_id(round_id);
+  meta_.set_next_round_id(round_id.value() + 1);
+  meta_.set_in_flight_round_id(round_id.value());
   meta_.set_in_flight_graph_epoch(meta_.epoch());
   meta_.set_cut_pending(false);
   {
     // The ledger records the cut (and its time) so that a replay re-prices
     // at the same moment.
     v1::LedgerRecord cut;
-    cut.mutable_cut()->set_round_id(round_id);
+    cut.mutable_cut()->set_round_id(round_id.value());
     cut.mutable_cut()->set_snapshot(snapshot);
     storage::StateBatch batch;
     StageNetwork(refreshed, network_, batch);
@@ -1056,8 +1045,6 @@ absl::Status GraphManager::MaybeCutRound() {
   }
   absl::Status sent;
   for (size_t i = 0; i < parts.size() && sent.ok(); ++i) {
-    parts[i].set_part(static_cast<uint32_t>(i));
-    parts[i].set_part_count(static_cast<uint32_t>(parts.size()));
     sent = producer_->Produce(options_.topics.rounds, 0, "round",
                               parts[i].SerializeAsString());
   }
@@ -1068,14 +1055,14 @@ absl::Status GraphManager::MaybeCutRound() {
   if (!sent.ok()) {
     // The solver may have some parts or none; a snapshot next time is safe
     // either way. Back off so a broker outage is not hammered.
-    spdlog::warn("publishing round {} failed, retrying in {} ms: {}", round_id,
-                 publish_backoff_ms_, sent.ToString());
+    spdlog::warn("publishing round {} failed, retrying in {} ms: {}",
+                 round_id.value(), publish_backoff_ms_, sent.ToString());
     need_snapshot_ = true;
     pending_changes_.clear();
     // Parts may have reached the broker: keep listening for this round's
     // results until it times out, like any round in flight.
     round_sent_steady_us_ = SteadyMicros();
-    ExpectRound(round_id, meta_.epoch());
+    ExpectRound(round_id, epoch());
     next_publish_steady_us_ =
         SteadyMicros() + int64_t{publish_backoff_ms_} * 1000;
     publish_backoff_ms_ = std::min(publish_backoff_ms_ * 2, 5000);
@@ -1085,19 +1072,19 @@ absl::Status GraphManager::MaybeCutRound() {
   if (snapshot) ++snapshots_published_;
   ++rounds_published_;
   spdlog::debug("published round {} ({} with {} changes in {} records)",
-                round_id, snapshot ? "snapshot" : "delta", changes.size(),
-                parts.size());
+                round_id.value(), snapshot ? "snapshot" : "delta",
+                changes.size(), parts.size());
   need_snapshot_ = false;
   pending_changes_.clear();
   round_sent_steady_us_ = SteadyMicros();
-  ExpectRound(round_id, meta_.epoch());
+  ExpectRound(round_id, epoch());
   // Bookkeeping only (the base of the next delta); committed with the next
   // batch. Losing it to a crash is harmless: a restart sends a snapshot.
-  meta_.set_last_published_round_id(round_id);
+  meta_.set_last_published_round_id(round_id.value());
   return absl::OkStatus();
 }
 
-void GraphManager::ExpectRound(uint64_t round_id, uint64_t graph_epoch) {
+void GraphManager::ExpectRound(RoundId round_id, GraphEpoch graph_epoch) {
   // Holds of an earlier round were released when it stopped being in
   // flight; this round's start with the first records read for it.
   held_placement_offsets_.clear();
@@ -1149,9 +1136,9 @@ v1::GraphManagerStatus GraphManager::BuildStatus() const {
                           placements_redelivered_);
   s.set_ledger_pending(ledger_->pending());
   s.set_dead_letters_pending(dead_letters_->pending());
-  s.set_role(fenced_by_epoch_ != 0 || (lease_ != nullptr && !lease_->held())
-                 ? "standby"
-                 : "active");
+  const bool standby =
+      fenced_by_epoch_.has_value() || (lease_ != nullptr && !lease_->held());
+  s.set_role(standby ? "standby" : "active");
   return s;
 }
 

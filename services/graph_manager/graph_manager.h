@@ -31,6 +31,7 @@
 #include "services/cluster/cluster_state.h"
 #include "services/cluster/event_decoder.h"
 #include "services/common/clock.h"
+#include "services/common/strong_id.h"
 #include "services/core/policy_network.h"
 #include "services/flow/flow_network.h"
 #include "services/graph_manager/dead_letter_outbox.h"
@@ -55,7 +56,8 @@ struct GraphManagerOptions {
   int poll_timeout_ms = 20;
   int round_timeout_ms = 15000;
   int status_interval_ms = 200;
-  // Rounds are split into records of at most this many bytes.
+  // Rounds are split into records of at most this many bytes
+  // (codec::SplitRound).
   size_t max_round_record_bytes = 512 * 1024;
   // Deterministic round cutting (both 0/false: rounds follow the clock,
   // cut whenever the network changed and no round is in flight).
@@ -183,13 +185,18 @@ class GraphManager {
                              v1::LedgerRecord* ledger);
   absl::Status MaybeCutRound();
   // Starts collecting the answer of `round_id` (cut by `graph_epoch`).
-  void ExpectRound(uint64_t round_id, uint64_t graph_epoch);
+  void ExpectRound(RoundId round_id, GraphEpoch graph_epoch);
   // Stages the placements offsets a restart must resume from: the held
   // offset where a partition has one, else the next offset to consume.
   void StagePlacementOffsets(storage::StateBatch& batch) const;
   void CheckRoundTimeout();
   void MaybeWriteStatus(bool force);
   [[nodiscard]] v1::GraphManagerStatus BuildStatus() const;
+  // The meta's ids, typed (meta_ is the stored record and keeps raw ones).
+  [[nodiscard]] GraphEpoch epoch() const { return GraphEpoch(meta_.epoch()); }
+  [[nodiscard]] WorkerEpoch solver_epoch() const {
+    return WorkerEpoch(meta_.solver_epoch());
+  }
 
   GraphManagerOptions options_;
   const Clock& clock_;
@@ -204,7 +211,7 @@ class GraphManager {
   bool replaying_ = false;
   bus::LeaderLease* lease_ = nullptr;
   // A higher epoch's claim appeared in the ledger: step down at once.
-  uint64_t fenced_by_epoch_ = 0;
+  std::optional<GraphEpoch> fenced_by_epoch_;
   // Open() failed because the store is damaged (Create moves it aside).
   bool damaged_store_ = false;
   // Clock mode: the time of the batch being applied, one per batch so the

@@ -7,9 +7,8 @@
 
 namespace flowsched::graph_manager {
 
-std::vector<std::string> SplitLedgerRecord(std::string serialized,
-                                           uint64_t seq, uint64_t epoch,
-                                           size_t max_bytes) {
+std::vector<std::string> SplitLedgerRecord(std::string serialized, uint64_t seq,
+                                           GraphEpoch epoch, size_t max_bytes) {
   std::vector<std::string> parts;
   if (serialized.size() <= max_bytes) {
     // Most records: produced as they are, without another copy.
@@ -23,7 +22,7 @@ std::vector<std::string> SplitLedgerRecord(std::string serialized,
   for (size_t i = 0; i < count; ++i) {
     v1::LedgerRecord part;
     part.set_seq(seq);
-    part.set_epoch(epoch);
+    part.set_epoch(epoch.value());
     part.set_part(static_cast<uint32_t>(i));
     part.set_part_count(static_cast<uint32_t>(count));
     part.set_part_bytes(serialized.substr(i * slice_bytes, slice_bytes));
@@ -39,7 +38,8 @@ std::optional<v1::LedgerRecord> LedgerAssembler::Add(v1::LedgerRecord record) {
                   record.seq(), record.part(), record.part_count());
     return std::nullopt;
   }
-  const std::pair<uint64_t, uint64_t> key{record.seq(), record.epoch()};
+  const std::pair<uint64_t, GraphEpoch> key{record.seq(),
+                                            GraphEpoch(record.epoch())};
   if (assembled_.contains(key)) return std::nullopt;  // a late duplicate
   Partial& partial = partial_[key];
   if (partial.count == 0) partial.count = record.part_count();

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "flowsched/v1/ledger.pb.h"
+#include "services/common/strong_id.h"
 
 namespace flowsched::graph_manager {
 
@@ -33,7 +34,7 @@ inline constexpr size_t kMaxLedgerRecordBytes = 512 * 1024;
 // successor) may both write a large record at one seq: their slices must
 // not be mixed.
 std::vector<std::string> SplitLedgerRecord(
-    std::string serialized, uint64_t seq, uint64_t epoch,
+    std::string serialized, uint64_t seq, GraphEpoch epoch,
     size_t max_bytes = kMaxLedgerRecordBytes);
 
 class LedgerAssembler {
@@ -52,10 +53,10 @@ class LedgerAssembler {
     std::map<uint32_t, std::string> slices;
   };
   // By (seq, epoch of the writer).
-  std::map<std::pair<uint64_t, uint64_t>, Partial> partial_;
+  std::map<std::pair<uint64_t, GraphEpoch>, Partial> partial_;
   // Already assembled: late duplicate slices of these are dropped instead
   // of starting a set that would never complete.
-  std::set<std::pair<uint64_t, uint64_t>> assembled_;
+  std::set<std::pair<uint64_t, GraphEpoch>> assembled_;
 };
 
 }  // namespace flowsched::graph_manager

@@ -44,7 +44,8 @@ std::vector<v1::LedgerRecord> Parse(const std::vector<std::string>& bytes) {
 
 TEST(LedgerPartsTest, SmallRecordTravelsWhole) {
   const v1::LedgerRecord record = BigRound(3, 10);
-  const auto parts = SplitLedgerRecord(record.SerializeAsString(), 3, 7);
+  const auto parts =
+      SplitLedgerRecord(record.SerializeAsString(), 3, GraphEpoch(7));
   ASSERT_EQ(parts.size(), 1u);
   LedgerAssembler assembler;
   auto whole = assembler.Add(Parse(parts)[0]);
@@ -57,7 +58,7 @@ TEST(LedgerPartsTest, LargeRoundIsSlicedUnderTheLimitAndReassembled) {
   const v1::LedgerRecord record = BigRound(9, 150'000);
   const std::string bytes = record.SerializeAsString();
   ASSERT_GT(bytes.size(), 1'000'000u);
-  const auto parts = SplitLedgerRecord(bytes, 9, 7);
+  const auto parts = SplitLedgerRecord(bytes, 9, GraphEpoch(7));
   ASSERT_GT(parts.size(), 1u);
   for (const std::string& p : parts) EXPECT_LE(p.size(), kMaxLedgerRecordBytes);
   LedgerAssembler assembler;
@@ -78,8 +79,8 @@ TEST(LedgerPartsTest, DuplicatesAndInterleavingStillGiveTheRecord) {
   // another record may sit between them.
   const std::string big = BigRound(4, 60'000).SerializeAsString();
   const std::string next = BigRound(5, 70'000).SerializeAsString();
-  auto a = Parse(SplitLedgerRecord(big, 4, 7, 100'000));
-  auto b = Parse(SplitLedgerRecord(next, 5, 7, 100'000));
+  auto a = Parse(SplitLedgerRecord(big, 4, GraphEpoch(7), 100'000));
+  auto b = Parse(SplitLedgerRecord(next, 5, GraphEpoch(7), 100'000));
   ASSERT_GT(a.size(), 2u);
   std::vector<v1::LedgerRecord> stream;
   stream.insert(stream.end(), a.begin(), a.begin() + 2);  // cut off
@@ -105,10 +106,10 @@ TEST(LedgerPartsTest, SlicesOfTwoWritersAtOneSeqAreNotMixed) {
   v1::LedgerRecord new_round = BigRound(6, 50'000);
   new_round.set_epoch(8);
   new_round.mutable_steps(0)->mutable_round()->set_round_id(60);
-  auto a = Parse(SplitLedgerRecord(old_round.SerializeAsString(), 6, 7,
-                                   100'000));
-  auto b = Parse(SplitLedgerRecord(new_round.SerializeAsString(), 6, 8,
-                                   100'000));
+  auto a = Parse(SplitLedgerRecord(old_round.SerializeAsString(), 6,
+                                   GraphEpoch(7), 100'000));
+  auto b = Parse(SplitLedgerRecord(new_round.SerializeAsString(), 6,
+                                   GraphEpoch(8), 100'000));
   ASSERT_EQ(a.size(), b.size());
   LedgerAssembler assembler;
   std::vector<v1::LedgerRecord> done;

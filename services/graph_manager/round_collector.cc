@@ -4,7 +4,7 @@
 
 namespace flowsched::graph_manager {
 
-void RoundCollector::Expect(uint64_t round_id, uint64_t graph_epoch,
+void RoundCollector::Expect(RoundId round_id, GraphEpoch graph_epoch,
                             uint32_t partition_count) {
   Clear();
   round_id_ = round_id;
@@ -22,7 +22,7 @@ void RoundCollector::DropAnswers() {
   answers_.clear();
 }
 
-void RoundCollector::set_solver_epoch(uint64_t solver_epoch) {
+void RoundCollector::set_solver_epoch(WorkerEpoch solver_epoch) {
   if (solver_epoch != solver_epoch_) answers_.clear();
   solver_epoch_ = solver_epoch;
 }
@@ -59,11 +59,12 @@ bool RoundCollector::RepeatsCompleteAnswer(
 
 bool RoundCollector::Add(int32_t partition, int64_t offset,
                          const v1::PlacementRecord& record) {
-  const uint64_t worker_epoch =
-      record.has_decision()         ? record.decision().epoch()
-      : record.has_round_complete() ? record.round_complete().epoch()
-                                    : solver_epoch_;
-  if (solver_epoch_ != 0 && worker_epoch != solver_epoch_) {
+  const WorkerEpoch worker_epoch =
+      record.has_decision() ? WorkerEpoch(record.decision().epoch())
+      : record.has_round_complete()
+          ? WorkerEpoch(record.round_complete().epoch())
+          : solver_epoch_;
+  if (solver_epoch_ != WorkerEpoch() && worker_epoch != solver_epoch_) {
     ++fenced_;
     return false;
   }
@@ -77,12 +78,12 @@ bool RoundCollector::Add(int32_t partition, int64_t offset,
   }
   if (record.has_decision()) {
     const v1::PlacementDecision& decision = record.decision();
-    if (decision.round_id() != *round_id_ ||
-        decision.graph_epoch() != graph_epoch_) {
+    if (RoundId(decision.round_id()) != *round_id_ ||
+        GraphEpoch(decision.graph_epoch()) != graph_epoch_) {
       ++ignored_;
       return false;
     }
-    Answer& answer = answers_[decision.epoch()];
+    Answer& answer = answers_[worker_epoch];
     if (!Take(answer.taken, partition, offset)) {
       ++duplicates_;
       return false;
@@ -92,13 +93,14 @@ bool RoundCollector::Add(int32_t partition, int64_t offset,
   }
   if (!record.has_round_complete()) return false;
   const v1::RoundComplete& marker = record.round_complete();
-  if (marker.round_id() != *round_id_ || marker.graph_epoch() != graph_epoch_ ||
+  if (RoundId(marker.round_id()) != *round_id_ ||
+      GraphEpoch(marker.graph_epoch()) != graph_epoch_ ||
       marker.partition_count() != partition_count_ || partition < 0 ||
       static_cast<uint32_t>(partition) != marker.partition()) {
     ++ignored_;
     return false;
   }
-  Answer& answer = answers_[marker.epoch()];
+  Answer& answer = answers_[worker_epoch];
   if (!Take(answer.taken, partition, offset)) {
     ++duplicates_;
     return false;
@@ -111,7 +113,7 @@ bool RoundCollector::Add(int32_t partition, int64_t offset,
     // Markers all arrived but decisions are missing or too many (repeats
     // are not taken, so a solver fault): the answer is unusable. Drop it;
     // the round times out and is re-cut.
-    answers_.erase(marker.epoch());
+    answers_.erase(worker_epoch);
     ++ignored_;
     return false;
   }

@@ -34,23 +34,27 @@
 #include <vector>
 
 #include "flowsched/v1/placements.pb.h"
+#include "services/common/strong_id.h"
 
 namespace flowsched::graph_manager {
 
 class RoundCollector {
  public:
-  void Expect(uint64_t round_id, uint64_t graph_epoch,
+  void Expect(RoundId round_id, GraphEpoch graph_epoch,
               uint32_t partition_count);
   // Stops collecting: partial answers, and the offsets the last completed
   // answer took, are dropped.
   void Clear();
   // The only worker epoch whose answers count; 0 accepts any. Survives
   // Expect() and Clear(). Changing it drops answers collected so far.
-  void set_solver_epoch(uint64_t solver_epoch);
-  [[nodiscard]] uint64_t solver_epoch() const { return solver_epoch_; }
+  void set_solver_epoch(WorkerEpoch solver_epoch);
+  [[nodiscard]] WorkerEpoch solver_epoch() const { return solver_epoch_; }
   [[nodiscard]] bool expecting() const { return round_id_.has_value(); }
-  [[nodiscard]] uint64_t round_id() const { return round_id_.value_or(0); }
-  [[nodiscard]] uint64_t graph_epoch() const { return graph_epoch_; }
+  // The round expected; RoundId() (0) when none is.
+  [[nodiscard]] RoundId round_id() const {
+    return round_id_.value_or(RoundId());
+  }
+  [[nodiscard]] GraphEpoch graph_epoch() const { return graph_epoch_; }
 
   // Feeds one decoded record read from `partition` at `offset`. Returns
   // true if it completed the expected round; then complete_decisions() and
@@ -96,17 +100,17 @@ class RoundCollector {
       const v1::PlacementRecord& record) const;
   void DropAnswers();
 
-  std::optional<uint64_t> round_id_;
-  uint64_t graph_epoch_ = 0;
+  std::optional<RoundId> round_id_;
+  GraphEpoch graph_epoch_;
   uint32_t partition_count_ = 0;
-  std::map<uint64_t, Answer> answers_;  // by solver epoch
+  std::map<WorkerEpoch, Answer> answers_;
   std::vector<v1::PlacementDecision> complete_decisions_;
   v1::RoundComplete complete_summary_;
   // The offsets the completed answer took; empty when there is none.
   TakenOffsets complete_taken_;
   uint64_t ignored_ = 0;
   uint64_t duplicates_ = 0;
-  uint64_t solver_epoch_ = 0;
+  WorkerEpoch solver_epoch_;
   uint64_t fenced_ = 0;
 };
 

@@ -43,7 +43,7 @@ std::vector<uint64_t> CompleteTasks(const RoundCollector& c) {
 
 TEST(RoundCollectorTest, CompletesWhenEveryPartitionIsClosed) {
   RoundCollector c;
-  c.Expect(5, 3, 2);
+  c.Expect(RoundId(5), GraphEpoch(3), 2);
   EXPECT_FALSE(c.Add(0, 0, Decision(5, 9, 1)));
   EXPECT_FALSE(c.Add(0, 1, Marker(5, 9, 0, 2)));
   EXPECT_FALSE(c.Add(1, 0, Decision(5, 9, 2)));
@@ -54,7 +54,7 @@ TEST(RoundCollectorTest, CompletesWhenEveryPartitionIsClosed) {
 
 TEST(RoundCollectorTest, IgnoresOtherRoundsAndEpochs) {
   RoundCollector c;
-  c.Expect(5, 3, 2);
+  c.Expect(RoundId(5), GraphEpoch(3), 2);
   EXPECT_FALSE(c.Add(0, 0, Decision(4, 9, 1)));                     // old round
   EXPECT_FALSE(c.Add(0, 1, Decision(5, 9, 1, /*graph_epoch=*/2)));  // zombie
   EXPECT_FALSE(c.Add(0, 2, Marker(5, 9, 0, 0)));
@@ -65,7 +65,7 @@ TEST(RoundCollectorTest, IgnoresOtherRoundsAndEpochs) {
 
 TEST(RoundCollectorTest, MissingDecisionsMakeTheAnswerUnusable) {
   RoundCollector c;
-  c.Expect(5, 3, 2);
+  c.Expect(RoundId(5), GraphEpoch(3), 2);
   EXPECT_FALSE(c.Add(0, 0, Marker(5, 9, 0, 3)));
   EXPECT_FALSE(c.Add(1, 0, Decision(5, 9, 2)));
   EXPECT_FALSE(c.Add(1, 1, Marker(5, 9, 1, 3)));
@@ -74,7 +74,7 @@ TEST(RoundCollectorTest, MissingDecisionsMakeTheAnswerUnusable) {
 
 TEST(RoundCollectorTest, TwoSolversNeverMix) {
   RoundCollector c;
-  c.Expect(5, 3, 2);
+  c.Expect(RoundId(5), GraphEpoch(3), 2);
   EXPECT_FALSE(c.Add(0, 0, Decision(5, 100, 1)));
   EXPECT_FALSE(c.Add(0, 1, Decision(5, 200, 7)));
   EXPECT_FALSE(c.Add(0, 2, Marker(5, 200, 0, 1)));
@@ -87,7 +87,7 @@ TEST(RoundCollectorTest, TwoSolversNeverMix) {
 
 TEST(RoundCollectorTest, MarkerFromTheWrongPartitionIsIgnored) {
   RoundCollector c;
-  c.Expect(5, 3, 2);
+  c.Expect(RoundId(5), GraphEpoch(3), 2);
   EXPECT_FALSE(c.Add(1, 0, Marker(5, 9, 0, 0)));
   EXPECT_FALSE(c.Add(1, 1, Marker(5, 9, 1, 0)));
   EXPECT_TRUE(c.expecting());
@@ -95,8 +95,8 @@ TEST(RoundCollectorTest, MarkerFromTheWrongPartitionIsIgnored) {
 
 TEST(RoundCollectorTest, FencesAnswersFromOtherSolverEpochs) {
   RoundCollector c;
-  c.set_solver_epoch(9);
-  c.Expect(5, 3, 2);
+  c.set_solver_epoch(WorkerEpoch(9));
+  c.Expect(RoundId(5), GraphEpoch(3), 2);
   // A complete answer from the old worker 8 (paused, then resumed) for the
   // very round in flight: not applied, counted as fenced.
   EXPECT_FALSE(c.Add(0, 0, Decision(5, 8, 1)));
@@ -111,17 +111,18 @@ TEST(RoundCollectorTest, FencesAnswersFromOtherSolverEpochs) {
   ASSERT_EQ(c.complete_decisions().size(), 1u);
   EXPECT_EQ(c.complete_decisions()[0].task_id(), 2u);
   // The fence survives Expect and Clear.
-  c.Expect(6, 3, 2);
+  c.Expect(RoundId(6), GraphEpoch(3), 2);
   EXPECT_FALSE(c.Add(0, 4, Decision(6, 8, 1)));
   EXPECT_EQ(c.fenced_records(), 4u);
 }
 
 TEST(RoundCollectorTest, NewSolverEpochDropsPartialAnswers) {
   RoundCollector c;
-  c.Expect(5, 3, 2);  // no epoch known yet: any worker may answer
+  c.Expect(RoundId(5), GraphEpoch(3),
+           2);  // no epoch known yet: any worker may answer
   EXPECT_FALSE(c.Add(0, 0, Decision(5, 8, 1)));
   EXPECT_FALSE(c.Add(0, 1, Marker(5, 8, 0, 1)));
-  c.set_solver_epoch(9);  // a takeover
+  c.set_solver_epoch(WorkerEpoch(9));  // a takeover
   EXPECT_FALSE(c.Add(1, 0, Marker(5, 8, 1, 1)));
   EXPECT_EQ(c.fenced_records(), 1u);
   EXPECT_TRUE(c.expecting());
@@ -133,7 +134,7 @@ TEST(RoundCollectorTest, NewSolverEpochDropsPartialAnswers) {
 // markers' total and would be dropped).
 TEST(RoundCollectorTest, RepeatedDecisionAndMarkerAreTakenOnce) {
   RoundCollector c;
-  c.Expect(5, 3, 2);
+  c.Expect(RoundId(5), GraphEpoch(3), 2);
   EXPECT_FALSE(c.Add(0, 10, Decision(5, 9, 1)));
   EXPECT_FALSE(c.Add(0, 11, Decision(5, 9, 2)));
   EXPECT_FALSE(c.Add(0, 12, Marker(5, 9, 0, 3)));
@@ -154,7 +155,7 @@ TEST(RoundCollectorTest, RepeatedDecisionAndMarkerAreTakenOnce) {
 // round's) is ignored again, not counted as a duplicate.
 TEST(RoundCollectorTest, RewindOfOnePartitionMidRoundCompletesTheRound) {
   RoundCollector c;
-  c.Expect(5, 3, 2);
+  c.Expect(RoundId(5), GraphEpoch(3), 2);
   EXPECT_FALSE(c.Add(0, 5, Decision(5, 9, 1)));
   EXPECT_FALSE(c.Add(0, 6, Decision(5, 9, 2)));
   EXPECT_FALSE(c.Add(0, 7, Marker(5, 9, 0, 4)));
@@ -175,7 +176,7 @@ TEST(RoundCollectorTest, RewindOfOnePartitionMidRoundCompletesTheRound) {
 // both and the winning answer still holds its one decision.
 TEST(RoundCollectorTest, RepeatsAreTrackedPerAnswer) {
   RoundCollector c;
-  c.Expect(5, 3, 2);
+  c.Expect(RoundId(5), GraphEpoch(3), 2);
   EXPECT_FALSE(c.Add(0, 0, Decision(5, 100, 1)));
   EXPECT_FALSE(c.Add(0, 1, Decision(5, 200, 7)));
   EXPECT_FALSE(c.Add(0, 2, Marker(5, 200, 0, 1)));
@@ -194,7 +195,7 @@ TEST(RoundCollectorTest, RepeatsAreTrackedPerAnswer) {
 // repeated last marker does not complete the round again).
 TEST(RoundCollectorTest, RepeatAfterTheRoundCompletedIsNotAppliedAgain) {
   RoundCollector c;
-  c.Expect(5, 3, 2);
+  c.Expect(RoundId(5), GraphEpoch(3), 2);
   EXPECT_FALSE(c.Add(0, 0, Decision(5, 9, 1)));
   EXPECT_FALSE(c.Add(0, 1, Marker(5, 9, 0, 1)));
   EXPECT_TRUE(c.Add(1, 0, Marker(5, 9, 1, 1)));
@@ -216,7 +217,7 @@ TEST(RoundCollectorTest, RepeatAfterTheRoundCompletedIsNotAppliedAgain) {
 // completes with its own decisions only.
 TEST(RoundCollectorTest, RepeatsDoNotLeakIntoTheNextRound) {
   RoundCollector c;
-  c.Expect(5, 3, 2);
+  c.Expect(RoundId(5), GraphEpoch(3), 2);
   EXPECT_FALSE(c.Add(0, 0, Decision(5, 9, 1)));
   EXPECT_FALSE(c.Add(0, 0, Decision(5, 9, 1)));
   EXPECT_FALSE(c.Add(0, 1, Marker(5, 9, 0, 1)));
@@ -224,7 +225,7 @@ TEST(RoundCollectorTest, RepeatsDoNotLeakIntoTheNextRound) {
   EXPECT_THAT(CompleteTasks(c), ::testing::ElementsAre(1));
   EXPECT_EQ(c.duplicate_records(), 1u);
 
-  c.Expect(6, 3, 2);
+  c.Expect(RoundId(6), GraphEpoch(3), 2);
   // Round 5's part of partition 0 read again: another round now.
   EXPECT_FALSE(c.Add(0, 0, Decision(5, 9, 1)));
   EXPECT_FALSE(c.Add(0, 1, Marker(5, 9, 0, 1)));
@@ -241,11 +242,11 @@ TEST(RoundCollectorTest, RepeatsDoNotLeakIntoTheNextRound) {
 // again and complete the round.
 TEST(RoundCollectorTest, ClearForgetsTakenOffsets) {
   RoundCollector c;
-  c.Expect(5, 3, 2);
+  c.Expect(RoundId(5), GraphEpoch(3), 2);
   EXPECT_FALSE(c.Add(0, 0, Decision(5, 9, 1)));
   EXPECT_FALSE(c.Add(0, 1, Marker(5, 9, 0, 1)));
   c.Clear();
-  c.Expect(5, 3, 2);
+  c.Expect(RoundId(5), GraphEpoch(3), 2);
   EXPECT_FALSE(c.Add(0, 0, Decision(5, 9, 1)));
   EXPECT_FALSE(c.Add(0, 1, Marker(5, 9, 0, 1)));
   EXPECT_TRUE(c.Add(1, 0, Marker(5, 9, 1, 1)));

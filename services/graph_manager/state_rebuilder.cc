@@ -24,10 +24,10 @@ constexpr int kPollTimeoutMs = 100;
 
 void LedgerHistory::Add(v1::LedgerRecord record) {
   const uint64_t seq = record.seq();
-  const uint64_t epoch = record.epoch();
+  const GraphEpoch epoch(record.epoch());
   max_epoch_ = std::max(max_epoch_, epoch);
   if (record.has_claim()) {
-    max_epoch_ = std::max(max_epoch_, record.claim().epoch());
+    max_epoch_ = std::max(max_epoch_, GraphEpoch(record.claim().epoch()));
   }
   // Superseded: a later epoch claimed at or below this seq. (A record below
   // that claim's seq still belongs to the history, even if it arrives
@@ -50,7 +50,7 @@ void LedgerHistory::Add(v1::LedgerRecord record) {
     // The claimer built on records below `seq`; an older epoch's records
     // from `seq` on are a tail it never saw.
     for (auto it = records_.lower_bound(seq); it != records_.end();) {
-      if (it->second.epoch() < epoch) {
+      if (GraphEpoch(it->second.epoch()) < epoch) {
         it = records_.erase(it);
         ++ignored_;
       } else {

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "flowsched/v1/ledger.pb.h"
 #include "services/bus/consumer.h"
+#include "services/common/strong_id.h"
 
 namespace flowsched::graph_manager {
 
@@ -41,17 +42,17 @@ class LedgerHistory {
   }
   // The highest epoch any record or claim carried (fenced ones included:
   // a new epoch must exceed every epoch ever used).
-  [[nodiscard]] uint64_t max_epoch() const { return max_epoch_; }
+  [[nodiscard]] GraphEpoch max_epoch() const { return max_epoch_; }
   // The highest claimed epoch, 0 without claims.
-  [[nodiscard]] uint64_t claimed_epoch() const { return claimed_epoch_; }
+  [[nodiscard]] GraphEpoch claimed_epoch() const { return claimed_epoch_; }
   [[nodiscard]] uint64_t ignored() const { return ignored_; }
 
  private:
   std::map<uint64_t, v1::LedgerRecord> records_;
   // Claimed epoch -> the seq of its claim.
-  std::map<uint64_t, uint64_t> claims_;
-  uint64_t max_epoch_ = 0;
-  uint64_t claimed_epoch_ = 0;
+  std::map<GraphEpoch, uint64_t> claims_;
+  GraphEpoch max_epoch_;
+  GraphEpoch claimed_epoch_;
   uint64_t ignored_ = 0;
 };
 

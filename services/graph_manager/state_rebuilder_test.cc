@@ -47,8 +47,8 @@ TEST(LedgerHistoryTest, AClaimSupersedesTheOlderEpochsTail) {
   EXPECT_TRUE(history.Find(3)->has_claim());
   EXPECT_EQ(history.Find(4)->epoch(), 2u);
   EXPECT_EQ(history.Find(5), nullptr);
-  EXPECT_EQ(history.claimed_epoch(), 2u);
-  EXPECT_EQ(history.max_epoch(), 2u);
+  EXPECT_EQ(history.claimed_epoch(), GraphEpoch(2));
+  EXPECT_EQ(history.max_epoch(), GraphEpoch(2));
 }
 
 TEST(LedgerHistoryTest, EveryHigherClaimFencesNotOnlyTheNextOne) {
@@ -68,7 +68,7 @@ TEST(LedgerHistoryTest, EveryHigherClaimFencesNotOnlyTheNextOne) {
   history.Add(Record(4, 3));
   ASSERT_NE(history.Find(4), nullptr);
   EXPECT_EQ(history.Find(4)->epoch(), 3u);
-  EXPECT_EQ(history.claimed_epoch(), 3u);
+  EXPECT_EQ(history.claimed_epoch(), GraphEpoch(3));
 }
 
 TEST(LedgerHistoryTest, ARecordBelowTheClaimArrivingLateStillCounts) {
@@ -87,9 +87,9 @@ TEST(LedgerHistoryTest, MaxEpochCountsFencedRecordsToo) {
   history.Add(Claim(1, 5));
   history.Add(Record(1, 3));  // superseded by the claim, but seen
   EXPECT_EQ(history.records().size(), 1u);
-  EXPECT_EQ(history.max_epoch(), 5u);
+  EXPECT_EQ(history.max_epoch(), GraphEpoch(5));
   history.Add(Record(2, 7));
-  EXPECT_EQ(history.max_epoch(), 7u);
+  EXPECT_EQ(history.max_epoch(), GraphEpoch(7));
 }
 
 TEST(MoveAsideTest, RenamesAndNeverOverwrites) {

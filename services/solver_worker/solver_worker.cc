@@ -27,9 +27,9 @@ constexpr int kFlushTimeoutMs = 10'000;
 // microseconds times 1024 plus 10 random bits, so two workers started in the
 // same microsecond (or a clock step back) still differ. The graph manager
 // picks the current epoch explicitly, so nothing relies on the order.
-uint64_t NewWorkerEpoch(int64_t now_us) {
+WorkerEpoch NewWorkerEpoch(int64_t now_us) {
   std::random_device random;
-  return static_cast<uint64_t>(now_us) * 1024 + (random() & 1023U);
+  return WorkerEpoch(static_cast<uint64_t>(now_us) * 1024 + (random() & 1023U));
 }
 
 }  // namespace
@@ -89,8 +89,7 @@ absl::Status SolverWorker::Open() {
   FLOWSCHED_RETURN_IF_ERROR(
       consumer_->Assign({{options_.topics.rounds, 0, marks.second}}));
   spdlog::info("solver worker epoch {} using {}; rounds from offset {}",
-               epoch_, round_solver_->name(),
-               marks.second);
+               epoch_.value(), round_solver_->name(), marks.second);
   resync_backoff_ms_ = options_.resync_interval_ms;
   RequestResync("solver worker started");
   return absl::OkStatus();
@@ -116,8 +115,7 @@ absl::Status SolverWorker::JoinStandbyGroup() {
   FLOWSCHED_RETURN_IF_ERROR(
       consumer_->Subscribe({options_.topics.rounds}, std::move(listener)));
   spdlog::info("solver worker epoch {} using {}; standing by in group {}",
-               epoch_, round_solver_->name(),
-               StandbyGroup());
+               epoch_.value(), round_solver_->name(), StandbyGroup());
   return absl::OkStatus();
 }
 
@@ -132,24 +130,27 @@ void SolverWorker::OnRoundsPartition(bool assigned) {
   active_ = assigned;
   synced_ = false;
   unsolved_ = false;
-  assembling_.reset();
+  assembler_.Reset();
   if (assigned) {
     ++stats_.takeovers;
     claim_pending_ = true;
-    spdlog::info("solver worker epoch {} is now active", epoch_);
+    spdlog::info("solver worker epoch {} is now active", epoch_.value());
   } else {
     claim_pending_ = false;
-    spdlog::info("solver worker epoch {} lost the rounds partition; standing "
-                 "by", epoch_);
+    spdlog::info(
+        "solver worker epoch {} lost the rounds partition; standing "
+        "by",
+        epoch_.value());
   }
 }
 
 void SolverWorker::StandBy(const v1::SolverRound& round) {
   ++stats_.rounds_not_addressed;
   if (synced_) {
-    spdlog::warn("round {} is addressed to solver epoch {}, not {}: another "
-                 "worker is current; not solving",
-                 round.round_id(), round.solver_epoch(), epoch_);
+    spdlog::warn(
+        "round {} is addressed to solver epoch {}, not {}: another "
+        "worker is current; not solving",
+        round.round_id(), round.solver_epoch(), epoch_.value());
   }
   synced_ = false;
   unsolved_ = false;
@@ -198,21 +199,38 @@ void SolverWorker::HandleRoundRecord(const bus::Record& record) {
   // Epoch fencing: a graph manager that lost its leadership (paused,
   // partitioned, restarted by hand) may still publish; once a higher epoch
   // was seen, rounds of lower ones are ignored.
-  if (round.epoch() < max_graph_epoch_) {
+  if (GraphEpoch(round.epoch()) < max_graph_epoch_) {
     spdlog::warn("ignoring round {} of fenced graph manager epoch {} (seen {})",
-                 round.round_id(), round.epoch(), max_graph_epoch_);
+                 round.round_id(), round.epoch(), max_graph_epoch_.value());
     return;
   }
-  max_graph_epoch_ = round.epoch();
-  const v1::SolverRound* whole = AssembleRound(std::move(round));
-  if (whole == nullptr) return;
-  if (whole->solver_epoch() != 0 && whole->solver_epoch() != epoch_) {
-    StandBy(*whole);
-    assembling_.reset();
+  max_graph_epoch_ = GraphEpoch(round.epoch());
+  const RoundId part_round(round.round_id());
+  const uint32_t part = round.part();
+  switch (assembler_.Add(std::move(round))) {
+    case codec::RoundAssembler::Progress::kIncomplete:
+      return;
+    case codec::RoundAssembler::Progress::kMissingPart:
+      // The graph manager died mid-round, or this worker started in the
+      // middle of one. The replica may be behind: resync.
+      spdlog::warn("round {} part {} arrived without its predecessors",
+                   part_round.value(), part);
+      if (synced_) {
+        synced_ = false;
+        RequestResync("a round arrived incomplete");
+      }
+      return;
+    case codec::RoundAssembler::Progress::kComplete:
+      break;
+  }
+  // A local: a large snapshot is freed as soon as it is applied.
+  const v1::SolverRound whole = assembler_.TakeRound();
+  const WorkerEpoch addressed(whole.solver_epoch());
+  if (addressed != WorkerEpoch() && addressed != epoch_) {
+    StandBy(whole);
     return;
   }
-  absl::Status applied = ApplyRound(*whole);
-  assembling_.reset();  // frees a large snapshot at once
+  absl::Status applied = ApplyRound(whole);
   if (!applied.ok()) {
     synced_ = false;
     unsolved_ = false;
@@ -221,42 +239,14 @@ void SolverWorker::HandleRoundRecord(const bus::Record& record) {
   }
 }
 
-const v1::SolverRound* SolverWorker::AssembleRound(v1::SolverRound part) {
-  const uint32_t count = std::max<uint32_t>(part.part_count(), 1);
-  if (part.part() == 0) {
-    assembling_ = std::make_unique<v1::SolverRound>(std::move(part));
-  } else if (assembling_ != nullptr &&
-             assembling_->round_id() == part.round_id() &&
-             assembling_->epoch() == part.epoch() &&
-             static_cast<uint32_t>(assembling_->part()) + 1 == part.part()) {
-    assembling_->set_part(part.part());
-    for (v1::GraphChange& change : *part.mutable_changes()) {
-      *assembling_->add_changes() = std::move(change);
-    }
-  } else {
-    // A part is missing (the graph manager died mid-round, or this worker
-    // started in the middle of one). The replica may be behind: resync.
-    spdlog::warn("round {} part {} arrived without its predecessors",
-                 part.round_id(), part.part());
-    assembling_.reset();
-    if (synced_) {
-      synced_ = false;
-      RequestResync("a round arrived incomplete");
-    }
-    return nullptr;
-  }
-  if (assembling_->part() + 1 < count) return nullptr;
-  return assembling_.get();
-}
-
 absl::Status SolverWorker::ApplyRound(const v1::SolverRound& round) {
   if (!round.snapshot() &&
-      (!synced_ || round.epoch() != graph_epoch_ ||
-       round.base_round_id() != round_id_)) {
+      (!synced_ || GraphEpoch(round.epoch()) != graph_epoch_ ||
+       RoundId(round.base_round_id()) != round_id_)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "delta ", round.round_id(), " of epoch ", round.epoch(),
         " builds on round ", round.base_round_id(), "; replica has round ",
-        round_id_, " of epoch ", graph_epoch_));
+        round_id_.value(), " of epoch ", graph_epoch_.value()));
   }
   if (round.snapshot()) {
     round_solver_->Reset();
@@ -270,9 +260,9 @@ absl::Status SolverWorker::ApplyRound(const v1::SolverRound& round) {
   }
   synced_ = true;
   deterministic_ = round.deterministic();
-  round_id_ = round.round_id();
-  graph_epoch_ = round.epoch();
-  addressed_epoch_ = round.solver_epoch();
+  round_id_ = RoundId(round.round_id());
+  graph_epoch_ = GraphEpoch(round.epoch());
+  addressed_epoch_ = WorkerEpoch(round.solver_epoch());
   unsolved_ = true;
   return absl::OkStatus();
 }
@@ -280,8 +270,8 @@ absl::Status SolverWorker::ApplyRound(const v1::SolverRound& round) {
 void SolverWorker::RequestResync(const std::string& reason) {
   last_resync_steady_us_ = SteadyMicros();
   v1::PlacementRecord record;
-  record.mutable_resync_request()->set_epoch(epoch_);
-  record.mutable_resync_request()->set_have_round_id(round_id_);
+  record.mutable_resync_request()->set_epoch(epoch_.value());
+  record.mutable_resync_request()->set_have_round_id(round_id_.value());
   record.mutable_resync_request()->set_reason(reason);
   absl::Status sent = producer_->Produce(options_.topics.placements, 0,
                                          "resync", record.SerializeAsString());
@@ -301,7 +291,7 @@ void SolverWorker::SolveAndPublish() {
     // Nothing unchecked is published. The graph manager times the round
     // out and sends a snapshot.
     ++stats_.rounds_rejected;
-    spdlog::error("round {} not published: {}", round_id_,
+    spdlog::error("round {} not published: {}", round_id_.value(),
                   solved.verdict.ToString());
     return;
   }
@@ -316,11 +306,11 @@ void SolverWorker::SolveAndPublish() {
     const auto partition = static_cast<uint32_t>(keyed_machine % partitions);
     v1::PlacementRecord record;
     v1::PlacementDecision* out = record.mutable_decision();
-    out->set_round_id(round_id_);
-    out->set_epoch(epoch_);
-    out->set_graph_epoch(graph_epoch_);
+    out->set_round_id(round_id_.value());
+    out->set_epoch(epoch_.value());
+    out->set_graph_epoch(graph_epoch_.value());
     codec::EncodeDecision(d, *out);
-    out->set_idempotency_key(core::IdempotencyKey(round_id_, d.task.value()));
+    out->set_idempotency_key(core::IdempotencyKey(round_id_, d.task));
     sent.Update(producer_->Produce(options_.topics.placements,
                                    static_cast<int32_t>(partition),
                                    absl::StrCat("machine/", keyed_machine),
@@ -332,10 +322,10 @@ void SolverWorker::SolveAndPublish() {
   for (uint32_t p = 0; p < partitions; ++p) {
     v1::PlacementRecord record;
     v1::RoundComplete* marker = record.mutable_round_complete();
-    marker->set_round_id(round_id_);
-    marker->set_epoch(epoch_);
-    marker->set_graph_epoch(graph_epoch_);
-    marker->set_solver_epoch(addressed_epoch_);
+    marker->set_round_id(round_id_.value());
+    marker->set_epoch(epoch_.value());
+    marker->set_graph_epoch(graph_epoch_.value());
+    marker->set_solver_epoch(addressed_epoch_.value());
     marker->set_partition(p);
     marker->set_partition_decisions(per_partition[p]);
     marker->set_total_decisions(static_cast<uint32_t>(decisions.size()));
@@ -351,7 +341,7 @@ void SolverWorker::SolveAndPublish() {
   }
   sent.Update(producer_->Flush(kFlushTimeoutMs));
   if (!sent.ok()) {
-    spdlog::warn("round {} publication incomplete: {}", round_id_,
+    spdlog::warn("round {} publication incomplete: {}", round_id_.value(),
                  sent.ToString());
     return;
   }
@@ -360,9 +350,9 @@ void SolverWorker::SolveAndPublish() {
   spdlog::info(
       "round {}: {} nodes, {} arcs, cost {}, {} decisions, {} placed, "
       "solve {:.2f} ms",
-      round_id_, round_solver_->network().node_count(),
-      round_solver_->network().arc_count(), solved.total_cost,
-      decisions.size(), placed, solved.solve_ms);
+      round_id_.value(), round_solver_->network().node_count(),
+      round_solver_->network().arc_count(), solved.total_cost, decisions.size(),
+      placed, solved.solve_ms);
 }
 
 }  // namespace flowsched::solver_worker

@@ -33,7 +33,9 @@
 #include "services/bus/kafka_options.h"
 #include "services/bus/producer.h"
 #include "services/bus/topics.h"
+#include "services/codec/round_parts.h"
 #include "services/common/clock.h"
+#include "services/common/strong_id.h"
 #include "services/core/round_solver.h"
 
 namespace flowsched::v1 {
@@ -86,7 +88,7 @@ class SolverWorker {
 
   absl::Status Run(const std::atomic<bool>& stop);
   [[nodiscard]] const SolverWorkerStats& stats() const { return stats_; }
-  [[nodiscard]] uint64_t epoch() const { return epoch_; }
+  [[nodiscard]] WorkerEpoch epoch() const { return epoch_; }
 
  private:
   SolverWorker(SolverWorkerOptions options, const Clock& clock);
@@ -98,16 +100,13 @@ class SolverWorker {
   // A round addressed to another worker epoch: this one is not current.
   void StandBy(const v1::SolverRound& round);
   void HandleRoundRecord(const bus::Record& record);
-  // Collects the parts of a split round; returns the whole round once its
-  // last part arrived, nullptr otherwise (or after a gap, with a resync).
-  const v1::SolverRound* AssembleRound(v1::SolverRound part);
   absl::Status ApplyRound(const v1::SolverRound& round);
   void RequestResync(const std::string& reason);
   void SolveAndPublish();
 
   SolverWorkerOptions options_;
   const Clock& clock_;
-  uint64_t epoch_ = 0;
+  WorkerEpoch epoch_;
   std::unique_ptr<bus::Producer> producer_;
   std::unique_ptr<bus::Consumer> consumer_;
   std::unique_ptr<bus::DeadLetterPublisher> dead_letters_;
@@ -118,13 +117,13 @@ class SolverWorker {
   bool active_ = false;
   bool claim_pending_ = false;  // active now: ask for a snapshot
 
-  std::unique_ptr<v1::SolverRound> assembling_;  // parts so far
+  codec::RoundAssembler assembler_;  // the parts of a split round
   bool synced_ = false;
-  uint64_t round_id_ = 0;     // the round the replica reflects
-  uint64_t graph_epoch_ = 0;  // the graph manager epoch that cut it
-  uint64_t addressed_epoch_ = 0;  // its SolverRound.solver_epoch
+  RoundId round_id_;             // the round the replica reflects
+  GraphEpoch graph_epoch_;       // the graph manager epoch that cut it
+  WorkerEpoch addressed_epoch_;  // its SolverRound.solver_epoch
   // The highest graph manager epoch any round carried (fencing).
-  uint64_t max_graph_epoch_ = 0;
+  GraphEpoch max_graph_epoch_;
   bool unsolved_ = false;
   bool deterministic_ = false;  // the last applied round asks for it
   int64_t last_resync_steady_us_ = 0;

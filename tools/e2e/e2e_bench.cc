@@ -432,7 +432,7 @@ class Bench {
         "first round",
         [&] {
           for (const CompletedRound& round : watcher_->rounds()) {
-            if (round.graph_epoch == after.epoch()) {
+            if (round.graph_epoch == GraphEpoch(after.epoch())) {
               first_round = round.seen;
               return true;
             }

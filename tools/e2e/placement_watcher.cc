@@ -54,9 +54,11 @@ void PlacementWatcher::Handle(const bus::Record& record, SteadyTime now) {
   std::lock_guard lock(mu_);
   if (message.has_round_complete()) {
     const v1::RoundComplete& done = message.round_complete();
-    uint32_t& seen = markers_[{done.round_id(), done.graph_epoch()}];
+    const RoundId round(done.round_id());
+    const GraphEpoch graph_epoch(done.graph_epoch());
+    uint32_t& seen = markers_[{round, graph_epoch}];
     if (++seen == done.partition_count()) {
-      rounds_.push_back({done.round_id(), done.graph_epoch(), now});
+      rounds_.push_back({round, graph_epoch, now});
     }
     return;
   }

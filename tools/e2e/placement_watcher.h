@@ -22,14 +22,15 @@
 #include "absl/status/statusor.h"
 #include "services/bus/consumer.h"
 #include "services/bus/kafka_options.h"
+#include "services/common/strong_id.h"
 
 namespace flowsched::e2e {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
 
 struct CompletedRound {
-  uint64_t round_id = 0;
-  uint64_t graph_epoch = 0;
+  RoundId round_id;
+  GraphEpoch graph_epoch;
   SteadyTime seen;  // when the last partition's RoundComplete arrived
 };
 
@@ -90,7 +91,8 @@ class PlacementWatcher {
   std::unordered_set<uint64_t> finished_;               // guarded by mu_
   uint64_t placements_seen_ = 0;                        // guarded by mu_
   // (round, graph epoch) -> RoundComplete markers seen.
-  std::map<std::pair<uint64_t, uint64_t>, uint32_t> markers_;  // guarded by mu_
+  std::map<std::pair<RoundId, GraphEpoch>, uint32_t>
+      markers_;                                         // guarded by mu_
   std::vector<CompletedRound> rounds_;                  // guarded by mu_
   absl::Status error_;                                  // guarded by mu_
   std::thread thread_;  // last: starts after everything above exists

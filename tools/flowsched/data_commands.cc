@@ -20,11 +20,7 @@
 #include "services/cluster/event_decoder.h"
 #include "services/common/logging.h"
 #include "services/flow/scheduling_policy.h"
-#include "services/graph_manager/state_digest.h"
-#include "services/graph_manager/state_persister.h"
-#include "services/graph_manager/state_records.h"
-#include "storage/keys.h"
-#include "storage/state_store.h"
+#include "services/graph_manager/state_reader.h"
 #include "tools/flowsched/commands.h"
 #include "tools/flowsched/event_submitter.h"
 #include "tools/flowsched/stop_signal.h"
@@ -323,41 +319,29 @@ CommandMain AddInspectCommand(CLI::App& app, CommonFlags& flags) {
       ->check(CLI::IsMember({"tasks", "machines", "digest"}))
       ->capture_default_str();
   return [&flags, what]() {
-    storage::StateStore::OpenOptions open;
-    open.read_only = true;
-    open.create_if_missing = false;
-    auto store = storage::StateStore::Open(flags.data_dir + "/state", open);
-    if (!store.ok()) {
-      std::cerr << "flowsched inspect: " << store.status().ToString() << "\n";
+    auto reader = graph_manager::StateReader::Open(flags.data_dir);
+    if (!reader.ok()) {
+      std::cerr << "flowsched inspect: " << reader.status().ToString() << "\n";
       return 1;
     }
     absl::Status status;
     if (*what == "digest") {
-      cluster::ClusterState state;
-      flow::FlowNetwork network;
-      v1::GraphManagerMeta meta;
-      status = graph_manager::RestoreState(**store, state, network, meta);
-      if (status.ok()) {
-        std::cout << graph_manager::StateDigest(state, network) << "\n";
-      }
+      absl::StatusOr<std::string> digest = (*reader)->Digest();
+      status = digest.status();
+      if (status.ok()) std::cout << *digest << "\n";
     } else if (*what == "tasks") {
       std::cout << "task_id job_id machine_id\n";
-      status = (*store)->ScanPrefix(
-          storage::kTaskPrefix, [](std::string_view, std::string_view value) {
-            auto task = graph_manager::DecodeTask(value);
-            if (!task.ok()) return task.status();
-            fmt::print("{} {} {}\n", task->spec.id.value(), task->job.value(),
-                       task->machine.value());
-            return absl::OkStatus();
-          });
+      status = (*reader)->ForEachTask([](const cluster::Task& task) {
+        fmt::print("{} {} {}\n", task.spec.id.value(), task.job.value(),
+                   task.machine.value());
+        return absl::OkStatus();
+      });
     } else {
       // The whole state: device use and allocations are derived from the
       // tasks (RestoreTask), as the graph manager derives them.
-      cluster::ClusterState state;
-      flow::FlowNetwork network;
-      v1::GraphManagerMeta meta;
-      status = graph_manager::RestoreState(**store, state, network, meta);
-      if (status.ok()) PrintMachines(state);
+      absl::StatusOr<graph_manager::StoredState> stored = (*reader)->Load();
+      status = stored.status();
+      if (status.ok()) PrintMachines(stored->state);
     }
     if (!status.ok()) {
       std::cerr << "flowsched inspect: " << status.ToString() << "\n";

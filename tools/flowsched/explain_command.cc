@@ -25,11 +25,10 @@
 #include "services/flow/explainer.h"
 #include "services/flow/flow_network.h"
 #include "services/flow/network_builder.h"
-#include "services/graph_manager/state_persister.h"
+#include "services/graph_manager/state_reader.h"
 #include "services/solver/flow_checker.h"
 #include "services/solver/mcmf_problem.h"
 #include "services/solver/solver_registry.h"
-#include "storage/state_store.h"
 #include "tools/flowsched/commands.h"
 
 namespace flowsched::tools {
@@ -100,21 +99,21 @@ void PrintFit(const cluster::ClusterState& state, const cluster::Task& task) {
 // Restores, solves and explains; the exit code as the command returns it.
 int Explain(const std::string& data_dir, uint64_t task_id,
             size_t max_alternatives) {
-  storage::StateStore::OpenOptions open;
-  open.read_only = true;
-  open.create_if_missing = false;
-  auto store = storage::StateStore::Open(data_dir + "/state", open);
-  if (!store.ok()) {
-    std::cerr << "flowsched explain: " << store.status().ToString() << "\n";
+  auto reader = graph_manager::StateReader::Open(data_dir);
+  if (!reader.ok()) {
+    std::cerr << "flowsched explain: " << reader.status().ToString() << "\n";
     return 1;
   }
-  cluster::ClusterState state;
-  flow::FlowNetwork network;
-  v1::GraphManagerMeta meta;
-  absl::Status status =
-      graph_manager::RestoreState(**store, state, network, meta);
+  absl::StatusOr<graph_manager::StoredState> stored = (*reader)->Load();
+  if (!stored.ok()) {
+    std::cerr << "flowsched explain: " << stored.status().ToString() << "\n";
+    return 1;
+  }
+  const cluster::ClusterState& state = stored->state;
+  flow::FlowNetwork& network = stored->network;
+  const v1::GraphManagerMeta& meta = stored->meta;
   flow::NetworkBuilder builder(network);
-  if (status.ok()) status = builder.RestoreFromNetwork();
+  absl::Status status = builder.RestoreFromNetwork();
   if (!status.ok()) {
     std::cerr << "flowsched explain: " << status.ToString() << "\n";
     return 1;
