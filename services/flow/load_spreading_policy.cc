@@ -23,11 +23,9 @@ bool LoadSpreadingPolicy::AsksForRoom(const cluster::Task& task) {
 void LoadSpreadingPolicy::TrackWaiting(const cluster::ChangeSet& changes,
                                        const cluster::ClusterState& state) {
   const auto track = [&](TaskId id, const cluster::Task* task) {
-    if (task != nullptr && !task->running() && AsksForRoom(*task)) {
-      waiting_for_room_.insert(id);
-    } else {
-      waiting_for_room_.erase(id);
-    }
+    waiting_for_room_.Update(
+        id, task, task != nullptr && !task->running() && AsksForRoom(*task),
+        state);
   };
   if (!tracking_) {
     // A fresh policy (a start over a restored network): every task once.
@@ -137,7 +135,7 @@ absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
   // their request shape's class, whose arcs carry what each machine has
   // reserved for it (request_shapes.h); the others, through X.
   TrackWaiting(changes, state);
-  const std::vector<RequestShape> shapes = ShapesOf(state, waiting_for_room_);
+  const std::vector<RequestShape> shapes = waiting_for_room_.Shapes(state);
   const std::map<std::string, NodeId> class_nodes =
       EnsureShapeNodes(shapes, builder);
   FLOWSCHED_RETURN_IF_ERROR(SyncChangedTasks(

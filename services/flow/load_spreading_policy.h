@@ -96,9 +96,9 @@ class LoadSpreadingPolicy final : public SchedulingPolicy {
                     const cluster::ClusterState& state);
 
   LoadSpreadingParams params_;
-  // Waiting tasks that AsksForRoom, so a round's shapes cost the waiting
-  // tasks, not a walk over every task.
-  std::set<TaskId> waiting_for_room_;
+  // Waiting tasks that AsksForRoom by shape, so a round's shapes cost what
+  // changed, not a walk over every task.
+  ShapeIndex waiting_for_room_;
   bool tracking_ = false;
 };
 

@@ -138,15 +138,49 @@ std::vector<RequestShape> WaitingShapes(
   return InKeyOrder(shapes);
 }
 
-std::vector<RequestShape> ShapesOf(const cluster::ClusterState& state,
-                                   const std::set<TaskId>& waiting) {
-  std::map<std::string, RequestShape> shapes;
-  for (TaskId id : waiting) {
-    if (const cluster::Task* task = state.FindTask(id)) {
-      AddToShape(*task, state, shapes);
+void ShapeIndex::Update(TaskId id, const cluster::Task* task, bool keep,
+                        const cluster::ClusterState& state) {
+  auto it = key_of_.find(id);
+  if (keep && task != nullptr) {
+    std::string key = ShapeKey(*task, state);
+    if (it != key_of_.end()) {
+      if (it->second == key) return;
+      auto old = members_.find(it->second);
+      old->second.erase(id);
+      if (old->second.empty()) members_.erase(old);
+      it->second = key;
+    } else {
+      key_of_.emplace(id, key);
     }
+    members_[key].insert(id);
+    return;
   }
-  return InKeyOrder(shapes);
+  if (it == key_of_.end()) return;
+  auto members = members_.find(it->second);
+  members->second.erase(id);
+  if (members->second.empty()) members_.erase(members);
+  key_of_.erase(it);
+}
+
+std::vector<RequestShape> ShapeIndex::Shapes(
+    const cluster::ClusterState& state) const {
+  std::vector<RequestShape> out;
+  out.reserve(members_.size());
+  for (const auto& [key, tasks] : members_) {
+    std::map<std::string, RequestShape> one;
+    for (TaskId id : tasks) {
+      const cluster::Task* task = state.FindTask(id);
+      if (task == nullptr) continue;
+      AddToShape(*task, state, one);
+      // Tasks of one ordinary shape ask alike: the first tells it all.
+      if (one.begin()->second.different_machines_job.value() == 0) {
+        one.begin()->second.waiting = static_cast<int64_t>(tasks.size());
+        break;
+      }
+    }
+    if (!one.empty()) out.push_back(std::move(one.begin()->second));
+  }
+  return out;
 }
 
 void ReserveMachine(const cluster::Machine& machine,

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "services/cluster/cluster_state.h"
@@ -54,11 +55,25 @@ std::vector<RequestShape> WaitingShapes(
     const cluster::ClusterState& state,
     const std::function<bool(const cluster::Task&)>& include = nullptr);
 
-// The shapes of the tasks `waiting` names (each must wait in `state`), in
-// key order: for a caller that keeps its waiting tasks itself, so a round
-// costs the waiting tasks, not every task.
-std::vector<RequestShape> ShapesOf(const cluster::ClusterState& state,
-                                   const std::set<TaskId>& waiting);
+// The request shapes of a set of waiting tasks that the caller keeps up to
+// date task by task (each task's key computed once), so a round costs the
+// tasks that changed and the shapes, not every waiting task.
+class ShapeIndex {
+ public:
+  // Puts `id` in the shape `task` has now if `keep`, else takes it out
+  // (`task` may be null then: the task is gone).
+  void Update(TaskId id, const cluster::Task* task, bool keep,
+              const cluster::ClusterState& state);
+  // The shapes in key order. REQUIRES: every task in the index is in
+  // `state` as it was last updated.
+  [[nodiscard]] std::vector<RequestShape> Shapes(
+      const cluster::ClusterState& state) const;
+  [[nodiscard]] size_t size() const { return key_of_.size(); }
+
+ private:
+  absl::flat_hash_map<TaskId, std::string> key_of_;
+  std::map<std::string, std::set<TaskId>> members_;
+};
 
 // Reserves `machine`'s free room among `shapes`, starting at shape
 // `rotation % shapes.size()`; calls `reserved(index, n)` for each shape

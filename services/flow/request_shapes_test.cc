@@ -199,5 +199,60 @@ TEST(RequestShapesTest, RequiredLabelsFilterMachines) {
   EXPECT_EQ(on2, 0);
 }
 
+// Kept task by task, the index always gives what a scan of every task
+// gives: same keys, asks and waiting counts.
+TEST(RequestShapesTest, ShapeIndexMatchesAFullScan) {
+  std::mt19937_64 random(11);
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  for (uint64_t m = 1; m <= 3; ++m) {
+    ASSERT_THAT(state.Apply(Event(Machine(m, 6, 8000, 2)), 0, changes),
+                IsOk());
+  }
+  ShapeIndex index;
+  uint64_t next_task = 1;
+  for (uint64_t step = 1; step <= 60; ++step) {
+    cluster::ChangeSet touched;
+    const int what = static_cast<int>(random() % 3);
+    if (what == 0 || state.tasks().empty()) {
+      cluster::JobSubmitted job;
+      job.job = JobId(step);
+      job.name = "j";
+      job.different_machines = random() % 4 == 0;
+      for (int t = 0; t < 3; ++t) {
+        job.tasks.push_back(Ask(next_task++,
+                                static_cast<int64_t>(random() % 3) * 500,
+                                random() % 3 == 0 ? 1 : 0,
+                                random() % 3 == 1 ? 250 : 0));
+      }
+      ASSERT_THAT(state.Apply(Event(job), 0, touched), IsOk());
+    } else {
+      auto it = state.tasks().begin();
+      std::advance(it, static_cast<ptrdiff_t>(random() % state.tasks().size()));
+      const TaskId id = it->first;
+      if (what == 1 && !it->second.running()) {
+        state.Place(id, MachineId(random() % 3 + 1), 0, touched).IgnoreError();
+      } else {
+        ASSERT_THAT(state.Apply(Event(cluster::TaskFinished{it->second.job, id}),
+                                0, touched),
+                    IsOk());
+      }
+    }
+    for (TaskId id : touched.tasks) {
+      const cluster::Task* task = state.FindTask(id);
+      index.Update(id, task, task != nullptr && !task->running(), state);
+    }
+    const std::vector<RequestShape> kept = index.Shapes(state);
+    const std::vector<RequestShape> scanned = WaitingShapes(state);
+    ASSERT_EQ(kept.size(), scanned.size()) << "step " << step;
+    for (size_t i = 0; i < kept.size(); ++i) {
+      EXPECT_EQ(kept[i].key, scanned[i].key);
+      EXPECT_EQ(kept[i].waiting, scanned[i].waiting) << kept[i].key;
+      EXPECT_EQ(kept[i].ask.request, scanned[i].ask.request) << kept[i].key;
+      EXPECT_EQ(kept[i].ask.accelerator, scanned[i].ask.accelerator);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace flowsched::flow
