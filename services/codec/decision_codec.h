@@ -8,8 +8,7 @@
 
 namespace flowsched::codec {
 
-void EncodeDecision(const core::Decision& decision,
-                    v1::PlacementDecision& out);
+void EncodeDecision(const core::Decision& decision, v1::PlacementDecision& out);
 // An action this build does not know decodes as kUnspecified (applying it
 // leaves it stale with a reason).
 core::Decision DecodeDecision(const v1::PlacementDecision& message);

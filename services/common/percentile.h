@@ -16,8 +16,7 @@ namespace flowsched {
 // REQUIRES: `sorted` ascending and not empty; p in [0, 1] (clamped).
 inline double NearestRankPercentile(std::span<const double> sorted, double p) {
   const double n = static_cast<double>(sorted.size());
-  const auto rank =
-      static_cast<size_t>(std::ceil(std::clamp(p, 0.0, 1.0) * n));
+  const auto rank = static_cast<size_t>(std::ceil(std::clamp(p, 0.0, 1.0) * n));
   return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
 }
 

@@ -19,17 +19,18 @@ class CheckAndExtractTest : public ::testing::Test {
  protected:
   void SetUp() override {
     using flow::NodeKind;
-    const flow::NodeId sink = net_.AddNode({.kind = NodeKind::kSink, .supply = -2});
+    const flow::NodeId sink =
+        net_.AddNode({.kind = NodeKind::kSink, .supply = -2});
     const flow::NodeId m1 =
         net_.AddNode({.kind = NodeKind::kMachine, .entity_id = 101});
     const flow::NodeId m2 =
         net_.AddNode({.kind = NodeKind::kMachine, .entity_id = 102});
     const flow::NodeId u =
         net_.AddNode({.kind = NodeKind::kJobUnscheduled, .entity_id = 1});
-    const flow::NodeId t1 = net_.AddNode(
-        {.kind = NodeKind::kTask, .supply = 1, .entity_id = 1});
-    const flow::NodeId t2 = net_.AddNode(
-        {.kind = NodeKind::kTask, .supply = 1, .entity_id = 2});
+    const flow::NodeId t1 =
+        net_.AddNode({.kind = NodeKind::kTask, .supply = 1, .entity_id = 1});
+    const flow::NodeId t2 =
+        net_.AddNode({.kind = NodeKind::kTask, .supply = 1, .entity_id = 2});
     ASSERT_THAT(net_.SetArc(t1, m1, 1, 1), IsOk());
     ASSERT_THAT(net_.SetArc(t1, m2, 1, 5), IsOk());
     ASSERT_THAT(net_.SetArc(t2, m2, 1, 1), IsOk());

@@ -11,8 +11,8 @@
 
 namespace flowsched::core {
 
-inline void BuildSmallCluster(uint64_t machines, uint32_t slots,
-                              uint64_t tasks, cluster::ClusterState& state,
+inline void BuildSmallCluster(uint64_t machines, uint32_t slots, uint64_t tasks,
+                              cluster::ClusterState& state,
                               cluster::ChangeSet& changes) {
   const auto event = [](cluster::EventBody body) {
     return cluster::ClusterEvent{"e", 0, "test", std::move(body)};

@@ -16,9 +16,9 @@ enum class Action : uint8_t { kUnspecified, kPlace, kPreempt, kMigrate };
 
 struct Decision {
   TaskId task;
-  JobId job;            // 0 where the producer does not know it
-  MachineId machine;    // the target; 0 for a preemption
-  MachineId previous;   // where the task ran; 0 for a placement
+  JobId job;           // 0 where the producer does not know it
+  MachineId machine;   // the target; 0 for a preemption
+  MachineId previous;  // where the task ran; 0 for a placement
   Action action = Action::kUnspecified;
   bool operator==(const Decision&) const = default;
 };

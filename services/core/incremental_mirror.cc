@@ -92,10 +92,13 @@ absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
       // Deltas list the node's arc removals first; a stray arc is removed
       // here all the same.
       std::vector<flow::ArcSlot> slots;
-      auto collect = [&](const flow::ArcView& arc) { slots.push_back(arc.slot); };
+      auto collect = [&](const flow::ArcView& arc) {
+        slots.push_back(arc.slot);
+      };
       network.ForEachOutArc(change.node, collect);
       network.ForEachInArc(change.node, collect);
-      for (flow::ArcSlot slot : slots) FLOWSCHED_RETURN_IF_ERROR(ReleaseSlot(slot));
+      for (flow::ArcSlot slot : slots)
+        FLOWSCHED_RETURN_IF_ERROR(ReleaseSlot(slot));
       FLOWSCHED_RETURN_IF_ERROR(network.Apply(change));
       return solver_->RemoveNode(change.node);
     }
@@ -145,9 +148,9 @@ absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
           FLOWSCHED_RETURN_IF_ERROR(RemovePiece(handles[i]));
           continue;
         }
-        FLOWSCHED_RETURN_IF_ERROR(solver_->SetArc(handles[i].handle,
-                                                  change.src, change.dst,
-                                                  piece.capacity, piece.cost));
+        FLOWSCHED_RETURN_IF_ERROR(solver_->SetArc(handles[i].handle, change.src,
+                                                  change.dst, piece.capacity,
+                                                  piece.cost));
         handles[i].in_solver = true;
       }
       return absl::OkStatus();

@@ -10,9 +10,9 @@
 // the pieces whose capacity or cost differ from the replica's reach the
 // solver, and a piece of capacity 0 is kept out of it: load spreading opens
 // and closes fixed-cost slot pieces (load_spreading_policy.h), so a start
-// or finish is one arc removed from or added to the solver. After a snapshot (or when the
-// incremental solver gives up, e.g. potentials near overflow) the next
-// Solve is a cold start: a one-shot solver on the exported problem, whose
+// or finish is one arc removed from or added to the solver. After a snapshot
+// (or when the incremental solver gives up, e.g. potentials near overflow) the
+// next Solve is a cold start: a one-shot solver on the exported problem, whose
 // optimal flow is installed so that later rounds repair from it.
 //
 // Thread-safety: none; owned by the solver worker loop.

@@ -82,7 +82,8 @@ TEST_P(IncrementalMirrorTest, EveryRoundIsOptimalAndMatchesAFromScratchSolve) {
       apply(cluster::TaskFinished{JobId(job_of[live[i]]), TaskId(live[i])});
       live.erase(live.begin() + static_cast<long>(i));
     }
-    if (round % 17 == 9) apply(cluster::MachineFailed{MachineId(round % 30 + 1), ""});
+    if (round % 17 == 9)
+      apply(cluster::MachineFailed{MachineId(round % 30 + 1), ""});
     ASSERT_THAT(policy.Sync(changes, state, builder), IsOk());
     for (const flow::GraphChange& change : primary.TakeChanges()) {
       ASSERT_THAT(mirror.Apply(change, replica), IsOk());
@@ -140,9 +141,9 @@ TEST_P(IncrementalMirrorTest, EveryRoundIsOptimalAndMatchesAFromScratchSolve) {
     cluster::ChangeSet decided;
     for (const flow::TaskPlacement& p : *placements) {
       if (p.machine_id != 0 && p.running_on == 0) {
-        ASSERT_THAT(state.Place(TaskId(p.task_id), MachineId(p.machine_id), 2,
-                                decided),
-                    IsOk());
+        ASSERT_THAT(
+            state.Place(TaskId(p.task_id), MachineId(p.machine_id), 2, decided),
+            IsOk());
       }
     }
     ASSERT_THAT(policy.Sync(decided, state, builder), IsOk());
@@ -167,13 +168,14 @@ TEST_P(IncrementalMirrorTest, OnlyChangedPiecesReachTheSolver) {
     }
   };
   cluster::ChangeSet changes;
+  ASSERT_THAT(
+      state.Apply(
+          {"e", 0, "t", cluster::MachineAdded{MachineId(1), "r", {}, 13, {}}},
+          1, changes),
+      IsOk());
   ASSERT_THAT(state.Apply({"e", 0, "t",
-                           cluster::MachineAdded{MachineId(1), "r", {}, 13, {}}},
-                          1, changes),
-              IsOk());
-  ASSERT_THAT(state.Apply({"e", 0, "t",
-                           cluster::JobSubmitted{JobId(1), "j", 0,
-                                                 {{.id = TaskId(1)}}}},
+                           cluster::JobSubmitted{
+                               JobId(1), "j", 0, {{.id = TaskId(1)}}}},
                           1, changes),
               IsOk());
   sync(changes);

@@ -54,9 +54,9 @@ absl::Status PolicyNetwork::SwitchPolicy(std::string_view name,
 
 absl::Status PolicyNetwork::PolicyError(std::string_view what,
                                         const absl::Status& status) const {
-  return absl::InternalError(absl::StrCat(
-      "policy ", std::string(policy_->name()), " failed to ",
-      std::string(what), " the network: ", status.message()));
+  return absl::InternalError(
+      absl::StrCat("policy ", std::string(policy_->name()), " failed to ",
+                   std::string(what), " the network: ", status.message()));
 }
 
 cluster::ChangeSet EverythingIn(const cluster::ClusterState& state) {

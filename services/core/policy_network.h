@@ -50,8 +50,7 @@ class PolicyNetwork {
   // change. InvalidArgument for an unknown name (nothing changed);
   // Internal if the new policy fails to build the network.
   absl::Status SwitchPolicy(std::string_view name,
-                            const cluster::ClusterState& state,
-                            int64_t now_us);
+                            const cluster::ClusterState& state, int64_t now_us);
 
   [[nodiscard]] bool has_policy() const { return policy_ != nullptr; }
   // REQUIRES: has_policy().
@@ -60,9 +59,7 @@ class PolicyNetwork {
   }
   [[nodiscard]] flow::FlowNetwork& network() { return network_; }
   [[nodiscard]] const flow::FlowNetwork& network() const { return network_; }
-  [[nodiscard]] const flow::NetworkBuilder& builder() const {
-    return builder_;
-  }
+  [[nodiscard]] const flow::NetworkBuilder& builder() const { return builder_; }
 
  private:
   absl::Status PolicyError(std::string_view what,

@@ -29,11 +29,10 @@ TEST(PolicyNetworkTest, SyncGivesEveryTaskAUnitOfSupply) {
   ASSERT_THAT(network.Sync(changes, state, 0), IsOk());
   int64_t supply = 0;
   size_t tasks = 0;
-  network.network().ForEachNode(
-      [&](flow::NodeId, const flow::NodeData& node) {
-        supply += node.supply;
-        tasks += node.kind == flow::NodeKind::kTask;
-      });
+  network.network().ForEachNode([&](flow::NodeId, const flow::NodeData& node) {
+    supply += node.supply;
+    tasks += node.kind == flow::NodeKind::kTask;
+  });
   EXPECT_EQ(tasks, 5u);
   EXPECT_EQ(supply, 0);  // the sink drains every unit
 }

@@ -54,7 +54,8 @@ AppliedRound ApplyRound(std::span<const Decision> decisions,
     outcome.applied = true;
     outcome.stale_reason.clear();
     if (action != Action::kPreempt) {
-      if (const cluster::Task* task = state.FindTask(decisions[outcome.index].task)) {
+      if (const cluster::Task* task =
+              state.FindTask(decisions[outcome.index].task)) {
         outcome.devices = task->devices;
       }
     }

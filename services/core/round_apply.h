@@ -28,7 +28,7 @@
 namespace flowsched::core {
 
 struct DecisionOutcome {
-  size_t index = 0;          // the decision's position in the input
+  size_t index = 0;  // the decision's position in the input
   bool applied = false;
   std::string stale_reason;  // empty when applied
   // An applied placement or migration: the accelerator devices the state

@@ -136,9 +136,9 @@ TEST_F(RoundApplyTest, MigrationsSettleBeforePlacementsTakeTheRoom) {
 TEST_F(RoundApplyTest, StaleDecisionsChangeNothingAndSayWhy) {
   Build(1, 1);
   const std::vector<Decision> round = {
-      Place(99, 1),                 // unknown task
-      Place(1, 42),                 // unknown machine
-      Preempt(1, 1),                // not running
+      Place(99, 1),   // unknown task
+      Place(1, 42),   // unknown machine
+      Preempt(1, 1),  // not running
       {TaskId(1), JobId(1), MachineId(1), MachineId(0), Action::kUnspecified},
   };
   cluster::ChangeSet changes;

@@ -20,10 +20,9 @@ namespace {
 // network alone.
 flow::FlowNetwork CanonicalCopy(const flow::FlowNetwork& network) {
   std::vector<flow::GraphChange> changes = network.SnapshotChanges();
-  auto first_arc =
-      std::find_if(changes.begin(), changes.end(), [](const auto& c) {
-        return c.type == flow::GraphChange::Type::kSetArc;
-      });
+  auto first_arc = std::find_if(
+      changes.begin(), changes.end(),
+      [](const auto& c) { return c.type == flow::GraphChange::Type::kSetArc; });
   std::sort(first_arc, changes.end(), [](const auto& a, const auto& b) {
     return std::tie(a.src, a.dst) < std::tie(b.src, b.dst);
   });
@@ -47,7 +46,8 @@ absl::StatusOr<std::unique_ptr<RoundSolver>> RoundSolver::Create(
   if (algorithm == kIncrementalRounds) {
     FLOWSCHED_ASSIGN_OR_RETURN(auto cold,
                                solver::MakeSolver(solver::kDefaultSolver));
-    round_solver->mirror_ = std::make_unique<IncrementalMirror>(std::move(cold));
+    round_solver->mirror_ =
+        std::make_unique<IncrementalMirror>(std::move(cold));
     // A race's winner depends on timing: deterministic rounds use one
     // fixed algorithm.
     FLOWSCHED_ASSIGN_OR_RETURN(
@@ -57,9 +57,9 @@ absl::StatusOr<std::unique_ptr<RoundSolver>> RoundSolver::Create(
   }
   auto one_shot = solver::MakeSolver(algorithm);
   if (!one_shot.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        one_shot.status().message(), " or '", std::string(kIncrementalRounds),
-        "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(one_shot.status().message(), " or '",
+                     std::string(kIncrementalRounds), "'"));
   }
   round_solver->solver_ = std::move(*one_shot);
   return round_solver;
@@ -128,12 +128,12 @@ SolvedRound RoundSolver::Solve(bool deterministic) {
   if (!round.verdict.ok()) return round;
   if (outcome != solver::McmfOutcome::kOptimal) {
     if (inputs.check) inputs.check();  // problem() for a DIMACS export
-    round.verdict = absl::InternalError("the network of the round is infeasible");
+    round.verdict =
+        absl::InternalError("the network of the round is infeasible");
     return round;
   }
-  CheckedPlacements checked =
-      CheckAndExtract(problem, solution, *solved, flow_by_slot_, inputs.check,
-                      inputs.extract);
+  CheckedPlacements checked = CheckAndExtract(
+      problem, solution, *solved, flow_by_slot_, inputs.check, inputs.extract);
   round.check_ms = checked.check_ms;
   round.extract_ms = checked.extract_ms;
   round.check_extract_ms = checked.wall_ms;

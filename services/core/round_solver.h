@@ -41,8 +41,8 @@ struct SolvedRound {
   int64_t total_cost = 0;
   std::string algorithm;  // the algorithm whose flow was checked
   double solve_ms = 0;
-  double check_ms = 0;    // the checker, including its input's export
-  double extract_ms = 0;  // the extraction, including the flow per slot
+  double check_ms = 0;          // the checker, including its input's export
+  double extract_ms = 0;        // the extraction, including the flow per slot
   double check_extract_ms = 0;  // both, side by side (what the round paid)
 };
 

@@ -77,11 +77,11 @@ TEST_P(RoundSolverLoopTest, PlacesWhatFitsAndThenStaysPut) {
   // A task finishes: one waiting task takes its slot.
   cluster::ChangeSet finished;
   const TaskId done = *state.machines().at(MachineId(1)).running.begin();
-  ASSERT_THAT(state.Apply(cluster::ClusterEvent{"e", 3, "test",
-                                                cluster::TaskFinished{
-                                                    JobId(1), done}},
-                          3, finished),
-              IsOk());
+  ASSERT_THAT(
+      state.Apply(cluster::ClusterEvent{"e", 3, "test",
+                                        cluster::TaskFinished{JobId(1), done}},
+                  3, finished),
+      IsOk());
   changes.Merge(finished);
   const SolvedRound third = round(3);
   ASSERT_EQ(third.decisions.size(), 1u);

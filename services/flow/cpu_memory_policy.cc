@@ -89,14 +89,14 @@ absl::Status CpuMemoryPolicy::Sync(const cluster::ChangeSet& changes,
               std::min<int64_t>(n, static_cast<int64_t>(kMaxArcSegments) + 1);
           const cluster::Resources& request = shape.ask.request;
           DesiredArc arc{
-              machine_node, 1,
+              machine_node,
+              1,
               LoadCost(machine, request, 1, params_.util_scale) - discount,
               {}};
           for (int64_t k = 2; k <= pieces; ++k) {
             arc.extra_segments.push_back(
                 {k == pieces ? n - k + 1 : 1,
-                 LoadCost(machine, request, k, params_.util_scale) -
-                     discount});
+                 LoadCost(machine, request, k, params_.util_scale) - discount});
           }
           class_arcs[shape.key].push_back(std::move(arc));
         });

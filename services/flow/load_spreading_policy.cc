@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <map>
-#include <string>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -37,8 +37,7 @@ void LoadSpreadingPolicy::TrackWaiting(const cluster::ChangeSet& changes,
 }
 
 absl::Status LoadSpreadingPolicy::SyncShapeArcs(
-    const cluster::ClusterState& state,
-    const std::vector<RequestShape>& shapes,
+    const cluster::ClusterState& state, const std::vector<RequestShape>& shapes,
     const std::map<std::string, NodeId>& class_nodes,
     NetworkBuilder& builder) const {
   // A shape's class gets arcs to its cheapest machines with room only:
@@ -76,8 +75,8 @@ absl::Status LoadSpreadingPolicy::SyncShapeArcs(
             // slot piece costs: per_task_cost * (running + k - 1).
             const int64_t pieces =
                 std::min<int64_t>(n, static_cast<int64_t>(kMaxArcSegments));
-            DesiredArc arc{machine_node, 1, params_.per_task_cost * running,
-                           {}};
+            DesiredArc arc{
+                machine_node, 1, params_.per_task_cost * running, {}};
             for (int64_t k = 2; k <= pieces; ++k) {
               arc.extra_segments.push_back(
                   {k == pieces ? n - k + 1 : 1,

@@ -8,8 +8,8 @@
 #include "gtest/gtest.h"
 #include "services/cluster/resource_fit.h"
 #include "services/common/status_matchers.h"
-#include "services/flow/policy_test_util.h"
 #include "services/flow/placement_extractor.h"
+#include "services/flow/policy_test_util.h"
 #include "services/solver/flow_checker.h"
 #include "services/solver/successive_shortest_path.h"
 

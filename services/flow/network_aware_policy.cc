@@ -56,10 +56,9 @@ absl::Status NetworkAwarePolicy::Sync(const cluster::ChangeSet& changes,
           arcs.push_back({ends.machine, 1, 0});
           arcs.push_back({ends.job, 1, params_.preemption_cost});
         } else {
-          arcs.push_back(
-              {ra_nodes.at(std::max<int64_t>(
-                   0, task.spec.request.network_bytes_per_sec)),
-               1, 0});
+          arcs.push_back({ra_nodes.at(std::max<int64_t>(
+                              0, task.spec.request.network_bytes_per_sec)),
+                          1, 0});
           arcs.push_back({ends.job, 1, params_.unscheduled_cost});
         }
         return builder.SetOutArcs(node, arcs);

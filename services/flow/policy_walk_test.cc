@@ -74,12 +74,12 @@ TEST_F(PolicyWalkTest, LiveEntitiesGetNodesAndTheSinkDrainsEveryTask) {
 TEST_F(PolicyWalkTest, EntitiesGoneFromTheStateLeaveTheNetwork) {
   ASSERT_THAT(Walk(), IsOk());
   cluster::ChangeSet gone;
-  ASSERT_THAT(state_.Apply(Event(cluster::TaskFinished{JobId(1), TaskId(1)}),
-                           1, gone),
-              IsOk());
-  ASSERT_THAT(state_.Apply(Event(cluster::MachineRemoved{MachineId(1)}), 1,
-                           gone),
-              IsOk());
+  ASSERT_THAT(
+      state_.Apply(Event(cluster::TaskFinished{JobId(1), TaskId(1)}), 1, gone),
+      IsOk());
+  ASSERT_THAT(
+      state_.Apply(Event(cluster::MachineRemoved{MachineId(1)}), 1, gone),
+      IsOk());
   changes_ = gone;
   ASSERT_THAT(Walk(), IsOk());
   EXPECT_EQ(builder_.FindTaskNode(TaskId(1)), kNoNode);

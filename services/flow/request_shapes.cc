@@ -76,10 +76,10 @@ std::string ShapeKey(const cluster::Task& task,
     return absl::StrCat("cm|dm|", task.job.value());
   }
   const cluster::TaskSpec& spec = task.spec;
-  std::string key = absl::StrCat(
-      "cm|cpu=", spec.request.cpu_millis, "|mem=", spec.request.memory_bytes,
-      "|req=", SelectorText(spec.required_labels),
-      "|pref=", SelectorText(spec.preferred_labels));
+  std::string key = absl::StrCat("cm|cpu=", spec.request.cpu_millis,
+                                 "|mem=", spec.request.memory_bytes,
+                                 "|req=", SelectorText(spec.required_labels),
+                                 "|pref=", SelectorText(spec.preferred_labels));
   if (spec.request.network_bytes_per_sec > 0) {
     absl::StrAppend(&key, "|net=", spec.request.network_bytes_per_sec);
   }
@@ -238,22 +238,20 @@ std::map<std::string, NodeId> EnsureShapeNodes(
   return nodes;
 }
 
-absl::StatusOr<NodeId> ShapeNodeOf(
-    const cluster::Task& task, const cluster::ClusterState& state,
-    const std::map<std::string, NodeId>& nodes) {
+absl::StatusOr<NodeId> ShapeNodeOf(const cluster::Task& task,
+                                   const cluster::ClusterState& state,
+                                   const std::map<std::string, NodeId>& nodes) {
   auto it = nodes.find(ShapeKey(task, state));
   if (it == nodes.end()) {
-    return absl::InternalError(absl::StrCat("waiting task ",
-                                            task.spec.id.value(),
-                                            " has no request-shape class"));
+    return absl::InternalError(absl::StrCat(
+        "waiting task ", task.spec.id.value(), " has no request-shape class"));
   }
   return it->second;
 }
 
-absl::Status SetShapeArcs(
-    const std::map<std::string, NodeId>& nodes,
-    std::map<std::string, std::vector<DesiredArc>>& arcs,
-    NetworkBuilder& builder) {
+absl::Status SetShapeArcs(const std::map<std::string, NodeId>& nodes,
+                          std::map<std::string, std::vector<DesiredArc>>& arcs,
+                          NetworkBuilder& builder) {
   std::set<uint64_t> live;
   for (const auto& [key, node] : nodes) {
     FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, arcs[key]));

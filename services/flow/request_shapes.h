@@ -103,9 +103,8 @@ absl::StatusOr<NodeId> ShapeNodeOf(const cluster::Task& task,
 
 // Gives each class exactly `arcs[key]` as out-arcs (none if absent) and
 // removes the class aggregators of shapes no longer waiting.
-absl::Status SetShapeArcs(
-    const std::map<std::string, NodeId>& nodes,
-    std::map<std::string, std::vector<DesiredArc>>& arcs,
-    NetworkBuilder& builder);
+absl::Status SetShapeArcs(const std::map<std::string, NodeId>& nodes,
+                          std::map<std::string, std::vector<DesiredArc>>& arcs,
+                          NetworkBuilder& builder);
 
 }  // namespace flowsched::flow

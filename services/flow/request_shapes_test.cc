@@ -34,8 +34,7 @@ cluster::MachineAdded Machine(uint64_t id, uint32_t slots, int64_t cpu,
   return m;
 }
 
-cluster::TaskSpec Ask(uint64_t id, int64_t cpu, uint32_t whole,
-                      int64_t milli) {
+cluster::TaskSpec Ask(uint64_t id, int64_t cpu, uint32_t whole, int64_t milli) {
   cluster::TaskSpec spec;
   spec.id = TaskId(id);
   spec.request.cpu_millis = cpu;
@@ -112,13 +111,10 @@ TEST(RequestShapesTest, ReservationsNeverOverCommitAMachine) {
     const int tasks = static_cast<int>(random() % 20 + 1);
     for (int t = 1; t <= tasks; ++t) {
       const int kind = static_cast<int>(random() % 4);
-      job.tasks.push_back(Ask(static_cast<uint64_t>(t),
-                              static_cast<int64_t>(random() % 3) * 1000,
-                              kind == 1 ? static_cast<uint32_t>(random() % 3 + 1)
-                                        : 0,
-                              kind == 2 ? 100 * static_cast<int64_t>(
-                                                    random() % 9 + 1)
-                                        : 0));
+      job.tasks.push_back(Ask(
+          static_cast<uint64_t>(t), static_cast<int64_t>(random() % 3) * 1000,
+          kind == 1 ? static_cast<uint32_t>(random() % 3 + 1) : 0,
+          kind == 2 ? 100 * static_cast<int64_t>(random() % 9 + 1) : 0));
     }
     ASSERT_THAT(state.Apply(Event(job), 0, changes), IsOk());
     // Some tasks run already.
@@ -130,17 +126,16 @@ TEST(RequestShapesTest, ReservationsNeverOverCommitAMachine) {
     const cluster::Machine& machine = state.machines().at(MachineId(1));
     cluster::Machine room = machine;
     int64_t total = 0;
-    ReserveMachine(machine, state, shapes, random() % 5,
-                   [&](size_t i, int64_t n) {
-                     EXPECT_LE(n, shapes[i].waiting);
-                     for (int64_t k = 0; k < n; ++k) {
-                       const cluster::Fit fit =
-                           cluster::FitTask(room, shapes[i].ask);
-                       ASSERT_TRUE(fit.fits()) << fit.reason;
-                       cluster::BookTask(room, shapes[i].ask, fit.devices);
-                     }
-                     total += n;
-                   });
+    ReserveMachine(
+        machine, state, shapes, random() % 5, [&](size_t i, int64_t n) {
+          EXPECT_LE(n, shapes[i].waiting);
+          for (int64_t k = 0; k < n; ++k) {
+            const cluster::Fit fit = cluster::FitTask(room, shapes[i].ask);
+            ASSERT_TRUE(fit.fits()) << fit.reason;
+            cluster::BookTask(room, shapes[i].ask, fit.devices);
+          }
+          total += n;
+        });
     EXPECT_LE(total, static_cast<int64_t>(machine.free_slots()));
     EXPECT_TRUE(cluster::WithinCapacity(room));
   }
@@ -206,8 +201,7 @@ TEST(RequestShapesTest, ShapeIndexMatchesAFullScan) {
   cluster::ClusterState state;
   cluster::ChangeSet changes;
   for (uint64_t m = 1; m <= 3; ++m) {
-    ASSERT_THAT(state.Apply(Event(Machine(m, 6, 8000, 2)), 0, changes),
-                IsOk());
+    ASSERT_THAT(state.Apply(Event(Machine(m, 6, 8000, 2)), 0, changes), IsOk());
   }
   ShapeIndex index;
   uint64_t next_task = 1;
@@ -220,10 +214,9 @@ TEST(RequestShapesTest, ShapeIndexMatchesAFullScan) {
       job.name = "j";
       job.different_machines = random() % 4 == 0;
       for (int t = 0; t < 3; ++t) {
-        job.tasks.push_back(Ask(next_task++,
-                                static_cast<int64_t>(random() % 3) * 500,
-                                random() % 3 == 0 ? 1 : 0,
-                                random() % 3 == 1 ? 250 : 0));
+        job.tasks.push_back(
+            Ask(next_task++, static_cast<int64_t>(random() % 3) * 500,
+                random() % 3 == 0 ? 1 : 0, random() % 3 == 1 ? 250 : 0));
       }
       ASSERT_THAT(state.Apply(Event(job), 0, touched), IsOk());
     } else {
@@ -233,9 +226,10 @@ TEST(RequestShapesTest, ShapeIndexMatchesAFullScan) {
       if (what == 1 && !it->second.running()) {
         state.Place(id, MachineId(random() % 3 + 1), 0, touched).IgnoreError();
       } else {
-        ASSERT_THAT(state.Apply(Event(cluster::TaskFinished{it->second.job, id}),
-                                0, touched),
-                    IsOk());
+        ASSERT_THAT(
+            state.Apply(Event(cluster::TaskFinished{it->second.job, id}), 0,
+                        touched),
+            IsOk());
       }
     }
     for (TaskId id : touched.tasks) {

@@ -1,13 +1,13 @@
 #include "services/graph_manager/graph_manager.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <string>
 #include <string_view>
 #include <thread>
-
-#include <unistd.h>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -16,13 +16,13 @@
 #include "services/bus/dead_letter_publisher.h"
 #include "services/codec/decision_codec.h"
 #include "services/codec/round_parts.h"
-#include "services/core/round_apply.h"
 #include "services/common/status_macros.h"
+#include "services/core/round_apply.h"
 #include "services/graph_manager/state_digest.h"
 #include "services/graph_manager/state_persister.h"
 #include "services/graph_manager/state_rebuilder.h"
-#include "storage/keys.h"
 #include "spdlog/spdlog.h"
+#include "storage/keys.h"
 
 namespace flowsched::graph_manager {
 namespace {
@@ -316,9 +316,11 @@ absl::Status GraphManager::ReplayRecord(const v1::LedgerRecord& record,
     // Only a fresh store can differ (SetPolicy events are replayed): it was
     // opened with this instance's --policy, not the original's.
     if (network_.node_count() != 0) {
-      spdlog::warn("ledger record {} names policy {} while the replayed "
-                   "state has {}",
-                   record.seq(), record.claim().policy(), policy_network_.policy().name());
+      spdlog::warn(
+          "ledger record {} names policy {} while the replayed "
+          "state has {}",
+          record.seq(), record.claim().policy(),
+          policy_network_.policy().name());
     }
     FLOWSCHED_RETURN_IF_ERROR(SwitchPolicy(record.claim().policy()));
   }
@@ -906,8 +908,8 @@ absl::Status GraphManager::SwitchPolicy(const std::string& name) {
       policy_network_.SwitchPolicy(name, state_, StateNowMicros());
   if (!switched.ok()) {
     // The decoder checked the name with the same registry.
-    return absl::InternalError(absl::StrCat("switching to policy ", name,
-                                            ": ", switched.message()));
+    return absl::InternalError(
+        absl::StrCat("switching to policy ", name, ": ", switched.message()));
   }
   meta_.set_policy(name);
   need_snapshot_ = true;
@@ -966,9 +968,10 @@ void GraphManager::CheckRoundTimeout() {
   if (!collector_.expecting()) return;
   const int64_t waited_us = SteadyMicros() - round_sent_steady_us_;
   if (waited_us < int64_t{options_.round_timeout_ms} * 1000) return;
-  spdlog::warn("round {} got no complete answer in {} ms; re-cutting as a "
-               "snapshot",
-               collector_.round_id().value(), waited_us / 1000);
+  spdlog::warn(
+      "round {} got no complete answer in {} ms; re-cutting as a "
+      "snapshot",
+      collector_.round_id().value(), waited_us / 1000);
   ++rounds_timed_out_;
   collector_.Clear();
   // Abandoned: none of its parts is needed again, so the next commit stores
@@ -987,8 +990,7 @@ absl::StatusOr<std::vector<flow::GraphChange>> GraphManager::RefreshPrices() {
   if (!policy_network_.policy().time_dependent()) {
     return std::vector<flow::GraphChange>{};
   }
-  FLOWSCHED_RETURN_IF_ERROR(
-      policy_network_.Refresh(state_, StateNowMicros()));
+  FLOWSCHED_RETURN_IF_ERROR(policy_network_.Refresh(state_, StateNowMicros()));
   return network_.TakeChanges();
 }
 

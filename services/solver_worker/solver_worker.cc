@@ -1,10 +1,10 @@
 #include "services/solver_worker/solver_worker.h"
 
 #include <algorithm>
-#include <tuple>
 #include <chrono>
 #include <random>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 

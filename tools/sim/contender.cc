@@ -92,8 +92,7 @@ class FlowContender final : public Contender {
     return solver::WriteDimacs(
         round_solver_->problem(), out,
         absl::StrCat("flowsched simulate: ",
-                     std::string(policy_.policy().name()), " round ",
-                     rounds_));
+                     std::string(policy_.policy().name()), " round ", rounds_));
   }
 
   core::PolicyNetwork policy_;
@@ -111,8 +110,8 @@ absl::StatusOr<std::unique_ptr<Contender>> MakeContender(
   if (name.rfind("flow:", 0) == 0) {
     auto round_solver = core::RoundSolver::Create(solver);
     if (!round_solver.ok()) return round_solver.status();
-    auto contender = std::make_unique<FlowContender>(
-        std::move(*round_solver), export_dir, export_rounds);
+    auto contender = std::make_unique<FlowContender>(std::move(*round_solver),
+                                                     export_dir, export_rounds);
     if (auto s = contender->Adopt(name.substr(5)); !s.ok()) return s;
     return contender;
   }
