@@ -5,32 +5,19 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/common/status_matchers.h"
+#include "services/core/core_test_util.h"
 
 namespace flowsched::core {
 namespace {
 
 using ::flowsched::testing::IsOk;
 
-// Machines 1..machines with one slot each; job 1 with tasks 1..tasks.
 class RoundApplyTest : public ::testing::Test {
  protected:
+  // Machines 1..machines of one slot; job 1 of tasks 1..tasks.
   void Build(uint64_t machines, uint64_t tasks) {
-    for (uint64_t m = 1; m <= machines; ++m) {
-      cluster::MachineAdded added;
-      added.machine = MachineId(m);
-      added.rack = "r";
-      added.task_slots = 1;
-      ASSERT_THAT(state_.Apply(Event(added), 0, changes_), IsOk());
-    }
-    cluster::JobSubmitted job;
-    job.job = JobId(1);
-    job.name = "j";
-    for (uint64_t t = 1; t <= tasks; ++t) {
-      cluster::TaskSpec spec;
-      spec.id = TaskId(t);
-      job.tasks.push_back(spec);
-    }
-    ASSERT_THAT(state_.Apply(Event(job), 0, changes_), IsOk());
+    BuildSmallCluster(machines, 1, tasks, state_, changes_);
+    ASSERT_EQ(state_.tasks().size(), tasks);
   }
   static cluster::ClusterEvent Event(cluster::EventBody body) {
     return cluster::ClusterEvent{"e", 0, "test", std::move(body)};
