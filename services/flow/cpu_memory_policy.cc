@@ -73,8 +73,10 @@ absl::Status CpuMemoryPolicy::Sync(const cluster::ChangeSet& changes,
   // Class -> machine arcs by reservation (request_shapes.h).
   std::map<std::string, std::vector<DesiredArc>> class_arcs;
   size_t machine_index = 0;
-  for (const auto& [machine_id, machine] : state.machines()) {
-    const NodeId machine_node = builder.FindMachineNode(machine_id);
+  for (const auto& entry : state.machines()) {
+    // Not a structured binding: clang 14 cannot capture one in a lambda.
+    const cluster::Machine& machine = entry.second;
+    const NodeId machine_node = builder.FindMachineNode(entry.first);
     ReserveMachine(
         machine, state, shapes, machine_index++, [&](size_t i, int64_t n) {
           const RequestShape& shape = shapes[i];
