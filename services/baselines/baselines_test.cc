@@ -33,16 +33,16 @@ class StateBuilder {
  public:
   StateBuilder& Machine(uint64_t id, std::string rack, uint32_t slots,
                         Resources capacity = {}) {
-    EXPECT_THAT(Apply(cluster::MachineAdded{MachineId(id), std::move(rack),
-                                            capacity, slots, {}}),
+    EXPECT_THAT(Apply(cluster::MachineAdded{
+                    MachineId(id), std::move(rack), capacity, slots, {}}),
                 IsOk());
     return *this;
   }
   // Task ids must ascend in submission order; they are the queue order.
   StateBuilder& Job(uint64_t id, std::vector<TaskSpec> tasks) {
-    EXPECT_THAT(Apply(cluster::JobSubmitted{JobId(id), "j", 0,
-                                            std::move(tasks)}),
-                IsOk());
+    EXPECT_THAT(
+        Apply(cluster::JobSubmitted{JobId(id), "j", 0, std::move(tasks)}),
+        IsOk());
     return *this;
   }
   StateBuilder& Run(uint64_t task, uint64_t machine) {
@@ -126,8 +126,9 @@ TEST(GreedyTest, SmallInputsAreNoPreference) {
 TEST(GreedyTest, SkipsTasksThatDoNotFitResources) {
   StateBuilder b;
   b.Machine(1, "a", 2, {.cpu_millis = 1000});
-  b.Job(1, {Task(11, {}, {.cpu_millis = 2000}), Task(12, {}, {.cpu_millis = 600}),
-            Task(13, {}, {.cpu_millis = 600})});
+  b.Job(1,
+        {Task(11, {}, {.cpu_millis = 2000}), Task(12, {}, {.cpu_millis = 600}),
+         Task(13, {}, {.cpu_millis = 600})});
   GreedyScheduler g(/*fair=*/false);
   EXPECT_THAT(g.Schedule(b.state()), ::testing::ElementsAre(P(12, 1)));
 }
@@ -292,9 +293,8 @@ ClusterState RandomState(uint32_t seed) {
           input.push_back(OnMachine(static_cast<uint64_t>(uniform(1, machines)),
                                     uniform(1, 100)));
         } else {
-          input.push_back(DataLocality{MachineId(0),
-                                       absl::StrCat("r", uniform(0, 2)),
-                                       uniform(1, 100)});
+          input.push_back(DataLocality{
+              MachineId(0), absl::StrCat("r", uniform(0, 2)), uniform(1, 100)});
         }
       }
       const Resources req{.cpu_millis = uniform(0, 3000),
@@ -307,9 +307,9 @@ ClusterState RandomState(uint32_t seed) {
   cluster::ChangeSet changes;
   for (const auto& [id, task] : b.state().tasks()) {
     if (uniform(0, 2) == 0) {
-      (void)b.state().Place(id, MachineId(static_cast<uint64_t>(
-                                    uniform(1, machines))),
-                            0, changes);
+      (void)b.state().Place(
+          id, MachineId(static_cast<uint64_t>(uniform(1, machines))), 0,
+          changes);
     }
   }
   return std::move(b.state());

@@ -58,8 +58,7 @@ using Queue = std::vector<const cluster::Task*>;
 
 bool Prefers(int64_t bytes, int64_t total, double fraction) {
   return bytes > 0 && total > 0 &&
-         static_cast<double>(bytes) >=
-             fraction * static_cast<double>(total);
+         static_cast<double>(bytes) >= fraction * static_cast<double>(total);
 }
 
 }  // namespace
@@ -106,16 +105,19 @@ std::vector<BaselinePlacement> GreedyScheduler::Schedule(
       // GF: blocked while the job runs at least its share.
       return !fair_ || running[task->job] < shares[task->job];
     };
-    const auto first_eligible = [&](const Queue* queue) -> const cluster::Task* {
+    const auto first_eligible =
+        [&](const Queue* queue) -> const cluster::Task* {
       if (queue == nullptr) return nullptr;
       // Taken tasks never become eligible again this round: skip the taken
       // prefix for good, so a scan is not quadratic in the queue length.
       size_t& front = queue_front[queue];
-      while (front < queue->size() && taken.contains((*queue)[front]->spec.id)) {
+      while (front < queue->size() &&
+             taken.contains((*queue)[front]->spec.id)) {
         ++front;
       }
-      auto it = std::find_if(queue->begin() + static_cast<std::ptrdiff_t>(front),
-                             queue->end(), eligible);
+      auto it =
+          std::find_if(queue->begin() + static_cast<std::ptrdiff_t>(front),
+                       queue->end(), eligible);
       return it == queue->end() ? nullptr : *it;
     };
     const auto find_queue = [](auto& queues, const auto& key) -> const Queue* {

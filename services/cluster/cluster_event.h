@@ -20,10 +20,23 @@ struct JobSubmitted {
   std::vector<TaskSpec> tasks;
   bool different_machines = false;  // see Job::different_machines
 };
-struct TaskSubmitted { JobId job; TaskSpec task; };
-struct TaskFinished { JobId job; TaskId task; };
-struct TaskFailed { JobId job; TaskId task; std::string reason; };
-struct TaskKilled { JobId job; TaskId task; };
+struct TaskSubmitted {
+  JobId job;
+  TaskSpec task;
+};
+struct TaskFinished {
+  JobId job;
+  TaskId task;
+};
+struct TaskFailed {
+  JobId job;
+  TaskId task;
+  std::string reason;
+};
+struct TaskKilled {
+  JobId job;
+  TaskId task;
+};
 struct TaskUpdated {
   JobId job;
   TaskId task;
@@ -38,21 +51,34 @@ struct MachineAdded {
   std::map<std::string, std::string> labels;
   std::vector<AcceleratorGroup> accelerators;
 };
-struct MachineRemoved { MachineId machine; };
-struct MachineFailed { MachineId machine; std::string reason; };
-struct MachineUsage { MachineId machine; Resources used; };
-struct TaskUsage { JobId job; TaskId task; Resources used; };
+struct MachineRemoved {
+  MachineId machine;
+};
+struct MachineFailed {
+  MachineId machine;
+  std::string reason;
+};
+struct MachineUsage {
+  MachineId machine;
+  Resources used;
+};
+struct TaskUsage {
+  JobId job;
+  TaskId task;
+  Resources used;
+};
 // A time tick in the log; changes no state (see events.proto).
 struct Tick {};
 // Admin event: switch the scheduling policy. Changes no cluster state; the
 // graph manager acts on it (see events.proto).
-struct SetPolicy { std::string policy; };
+struct SetPolicy {
+  std::string policy;
+};
 
 using EventBody =
     std::variant<JobSubmitted, TaskSubmitted, TaskFinished, TaskFailed,
                  TaskKilled, TaskUpdated, MachineAdded, MachineRemoved,
-                 MachineFailed, MachineUsage, TaskUsage, Tick,
-                 SetPolicy>;
+                 MachineFailed, MachineUsage, TaskUsage, Tick, SetPolicy>;
 
 struct ClusterEvent {
   std::string event_id;

@@ -35,7 +35,8 @@ const Machine* ClusterState::FindMachine(MachineId id) const {
 
 absl::Status ClusterState::Apply(const ClusterEvent& event, int64_t now_us,
                                  ChangeSet& changes) {
-  const int64_t time_us = event.event_time_us > 0 ? event.event_time_us : now_us;
+  const int64_t time_us =
+      event.event_time_us > 0 ? event.event_time_us : now_us;
   SeeTime(time_us);
   return std::visit(
       Overloaded{
@@ -89,9 +90,9 @@ absl::Status ClusterState::ApplyJobSubmitted(const JobSubmitted& e,
   // Validate every task before adding anything.
   for (const TaskSpec& spec : e.tasks) {
     if (tasks_.contains(spec.id)) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("task ", spec.id.value(), " of job ", e.job.value(),
-                       " already exists"));
+      return absl::AlreadyExistsError(absl::StrCat("task ", spec.id.value(),
+                                                   " of job ", e.job.value(),
+                                                   " already exists"));
     }
   }
   Job& job = jobs_[e.job];
@@ -125,10 +126,9 @@ absl::Status ClusterState::ApplyTaskSubmitted(const TaskSubmitted& e,
         absl::StrCat("task ", e.task.id.value(), " already exists"));
   }
   if (job_it->second.tasks.size() >= limits_.max_tasks_per_job) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("job ", e.job.value(), " already has ",
-                     job_it->second.tasks.size(), " tasks; the limit is ",
-                     limits_.max_tasks_per_job));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job ", e.job.value(), " already has ", job_it->second.tasks.size(),
+        " tasks; the limit is ", limits_.max_tasks_per_job));
   }
   Task& task = tasks_[e.task.id];
   task.spec = e.task;
@@ -158,8 +158,8 @@ absl::StatusOr<Task*> ClusterState::TaskOfJob(JobId job, TaskId task) {
 void ClusterState::CountRunning(JobId job, int delta) {
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return;
-  it->second.running = static_cast<uint32_t>(
-      static_cast<int64_t>(it->second.running) + delta);
+  it->second.running =
+      static_cast<uint32_t>(static_cast<int64_t>(it->second.running) + delta);
 }
 
 void ClusterState::Unplace(Task& task, int64_t now_us, ChangeSet& changes) {
@@ -180,9 +180,8 @@ void ClusterState::Unplace(Task& task, int64_t now_us, ChangeSet& changes) {
   changes.tasks.insert(task.spec.id);
 }
 
-absl::Status ClusterState::ApplyTaskEnded(JobId job, TaskId task_id,
-                                          bool retry, int64_t time_us,
-                                          ChangeSet& changes) {
+absl::Status ClusterState::ApplyTaskEnded(JobId job, TaskId task_id, bool retry,
+                                          int64_t time_us, ChangeSet& changes) {
   FLOWSCHED_ASSIGN_OR_RETURN(Task * task, TaskOfJob(job, task_id));
   Unplace(*task, time_us, changes);
   changes.tasks.insert(task_id);
@@ -335,15 +334,14 @@ absl::Status ClusterState::Preempt(TaskId task_id, int64_t now_us,
   return absl::OkStatus();
 }
 
-absl::Status ClusterState::Migrate(TaskId task_id, MachineId from,
-                                   MachineId to, int64_t now_us,
-                                   ChangeSet& changes) {
+absl::Status ClusterState::Migrate(TaskId task_id, MachineId from, MachineId to,
+                                   int64_t now_us, ChangeSet& changes) {
   SeeTime(now_us);
   auto task_it = tasks_.find(task_id);
   if (task_it == tasks_.end() || task_it->second.machine != from) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "migrate: task ", task_id.value(), " no longer runs on ",
-        from.value()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("migrate: task ", task_id.value(), " no longer runs on ",
+                     from.value()));
   }
   auto to_it = machines_.find(to);
   if (to_it == machines_.end() || from == to) {
@@ -375,9 +373,8 @@ absl::Status ClusterState::RestoreJob(Job job) {
 
 absl::Status ClusterState::RestoreMachine(Machine machine) {
   if (machines_.contains(machine.id)) {
-    return absl::DataLossError(absl::StrCat("stored machine ",
-                                            machine.id.value(),
-                                            " appears twice"));
+    return absl::DataLossError(
+        absl::StrCat("stored machine ", machine.id.value(), " appears twice"));
   }
   machine.running.clear();
   machine.allocated = {};  // RestoreTask adds its tasks back
@@ -442,8 +439,7 @@ absl::Status ClusterState::RestoreTask(Task task) {
   }
   if (task.running()) {
     auto machine_it = machines_.find(task.machine);
-    if (machine_it == machines_.end() ||
-        machine_it->second.free_slots() == 0) {
+    if (machine_it == machines_.end() || machine_it->second.free_slots() == 0) {
       return absl::DataLossError(
           absl::StrCat("stored task ", id.value(), " runs on machine ",
                        task.machine.value(), " that is unknown or full"));

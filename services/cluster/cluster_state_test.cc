@@ -14,7 +14,9 @@ namespace {
 using ::flowsched::testing::IsOk;
 using ::flowsched::testing::StatusIs;
 
-ClusterEvent Event(EventBody body) { return ClusterEvent{"e", 0, "test", body}; }
+ClusterEvent Event(EventBody body) {
+  return ClusterEvent{"e", 0, "test", body};
+}
 
 JobSubmitted Job2(uint64_t job) {
   JobSubmitted j{JobId(job), "j", 0, {}};
@@ -53,23 +55,25 @@ TEST_F(ClusterStateTest, DuplicatesAreRejectedWithoutPartialState) {
   EXPECT_TRUE(changes_.empty());
   EXPECT_THAT(state_.Apply(Event(Job2(1)), 0, changes_),
               StatusIs(absl::StatusCode::kAlreadyExists, "job 1"));
-  EXPECT_THAT(
-      state_.Apply(Event(MachineAdded{MachineId(1), "r", {}, 1, {}}), 0,
-                   changes_),
-      StatusIs(absl::StatusCode::kAlreadyExists, "machine 1"));
+  EXPECT_THAT(state_.Apply(Event(MachineAdded{MachineId(1), "r", {}, 1, {}}), 0,
+                           changes_),
+              StatusIs(absl::StatusCode::kAlreadyExists, "machine 1"));
 }
 
 TEST_F(ClusterStateTest, UnknownIdsAreFailedPrecondition) {
-  EXPECT_THAT(state_.Apply(Event(TaskFinished{JobId(1), TaskId(99)}), 0,
-                           changes_),
-              StatusIs(absl::StatusCode::kFailedPrecondition, "unknown task"));
-  EXPECT_THAT(state_.Apply(Event(TaskFinished{JobId(2), TaskId(11)}), 0,
-                           changes_),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       "belongs to job 1"));
   EXPECT_THAT(
-      state_.Apply(Event(TaskSubmitted{JobId(9), TaskSpec{.id = TaskId(91), .request = {}, .priority = 0, .input = {}, .input_bytes = 0}}), 0,
-                   changes_),
+      state_.Apply(Event(TaskFinished{JobId(1), TaskId(99)}), 0, changes_),
+      StatusIs(absl::StatusCode::kFailedPrecondition, "unknown task"));
+  EXPECT_THAT(
+      state_.Apply(Event(TaskFinished{JobId(2), TaskId(11)}), 0, changes_),
+      StatusIs(absl::StatusCode::kFailedPrecondition, "belongs to job 1"));
+  EXPECT_THAT(
+      state_.Apply(Event(TaskSubmitted{JobId(9), TaskSpec{.id = TaskId(91),
+                                                          .request = {},
+                                                          .priority = 0,
+                                                          .input = {},
+                                                          .input_bytes = 0}}),
+                   0, changes_),
       StatusIs(absl::StatusCode::kFailedPrecondition, "unknown job 9"));
   EXPECT_THAT(state_.Apply(Event(MachineRemoved{MachineId(8)}), 0, changes_),
               StatusIs(absl::StatusCode::kFailedPrecondition, "machine 8"));
@@ -91,23 +95,23 @@ TEST_F(ClusterStateTest, PlaceRespectsSlotsAndStaleness) {
 
 TEST_F(ClusterStateTest, FinishingFreesTheSlotAndLastTaskEndsTheJob) {
   ASSERT_THAT(state_.Place(TaskId(11), MachineId(1), 7, changes_), IsOk());
-  ASSERT_THAT(state_.Apply(Event(TaskFinished{JobId(1), TaskId(11)}), 0,
-                           changes_),
-              IsOk());
+  ASSERT_THAT(
+      state_.Apply(Event(TaskFinished{JobId(1), TaskId(11)}), 0, changes_),
+      IsOk());
   EXPECT_EQ(state_.FindMachine(MachineId(1))->free_slots(), 1u);
   EXPECT_EQ(state_.running_task_count(), 0u);
-  ASSERT_THAT(state_.Apply(Event(TaskKilled{JobId(1), TaskId(12)}), 0,
-                           changes_),
-              IsOk());
+  ASSERT_THAT(
+      state_.Apply(Event(TaskKilled{JobId(1), TaskId(12)}), 0, changes_),
+      IsOk());
   EXPECT_EQ(state_.FindJob(JobId(1)), nullptr);
   EXPECT_TRUE(changes_.jobs.contains(JobId(1)));
 }
 
 TEST_F(ClusterStateTest, FailedTaskWaitsAgain) {
   ASSERT_THAT(state_.Place(TaskId(11), MachineId(1), 7, changes_), IsOk());
-  ASSERT_THAT(state_.Apply(Event(TaskFailed{JobId(1), TaskId(11), "oom"}), 0,
-                           changes_),
-              IsOk());
+  ASSERT_THAT(
+      state_.Apply(Event(TaskFailed{JobId(1), TaskId(11), "oom"}), 0, changes_),
+      IsOk());
   ASSERT_NE(state_.FindTask(TaskId(11)), nullptr);
   EXPECT_FALSE(state_.FindTask(TaskId(11))->running());
   EXPECT_EQ(state_.FindMachine(MachineId(1))->running.size(), 0u);
@@ -116,9 +120,9 @@ TEST_F(ClusterStateTest, FailedTaskWaitsAgain) {
 TEST_F(ClusterStateTest, MachineFailureReleasesItsTasks) {
   ASSERT_THAT(state_.Place(TaskId(11), MachineId(1), 7, changes_), IsOk());
   changes_.Clear();
-  ASSERT_THAT(state_.Apply(Event(MachineFailed{MachineId(1), "power"}), 0,
-                           changes_),
-              IsOk());
+  ASSERT_THAT(
+      state_.Apply(Event(MachineFailed{MachineId(1), "power"}), 0, changes_),
+      IsOk());
   EXPECT_EQ(state_.machines().size(), 0u);
   EXPECT_EQ(state_.running_task_count(), 0u);
   EXPECT_FALSE(state_.FindTask(TaskId(11))->running());
@@ -127,18 +131,18 @@ TEST_F(ClusterStateTest, MachineFailureReleasesItsTasks) {
 }
 
 TEST_F(ClusterStateTest, PreemptAndMigrate) {
-  ASSERT_THAT(state_.Apply(Event(MachineAdded{MachineId(2), "r", {}, 2, {}}),
-                           0, changes_),
+  ASSERT_THAT(state_.Apply(Event(MachineAdded{MachineId(2), "r", {}, 2, {}}), 0,
+                           changes_),
               IsOk());
   ASSERT_THAT(state_.Place(TaskId(11), MachineId(1), 7, changes_), IsOk());
-  ASSERT_THAT(state_.Migrate(TaskId(11), MachineId(1), MachineId(2), 8,
-                             changes_),
-              IsOk());
+  ASSERT_THAT(
+      state_.Migrate(TaskId(11), MachineId(1), MachineId(2), 8, changes_),
+      IsOk());
   EXPECT_EQ(state_.FindTask(TaskId(11))->machine, MachineId(2));
   EXPECT_EQ(state_.FindMachine(MachineId(1))->running.size(), 0u);
-  EXPECT_THAT(state_.Migrate(TaskId(11), MachineId(1), MachineId(2), 8,
-                             changes_),
-              StatusIs(absl::StatusCode::kFailedPrecondition, "no longer"));
+  EXPECT_THAT(
+      state_.Migrate(TaskId(11), MachineId(1), MachineId(2), 8, changes_),
+      StatusIs(absl::StatusCode::kFailedPrecondition, "no longer"));
   ASSERT_THAT(state_.Preempt(TaskId(11), changes_), IsOk());
   EXPECT_FALSE(state_.FindTask(TaskId(11))->running());
   EXPECT_THAT(state_.Preempt(TaskId(11), changes_),
@@ -148,27 +152,27 @@ TEST_F(ClusterStateTest, PreemptAndMigrate) {
 // Job::running follows every way a task starts or stops running.
 TEST_F(ClusterStateTest, JobRunningCountFollowsPlacements) {
   const auto running = [&] { return state_.FindJob(JobId(1))->running; };
-  ASSERT_THAT(state_.Apply(Event(MachineAdded{MachineId(2), "r", {}, 2, {}}),
-                           0, changes_),
+  ASSERT_THAT(state_.Apply(Event(MachineAdded{MachineId(2), "r", {}, 2, {}}), 0,
+                           changes_),
               IsOk());
   EXPECT_EQ(running(), 0u);
   ASSERT_THAT(state_.Place(TaskId(11), MachineId(1), 7, changes_), IsOk());
   ASSERT_THAT(state_.Place(TaskId(12), MachineId(2), 7, changes_), IsOk());
   EXPECT_EQ(running(), 2u);
-  ASSERT_THAT(state_.Migrate(TaskId(11), MachineId(1), MachineId(2), 8,
-                             changes_),
-              IsOk());
+  ASSERT_THAT(
+      state_.Migrate(TaskId(11), MachineId(1), MachineId(2), 8, changes_),
+      IsOk());
   EXPECT_EQ(running(), 2u);
   ASSERT_THAT(state_.Preempt(TaskId(11), changes_), IsOk());
   EXPECT_EQ(running(), 1u);
-  ASSERT_THAT(state_.Apply(Event(MachineFailed{MachineId(2), "power"}), 0,
-                           changes_),
-              IsOk());
+  ASSERT_THAT(
+      state_.Apply(Event(MachineFailed{MachineId(2), "power"}), 0, changes_),
+      IsOk());
   EXPECT_EQ(running(), 0u);
   ASSERT_THAT(state_.Place(TaskId(11), MachineId(1), 9, changes_), IsOk());
-  ASSERT_THAT(state_.Apply(Event(TaskFinished{JobId(1), TaskId(11)}), 10,
-                           changes_),
-              IsOk());
+  ASSERT_THAT(
+      state_.Apply(Event(TaskFinished{JobId(1), TaskId(11)}), 10, changes_),
+      IsOk());
   EXPECT_EQ(running(), 0u);
   EXPECT_EQ(state_.running_task_count(), 0u);
 }
@@ -180,8 +184,12 @@ TEST_F(ClusterStateTest, TaskLimitPerJobHoldsForLateSubmissions) {
   ChangeSet changes;
   ASSERT_THAT(state.Apply(Event(Job2(1)), 0, changes), IsOk());
   EXPECT_THAT(
-      state.Apply(Event(TaskSubmitted{JobId(1), TaskSpec{.id = TaskId(13), .request = {}, .priority = 0, .input = {}, .input_bytes = 0}}), 0,
-                  changes),
+      state.Apply(Event(TaskSubmitted{JobId(1), TaskSpec{.id = TaskId(13),
+                                                         .request = {},
+                                                         .priority = 0,
+                                                         .input = {},
+                                                         .input_bytes = 0}}),
+                  0, changes),
       StatusIs(absl::StatusCode::kInvalidArgument, "limit is 2"));
 }
 
@@ -204,9 +212,8 @@ TEST_F(ClusterStateTest, RestoreInAnyOrderRebuildsTheSameState) {
   const auto restore = [](const std::vector<uint64_t>& ids) {
     ClusterState state;
     EXPECT_THAT(state.RestoreJob(Job{JobId(1), "j", 0, {}}), IsOk());
-    EXPECT_THAT(state.RestoreMachine(Machine{.id = MachineId(1),
-                                             .rack = "r",
-                                             .task_slots = 10}),
+    EXPECT_THAT(state.RestoreMachine(
+                    Machine{.id = MachineId(1), .rack = "r", .task_slots = 10}),
                 IsOk());
     for (uint64_t id : ids) {
       Task task;
@@ -319,14 +326,16 @@ TEST(ClusterStateTimesTest, MigrationKeepsRunningTimeAndAddsNoWait) {
 class ClusterStateResourcesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_THAT(state_.Apply(Timed(1, MachineAdded{MachineId(1), "r",
-                                                   {4000, 8000, 0}, 10, {}}),
-                             0, changes_),
-                IsOk());
-    ASSERT_THAT(state_.Apply(Timed(1, MachineAdded{MachineId(2), "r",
-                                                   {4000, 8000, 0}, 10, {}}),
-                             0, changes_),
-                IsOk());
+    ASSERT_THAT(
+        state_.Apply(
+            Timed(1, MachineAdded{MachineId(1), "r", {4000, 8000, 0}, 10, {}}),
+            0, changes_),
+        IsOk());
+    ASSERT_THAT(
+        state_.Apply(
+            Timed(1, MachineAdded{MachineId(2), "r", {4000, 8000, 0}, 10, {}}),
+            0, changes_),
+        IsOk());
     JobSubmitted job{JobId(1), "j", 0, {}};
     job.different_machines = true;
     job.tasks.push_back({.id = TaskId(1), .request = {3000, 1000, 0}});
@@ -355,9 +364,9 @@ TEST_F(ClusterStateResourcesTest, PlaceRejectsCpuOrMemoryOverCommit) {
   ASSERT_THAT(state_.Place(TaskId(3), MachineId(2), 5, changes_), IsOk());
   // Moving task 2 (1000, 6000) beside task 3 (1000, 2000) fills machine 2's
   // memory exactly.
-  ASSERT_THAT(state_.Migrate(TaskId(2), MachineId(1), MachineId(2), 6,
-                             changes_),
-              IsOk());
+  ASSERT_THAT(
+      state_.Migrate(TaskId(2), MachineId(1), MachineId(2), 6, changes_),
+      IsOk());
   EXPECT_EQ(Allocated(1), (Resources{3000, 1000, 0}));
   EXPECT_EQ(Allocated(2), (Resources{2000, 8000, 0}));
   // Task 1 (3000, 1000) fits neither machine 2's CPU nor its memory now.
@@ -370,10 +379,10 @@ TEST_F(ClusterStateResourcesTest, PlaceRejectsCpuOrMemoryOverCommit) {
 TEST_F(ClusterStateResourcesTest, AllocationFollowsUpdatesEndsAndRestores) {
   ASSERT_THAT(state_.Place(TaskId(1), MachineId(1), 5, changes_), IsOk());
   ASSERT_THAT(state_.Place(TaskId(3), MachineId(1), 5, changes_), IsOk());
-  ASSERT_THAT(state_.Apply(Timed(6, TaskUpdated{JobId(1), TaskId(3),
-                                                {500, 500, 7}, 0}),
-                           0, changes_),
-              IsOk());
+  ASSERT_THAT(
+      state_.Apply(Timed(6, TaskUpdated{JobId(1), TaskId(3), {500, 500, 7}, 0}),
+                   0, changes_),
+      IsOk());
   EXPECT_EQ(Allocated(1), (Resources{3500, 1500, 7}));
   ClusterState restored;
   ASSERT_THAT(restored.RestoreJob(*state_.FindJob(JobId(1))), IsOk());
@@ -384,9 +393,9 @@ TEST_F(ClusterStateResourcesTest, AllocationFollowsUpdatesEndsAndRestores) {
   }
   EXPECT_EQ(restored.FindMachine(MachineId(1))->allocated,
             (Resources{3500, 1500, 7}));
-  ASSERT_THAT(state_.Apply(Timed(7, TaskFinished{JobId(1), TaskId(1)}), 0,
-                           changes_),
-              IsOk());
+  ASSERT_THAT(
+      state_.Apply(Timed(7, TaskFinished{JobId(1), TaskId(1)}), 0, changes_),
+      IsOk());
   EXPECT_EQ(Allocated(1), (Resources{500, 500, 7}));
   ASSERT_THAT(state_.Preempt(TaskId(3), 8, changes_), IsOk());
   EXPECT_EQ(Allocated(1), (Resources{}));

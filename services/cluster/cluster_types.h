@@ -214,11 +214,11 @@ struct Machine {
   Resources capacity;
   uint32_t task_slots = 0;
   std::map<std::string, std::string> labels;
-  Resources used;              // last reported usage
+  Resources used;  // last reported usage
   // Sum of the requests of the tasks placed here; kept by ClusterState.
   // Not persisted on its own: RestoreTask rebuilds it.
   Resources allocated;
-  std::set<TaskId> running;    // tasks placed here
+  std::set<TaskId> running;     // tasks placed here
   std::vector<Device> devices;  // index = device number on the machine
   [[nodiscard]] uint32_t free_slots() const {
     return running.size() >= task_slots

@@ -32,8 +32,8 @@ absl::Status CheckString(absl::string_view field, const std::string& value,
 
 absl::Status CheckRange(absl::string_view field, int64_t value, int64_t max) {
   if (value < 0 || value > max) {
-    return Invalid(absl::StrCat(field, " = ", value, " is outside [0, ", max,
-                                "]"));
+    return Invalid(
+        absl::StrCat(field, " = ", value, " is outside [0, ", max, "]"));
   }
   return absl::OkStatus();
 }
@@ -82,10 +82,9 @@ absl::StatusOr<Resources> DecodeResources(absl::string_view field,
   FLOWSCHED_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".memory_bytes"),
                                        message.memory_bytes(),
                                        limits.max_memory_bytes));
-  FLOWSCHED_RETURN_IF_ERROR(
-      CheckRange(absl::StrCat(field, ".network_bytes_per_sec"),
-                 message.network_bytes_per_sec(),
-                 limits.max_network_bytes_per_sec));
+  FLOWSCHED_RETURN_IF_ERROR(CheckRange(
+      absl::StrCat(field, ".network_bytes_per_sec"),
+      message.network_bytes_per_sec(), limits.max_network_bytes_per_sec));
   Resources resources;
   resources.cpu_millis = message.cpu_millis();
   resources.memory_bytes = message.memory_bytes();
@@ -211,14 +210,13 @@ absl::Status DecodeLabels(
     const google::protobuf::Map<std::string, std::string>& labels,
     const ValidationLimits& limits, std::map<std::string, std::string>& out) {
   if (static_cast<uint64_t>(labels.size()) > limits.max_labels) {
-    return Invalid(absl::StrCat("task ", task_id, " has ", labels.size(),
-                                " ", field, "; the limit is ",
-                                limits.max_labels));
+    return Invalid(absl::StrCat("task ", task_id, " has ", labels.size(), " ",
+                                field, "; the limit is ", limits.max_labels));
   }
   for (const auto& [key, value] : labels) {
     if (key.empty()) {
-      return Invalid(absl::StrCat("task ", task_id, " has an empty ", field,
-                                  " key"));
+      return Invalid(
+          absl::StrCat("task ", task_id, " has an empty ", field, " key"));
     }
     FLOWSCHED_RETURN_IF_ERROR(
         CheckString(absl::StrCat("task.", field, " key"), key, limits));
@@ -237,20 +235,18 @@ absl::StatusOr<TaskSpec> DecodeTask(const v1::TaskSpec& message,
   FLOWSCHED_ASSIGN_OR_RETURN(
       spec.request, DecodeResources("task.request", message.request(), limits));
   spec.priority = message.priority();
-  FLOWSCHED_RETURN_IF_ERROR(CheckRange("task.input_bytes",
-                                       message.input_bytes(),
-                                       limits.max_input_bytes));
+  FLOWSCHED_RETURN_IF_ERROR(CheckRange(
+      "task.input_bytes", message.input_bytes(), limits.max_input_bytes));
   spec.input_bytes = message.input_bytes();
   if (static_cast<uint64_t>(message.input_size()) >
       limits.max_locality_entries) {
-    return Invalid(absl::StrCat("task ", message.task_id(), " has ",
-                                message.input_size(),
-                                " input locality entries; the limit is ",
-                                limits.max_locality_entries));
+    return Invalid(absl::StrCat(
+        "task ", message.task_id(), " has ", message.input_size(),
+        " input locality entries; the limit is ", limits.max_locality_entries));
   }
   for (const v1::DataLocality& entry : message.input()) {
-    FLOWSCHED_RETURN_IF_ERROR(CheckRange("task.input.bytes", entry.bytes(),
-                                         limits.max_input_bytes));
+    FLOWSCHED_RETURN_IF_ERROR(
+        CheckRange("task.input.bytes", entry.bytes(), limits.max_input_bytes));
     FLOWSCHED_RETURN_IF_ERROR(
         CheckString("task.input.rack", entry.rack(), limits));
     if (entry.machine_id() == 0 && entry.rack().empty()) {
@@ -259,10 +255,9 @@ absl::StatusOr<TaskSpec> DecodeTask(const v1::TaskSpec& message,
     // An entry is part of the input: no more than all of it. A rack entry
     // states the rack's bytes (replicas counted once), so only one each.
     if (spec.input_bytes > 0 && entry.bytes() > spec.input_bytes) {
-      return Invalid(absl::StrCat("task ", message.task_id(),
-                                  ": an input entry of ", entry.bytes(),
-                                  " bytes exceeds its input_bytes ",
-                                  spec.input_bytes));
+      return Invalid(absl::StrCat(
+          "task ", message.task_id(), ": an input entry of ", entry.bytes(),
+          " bytes exceeds its input_bytes ", spec.input_bytes));
     }
     if (entry.machine_id() == 0 &&
         std::any_of(spec.input.begin(), spec.input.end(),
@@ -273,14 +268,13 @@ absl::StatusOr<TaskSpec> DecodeTask(const v1::TaskSpec& message,
       return Invalid(absl::StrCat("task ", message.task_id(), " states rack ",
                                   entry.rack(), "'s input bytes twice"));
     }
-    spec.input.push_back(
-        DataLocality{MachineId(entry.machine_id()), entry.rack(), entry.bytes()});
+    spec.input.push_back(DataLocality{MachineId(entry.machine_id()),
+                                      entry.rack(), entry.bytes()});
   }
   FLOWSCHED_RETURN_IF_ERROR(DecodeLabels("required_labels", message.task_id(),
                                          message.required_labels(), limits,
                                          spec.required_labels));
-  FLOWSCHED_RETURN_IF_ERROR(DecodeLabels("preferred_labels",
-                                         message.task_id(),
+  FLOWSCHED_RETURN_IF_ERROR(DecodeLabels("preferred_labels", message.task_id(),
                                          message.preferred_labels(), limits,
                                          spec.preferred_labels));
   if (message.has_accelerator()) {
@@ -299,13 +293,13 @@ absl::StatusOr<EventBody> DecodeBody(
     case v1::ClusterEvent::kJobSubmitted: {
       const v1::JobSubmitted& m = message.job_submitted();
       FLOWSCHED_RETURN_IF_ERROR(CheckId("job_submitted.job_id", m.job_id()));
-      FLOWSCHED_RETURN_IF_ERROR(CheckString("job_submitted.name", m.name(),
-                                            limits));
+      FLOWSCHED_RETURN_IF_ERROR(
+          CheckString("job_submitted.name", m.name(), limits));
       // Check the announced size before touching the task list, so a job
       // that claims a billion tasks is refused without work.
-      const uint64_t announced =
-          m.task_count() != 0 ? m.task_count()
-                              : static_cast<uint64_t>(m.tasks_size());
+      const uint64_t announced = m.task_count() != 0
+                                     ? m.task_count()
+                                     : static_cast<uint64_t>(m.tasks_size());
       if (announced > limits.max_tasks_per_job ||
           static_cast<uint64_t>(m.tasks_size()) > limits.max_tasks_per_job) {
         return Invalid(absl::StrCat("job ", m.job_id(), " announces ",
@@ -318,16 +312,18 @@ absl::StatusOr<EventBody> DecodeBody(
                                     m.task_count(), " tasks but carries ",
                                     m.tasks_size()));
       }
-      JobSubmitted job{JobId(m.job_id()), m.name(), m.priority(), {},
+      JobSubmitted job{JobId(m.job_id()),
+                       m.name(),
+                       m.priority(),
+                       {},
                        m.different_machines()};
       job.tasks.reserve(static_cast<size_t>(m.tasks_size()));
       std::set<uint64_t> seen;
       for (const v1::TaskSpec& task : m.tasks()) {
         FLOWSCHED_ASSIGN_OR_RETURN(TaskSpec spec, DecodeTask(task, limits));
         if (!seen.insert(spec.id.value()).second) {
-          return Invalid(absl::StrCat("job ", m.job_id(),
-                                      " lists task ", spec.id.value(),
-                                      " twice"));
+          return Invalid(absl::StrCat("job ", m.job_id(), " lists task ",
+                                      spec.id.value(), " twice"));
         }
         job.tasks.push_back(std::move(spec));
       }
@@ -377,14 +373,13 @@ absl::StatusOr<EventBody> DecodeBody(
       FLOWSCHED_RETURN_IF_ERROR(
           CheckString("machine_added.rack", m.rack(), limits));
       if (m.task_slots() == 0 || m.task_slots() > limits.max_task_slots) {
-        return Invalid(absl::StrCat("machine_added.task_slots = ",
-                                    m.task_slots(), " is outside [1, ",
-                                    limits.max_task_slots, "]"));
+        return Invalid(
+            absl::StrCat("machine_added.task_slots = ", m.task_slots(),
+                         " is outside [1, ", limits.max_task_slots, "]"));
       }
       if (static_cast<uint64_t>(m.labels_size()) > limits.max_labels) {
         return Invalid(absl::StrCat("machine ", m.machine_id(), " has ",
-                                    m.labels_size(),
-                                    " labels; the limit is ",
+                                    m.labels_size(), " labels; the limit is ",
                                     limits.max_labels));
       }
       FLOWSCHED_ASSIGN_OR_RETURN(
@@ -440,8 +435,7 @@ absl::StatusOr<EventBody> DecodeBody(
     case v1::ClusterEvent::kSetPolicy: {
       const std::string& name = message.set_policy().policy();
       if (name.empty()) return Invalid("set_policy.policy is empty");
-      FLOWSCHED_RETURN_IF_ERROR(
-          CheckString("set_policy.policy", name, limits));
+      FLOWSCHED_RETURN_IF_ERROR(CheckString("set_policy.policy", name, limits));
       if (policy_validator) {
         absl::Status known = policy_validator(name);
         if (!known.ok()) {
@@ -463,8 +457,8 @@ absl::StatusOr<ClusterEvent> EventDecoder::Decode(
   v1::ClusterEvent message;
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return Invalid(absl::StrCat("undecodable ClusterEvent (", bytes.size(),
-                                " bytes)"));
+    return Invalid(
+        absl::StrCat("undecodable ClusterEvent (", bytes.size(), " bytes)"));
   }
   return FromProto(message);
 }

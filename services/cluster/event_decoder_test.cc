@@ -89,11 +89,11 @@ TEST_F(EventDecoderTest, ProtobufRoundTripOfEveryEventType) {
     EXPECT_EQ(parsed.SerializeAsString(), bytes);
     auto decoded = decoder_.Decode(bytes);
     ASSERT_THAT(decoded, IsOk()) << event.ShortDebugString();
-    EXPECT_EQ(static_cast<int>(decoded->body.index()),
-              static_cast<int>(event.event_case()) -
-                  (event.event_case() >= v1::ClusterEvent::kMachineAdded
-                       ? 20 - 6
-                       : 10));
+    EXPECT_EQ(
+        static_cast<int>(decoded->body.index()),
+        static_cast<int>(event.event_case()) -
+            (event.event_case() >= v1::ClusterEvent::kMachineAdded ? 20 - 6
+                                                                   : 10));
   }
 }
 
@@ -123,9 +123,9 @@ TEST_F(EventDecoderTest, RejectsZeroIds) {
               StatusIs(absl::StatusCode::kInvalidArgument, "job_id"));
   v1::ClusterEvent e;
   e.mutable_task_finished()->set_job_id(1);
-  EXPECT_THAT(decoder_.FromProto(e),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "task_finished.task_id"));
+  EXPECT_THAT(
+      decoder_.FromProto(e),
+      StatusIs(absl::StatusCode::kInvalidArgument, "task_finished.task_id"));
   e.Clear();
   e.mutable_machine_removed();
   EXPECT_THAT(decoder_.FromProto(e),
@@ -135,8 +135,10 @@ TEST_F(EventDecoderTest, RejectsZeroIds) {
 
 TEST_F(EventDecoderTest, RejectsNegativeAndAbsurdResources) {
   v1::ClusterEvent e = JobEvent(1, 1);
-  e.mutable_job_submitted()->mutable_tasks(0)->mutable_request()->set_cpu_millis(
-      -5);
+  e.mutable_job_submitted()
+      ->mutable_tasks(0)
+      ->mutable_request()
+      ->set_cpu_millis(-5);
   EXPECT_THAT(decoder_.FromProto(e),
               StatusIs(absl::StatusCode::kInvalidArgument, "cpu_millis = -5"));
   v1::ClusterEvent m;
@@ -253,14 +255,15 @@ TEST_F(EventDecoderTest, DecodesConstraints) {
 
   v1::ClusterEvent single;
   single.mutable_task_submitted()->set_job_id(1);
-  (*single.mutable_task_submitted()->mutable_task()->mutable_required_labels())
-      ["rack"] = "r1";
+  (*single.mutable_task_submitted()
+        ->mutable_task()
+        ->mutable_required_labels())["rack"] = "r1";
   single.mutable_task_submitted()->mutable_task()->set_task_id(5);
   auto decoded = decoder_.FromProto(single);
   ASSERT_THAT(decoded.status(), IsOk());
-  EXPECT_EQ(std::get<TaskSubmitted>(decoded->body).task.required_labels.at(
-                "rack"),
-            "r1");
+  EXPECT_EQ(
+      std::get<TaskSubmitted>(decoded->body).task.required_labels.at("rack"),
+      "r1");
 }
 
 TEST_F(EventDecoderTest, RejectsTooManyOrOversizeTaskLabels) {
@@ -279,20 +282,21 @@ TEST_F(EventDecoderTest, RejectsTooManyOrOversizeTaskLabels) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "3 required_labels; the limit is 2"));
   labels->clear();
-  (*e.mutable_job_submitted()->mutable_tasks(0)->mutable_preferred_labels())
-      ["a"] = std::string(9, 'x');
-  EXPECT_THAT(strict.FromProto(e),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "preferred_labels value"));
+  (*e.mutable_job_submitted()
+        ->mutable_tasks(0)
+        ->mutable_preferred_labels())["a"] = std::string(9, 'x');
+  EXPECT_THAT(strict.FromProto(e), StatusIs(absl::StatusCode::kInvalidArgument,
+                                            "preferred_labels value"));
   e.mutable_job_submitted()->mutable_tasks(0)->clear_preferred_labels();
-  (*e.mutable_job_submitted()->mutable_tasks(0)->mutable_preferred_labels())
-      [std::string(9, 'k')] = "v";
-  EXPECT_THAT(strict.FromProto(e),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "preferred_labels key"));
+  (*e.mutable_job_submitted()
+        ->mutable_tasks(0)
+        ->mutable_preferred_labels())[std::string(9, 'k')] = "v";
+  EXPECT_THAT(strict.FromProto(e), StatusIs(absl::StatusCode::kInvalidArgument,
+                                            "preferred_labels key"));
   e.mutable_job_submitted()->mutable_tasks(0)->clear_preferred_labels();
-  (*e.mutable_job_submitted()->mutable_tasks(0)->mutable_required_labels())
-      [""] = "v";
+  (*e.mutable_job_submitted()
+        ->mutable_tasks(0)
+        ->mutable_required_labels())[""] = "v";
   EXPECT_THAT(strict.FromProto(e),
               StatusIs(absl::StatusCode::kInvalidArgument, "empty"));
 }
@@ -306,9 +310,8 @@ TEST_F(EventDecoderTest, SetPolicyIsCheckedByTheInjectedValidator) {
   EXPECT_EQ(std::get<SetPolicy>(event->body).policy, "quincy-qp");
 
   EventDecoder checked(ValidationLimits{}, [](std::string_view name) {
-    return name == "quincy-qp"
-               ? absl::OkStatus()
-               : absl::InvalidArgumentError("unknown policy");
+    return name == "quincy-qp" ? absl::OkStatus()
+                               : absl::InvalidArgumentError("unknown policy");
   });
   EXPECT_THAT(checked.FromProto(e).status(), IsOk());
   e.mutable_set_policy()->set_policy("random");

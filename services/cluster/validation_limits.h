@@ -11,8 +11,8 @@ namespace flowsched::cluster {
 struct ValidationLimits {
   uint64_t max_tasks_per_job = 100'000;
   uint32_t max_task_slots = 1'000;
-  int64_t max_cpu_millis = int64_t{1} << 32;           // ~4M cores
-  int64_t max_memory_bytes = int64_t{1} << 50;         // 1 PiB
+  int64_t max_cpu_millis = int64_t{1} << 32;    // ~4M cores
+  int64_t max_memory_bytes = int64_t{1} << 50;  // 1 PiB
   int64_t max_network_bytes_per_sec = int64_t{1} << 40;
   int64_t max_input_bytes = int64_t{1} << 50;
   uint32_t max_locality_entries = 64;

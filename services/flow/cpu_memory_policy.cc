@@ -19,17 +19,17 @@ int64_t LoadCost(const cluster::Machine& machine,
   double utilisation = 0;
   const auto dim = [&](int64_t cap, int64_t alloc, int64_t req) {
     if (cap <= 0) return;
-    utilisation = std::max(
-        utilisation, (static_cast<double>(alloc) + static_cast<double>(k) *
-                                                       static_cast<double>(req)) /
-                         static_cast<double>(cap));
+    utilisation = std::max(utilisation,
+                           (static_cast<double>(alloc) +
+                            static_cast<double>(k) * static_cast<double>(req)) /
+                               static_cast<double>(cap));
   };
   dim(machine.capacity.cpu_millis, machine.allocated.cpu_millis,
       request.cpu_millis);
   dim(machine.capacity.memory_bytes, machine.allocated.memory_bytes,
       request.memory_bytes);
-  return static_cast<int64_t>(
-      std::llround(std::min(utilisation, 1.0) * static_cast<double>(util_scale)));
+  return static_cast<int64_t>(std::llround(std::min(utilisation, 1.0) *
+                                           static_cast<double>(util_scale)));
 }
 
 }  // namespace

@@ -121,9 +121,9 @@ absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
     for (size_t s = 0; s < pieces; ++s) {
       const auto slot = static_cast<int64_t>(s);
       const int64_t covered = s + 1 == pieces ? slots - slot : 1;
-      slot_pieces[s] = {std::clamp<int64_t>(slot + covered - running, 0,
-                                            covered),
-                        params_.per_task_cost * slot};
+      slot_pieces[s] = {
+          std::clamp<int64_t>(slot + covered - running, 0, covered),
+          params_.per_task_cost * slot};
     }
     FLOWSCHED_RETURN_IF_ERROR(network.SetArc(
         aggregator, node, slot_pieces[0].capacity, slot_pieces[0].cost,

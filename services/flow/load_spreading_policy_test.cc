@@ -16,9 +16,9 @@
 namespace flowsched::flow {
 namespace {
 
+using cluster::ClusterEvent;
 using ::flowsched::testing::IsOk;
 using ::flowsched::testing::StatusIs;
-using cluster::ClusterEvent;
 
 ClusterEvent Ev(cluster::EventBody body) { return {"e", 1, "t", body}; }
 
@@ -74,8 +74,7 @@ TEST_F(LoadSpreadingPolicyTest, BuildsFirmamentFigure6aShape) {
   EXPECT_EQ(ArcCost(x, m1), 0);
   EXPECT_EQ(network_.FindArc(x, m1)->capacity, 1);
   ASSERT_EQ(network_.FindArc(x, m1)->extra_segments.size(), 1u);
-  EXPECT_EQ(network_.FindArc(x, m1)->extra_segments[0],
-            (ArcSegment{1, 10}));
+  EXPECT_EQ(network_.FindArc(x, m1)->extra_segments[0], (ArcSegment{1, 10}));
   EXPECT_EQ(network_.FindArc(m1, sink)->capacity, 2);
   EXPECT_EQ(network_.FindArc(u7, sink)->capacity, 2);
   EXPECT_EQ(network_.total_supply(), 0);
@@ -116,12 +115,13 @@ TEST(LoadSpreadingArcTest, OpenPiecesAreTheConvexCostOfTheFreeSlots) {
     for (uint32_t running = 0; running <= slots; ++running) {
       cluster::ClusterState state;
       cluster::ChangeSet changes;
-      ASSERT_THAT(state.Apply(Ev(cluster::MachineAdded{MachineId(1), "r", {},
-                                                       slots, {}}),
+      ASSERT_THAT(state.Apply(Ev(cluster::MachineAdded{
+                                  MachineId(1), "r", {}, slots, {}}),
                               1, changes),
                   IsOk());
       cluster::JobSubmitted job{JobId(1), "j", 0, {}};
-      for (uint64_t t = 1; t <= running; ++t) job.tasks.push_back({.id = TaskId(t)});
+      for (uint64_t t = 1; t <= running; ++t)
+        job.tasks.push_back({.id = TaskId(t)});
       ASSERT_THAT(state.Apply(Ev(job), 1, changes), IsOk());
       for (uint64_t t = 1; t <= running; ++t) {
         ASSERT_THAT(state.Place(TaskId(t), MachineId(1), 1, changes), IsOk());

@@ -45,7 +45,8 @@ absl::Status PriorityPolicy::Sync(const cluster::ChangeSet& changes,
       pieces.push_back({1, params_.per_task_cost * (running + k)});
     }
     if (!pieces.empty()) {
-      pieces.back().capacity += free_slots - static_cast<int64_t>(pieces.size());
+      pieces.back().capacity +=
+          free_slots - static_cast<int64_t>(pieces.size());
     }
     if (running > 0) pieces.push_back({running, params_.per_task_cost * slots});
     if (pieces.empty()) pieces.push_back({0, 0});

@@ -74,9 +74,10 @@ absl::StatusOr<std::unique_ptr<GraphManager>> GraphManager::Create(
   // Never deleted: the operator may want to look at it.
   const std::string dir = options.data_dir + "/state";
   FLOWSCHED_ASSIGN_OR_RETURN(const std::string moved, MoveAside(dir));
-  spdlog::error("THE STATE STORE {} IS DAMAGED ({}); moved it to {} and "
-                "rebuilding the state from the topics",
-                dir, opened.ToString(), moved);
+  spdlog::error(
+      "THE STATE STORE {} IS DAMAGED ({}); moved it to {} and "
+      "rebuilding the state from the topics",
+      dir, opened.ToString(), moved);
   manager = std::unique_ptr<GraphManager>(
       new GraphManager(std::move(options), clock));
   manager->lease_ = lease;
@@ -91,9 +92,9 @@ absl::Status GraphManager::Open() {
   std::error_code ec;
   std::filesystem::create_directories(options_.data_dir, ec);
   if (ec) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot create data directory ", options_.data_dir, ": ",
-        ec.message()));
+    return absl::UnavailableError(absl::StrCat("cannot create data directory ",
+                                               options_.data_dir, ": ",
+                                               ec.message()));
   }
   // The brokers come first: a missing or damaged store is rebuilt from the
   // topics.
@@ -104,15 +105,14 @@ absl::Status GraphManager::Open() {
       consumer_, bus::Consumer::Create(kafka, "flowsched-graph-manager"));
   dead_letters_ = std::make_unique<DeadLetterOutbox>(
       *producer_, options_.topics.dead_letters);
-  ledger_ = std::make_unique<LedgerPublisher>(*producer_,
-                                              options_.topics.ledger);
+  ledger_ =
+      std::make_unique<LedgerPublisher>(*producer_, options_.topics.ledger);
   FLOWSCHED_ASSIGN_OR_RETURN(
       auto replay_consumer,
       bus::Consumer::Create(kafka, "flowsched-graph-manager-replay"));
   LedgerHistory history;
   int64_t ledger_next = bus::kOffsetBeginning;
-  FLOWSCHED_RETURN_IF_ERROR(ReadLedger(*replay_consumer,
-                                       options_.topics.ledger,
+  FLOWSCHED_RETURN_IF_ERROR(ReadLedger(*replay_consumer, options_.topics.ledger,
                                        kReplayTimeoutMs, &ledger_next,
                                        history));
   absl::Status opened = OpenStore(history);
@@ -161,9 +161,8 @@ absl::Status GraphManager::Open() {
       "graph manager epoch {} (policy {}) restored {} machines, {} jobs, {} "
       "tasks, network of {} nodes and {} arcs; state digest {}",
       meta_.epoch(), meta_.policy(), state_.machines().size(),
-      state_.jobs().size(),
-      state_.tasks().size(), network_.node_count(), network_.arc_count(),
-      digest_at_start_);
+      state_.jobs().size(), state_.tasks().size(), network_.node_count(),
+      network_.arc_count(), digest_at_start_);
   FLOWSCHED_RETURN_IF_ERROR(AssignInputs());
   collector_.set_solver_epoch(solver_epoch());
   if (meta_.in_flight_round_id() != 0) {
@@ -193,16 +192,16 @@ absl::Status GraphManager::OpenStore(const LedgerHistory& history) {
   }
   if (meta_.format_version() > kStoreFormatVersion) {
     // A newer flowsched wrote it: not damage, so not moved aside.
-    return absl::FailedPreconditionError(absl::StrCat(
-        "state store format ", meta_.format_version(), " is newer than ",
-        kStoreFormatVersion));
+    return absl::FailedPreconditionError(
+        absl::StrCat("state store format ", meta_.format_version(),
+                     " is newer than ", kStoreFormatVersion));
   }
   if (!meta_.clean_stop_digest().empty()) {
     const std::string digest = StateDigest(state_, network_);
     if (digest != meta_.clean_stop_digest()) {
       return absl::DataLossError(absl::StrCat(
-          "state digest ", digest, " differs from ",
-          meta_.clean_stop_digest(), " recorded at the last clean stop"));
+          "state digest ", digest, " differs from ", meta_.clean_stop_digest(),
+          " recorded at the last clean stop"));
     }
   }
   // Another instance took over and continued a history this store never
@@ -222,9 +221,10 @@ absl::Status GraphManager::OpenStore(const LedgerHistory& history) {
   // the policy of a fresh store (a rebuild takes the ledger's).
   if (meta_.policy().empty()) meta_.set_policy(options_.policy);
   if (meta_.policy() != options_.policy) {
-    spdlog::info("keeping the stored policy {} (--policy {} applies to a "
-                 "fresh data directory only)",
-                 meta_.policy(), options_.policy);
+    spdlog::info(
+        "keeping the stored policy {} (--policy {} applies to a "
+        "fresh data directory only)",
+        meta_.policy(), options_.policy);
   }
   absl::Status adopted = policy_network_.Adopt(meta_.policy());
   if (!adopted.ok()) {
@@ -242,13 +242,15 @@ absl::Status GraphManager::CatchUp(const LedgerHistory& history,
   const size_t count = static_cast<size_t>(std::distance(
       history.records().upper_bound(seq), history.records().end()));
   if (rebuild) {
-    spdlog::warn("REBUILDING the state from the topics: replaying {} ledger "
-                 "records and their events",
-                 count);
+    spdlog::warn(
+        "REBUILDING the state from the topics: replaying {} ledger "
+        "records and their events",
+        count);
   } else {
-    spdlog::warn("the ledger is ahead of the store (seq {} vs {}): replaying "
-                 "{} records",
-                 history.max_seq(), seq, count);
+    spdlog::warn(
+        "the ledger is ahead of the store (seq {} vs {}): replaying "
+        "{} records",
+        history.max_seq(), seq, count);
   }
   FLOWSCHED_ASSIGN_OR_RETURN(
       const int32_t event_partitions,
@@ -265,9 +267,9 @@ absl::Status GraphManager::CatchUp(const LedgerHistory& history,
        it != history.records().end(); ++it) {
     if (it->first != seq + 1) {
       replaying_ = false;
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the ledger lacks record ", seq + 1, " (next is ", it->first,
-          "); cannot replay past it"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("the ledger lacks record ", seq + 1, " (next is ",
+                       it->first, "); cannot replay past it"));
     }
     absl::Status replayed = ReplayRecord(it->second, feed);
     if (!replayed.ok()) {
@@ -294,13 +296,13 @@ absl::Status GraphManager::CatchUp(const LedgerHistory& history,
                                 kMetadataTimeoutMs));
   for (int32_t p = 0; p < placement_partitions; ++p) {
     FLOWSCHED_ASSIGN_OR_RETURN(
-        auto marks, consumer.Watermarks(options_.topics.placements, p,
-                                        kMetadataTimeoutMs));
+        auto marks,
+        consumer.Watermarks(options_.topics.placements, p, kMetadataTimeoutMs));
     batch.SetOffset(options_.topics.placements, p, marks.second);
   }
   StageMetaWithTime(batch);
   FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
-  next_offsets_.clear();  // AssignInputs reads them from the store
+  next_offsets_.clear();     // AssignInputs reads them from the store
   pending_changes_.clear();  // the first round is a snapshot
   spdlog::warn("{} {} ledger records: ledger seq {}, state digest {}",
                rebuild ? "rebuilt the state from" : "caught up with", count,
@@ -337,8 +339,7 @@ absl::Status GraphManager::ReplayRecord(const v1::LedgerRecord& record,
       }
       next_offsets_[{options_.topics.events, run.partition()}] =
           run.to_offset();
-      batch.SetOffset(options_.topics.events, run.partition(),
-                      run.to_offset());
+      batch.SetOffset(options_.topics.events, run.partition(), run.to_offset());
     } else if (step.has_round()) {
       const v1::RoundApplied& original = step.round();
       std::vector<v1::PlacementDecision> decisions;
@@ -351,10 +352,10 @@ absl::Status GraphManager::ReplayRecord(const v1::LedgerRecord& record,
       again.set_graph_epoch(original.graph_epoch());
       ApplyRound(std::move(decisions), again, changes);
       if (again.applied() != original.applied()) {
-        spdlog::error("replaying round {} applied {} decisions, the original "
-                      "run {}: the rebuilt state differs",
-                      original.round_id(), again.applied(),
-                      original.applied());
+        spdlog::error(
+            "replaying round {} applied {} decisions, the original "
+            "run {}: the rebuilt state differs",
+            original.round_id(), again.applied(), original.applied());
       }
     }
   }
@@ -406,10 +407,10 @@ absl::Status GraphManager::AssignInputs() {
   FLOWSCHED_ASSIGN_OR_RETURN(
       event_partitions_,
       producer_->PartitionCount(options_.topics.events, kMetadataTimeoutMs));
-  FLOWSCHED_ASSIGN_OR_RETURN(placement_partitions_,
-                             producer_->PartitionCount(
-                                 options_.topics.placements,
-                                 kMetadataTimeoutMs));
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      placement_partitions_,
+      producer_->PartitionCount(options_.topics.placements,
+                                kMetadataTimeoutMs));
   FLOWSCHED_ASSIGN_OR_RETURN(auto event_offsets,
                              store_->LoadOffsets(options_.topics.events));
   FLOWSCHED_ASSIGN_OR_RETURN(auto placement_offsets,
@@ -503,9 +504,10 @@ absl::Status GraphManager::Run(const std::atomic<bool>& stop) {
   // in the store, and the next start publishes it.
   OnProducerFlushed(producer_->Flush(kFlushTimeoutMs).ok());
   if (ledger_->unacknowledged() > 0 || dead_letters_->unacknowledged() > 0) {
-    spdlog::warn("stopping with {} ledger records and {} dead letters not "
-                 "acknowledged by the broker; the next start publishes them",
-                 ledger_->unacknowledged(), dead_letters_->unacknowledged());
+    spdlog::warn(
+        "stopping with {} ledger records and {} dead letters not "
+        "acknowledged by the broker; the next start publishes them",
+        ledger_->unacknowledged(), dead_letters_->unacknowledged());
   }
   digest_at_stop_ = StateDigest(state_, network_);
   spdlog::info("state digest at stop {}", digest_at_stop_);
@@ -588,10 +590,10 @@ absl::Status GraphManager::ProcessRecords(
       v1::LedgerRecord ledger;
       if (ledger.ParseFromString(record.value) && ledger.has_claim() &&
           GraphEpoch(ledger.claim().epoch()) > epoch()) {
-        spdlog::warn("epoch {} claimed by {}; this instance (epoch {}) "
-                     "steps down",
-                     ledger.claim().epoch(), ledger.claim().instance(),
-                     meta_.epoch());
+        spdlog::warn(
+            "epoch {} claimed by {}; this instance (epoch {}) "
+            "steps down",
+            ledger.claim().epoch(), ledger.claim().instance(), meta_.epoch());
         fenced_by_epoch_ = GraphEpoch(ledger.claim().epoch());
       }
       continue;
@@ -606,9 +608,9 @@ absl::Status GraphManager::ProcessRecords(
   // Every batch, not only those with placements records: a released hold
   // must reach the store even if no record of that partition came since.
   StagePlacementOffsets(batch);
-  FLOWSCHED_RETURN_IF_ERROR(CommitChanges(
-      changes, std::move(batch),
-      batch_ledger_.steps_size() > 0 ? &batch_ledger_ : nullptr));
+  FLOWSCHED_RETURN_IF_ERROR(
+      CommitChanges(changes, std::move(batch),
+                    batch_ledger_.steps_size() > 0 ? &batch_ledger_ : nullptr));
   PublishStagedLetters();
   if (events_paused_ != was_paused || reseek) {
     FLOWSCHED_RETURN_IF_ERROR(SetEventsPaused(events_paused_));
@@ -662,7 +664,7 @@ void GraphManager::HandlePlacementRecord(const bus::Record& record,
     spdlog::warn("undecodable placement record {}/{}@{}", record.topic,
                  record.partition, record.offset);
     AddDeadLetter(record,
-                      absl::InvalidArgumentError("undecodable PlacementRecord"));
+                  absl::InvalidArgumentError("undecodable PlacementRecord"));
     return;
   }
   if (message.has_resync_request()) {
@@ -696,9 +698,9 @@ void GraphManager::HandlePlacementRecord(const bus::Record& record,
 }
 
 void GraphManager::AddDeadLetter(const bus::Record& record,
-                                     const absl::Status& reason) {
-  batch_letters_.push_back(bus::MakeDeadLetter(record, reason, "graph-manager",
-                                               clock_.NowMicros()));
+                                 const absl::Status& reason) {
+  batch_letters_.push_back(
+      bus::MakeDeadLetter(record, reason, "graph-manager", clock_.NowMicros()));
 }
 
 void GraphManager::StageDeadLetters(storage::StateBatch& batch) {
@@ -724,9 +726,10 @@ absl::Status GraphManager::SalvagePendingLetters(const std::string& moved_dir) {
   auto damaged = storage::StateStore::Open(
       moved_dir, {.create_if_missing = false, .read_only = true});
   if (!damaged.ok()) {
-    spdlog::error("pending dead letters of the damaged store {} are lost: "
-                  "it does not open ({})",
-                  moved_dir, damaged.status().ToString());
+    spdlog::error(
+        "pending dead letters of the damaged store {} are lost: "
+        "it does not open ({})",
+        moved_dir, damaged.status().ToString());
     return absl::OkStatus();
   }
   size_t salvaged = 0;
@@ -741,24 +744,26 @@ absl::Status GraphManager::SalvagePendingLetters(const std::string& moved_dir) {
         } else {
           absl::StatusOr<uint64_t> seq =
               storage::DecodeIdKey(key, storage::kDeadLetterPrefix);
-          spdlog::error("pending dead letter {} of the damaged store {} does "
-                        "not parse; it is lost",
-                        seq.ok() ? std::to_string(*seq) : "with a bad key",
-                        moved_dir);
+          spdlog::error(
+              "pending dead letter {} of the damaged store {} does "
+              "not parse; it is lost",
+              seq.ok() ? std::to_string(*seq) : "with a bad key", moved_dir);
           ++unreadable;
         }
         return absl::OkStatus();
       });
   if (!scanned.ok()) {
     // What the scan read before it broke is still salvaged below.
-    spdlog::error("the pending dead letters of the damaged store {} could "
-                  "not all be read ({}); the rest are lost",
-                  moved_dir, scanned.ToString());
+    spdlog::error(
+        "the pending dead letters of the damaged store {} could "
+        "not all be read ({}); the rest are lost",
+        moved_dir, scanned.ToString());
   }
   if (salvaged == 0) return absl::OkStatus();
-  spdlog::warn("salvaged {} pending dead letter(s) from the damaged store {} "
-               "({} unreadable); publishing them again",
-               salvaged, moved_dir, unreadable);
+  spdlog::warn(
+      "salvaged {} pending dead letter(s) from the damaged store {} "
+      "({} unreadable); publishing them again",
+      salvaged, moved_dir, unreadable);
   storage::StateBatch batch;
   StageDeadLetters(batch);
   StageMetaWithTime(batch);
@@ -914,9 +919,10 @@ absl::Status GraphManager::SwitchPolicy(const std::string& name) {
   meta_.set_policy(name);
   need_snapshot_ = true;
   ++policy_switches_;
-  spdlog::info("policy switched from {} to {}: network rebuilt with {} nodes "
-               "and {} arcs",
-               previous, name, network_.node_count(), network_.arc_count());
+  spdlog::info(
+      "policy switched from {} to {}: network rebuilt with {} nodes "
+      "and {} arcs",
+      previous, name, network_.node_count(), network_.arc_count());
   return absl::OkStatus();
 }
 
@@ -953,9 +959,8 @@ absl::Status GraphManager::CommitChanges(const cluster::ChangeSet& changes,
   absl::Status committed = store_->Commit(std::move(batch));
   if (!committed.ok()) {
     // Memory is ahead of disk now; only a restart from disk is safe.
-    return absl::Status(committed.code(),
-                        absl::StrCat("state commit failed: ",
-                                     committed.message()));
+    return absl::Status(committed.code(), absl::StrCat("state commit failed: ",
+                                                       committed.message()));
   }
   if (staged) ledger_->Publish(std::move(*staged));
   pending_changes_.insert(pending_changes_.end(),
@@ -1146,8 +1151,8 @@ v1::GraphManagerStatus GraphManager::BuildStatus() const {
 
 void GraphManager::MaybeWriteStatus(bool force) {
   const int64_t now = SteadyMicros();
-  if (!force &&
-      now - last_status_steady_us_ < int64_t{options_.status_interval_ms} * 1000) {
+  if (!force && now - last_status_steady_us_ <
+                    int64_t{options_.status_interval_ms} * 1000) {
     return;
   }
   last_status_steady_us_ = now;

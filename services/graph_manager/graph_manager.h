@@ -98,7 +98,6 @@ class GraphManager {
   // unsafe (a failed RocksDB commit, a policy bug).
   absl::Status Run(const std::atomic<bool>& stop);
 
-
  private:
   GraphManager(GraphManagerOptions options, const Clock& clock);
   absl::Status Open();
@@ -113,8 +112,8 @@ class GraphManager {
   // returns it as staged, to publish once the batch committed. During a
   // replay it only remembers the record as the last one applied and
   // returns nullopt (nothing to publish).
-  std::optional<OutboxEntry> StageLedger(
-      v1::LedgerRecord& record, storage::StateBatch& batch);
+  std::optional<OutboxEntry> StageLedger(v1::LedgerRecord& record,
+                                         storage::StateBatch& batch);
   // Deterministic mode: counts an applied event toward the next cut;
   // returns true when a cut became due.
   bool CountEventForCut(bool tick);

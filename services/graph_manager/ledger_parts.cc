@@ -44,9 +44,10 @@ std::optional<v1::LedgerRecord> LedgerAssembler::Add(v1::LedgerRecord record) {
   Partial& partial = partial_[key];
   if (partial.count == 0) partial.count = record.part_count();
   if (partial.count != record.part_count()) {
-    spdlog::error("ledger seq {}: slices disagree on their count ({} vs {}); "
-                  "slice skipped",
-                  record.seq(), partial.count, record.part_count());
+    spdlog::error(
+        "ledger seq {}: slices disagree on their count ({} vs {}); "
+        "slice skipped",
+        record.seq(), partial.count, record.part_count());
     return std::nullopt;
   }
   partial.slices.emplace(record.part(),
@@ -59,9 +60,10 @@ std::optional<v1::LedgerRecord> LedgerAssembler::Add(v1::LedgerRecord record) {
   assembled_.insert(key);
   v1::LedgerRecord assembled;
   if (!assembled.ParseFromString(whole)) {
-    spdlog::error("ledger seq {}: its slices do not parse as one record; "
-                  "skipped",
-                  seq);
+    spdlog::error(
+        "ledger seq {}: its slices do not parse as one record; "
+        "skipped",
+        seq);
     return std::nullopt;
   }
   return assembled;

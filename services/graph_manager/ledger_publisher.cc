@@ -28,7 +28,7 @@ std::vector<OutboxMessage> Messages(std::string bytes, uint64_t seq,
 
 LedgerPublisher::LedgerPublisher(bus::Producer& producer, std::string topic)
     : Outbox(producer, std::move(topic), "ledger record",
-              storage::kLedgerPrefix, &storage::LedgerKey) {}
+             storage::kLedgerPrefix, &storage::LedgerKey) {}
 
 OutboxEntry LedgerPublisher::Stage(const v1::LedgerRecord& record,
                                    storage::StateBatch& batch) {

@@ -171,10 +171,10 @@ std::string StateDigest(const cluster::ClusterState& state,
     d.U64(node.entity_id);
     d.U64(node.running_on);
     network.ForEachOutArc(id, [&](const flow::ArcView& arc) {
-      arcs.emplace_back(arc.src, arc.dst, arc.capacity, arc.cost,
-                        std::vector<flow::ArcSegment>(
-                            arc.extra_segments.begin(),
-                            arc.extra_segments.end()));
+      arcs.emplace_back(
+          arc.src, arc.dst, arc.capacity, arc.cost,
+          std::vector<flow::ArcSegment>(arc.extra_segments.begin(),
+                                        arc.extra_segments.end()));
     });
   });
   std::sort(arcs.begin(), arcs.end(), [](const auto& a, const auto& b) {

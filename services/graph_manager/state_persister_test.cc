@@ -68,8 +68,11 @@ TEST_F(StatePersisterTest, RestoredStateEqualsTheLiveOne) {
   for (uint64_t j = 1; j <= 5; ++j) {
     cluster::JobSubmitted job{JobId(j), "job", 1, {}};
     for (int t = 0; t < 3; ++t) {
-      job.tasks.push_back({.id = TaskId(next_task++), .request = {100, 200, 0},
-                           .priority = 0, .input = {}, .input_bytes = 0});
+      job.tasks.push_back({.id = TaskId(next_task++),
+                           .request = {100, 200, 0},
+                           .priority = 0,
+                           .input = {},
+                           .input_bytes = 0});
     }
     Apply(job);
   }
@@ -83,17 +86,20 @@ TEST_F(StatePersisterTest, RestoredStateEqualsTheLiveOne) {
   Apply(cluster::TaskFinished{JobId(1), TaskId(1)});
   Apply(cluster::MachineFailed{MachineId(3), "disk"});
   Commit();
-  Apply(cluster::TaskSubmitted{JobId(2), {.id = TaskId(99), .request = {},
-                                          .priority = 0, .input = {},
-                                          .input_bytes = 0}});
+  Apply(cluster::TaskSubmitted{JobId(2),
+                               {.id = TaskId(99),
+                                .request = {},
+                                .priority = 0,
+                                .input = {},
+                                .input_bytes = 0}});
   Commit();
 
   cluster::ClusterState restored_state;
   flow::FlowNetwork restored_network;
   v1::GraphManagerMeta restored_meta;
-  ASSERT_THAT(RestoreState(*store_, restored_state, restored_network,
-                           restored_meta),
-              IsOk());
+  ASSERT_THAT(
+      RestoreState(*store_, restored_state, restored_network, restored_meta),
+      IsOk());
   EXPECT_EQ(restored_state.tasks().size(), state_.tasks().size());
   EXPECT_EQ(restored_state.running_task_count(), state_.running_task_count());
   EXPECT_EQ(restored_state.machines().size(), 5u);
@@ -120,17 +126,27 @@ TEST_F(StatePersisterTest, RestoredStateEqualsTheLiveOne) {
 }
 
 TEST_F(StatePersisterTest, ConstraintsTimesAndDerivedAllocationSurvive) {
-  Apply(cluster::MachineAdded{MachineId(1), "r", {4000, 8000, 0}, 4,
-                              {{"zone", "a"}}});
-  cluster::JobSubmitted job{JobId(1), "job", 1, {},
+  Apply(cluster::MachineAdded{
+      MachineId(1), "r", {4000, 8000, 0}, 4, {{"zone", "a"}}});
+  cluster::JobSubmitted job{JobId(1),
+                            "job",
+                            1,
+                            {},
                             /*different_machines=*/true};
-  job.tasks.push_back({.id = TaskId(1), .request = {1000, 3000, 0},
-                       .priority = 0, .input = {}, .input_bytes = 0,
+  job.tasks.push_back({.id = TaskId(1),
+                       .request = {1000, 3000, 0},
+                       .priority = 0,
+                       .input = {},
+                       .input_bytes = 0,
                        .required_labels = {{"zone", "a"}},
                        .preferred_labels = {{"ssd", "yes"}, {"gpu", ""}}});
-  job.tasks.push_back({.id = TaskId(2), .request = {500, 1000, 0},
-                       .priority = 0, .input = {}, .input_bytes = 0,
-                       .required_labels = {}, .preferred_labels = {}});
+  job.tasks.push_back({.id = TaskId(2),
+                       .request = {500, 1000, 0},
+                       .priority = 0,
+                       .input = {},
+                       .input_bytes = 0,
+                       .required_labels = {},
+                       .preferred_labels = {}});
   ASSERT_THAT(state_.Apply({"e", 1'000, "t", job}, 1'000, changes_), IsOk());
   ASSERT_THAT(state_.Place(TaskId(1), MachineId(1), 5'000, changes_), IsOk());
   ASSERT_THAT(state_.Place(TaskId(2), MachineId(1), 6'000, changes_), IsOk());
@@ -174,11 +190,12 @@ TEST_F(StatePersisterTest, ConstraintsTimesAndDerivedAllocationSurvive) {
   // And it is enforced after the restart: 3000 + 1000 + 5000 > 8000 bytes.
   cluster::ChangeSet changes;
   ASSERT_THAT(restored.Apply({"e", 0, "t",
-                              cluster::TaskSubmitted{
-                                  JobId(1),
-                                  {.id = TaskId(3), .request = {100, 5000, 0},
-                                   .priority = 0, .input = {},
-                                   .input_bytes = 0}}},
+                              cluster::TaskSubmitted{JobId(1),
+                                                     {.id = TaskId(3),
+                                                      .request = {100, 5000, 0},
+                                                      .priority = 0,
+                                                      .input = {},
+                                                      .input_bytes = 0}}},
                              21'000, changes),
               IsOk());
   EXPECT_THAT(restored.Place(TaskId(3), MachineId(1), 22'000, changes),

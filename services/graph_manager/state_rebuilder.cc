@@ -78,9 +78,10 @@ absl::Status ReadLedger(bus::Consumer& consumer, const std::string& topic,
                              consumer.Watermarks(topic, 0, timeout_ms));
   int64_t next = *next_offset < 0 ? marks.first : *next_offset;
   if (next < marks.first) {
-    spdlog::error("ledger {} starts at offset {}, records before it are gone "
-                  "(retention must be infinite: services/bus/README.md)",
-                  topic, marks.first);
+    spdlog::error(
+        "ledger {} starts at offset {}, records before it are gone "
+        "(retention must be infinite: services/bus/README.md)",
+        topic, marks.first);
     next = marks.first;
   }
   if (next >= marks.second) {
@@ -92,9 +93,9 @@ absl::Status ReadLedger(bus::Consumer& consumer, const std::string& topic,
   const int64_t deadline = SteadyMicros() + int64_t{timeout_ms} * 1000;
   while (next < marks.second) {
     if (SteadyMicros() > deadline) {
-      return absl::UnavailableError(fmt::format(
-          "ledger {} delivered offsets up to {} of {} in {} ms", topic, next,
-          marks.second, timeout_ms));
+      return absl::UnavailableError(
+          fmt::format("ledger {} delivered offsets up to {} of {} in {} ms",
+                      topic, next, marks.second, timeout_ms));
     }
     FLOWSCHED_ASSIGN_OR_RETURN(auto records,
                                consumer.Poll(kPollRecords, kPollTimeoutMs));
@@ -143,8 +144,7 @@ absl::Status EventFeed::EnsureAssigned() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<bus::Record> EventFeed::Take(int32_t partition,
-                                            int64_t offset) {
+absl::StatusOr<bus::Record> EventFeed::Take(int32_t partition, int64_t offset) {
   if (partition < 0 || partition >= partitions_) {
     return absl::DataLossError(fmt::format(
         "ledger names events partition {} of {}", partition, partitions_));
@@ -169,8 +169,8 @@ absl::StatusOr<bus::Record> EventFeed::Take(int32_t partition,
     }
     if (SteadyMicros() > deadline) {
       return absl::UnavailableError(
-          fmt::format("events {}/{} did not deliver offset {} in {} ms",
-                      topic_, partition, offset, timeout_ms_));
+          fmt::format("events {}/{} did not deliver offset {} in {} ms", topic_,
+                      partition, offset, timeout_ms_));
     }
     FLOWSCHED_ASSIGN_OR_RETURN(auto records,
                                consumer_.Poll(kPollRecords, kPollTimeoutMs));
@@ -185,10 +185,9 @@ absl::StatusOr<std::string> MoveAside(const std::string& dir) {
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
   gmtime_r(&now, &utc);
-  const std::string base =
-      fmt::format("{}.damaged-{:04}{:02}{:02}T{:02}{:02}{:02}Z", dir,
-                  utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour,
-                  utc.tm_min, utc.tm_sec);
+  const std::string base = fmt::format(
+      "{}.damaged-{:04}{:02}{:02}T{:02}{:02}{:02}Z", dir, utc.tm_year + 1900,
+      utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec);
   std::string target = base;
   std::error_code ec;
   for (int i = 1; std::filesystem::exists(target, ec); ++i) {
@@ -196,8 +195,8 @@ absl::StatusOr<std::string> MoveAside(const std::string& dir) {
   }
   std::filesystem::rename(dir, target, ec);
   if (ec) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot move the damaged state ", dir, " aside: ", ec.message()));
+    return absl::UnavailableError(absl::StrCat("cannot move the damaged state ",
+                                               dir, " aside: ", ec.message()));
   }
   return target;
 }

@@ -53,9 +53,8 @@ template <typename Message>
 absl::Status Parse(std::string_view bytes, Message& message,
                    absl::string_view what) {
   if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::DataLossError(
-        absl::StrCat("stored ", what, " record does not parse (",
-                     bytes.size(), " bytes)"));
+    return absl::DataLossError(absl::StrCat(
+        "stored ", what, " record does not parse (", bytes.size(), " bytes)"));
   }
   return absl::OkStatus();
 }
@@ -88,8 +87,8 @@ std::string EncodeTask(const cluster::Task& task) {
   }
   spec->mutable_required_labels()->insert(task.spec.required_labels.begin(),
                                           task.spec.required_labels.end());
-  spec->mutable_preferred_labels()->insert(
-      task.spec.preferred_labels.begin(), task.spec.preferred_labels.end());
+  spec->mutable_preferred_labels()->insert(task.spec.preferred_labels.begin(),
+                                           task.spec.preferred_labels.end());
   if (!task.spec.accelerator.empty()) {
     ToProto(task.spec.accelerator, *spec->mutable_accelerator());
   }

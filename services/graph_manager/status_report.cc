@@ -11,9 +11,7 @@
 #include "services/common/percentile.h"
 
 namespace flowsched::graph_manager {
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 void SummarizeTimings(const std::vector<double>& values_ms, v1::Timings& out) {
   out.Clear();
@@ -64,8 +62,8 @@ absl::StatusOr<v1::GraphManagerStatus> ReadStatusFile(const std::string& path) {
   if (!google::protobuf::util::JsonStringToMessage(buffer.str(), &status,
                                                    options)
            .ok()) {
-    return absl::DataLossError(absl::StrCat("status file ", path,
-                                            " does not parse"));
+    return absl::DataLossError(
+        absl::StrCat("status file ", path, " does not parse"));
   }
   return status;
 }

@@ -7,6 +7,7 @@
 //          [changes_per_round] [lemon_every] [variant]
 // variant bit 0: kFirstDeficit Dijkstra; bit 1: no drain walks.
 
+#include <fmt/format.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -17,13 +18,11 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
+#include "services/common/percentile.h"
 #include "services/solver/flow_checker.h"
 #include "services/solver/incremental_sim_testutil.h"
 #include "services/solver/incremental_solver.h"
 #include "services/solver/lemon_reference.h"
-#include "services/common/percentile.h"
 
 namespace flowsched::solver {
 namespace {
@@ -47,16 +46,18 @@ int Run(int argc, char** argv) {
   const int variant = static_cast<int>(arg(7, 0));
 
   IncrementalOptions options;
-  if (variant & 1) options.dijkstra_stop = IncrementalOptions::DijkstraStop::kFirstDeficit;
+  if (variant & 1)
+    options.dijkstra_stop = IncrementalOptions::DijkstraStop::kFirstDeficit;
   if (variant & 2) options.drain_arc_budget = 0;
   if (argc > 8) options.drain_arc_budget = static_cast<uint32_t>(arg(8, 256));
   IncrementalSolver solver(options);
-  testgen::SimOptions sim_options{.machine_count = machines,
-                                  .rack_count = std::max<uint32_t>(1, machines / 40),
-                                  .job_count = std::max<uint32_t>(1, tasks / 100),
-                                  .initial_tasks = tasks,
-                                  .utilisation = utilisation,
-                                  .populate = false};
+  testgen::SimOptions sim_options{
+      .machine_count = machines,
+      .rack_count = std::max<uint32_t>(1, machines / 40),
+      .job_count = std::max<uint32_t>(1, tasks / 100),
+      .initial_tasks = tasks,
+      .utilisation = utilisation,
+      .populate = false};
   testgen::SchedulingSim sim(42, sim_options, solver);
   if (!sim.Build().ok()) {
     fmt::print("build failed: {}\n", sim.status().ToString());
@@ -76,14 +77,16 @@ int Run(int argc, char** argv) {
     }
   }
   const double cold_ms = std::chrono::duration<double, std::milli>(
-                             std::chrono::steady_clock::now() - t0).count();
+                             std::chrono::steady_clock::now() - t0)
+                             .count();
   McmfProblem problem;
   McmfSolution solution;
   std::vector<uint32_t> handles;
   solver.Export(problem, solution, handles);
   std::fflush(stdout);
-  fmt::print("network: {} nodes, {} arcs; filled in 5k-task batches in {:.1f} ms\n",
-             problem.node_count, problem.arcs.size(), cold_ms);
+  fmt::print(
+      "network: {} nodes, {} arcs; filled in 5k-task batches in {:.1f} ms\n",
+      problem.node_count, problem.arcs.size(), cold_ms);
 
   std::vector<double> times;
   std::vector<double> lemon_times;
@@ -107,7 +110,8 @@ int Run(int argc, char** argv) {
       t0 = std::chrono::steady_clock::now();
       const testgen::LemonResult lemon = testgen::SolveWithLemon(problem);
       lemon_times.push_back(std::chrono::duration<double, std::milli>(
-                                std::chrono::steady_clock::now() - t0).count());
+                                std::chrono::steady_clock::now() - t0)
+                                .count());
       if (!check.ok() || lemon.total_cost != result->total_cost) {
         ++mismatches;
         fmt::print("round {}: check {} lemon {} ours {}\n", round,
@@ -122,13 +126,15 @@ int Run(int argc, char** argv) {
       "max {:.2f}\n",
       rounds, changes, p50, Percentile(times, 0.9), Percentile(times, 0.99),
       Percentile(times, 1.0));
-  fmt::print("nodes touched p50 {:.0f} p99 {:.0f}; dijkstras p50 {:.0f} p99 {:.0f}\n",
-             Percentile(touched, 0.5), Percentile(touched, 0.99),
-             Percentile(dijkstras, 0.5), Percentile(dijkstras, 0.99));
-  fmt::print("lemon from scratch ({} rounds): p50 {:.1f} ms, min {:.1f}; "
-             "speedup at p50 {:.1f}x; checker/LEMON mismatches {}\n",
-             lemon_times.size(), lemon50, Percentile(lemon_times, 0.0),
-             p50 > 0 ? lemon50 / p50 : 0.0, mismatches);
+  fmt::print(
+      "nodes touched p50 {:.0f} p99 {:.0f}; dijkstras p50 {:.0f} p99 {:.0f}\n",
+      Percentile(touched, 0.5), Percentile(touched, 0.99),
+      Percentile(dijkstras, 0.5), Percentile(dijkstras, 0.99));
+  fmt::print(
+      "lemon from scratch ({} rounds): p50 {:.1f} ms, min {:.1f}; "
+      "speedup at p50 {:.1f}x; checker/LEMON mismatches {}\n",
+      lemon_times.size(), lemon50, Percentile(lemon_times, 0.0),
+      p50 > 0 ? lemon50 / p50 : 0.0, mismatches);
   fmt::print("peak RSS {} MB (includes LEMON and the exported copies)\n",
              PeakRssMb());
   return mismatches == 0 ? 0 : 1;

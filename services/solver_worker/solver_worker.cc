@@ -41,8 +41,8 @@ SolverWorker::~SolverWorker() { consumer_.reset(); }
 
 absl::StatusOr<std::unique_ptr<SolverWorker>> SolverWorker::Create(
     SolverWorkerOptions options, const Clock& clock) {
-  auto worker =
-      std::unique_ptr<SolverWorker>(new SolverWorker(std::move(options), clock));
+  auto worker = std::unique_ptr<SolverWorker>(
+      new SolverWorker(std::move(options), clock));
   FLOWSCHED_RETURN_IF_ERROR(worker->Open());
   return worker;
 }
@@ -70,15 +70,15 @@ absl::Status SolverWorker::Open() {
   FLOWSCHED_ASSIGN_OR_RETURN(producer_, bus::Producer::Create(kafka));
   FLOWSCHED_ASSIGN_OR_RETURN(
       consumer_,
-      bus::Consumer::Create(consumer_kafka,
-                            options_.standby ? StandbyGroup()
-                                             : "flowsched-solver-worker"));
+      bus::Consumer::Create(consumer_kafka, options_.standby
+                                                ? StandbyGroup()
+                                                : "flowsched-solver-worker"));
   dead_letters_ = std::make_unique<bus::DeadLetterPublisher>(
       *producer_, options_.topics.dead_letters, "solver-worker", &clock_);
-  FLOWSCHED_ASSIGN_OR_RETURN(placement_partitions_,
-                             producer_->PartitionCount(
-                                 options_.topics.placements,
-                                 kMetadataTimeoutMs));
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      placement_partitions_,
+      producer_->PartitionCount(options_.topics.placements,
+                                kMetadataTimeoutMs));
   if (options_.standby) return JoinStandbyGroup();
   active_ = true;
   // Only rounds cut from now on matter; older ones are superseded by the
@@ -103,15 +103,15 @@ absl::Status SolverWorker::JoinStandbyGroup() {
     auto marks = consumer_->Watermarks(topic, partition, kMetadataTimeoutMs);
     return marks.ok() ? marks->second : bus::kOffsetEnd;
   };
-  listener.changed = [this](bool assigned,
-                            const std::vector<bus::TopicPartitionOffset>&
-                                partitions) {
-    for (const bus::TopicPartitionOffset& p : partitions) {
-      if (p.topic == options_.topics.rounds && p.partition == 0) {
-        OnRoundsPartition(assigned);
-      }
-    }
-  };
+  listener.changed =
+      [this](bool assigned,
+             const std::vector<bus::TopicPartitionOffset>& partitions) {
+        for (const bus::TopicPartitionOffset& p : partitions) {
+          if (p.topic == options_.topics.rounds && p.partition == 0) {
+            OnRoundsPartition(assigned);
+          }
+        }
+      };
   FLOWSCHED_RETURN_IF_ERROR(
       consumer_->Subscribe({options_.topics.rounds}, std::move(listener)));
   spdlog::info("solver worker epoch {} using {}; standing by in group {}",
@@ -176,7 +176,7 @@ absl::Status SolverWorker::Run(const std::atomic<bool>& stop) {
     if (synced_) {
       resync_backoff_ms_ = options_.resync_interval_ms;
     } else if (active_ && SteadyMicros() - last_resync_steady_us_ >
-               int64_t{resync_backoff_ms_} * 1000) {
+                              int64_t{resync_backoff_ms_} * 1000) {
       RequestResync("still waiting for a snapshot");
       resync_backoff_ms_ = std::min(resync_backoff_ms_ * 2, 30'000);
     }
@@ -311,10 +311,9 @@ void SolverWorker::SolveAndPublish() {
     out->set_graph_epoch(graph_epoch_.value());
     codec::EncodeDecision(d, *out);
     out->set_idempotency_key(core::IdempotencyKey(round_id_, d.task));
-    sent.Update(producer_->Produce(options_.topics.placements,
-                                   static_cast<int32_t>(partition),
-                                   absl::StrCat("machine/", keyed_machine),
-                                   record.SerializeAsString()));
+    sent.Update(producer_->Produce(
+        options_.topics.placements, static_cast<int32_t>(partition),
+        absl::StrCat("machine/", keyed_machine), record.SerializeAsString()));
     ++per_partition[partition];
   }
   uint64_t placed = 0;

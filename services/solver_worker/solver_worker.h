@@ -71,7 +71,7 @@ struct SolverWorkerStats {
   uint64_t rounds_rejected = 0;  // checker refused or solver failed
   uint64_t resyncs_requested = 0;
   uint64_t decisions_published = 0;
-  uint64_t takeovers = 0;            // times this worker became active
+  uint64_t takeovers = 0;             // times this worker became active
   uint64_t rounds_not_addressed = 0;  // addressed to another worker epoch
 };
 

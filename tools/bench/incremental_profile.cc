@@ -38,11 +38,11 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "services/common/percentile.h"
 #include "services/solver/cost_scaling.h"
 #include "services/solver/flow_checker.h"
 #include "services/solver/incremental_solver.h"
 #include "tools/bench/scheduling_networks.h"
-#include "services/common/percentile.h"
 
 namespace flowsched::bench {
 namespace {
@@ -193,13 +193,15 @@ int Run(int argc, char** argv) {
         solver::IncrementalOptions::DijkstraStop::kFirstDeficit;
   }
   if (on(7)) {
-    solver_options.search_side = solver::IncrementalOptions::SearchSide::kForward;
+    solver_options.search_side =
+        solver::IncrementalOptions::SearchSide::kForward;
   }
   if (on(8)) solver_options.rebalance_leaves = false;
   solver::IncrementalOptions options_b = solver_options;
   if (!ab_option.empty() && !FlipOption(ab_option, options_b)) {
     fmt::print(stderr,
-               "--ab takes two_sided_search, rebalance_leaves or pair_through_sink, not {}\n",
+               "--ab takes two_sided_search, rebalance_leaves or "
+               "pair_through_sink, not {}\n",
                ab_option);
     return 2;
   }
@@ -290,7 +292,8 @@ int Run(int argc, char** argv) {
     check_ms.push_back(MsSince(t));
     const auto& s = result->stats;
     fmt::print(
-        "round {:2}: nodes {:5} arcs {:6} arr {:4} done {:4} start {:4} fail {} "
+        "round {:2}: nodes {:5} arcs {:6} arr {:4} done {:4} start {:4} fail "
+        "{} "
         "| apply {:6.2f} solve {:8.2f} check {:6.1f}{} | dijkstra {:4} touched "
         "{:9} aug {:6} tree {:5} repaired {:5} drained {:5} backward {:4} "
         "flows {:4}\n",
@@ -298,9 +301,8 @@ int Run(int argc, char** argv) {
         changes.arrivals, changes.completions, changes.starts,
         changes.failed_machine >= 0 ? 1 : 0, apply_ms.back(), s.solve_ms,
         check_ms.back(), ok ? "" : " CHECK FAILED", s.dijkstra_runs,
-        s.nodes_touched, s.augmentations, s.tree_augmentations,
-        s.arcs_repaired, s.drained_units,
-        s.backward_runs, s.blocking_flows);
+        s.nodes_touched, s.augmentations, s.tree_augmentations, s.arcs_repaired,
+        s.drained_units, s.backward_runs, s.blocking_flows);
     if (print_searches) {
       for (const solver::SearchRecord& q : s.searches) {
         using Kind = solver::SearchRecord::Kind;
@@ -312,8 +314,8 @@ int Run(int argc, char** argv) {
           continue;
         }
         // A pairing pass counts its searches and its farthest partner.
-        const bool pass = q.kind == Kind::kPairBackward ||
-                          q.kind == Kind::kPairForward;
+        const bool pass =
+            q.kind == Kind::kPairBackward || q.kind == Kind::kPairForward;
         const bool backward =
             q.kind == Kind::kBackward || q.kind == Kind::kPairBackward;
         fmt::print(
@@ -333,10 +335,12 @@ int Run(int argc, char** argv) {
         "searches A {:.0f} B {:.0f} ms, blocking flows A {:.0f} B {:.0f} ms\n",
         tally.search_a, tally.search_b, tally.flow_a, tally.flow_b);
   }
-  fmt::print("apply p50 {:.2f}; solve p50 {:.2f} p90 {:.2f} p99 {:.2f}; check p50 {:.1f} ms\n",
-             Percentile(apply_ms, 0.5), Percentile(solve_ms, 0.5),
-             Percentile(solve_ms, 0.9), Percentile(solve_ms, 0.99),
-             Percentile(check_ms, 0.5));
+  fmt::print(
+      "apply p50 {:.2f}; solve p50 {:.2f} p90 {:.2f} p99 {:.2f}; check p50 "
+      "{:.1f} ms\n",
+      Percentile(apply_ms, 0.5), Percentile(solve_ms, 0.5),
+      Percentile(solve_ms, 0.9), Percentile(solve_ms, 0.99),
+      Percentile(check_ms, 0.5));
   return 0;
 }
 

@@ -20,6 +20,7 @@
 
 #include "fmt/format.h"
 #include "fmt/ranges.h"
+#include "services/common/percentile.h"
 #include "services/common/status_macros.h"
 #include "services/solver/cost_scaling.h"
 #include "services/solver/dimacs.h"
@@ -29,7 +30,6 @@
 #include "services/solver/relaxation.h"
 #include "services/solver/solver_registry.h"
 #include "tools/bench/lemon_runners.h"
-#include "services/common/percentile.h"
 
 namespace flowsched::bench {
 namespace {
@@ -86,11 +86,11 @@ BenchCase IncrementalCase(NetworkShape shape, uint32_t machines,
   // Tasks start where the last optimum placed them, as in the product;
   // "-random-starts" moves each start's unit to a random free slot (the
   // generator's stress model, IncrementalOptions::StartModel).
-  c.name = fmt::format(
-      "incr-{}-m{}-r{}-c1{}", ShapeName(shape), machines, rounds,
-      starts == IncrementalOptions::StartModel::kRandomFreeSlot
-          ? "-random-starts"
-          : "");
+  c.name =
+      fmt::format("incr-{}-m{}-r{}-c1{}", ShapeName(shape), machines, rounds,
+                  starts == IncrementalOptions::StartModel::kRandomFreeSlot
+                      ? "-random-starts"
+                      : "");
   return c;
 }
 
@@ -164,8 +164,8 @@ class IncrementalRunner final : public Runner {
       solution = cold.Solve(problem);
       if (!solution.ok()) return solution.status().ToString();
       if (solution->outcome == solver::McmfOutcome::kOptimal) {
-        if (absl::Status s = solver_.InstallSolution(solution->flow,
-                                                     solution->potentials);
+        if (absl::Status s =
+                solver_.InstallSolution(solution->flow, solution->potentials);
             !s.ok()) {
           return s.ToString();
         }
@@ -237,8 +237,9 @@ class WarmStartRunner : public Runner {
                                    Sample& sample) final {
     const Clock::time_point start = Clock::now();
     absl::StatusOr<solver::McmfSolution> solution =
-        last_.outcome == solver::McmfOutcome::kOptimal ? SolveFrom(problem, last_)
-                                                       : SolveCold(problem);
+        last_.outcome == solver::McmfOutcome::kOptimal
+            ? SolveFrom(problem, last_)
+            : SolveCold(problem);
     sample.total_ms = sample.core_ms = MsSince(start);
     std::optional<std::string> failure =
         CheckedSample(problem, solution, sample);
@@ -276,7 +277,8 @@ class WarmRelaxationRunner final : public WarmStartRunner {
   absl::StatusOr<solver::McmfSolution> SolveFrom(
       const solver::McmfProblem& problem,
       const solver::McmfSolution& last) override {
-    return solver::Relaxation().SolveFrom(problem, {last.flow, last.potentials});
+    return solver::Relaxation().SolveFrom(problem,
+                                          {last.flow, last.potentials});
   }
   absl::StatusOr<solver::McmfSolution> SolveCold(
       const solver::McmfProblem& problem) override {
@@ -302,8 +304,8 @@ class LemonRunner final : public Runner {
   LemonAlgorithm algorithm_;
 };
 
-std::unique_ptr<Runner> MakeRunner(const std::string& algorithm,
-                                   bool sequence, std::string& error) {
+std::unique_ptr<Runner> MakeRunner(const std::string& algorithm, bool sequence,
+                                   std::string& error) {
   if (algorithm == kLemonNetworkSimplex) {
     return std::make_unique<LemonRunner>(LemonAlgorithm::kNetworkSimplex);
   }
@@ -376,9 +378,9 @@ std::string OneLine(std::string text) {
 // The peak is VmHWM after resetting it at start (/proc/self/clear_refs 5),
 // so it is this algorithm's own peak, problem included; baseline is the
 // RSS before solving (mostly the shared problem).
-void ChildMain(int fd, const BenchCase& bench_case, const std::string& algorithm,
-               const solver::McmfProblem& problem, ClusterNetwork* sequence,
-               int repeat) {
+void ChildMain(int fd, const BenchCase& bench_case,
+               const std::string& algorithm, const solver::McmfProblem& problem,
+               ClusterNetwork* sequence, int repeat) {
   {
     std::ofstream clear("/proc/self/clear_refs");
     clear << "5";
@@ -543,15 +545,17 @@ AlgorithmResult RunInChild(const BenchCase& bench_case,
   }
   if (timed_out) {
     result.status = "skipped";
-    result.note = fmt::format("a solve took over --max-seconds {:g} ({} "
-                              "solves done before)",
-                              max_seconds, result.samples.size());
+    result.note = fmt::format(
+        "a solve took over --max-seconds {:g} ({} "
+        "solves done before)",
+        max_seconds, result.samples.size());
   } else if (result.status == "ok" &&
              (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0)) {
     result.status = "crash";
-    result.note = WIFSIGNALED(wait_status)
-                      ? fmt::format("killed by signal {}", WTERMSIG(wait_status))
-                      : fmt::format("exit code {}", WEXITSTATUS(wait_status));
+    result.note =
+        WIFSIGNALED(wait_status)
+            ? fmt::format("killed by signal {}", WTERMSIG(wait_status))
+            : fmt::format("exit code {}", WEXITSTATUS(wait_status));
   }
   return result;
 }
@@ -640,8 +644,7 @@ absl::Status CheckAlgorithmNames(const std::vector<std::string>& algorithms) {
     }
     return absl::InvalidArgumentError(fmt::format(
         "unknown algorithm '{}'; known: {}, {}, {} (LEMON always runs)",
-        algorithm, fmt::join(known, ", "), kWarmPortfolio,
-        kWarmRelaxation));
+        algorithm, fmt::join(known, ", "), kWarmPortfolio, kWarmRelaxation));
   }
   return absl::OkStatus();
 }
@@ -649,7 +652,8 @@ absl::Status CheckAlgorithmNames(const std::vector<std::string>& algorithms) {
 std::vector<BenchCase> StandardCases(bool quick) {
   std::vector<BenchCase> cases;
   const std::vector<uint32_t> sizes =
-      quick ? std::vector<uint32_t>{100} : std::vector<uint32_t>{1250, 5000, 12500};
+      quick ? std::vector<uint32_t>{100}
+            : std::vector<uint32_t>{1250, 5000, 12500};
   const std::vector<double> loads = {0.5, 0.9, 0.97, 1.1};
   for (const NetworkShape shape :
        {NetworkShape::kQuincy, NetworkShape::kLoadSpreading}) {
@@ -722,10 +726,9 @@ int RunSolverBench(const BenchOptions& options, std::ostream& out,
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const BenchCase& bench_case = cases[ci];
     const bool incremental = bench_case.rounds > 0;
-    progress << fmt::format("[{}/{}] {}: {}...", ci + 1, cases.size(),
-                            bench_case.name,
-                            bench_case.dimacs_path.empty() ? "generating"
-                                                           : "reading")
+    progress << fmt::format(
+                    "[{}/{}] {}: {}...", ci + 1, cases.size(), bench_case.name,
+                    bench_case.dimacs_path.empty() ? "generating" : "reading")
              << std::flush;
     const Clock::time_point gen_start = Clock::now();
     std::optional<ClusterNetwork> network;
@@ -841,16 +844,17 @@ int RunSolverBench(const BenchOptions& options, std::ostream& out,
           "   {} rounds, mean {:.0f} changed arcs per round; per-round ms over "
           "rounds 1..{} (round 0 = cold)\n",
           bench_case.rounds, mean_changed_arcs, bench_case.rounds);
-      out << fmt::format("   {:<26} {:<8} {:>9} {:>9} {:>9} {:>9} {:>9} "
-                         "{:>10} {:>9}\n",
-                         "algorithm", "status", "cold_ms", "p50_ms", "p90_ms",
-                         "p99_ms", "max_ms", "speed-up", "peak_MB");
+      out << fmt::format(
+          "   {:<26} {:<8} {:>9} {:>9} {:>9} {:>9} {:>9} "
+          "{:>10} {:>9}\n",
+          "algorithm", "status", "cold_ms", "p50_ms", "p90_ms", "p99_ms",
+          "max_ms", "speed-up", "peak_MB");
     } else {
-      out << fmt::format("   {:<26} {:<8} {:>10} {:>10} {:>10} {:>6} {:>10} "
-                         "{:>9} {:>9}\n",
-                         "algorithm", "status", "median_ms", "min_ms",
-                         "run_ms", "solves", "vs_lemon", "peak_MB",
-                         "extra_MB");
+      out << fmt::format(
+          "   {:<26} {:<8} {:>10} {:>10} {:>10} {:>6} {:>10} "
+          "{:>9} {:>9}\n",
+          "algorithm", "status", "median_ms", "min_ms", "run_ms", "solves",
+          "vs_lemon", "peak_MB", "extra_MB");
     }
     SummaryRow row{.name = bench_case.name,
                    .kind = bench_case.kind,
@@ -861,7 +865,8 @@ int RunSolverBench(const BenchOptions& options, std::ostream& out,
       const AlgorithmResult& r = results[i];
       const Stats& s = stats[i];
       const bool lemon = IsLemon(r.algorithm);
-      const std::string label = lemon ? r.algorithm + " (scratch)" : r.algorithm;
+      const std::string label =
+          lemon ? r.algorithm + " (scratch)" : r.algorithm;
       row.ms[r.algorithm] = incremental ? s.p50 : s.median;
       row.status[r.algorithm] = r.status;
       row.peak_mb = std::max(row.peak_mb, r.peak_mb);
@@ -878,8 +883,8 @@ int RunSolverBench(const BenchOptions& options, std::ostream& out,
             "   {:<26} {:<8} {:>10} {:>10} {:>10} {:>6} {:>10} {:>9.1f} "
             "{:>9.1f}\n",
             r.algorithm, r.status, Ms(s.median), Ms(s.min),
-            lemon ? Ms(s.core_median) : "", r.samples.size(),
-            Ratio(vs_lemon), r.peak_mb, r.peak_mb - r.baseline_mb);
+            lemon ? Ms(s.core_median) : "", r.samples.size(), Ratio(vs_lemon),
+            r.peak_mb, r.peak_mb - r.baseline_mb);
       }
       if (!r.note.empty()) out << "      note: " << r.note << "\n";
       if (csv.is_open()) {
@@ -887,20 +892,19 @@ int RunSolverBench(const BenchOptions& options, std::ostream& out,
         // shape,machines,slots_per_machine,utilisation,tasks: unknown for
         // a network read from a file.
         const std::string shape_columns =
-            network ? fmt::format("{},{},{},{},{}",
-                                  ShapeName(bench_case.shape.shape),
-                                  bench_case.shape.machines,
-                                  bench_case.shape.slots_per_machine,
-                                  bench_case.shape.utilisation,
-                                  network->live_tasks())
+            network ? fmt::format(
+                          "{},{},{},{},{}", ShapeName(bench_case.shape.shape),
+                          bench_case.shape.machines,
+                          bench_case.shape.slots_per_machine,
+                          bench_case.shape.utilisation, network->live_tasks())
                     : std::string(",,,,");
         csv << fmt::format(
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
             "{},{},{},{:.1f},{:.1f},{},{}\n",
-            bench_case.name, bench_case.kind, shape_columns,
-            problem.node_count, problem.arcs.size(), r.algorithm, r.status,
-            r.samples.size(), CsvNum(s.median), CsvNum(s.min),
-            CsvNum(s.core_median), r.samples.empty() ? "" : std::to_string(cost),
+            bench_case.name, bench_case.kind, shape_columns, problem.node_count,
+            problem.arcs.size(), r.algorithm, r.status, r.samples.size(),
+            CsvNum(s.median), CsvNum(s.min), CsvNum(s.core_median),
+            r.samples.empty() ? "" : std::to_string(cost),
             lemon ? "" : CsvNum(incremental ? s.p50 / best_lemon : vs_lemon),
             bench_case.rounds, CsvNum(s.cold), CsvNum(s.p50), CsvNum(s.p90),
             CsvNum(s.p99), CsvNum(s.max),
@@ -916,15 +920,18 @@ int RunSolverBench(const BenchOptions& options, std::ostream& out,
   // The summary: one line per case.
   out << "\n== summary (ms: median over repeats; incremental: per-round p50; "
          "LEMON includes building its graph)\n";
-  std::string header = fmt::format("   {:<30} {:>8} {:>9}", "case", "nodes", "arcs");
+  std::string header =
+      fmt::format("   {:<30} {:>8} {:>9}", "case", "nodes", "arcs");
   for (const std::string& a : algorithms) header += fmt::format(" {:>12}", a);
   header += fmt::format(" {:>11} {:>8}\n", "best/lemon", "peak_MB");
   out << header;
   for (const SummaryRow& row : summary) {
-    std::string line = fmt::format("   {:<30} {:>8} {:>9}", row.name, row.nodes, row.arcs);
+    std::string line =
+        fmt::format("   {:<30} {:>8} {:>9}", row.name, row.nodes, row.arcs);
     for (const std::string& a : algorithms) {
       const std::string status = row.status.at(a);
-      line += fmt::format(" {:>12}", status == "ok" ? Ms(row.ms.at(a)) : status);
+      line +=
+          fmt::format(" {:>12}", status == "ok" ? Ms(row.ms.at(a)) : status);
     }
     line += fmt::format(" {:>11} {:>8.0f}\n", Ratio(row.ratio), row.peak_mb);
     out << line;

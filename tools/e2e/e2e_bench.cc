@@ -66,7 +66,9 @@ class Bench {
  public:
   Bench(const tools::CommonFlags& flags, const E2eOptions& options,
         std::ostream& progress)
-      : flags_(flags), options_(options), progress_(progress),
+      : flags_(flags),
+        options_(options),
+        progress_(progress),
         rng_(options.seed) {
     up_.policy = options.policy;
     up_.algorithm = options.algorithm;
@@ -176,8 +178,10 @@ class Bench {
 
   // Phase 1: machines and jobs (each with its first task), all applied.
   absl::Status Setup(E2eResult& result) {
-    fmt::print(progress_, "starting embedded broker, graph manager and "
-                          "solver worker in {}\n", flags_.data_dir);
+    fmt::print(progress_,
+               "starting embedded broker, graph manager and "
+               "solver worker in {}\n",
+               flags_.data_dir);
     FLOWSCHED_RETURN_IF_ERROR(tools::StartServices(flags_, up_));
     FLOWSCHED_ASSIGN_OR_RETURN(bus::KafkaOptions kafka,
                                tools::ResolveKafka(flags_));
@@ -187,13 +191,13 @@ class Bench {
     FLOWSCHED_ASSIGN_OR_RETURN(
         int partitions, producer_->PartitionCount(topics.placements, 10'000));
     FLOWSCHED_ASSIGN_OR_RETURN(
-        watcher_, PlacementWatcher::Start(kafka, topics.placements,
-                                          partitions));
+        watcher_,
+        PlacementWatcher::Start(kafka, topics.placements, partitions));
     tools::WorkloadSpec spec;
     spec.machines = result.machines;
     spec.slots_per_machine = result.slots;
-    spec.racks = options_.racks > 0 ? options_.racks
-                                    : (result.machines + 39) / 40;
+    spec.racks =
+        options_.racks > 0 ? options_.racks : (result.machines + 39) / 40;
     std::vector<v1::ClusterEvent> events = tools::GenerateMachines(spec);
     live_per_job_.assign(result.jobs + 1, 0);
     for (uint64_t job = 1; job <= result.jobs; ++job) {
@@ -219,19 +223,24 @@ class Bench {
     // Stop the graph manager at a quiet point (no round in flight), so the
     // ingest measurement does not include recovering an answered round.
     FLOWSCHED_RETURN_IF_ERROR(WaitAllPlaced("setup placing"));
-    return WaitForStatus("setup settling", [&](const GraphManagerStatus& s) {
-             return !s.round_in_flight();
-           }).status();
+    return WaitForStatus("setup settling",
+                         [&](const GraphManagerStatus& s) {
+                           return !s.round_in_flight();
+                         })
+        .status();
   }
 
   // Phase 2: the rest of the tasks produced while the graph manager is
   // stopped, then its ingest rate once it starts.
   absl::Status Ingest(E2eResult& result) {
-    FLOWSCHED_ASSIGN_OR_RETURN(pid_t manager, tools::ReadPidFile(ManagerPidPath()));
+    FLOWSCHED_ASSIGN_OR_RETURN(pid_t manager,
+                               tools::ReadPidFile(ManagerPidPath()));
     FLOWSCHED_RETURN_IF_ERROR(tools::StopProcess(manager, 60'000));
     result.burst_events = result.tasks - result.jobs;
-    fmt::print(progress_, "ingest: producing {} task submissions while the "
-                          "graph manager is stopped\n", result.burst_events);
+    fmt::print(progress_,
+               "ingest: producing {} task submissions while the "
+               "graph manager is stopped\n",
+               result.burst_events);
     const SteadyTime produce_start = Clock::now();
     for (uint64_t i = 0; i < result.burst_events; ++i) {
       const uint64_t task_id = result.jobs + 1 + i;
@@ -295,8 +304,9 @@ class Bench {
       result.ingest_events_per_s = static_cast<double>(result.burst_events) /
                                    std::max(1e-9, result.ingest_seconds);
     }
-    fmt::print(progress_, "ingest: {} events in {:.2f} s ({:.0f} events/s); "
-                          "waiting for every task to be placed\n",
+    fmt::print(progress_,
+               "ingest: {} events in {:.2f} s ({:.0f} events/s); "
+               "waiting for every task to be placed\n",
                result.burst_events, result.ingest_seconds,
                result.ingest_events_per_s);
     FLOWSCHED_RETURN_IF_ERROR(WaitAllPlaced("placing"));
@@ -403,8 +413,9 @@ class Bench {
         }));
     FLOWSCHED_ASSIGN_OR_RETURN(pid_t manager,
                                tools::ReadPidFile(ManagerPidPath()));
-    fmt::print(progress_, "restart: SIG{} to the graph manager holding {} "
-                          "tasks\n",
+    fmt::print(progress_,
+               "restart: SIG{} to the graph manager holding {} "
+               "tasks\n",
                options_.restart_signal == "kill" ? "KILL" : "TERM",
                before.tasks());
     const SteadyTime signalled = Clock::now();
@@ -452,8 +463,9 @@ class Bench {
   std::unique_ptr<bus::Producer> producer_;
   std::unique_ptr<PlacementWatcher> watcher_;
   std::string events_topic_;
-  std::vector<uint64_t> task_job_;      // task id -> job id
-  std::vector<uint64_t> live_per_job_;  // job id -> tasks submitted, not finished
+  std::vector<uint64_t> task_job_;  // task id -> job id
+  std::vector<uint64_t>
+      live_per_job_;  // job id -> tasks submitted, not finished
   uint64_t next_task_id_ = 1;
 };
 
@@ -477,9 +489,11 @@ absl::StatusOr<E2eResult> RunE2eBench(const tools::CommonFlags& flags,
                      : static_cast<uint64_t>(std::llround(
                            options.utilisation * static_cast<double>(slots)));
   if (result.tasks == 0 || result.tasks > slots) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the workload needs between 1 and ", slots, " tasks (machines x "
-        "slots) so that every task can be placed; got ", result.tasks));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the workload needs between 1 and ", slots,
+                     " tasks (machines x "
+                     "slots) so that every task can be placed; got ",
+                     result.tasks));
   }
   result.jobs = options.jobs > 0 ? std::min(options.jobs, result.tasks)
                                  : (result.tasks + 82) / 83;

@@ -19,7 +19,8 @@ absl::StatusOr<std::unique_ptr<PlacementWatcher>> PlacementWatcher::Start(
     assignment.push_back({topic, p, bus::kOffsetBeginning});
   }
   FLOWSCHED_RETURN_IF_ERROR(consumer->Assign(assignment));
-  auto watcher = std::make_unique<PlacementWatcher>(Token{}, std::move(consumer));
+  auto watcher =
+      std::make_unique<PlacementWatcher>(Token{}, std::move(consumer));
   watcher->thread_ = std::thread([w = watcher.get()] { w->Loop(); });
   return watcher;
 }
@@ -72,9 +73,9 @@ void PlacementWatcher::Handle(const bus::Record& record, SteadyTime now) {
       auto it = pending_.find(d.task_id());
       if (it == pending_.end()) return;
       if (it->second.sample) {
-        samples_ms_.push_back(
-            std::chrono::duration<double, std::milli>(now - it->second.submitted)
-                .count());
+        samples_ms_.push_back(std::chrono::duration<double, std::milli>(
+                                  now - it->second.submitted)
+                                  .count());
       }
       pending_.erase(it);
       return;

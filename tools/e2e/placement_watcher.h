@@ -92,9 +92,9 @@ class PlacementWatcher {
   uint64_t placements_seen_ = 0;                        // guarded by mu_
   // (round, graph epoch) -> RoundComplete markers seen.
   std::map<std::pair<RoundId, GraphEpoch>, uint32_t>
-      markers_;                                         // guarded by mu_
-  std::vector<CompletedRound> rounds_;                  // guarded by mu_
-  absl::Status error_;                                  // guarded by mu_
+      markers_;                         // guarded by mu_
+  std::vector<CompletedRound> rounds_;  // guarded by mu_
+  absl::Status error_;                  // guarded by mu_
   std::thread thread_;  // last: starts after everything above exists
 };
 

@@ -72,10 +72,10 @@ CommandMain AddSubmitCommand(CLI::App& app, CommonFlags& flags) {
     }
     ParsedEvents parsed = ParseJsonLines(*in);
     if (*check) {
-      cluster::EventDecoder decoder{
-          cluster::ValidationLimits{}, [](std::string_view name) {
-            return flow::MakePolicy(name).status();
-          }};
+      cluster::EventDecoder decoder{cluster::ValidationLimits{},
+                                    [](std::string_view name) {
+                                      return flow::MakePolicy(name).status();
+                                    }};
       std::vector<v1::ClusterEvent> valid;
       for (auto& event : parsed.events) {
         auto decoded = decoder.FromProto(event);
@@ -157,10 +157,10 @@ CommandMain AddTailCommand(CLI::App& app, CommonFlags& flags) {
     auto producer = bus::Producer::Create(*kafka);
     auto consumer = bus::Consumer::Create(*kafka, "flowsched-tail");
     if (!producer.ok() || !consumer.ok()) {
-      std::cerr << "flowsched tail: cannot connect: "
-                << (producer.ok() ? consumer.status() : producer.status())
-                       .message()
-                << "\n";
+      std::cerr
+          << "flowsched tail: cannot connect: "
+          << (producer.ok() ? consumer.status() : producer.status()).message()
+          << "\n";
       return 1;
     }
     auto partitions = (*producer)->PartitionCount(topic, 10'000);
@@ -170,9 +170,9 @@ CommandMain AddTailCommand(CLI::App& app, CommonFlags& flags) {
     }
     std::vector<bus::TopicPartitionOffset> assignment;
     for (int32_t p = 0; p < *partitions; ++p) {
-      assignment.push_back({topic, p,
-                            options->from_beginning ? bus::kOffsetBeginning
-                                                    : bus::kOffsetEnd});
+      assignment.push_back(
+          {topic, p,
+           options->from_beginning ? bus::kOffsetBeginning : bus::kOffsetEnd});
     }
     if (auto s = (*consumer)->Assign(assignment); !s.ok()) {
       std::cerr << "flowsched tail: " << s.message() << "\n";
@@ -224,9 +224,8 @@ CommandMain AddTailCommand(CLI::App& app, CommonFlags& flags) {
         }
       }
       std::cout.flush();
-      if (!options->follow &&
-          std::chrono::steady_clock::now() - last_record >
-              std::chrono::milliseconds(options->idle_ms)) {
+      if (!options->follow && std::chrono::steady_clock::now() - last_record >
+                                  std::chrono::milliseconds(options->idle_ms)) {
         break;
       }
     }
@@ -269,7 +268,8 @@ CommandMain AddGenerateCommand(CLI::App& app, CommonFlags& /*flags*/) {
     std::vector<v1::ClusterEvent> events;
     if (*what != "jobs") events = GenerateMachines(*spec);
     if (*what != "machines") {
-      for (auto& event : GenerateJobs(*spec)) events.push_back(std::move(event));
+      for (auto& event : GenerateJobs(*spec))
+        events.push_back(std::move(event));
     }
     for (const auto& event : events) std::cout << ToJson(event) << "\n";
     return 0;

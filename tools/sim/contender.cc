@@ -84,7 +84,8 @@ class FlowContender final : public Contender {
   // Writes the network of each of the first export_rounds_ rounds.
   absl::Status Export() {
     ++rounds_;
-    if (export_dir_.empty() || rounds_ > export_rounds_) return absl::OkStatus();
+    if (export_dir_.empty() || rounds_ > export_rounds_)
+      return absl::OkStatus();
     const std::string path =
         absl::StrCat(export_dir_, "/round-", rounds_, ".dimacs");
     std::ofstream out(path);
@@ -117,8 +118,8 @@ absl::StatusOr<std::unique_ptr<Contender>> MakeContender(
   }
   auto baseline = baselines::MakeBaseline(name);
   if (!baseline.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        baseline.status().message(), "; or flow:<policy>"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(baseline.status().message(), "; or flow:<policy>"));
   }
   return std::make_unique<BaselineContender>(std::move(*baseline));
 }

@@ -28,16 +28,16 @@ namespace flowsched::sim {
 struct RoundDecisions {
   std::vector<core::Decision> decisions;
   // Where the round's time went (wall clock, ms). Baselines only schedule.
-  double sync_ms = 0;      // policy: state changes into the network
-  double solve_ms = 0;     // min-cost flow, or the baseline's Schedule
+  double sync_ms = 0;   // policy: state changes into the network
+  double solve_ms = 0;  // min-cost flow, or the baseline's Schedule
   // With the incremental mirror, the check includes exporting the repaired
   // network for it, and the extraction reading the flow per arc slot.
-  double check_ms = 0;     // CheckOptimalFlow
-  double extract_ms = 0;   // placement extraction
+  double check_ms = 0;    // CheckOptimalFlow
+  double extract_ms = 0;  // placement extraction
   // Check and extraction run side by side (CheckAndExtract): their wall
   // clock, which is what the round costs.
   double check_extract_ms = 0;
-  std::string algorithm;   // the solver that produced the flow
+  std::string algorithm;  // the solver that produced the flow
   [[nodiscard]] double total_ms() const {
     return sync_ms + solve_ms + check_extract_ms;
   }

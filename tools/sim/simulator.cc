@@ -44,8 +44,8 @@ class Simulation {
 
  private:
   int64_t Scale(int64_t t) const {
-    return static_cast<int64_t>(std::llround(static_cast<double>(t) /
-                                             options_.speedup));
+    return static_cast<int64_t>(
+        std::llround(static_cast<double>(t) / options_.speedup));
   }
   // The clock the state and the policy see (SimOptions::policy_clock):
   // simulated time on it, a trace duration on it, and back to simulated.
@@ -66,8 +66,9 @@ class Simulation {
   // The policy time a round starting at `sim_us` prices at
   // (SimOptions::price_at); monotone, as the policy's re-pricing expects.
   int64_t PriceTime(int64_t sim_us) {
-    const int64_t ahead =
-        options_.price_at == SimOptions::PriceAt::kDecision ? last_round_us_ : 0;
+    const int64_t ahead = options_.price_at == SimOptions::PriceAt::kDecision
+                              ? last_round_us_
+                              : 0;
     priced_us_ = std::max(priced_us_, PolicyTime(sim_us + ahead));
     return priced_us_;
   }
@@ -116,8 +117,7 @@ void Simulation::Apply(const Event& event) {
         added.capacity.memory_bytes =
             std::llround(m.memory * static_cast<double>(kFullMemoryBytes));
       }
-      status = state_.Apply({"", policy_us, "sim", added}, policy_us,
-                            touched);
+      status = state_.Apply({"", policy_us, "sim", added}, policy_us, touched);
       break;
     }
     case Kind::kMachineRemove: {
@@ -162,10 +162,10 @@ void Simulation::Apply(const Event& event) {
           !task->running()) {
         return;  // preempted, migrated or its machine went away since
       }
-      status = state_.Apply({"", policy_us, "sim",
-                             cluster::TaskFinished{JobId(t.job_id),
-                                                   TaskId(t.task_id)}},
-                            policy_us, touched);
+      status = state_.Apply(
+          {"", policy_us, "sim",
+           cluster::TaskFinished{JobId(t.job_id), TaskId(t.task_id)}},
+          policy_us, touched);
       if (status.ok()) ++result_.finished;
       break;
     }
@@ -218,8 +218,8 @@ void Simulation::AfterRound(const RoundDecisions& round, int64_t now_us,
     if (!first_placed_[i]) {
       first_placed_[i] = true;
       if (t.submit_us > 0) {
-        result_.placements.push_back(PlacementRecord{
-            t.task_id, t.job_id, Scale(t.submit_us), now_us});
+        result_.placements.push_back(
+            PlacementRecord{t.task_id, t.job_id, Scale(t.submit_us), now_us});
       } else {
         ++result_.initial_placed;
       }
@@ -405,8 +405,8 @@ absl::StatusOr<SimResult> Simulate(const Workload& workload,
   if (!(options.speedup > 0) || !std::isfinite(options.speedup)) {
     return absl::InvalidArgumentError("speedup must be a positive number");
   }
-  auto contender = MakeContender(scheduler, options.solver,
-                                 options.export_dir, options.export_rounds);
+  auto contender = MakeContender(scheduler, options.solver, options.export_dir,
+                                 options.export_rounds);
   if (!contender.ok()) return contender.status();
   SimResult result;
   result.scheduler = scheduler;

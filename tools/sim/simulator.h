@@ -35,7 +35,7 @@ enum class Model {
   kCpuMemory,  // machines have CPU and memory (normalised x kFull*); many slots
 };
 
-inline constexpr int64_t kFullCpuMillis = 64'000;            // 1.0 CPU
+inline constexpr int64_t kFullCpuMillis = 64'000;                // 1.0 CPU
 inline constexpr int64_t kFullMemoryBytes = int64_t{256} << 30;  // 1.0 memory
 inline constexpr uint32_t kCpuMemorySlots = 1'000;
 
@@ -58,13 +58,14 @@ struct SimOptions {
   // round's length (never earlier than the last round's, so up to the
   // longest recent round ahead; the first round after the warm-up looks
   // nothing ahead). A migration or preemption decided now loses the work
-  // done until it happens, and a sped-up replay stretches that: at 300x a 300 ms round is 90 s of trace
-  // work, which pricing at the round's start (kRoundStart) counts as 0 for
-  // every task the round before placed, so QFP moved them back and forth
-  // (at 12,500 machines with replicated inputs: 45 migrations in a round
-  // growing to 3,672, rounds from 0.17 to 2 s). At 1x a round of 20-30 ms
-  // is below theta's first pricing step (QuincyParams::theta_step_us, 100
-  // ms), so a task the last round placed is still priced at theta = 0.
+  // done until it happens, and a sped-up replay stretches that: at 300x a 300
+  // ms round is 90 s of trace work, which pricing at the round's start
+  // (kRoundStart) counts as 0 for every task the round before placed, so QFP
+  // moved them back and forth (at 12,500 machines with replicated inputs: 45
+  // migrations in a round growing to 3,672, rounds from 0.17 to 2 s). At 1x a
+  // round of 20-30 ms is below theta's first pricing step
+  // (QuincyParams::theta_step_us, 100 ms), so a task the last round placed is
+  // still priced at theta = 0.
   enum class PriceAt { kDecision, kRoundStart };
   PriceAt price_at = PriceAt::kDecision;
   // Simulated time (after speedup) after which no event is applied; then
@@ -91,12 +92,12 @@ inline constexpr int kSettleRounds = 20;
 
 struct RoundRecord {
   uint64_t round = 0;
-  int64_t start_us = 0;       // simulated
-  double runtime_ms = 0;      // wall clock of the whole round
+  int64_t start_us = 0;   // simulated
+  double runtime_ms = 0;  // wall clock of the whole round
   double sync_ms = 0, solve_ms = 0, check_ms = 0, extract_ms = 0;
   std::string algorithm;
-  uint64_t waiting = 0;       // tasks waiting when the round started
-  uint64_t running = 0;       // tasks running after it was applied
+  uint64_t waiting = 0;  // tasks waiting when the round started
+  uint64_t running = 0;  // tasks running after it was applied
   uint64_t placed = 0, preempted = 0, migrated = 0, stale = 0;
   double slot_utilisation = 0;
   double cpu_utilisation = 0;  // kCpuMemory only
@@ -119,19 +120,19 @@ struct SimResult {
   // time 0 are the initial population: not a latency sample).
   std::vector<PlacementRecord> placements;
   uint64_t initial_placed = 0;
-  uint64_t submitted = 0;          // after time 0, up to the horizon
-  uint64_t unplaced = 0;           // of those, never placed by the end
+  uint64_t submitted = 0;  // after time 0, up to the horizon
+  uint64_t unplaced = 0;   // of those, never placed by the end
   uint64_t finished = 0;
-  uint64_t rejected_events = 0;    // events the cluster state refused
+  uint64_t rejected_events = 0;  // events the cluster state refused
   uint64_t preempted = 0, migrated = 0, stale = 0;
   uint64_t capacity_violations = 0;  // machines seen over (WithinCapacity)
-  LocalityBytes locality;          // input of every placement
-  LocalityBytes warmup_locality;   // input of the tasks running after warm-up
+  LocalityBytes locality;            // input of every placement
+  LocalityBytes warmup_locality;     // input of the tasks running after warm-up
   int64_t sim_end_us = 0;
-  double wall_s = 0;               // the simulation after the warm-up
-  double busy_s = 0;               // sum of round runtimes (after warm-up)
-  double warmup_s = 0;             // wall time of the warm-up rounds
-  bool truncated = false;          // stopped by max_wall_s
+  double wall_s = 0;       // the simulation after the warm-up
+  double busy_s = 0;       // sum of round runtimes (after warm-up)
+  double warmup_s = 0;     // wall time of the warm-up rounds
+  bool truncated = false;  // stopped by max_wall_s
 };
 
 // InvalidArgument for an unknown scheduler or solver; Internal if a round

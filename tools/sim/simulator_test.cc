@@ -12,7 +12,8 @@
 namespace flowsched::sim {
 namespace {
 
-constexpr char kTraceDir[] = FLOWSCHED_SOURCE_DIR "/tests/data/google_trace_tiny";
+constexpr char kTraceDir[] =
+    FLOWSCHED_SOURCE_DIR "/tests/data/google_trace_tiny";
 
 void ExpectSane(const SimResult& r, const Workload& w, uint32_t slots) {
   EXPECT_EQ(r.capacity_violations, 0u) << r.scheduler;
@@ -132,7 +133,9 @@ TEST(SimulatorTest, TheTraceClockPricesWorkDoneInTraceTime) {
                   SimMachine{.id = 2, .rack = "b"}};
     auto task = [&](uint64_t id, int64_t blocks, int64_t duration_us) {
       return SimTask{
-          .task_id = id, .job_id = 1, .duration_us = duration_us,
+          .task_id = id,
+          .job_id = 1,
+          .duration_us = duration_us,
           .input = {{.machine = MachineId(1), .bytes = blocks * kBlock}},
           .input_bytes = blocks * kBlock};
     };
@@ -167,14 +170,20 @@ TEST(SimulatorTest, PricingAtTheDecisionCountsTheWorkAMigrationLoses) {
   Workload w;
   w.machines = {SimMachine{.id = 1, .rack = "a"},
                 SimMachine{.id = 2, .rack = "b"}};
-  w.tasks = {SimTask{.task_id = 1, .job_id = 1, .duration_us = 2'000'000,
-                     .age_us = 3'600'000'000, .input = on_machine_1,
+  w.tasks = {SimTask{.task_id = 1,
+                     .job_id = 1,
+                     .duration_us = 2'000'000,
+                     .age_us = 3'600'000'000,
+                     .input = on_machine_1,
                      .input_bytes = kBlock},
-             SimTask{.task_id = 2, .job_id = 2, .submit_us = 1'000'000,
-                     .duration_us = kForever, .input = on_machine_1,
+             SimTask{.task_id = 2,
+                     .job_id = 2,
+                     .submit_us = 1'000'000,
+                     .duration_us = kForever,
+                     .input = on_machine_1,
                      .input_bytes = kBlock}};
-  for (const auto price_at : {SimOptions::PriceAt::kRoundStart,
-                              SimOptions::PriceAt::kDecision}) {
+  for (const auto price_at :
+       {SimOptions::PriceAt::kRoundStart, SimOptions::PriceAt::kDecision}) {
     const SimOptions options{.slots_per_machine = 1,
                              .speedup = 1e6,
                              .price_at = price_at,
