@@ -343,6 +343,9 @@ class EventPublisher:
             for key, value in ask.items():
                 setattr(spec.accelerator, key, value)
             if models is not None:
+                # Present even when empty, so validation refuses models=[]
+                # instead of reading it as "any model".
+                spec.accelerator.models.SetInParent()
                 spec.accelerator.models.models.extend(models)
             spec.accelerator.SetInParent()
         return spec
@@ -371,49 +374,33 @@ class EventPublisher:
         return event
 
     def finish_task(self, job_id: int, task_id: int) -> ClusterEvent:
-        event = ClusterEvent()
-        event.task_finished.job_id = job_id
-        event.task_finished.task_id = task_id
-        self.publish(event)
-        return event
+        return self._emit("task_finished", job_id=job_id, task_id=task_id)
 
     def fail_task(self, job_id: int, task_id: int, reason: str = "") -> ClusterEvent:
-        event = ClusterEvent()
-        event.task_failed.job_id = job_id
-        event.task_failed.task_id = task_id
-        event.task_failed.reason = reason
-        self.publish(event)
-        return event
+        return self._emit("task_failed", job_id=job_id, task_id=task_id, reason=reason)
 
     def kill_task(self, job_id: int, task_id: int) -> ClusterEvent:
-        event = ClusterEvent()
-        event.task_killed.job_id = job_id
-        event.task_killed.task_id = task_id
-        self.publish(event)
-        return event
+        return self._emit("task_killed", job_id=job_id, task_id=task_id)
 
     def remove_machine(self, machine_id: int) -> ClusterEvent:
-        event = ClusterEvent()
-        event.machine_removed.machine_id = machine_id
-        self.publish(event)
-        return event
+        return self._emit("machine_removed", machine_id=machine_id)
 
     def fail_machine(self, machine_id: int, reason: str = "") -> ClusterEvent:
-        event = ClusterEvent()
-        event.machine_failed.machine_id = machine_id
-        event.machine_failed.reason = reason
-        self.publish(event)
-        return event
+        return self._emit("machine_failed", machine_id=machine_id, reason=reason)
 
     def set_policy(self, policy: str) -> ClusterEvent:
-        event = ClusterEvent()
-        event.set_policy.policy = policy
-        self.publish(event)
-        return event
+        return self._emit("set_policy", policy=policy)
 
     def tick(self) -> ClusterEvent:
+        return self._emit("tick")
+
+    def _emit(self, body: str, **fields) -> ClusterEvent:
+        """Publishes a ClusterEvent whose `body` message has `fields`."""
         event = ClusterEvent()
-        event.tick.SetInParent()
+        message = getattr(event, body)
+        message.SetInParent()
+        for name, value in fields.items():
+            setattr(message, name, value)
         self.publish(event)
         return event
 

@@ -287,6 +287,13 @@ class PublisherValidationTest(unittest.TestCase):
             pub.submit_job(1, [dict(task_id=1, cpu_millis=-1)])
         with self.assertRaises(InvalidEventError):
             pub.add_machine(0, task_slots=1)
+        # Impossible accelerator asks, as the graph manager's decoder has them.
+        for ask, message in [(dict(models=[], count=1), "present but empty"),
+                             (dict(milli=1000), "not below 1000"),
+                             (dict(count=-1), "negative")]:
+            with self.subTest(ask=ask):
+                with self.assertRaisesRegex(InvalidEventError, message):
+                    pub.submit_job(1, [dict(task_id=1, accelerator=ask)])
         self.assertEqual(pub._producer.produced, [])
         pub.add_machine(3, task_slots=2, cpu_millis=1000)
         pub.set_policy("cpu-memory")
