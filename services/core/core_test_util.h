@@ -5,9 +5,12 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
+#include "gtest/gtest.h"
 #include "services/cluster/change_set.h"
 #include "services/cluster/cluster_state.h"
+#include "services/core/policy_network.h"
 
 namespace flowsched::core {
 
@@ -34,5 +37,22 @@ inline void BuildSmallCluster(uint64_t machines, uint32_t slots, uint64_t tasks,
   }
   state.Apply(event(job), 0, changes).IgnoreError();
 }
+
+// A small cluster and a PolicyNetwork built for it.
+class SmallClusterTest : public ::testing::Test {
+ protected:
+  // BuildSmallCluster, then `policy` adopted and synced at time 0.
+  void Build(uint64_t machines, uint32_t slots, uint64_t tasks,
+             std::string_view policy = "load-spreading") {
+    BuildSmallCluster(machines, slots, tasks, state_, changes_);
+    ASSERT_TRUE(network_.Adopt(policy).ok());
+    ASSERT_TRUE(network_.Sync(changes_, state_, 0).ok());
+    changes_.Clear();
+  }
+
+  cluster::ClusterState state_;
+  cluster::ChangeSet changes_;
+  PolicyNetwork network_;
+};
 
 }  // namespace flowsched::core

@@ -20,16 +20,13 @@ TEST(PolicyNetworkTest, UnknownPolicyIsRefused) {
   EXPECT_FALSE(network.has_policy());
 }
 
-TEST(PolicyNetworkTest, SyncGivesEveryTaskAUnitOfSupply) {
-  cluster::ClusterState state;
-  cluster::ChangeSet changes;
-  BuildSmallCluster(3, 2, 5, state, changes);
-  PolicyNetwork network;
-  ASSERT_THAT(network.Adopt("load-spreading"), IsOk());
-  ASSERT_THAT(network.Sync(changes, state, 0), IsOk());
+using PolicyNetworkFixtureTest = SmallClusterTest;
+
+TEST_F(PolicyNetworkFixtureTest, SyncGivesEveryTaskAUnitOfSupply) {
+  Build(3, 2, 5);
   int64_t supply = 0;
   size_t tasks = 0;
-  network.network().ForEachNode([&](flow::NodeId, const flow::NodeData& node) {
+  network_.network().ForEachNode([&](flow::NodeId, const flow::NodeData& node) {
     supply += node.supply;
     tasks += node.kind == flow::NodeKind::kTask;
   });
@@ -65,54 +62,43 @@ TEST(PolicyNetworkTest, SwitchEqualsAFreshBuild) {
   }
 }
 
-TEST(PolicyNetworkTest, FailedSwitchChangesNothing) {
-  cluster::ClusterState state;
-  cluster::ChangeSet changes;
-  BuildSmallCluster(2, 1, 2, state, changes);
-  PolicyNetwork network;
-  ASSERT_THAT(network.Adopt("load-spreading"), IsOk());
-  ASSERT_THAT(network.Sync(changes, state, 0), IsOk());
-  const auto before = network.network().SnapshotChanges();
-  EXPECT_THAT(network.SwitchPolicy("nope", state, 0),
+TEST_F(PolicyNetworkFixtureTest, FailedSwitchChangesNothing) {
+  Build(2, 1, 2);
+  const auto before = network_.network().SnapshotChanges();
+  EXPECT_THAT(network_.SwitchPolicy("nope", state_, 0),
               StatusIs(absl::StatusCode::kInvalidArgument, ""));
-  EXPECT_EQ(network.policy().name(), "load-spreading");
-  EXPECT_EQ(network.network().SnapshotChanges(), before);
+  EXPECT_EQ(network_.policy().name(), "load-spreading");
+  EXPECT_EQ(network_.network().SnapshotChanges(), before);
 }
 
-TEST(PolicyNetworkTest, AdoptRestoresTheEntityMapsOfAStoredNetwork) {
-  cluster::ClusterState state;
-  cluster::ChangeSet changes;
-  BuildSmallCluster(2, 2, 3, state, changes);
-  PolicyNetwork built;
-  ASSERT_THAT(built.Adopt("load-spreading"), IsOk());
-  ASSERT_THAT(built.Sync(changes, state, 0), IsOk());
-
+TEST_F(PolicyNetworkFixtureTest, AdoptRestoresTheEntityMapsOfAStoredNetwork) {
+  Build(2, 2, 3);
   // As a restart does: the network from storage, then the policy.
   PolicyNetwork restored;
-  for (const flow::GraphChange& change : built.network().SnapshotChanges()) {
+  for (const flow::GraphChange& change : network_.network().SnapshotChanges()) {
     ASSERT_THAT(restored.network().Apply(change), IsOk());
   }
   ASSERT_THAT(restored.Adopt("load-spreading"), IsOk());
   EXPECT_NE(restored.builder().FindTaskNode(TaskId(3)), flow::kNoNode);
   // A later change is then an update in place, as in the original.
-  cluster::ChangeSet placed;
-  ASSERT_THAT(state.Place(TaskId(3), MachineId(1), 1, placed), IsOk());
-  ASSERT_THAT(built.Sync(placed, state, 1), IsOk());
-  ASSERT_THAT(restored.Sync(placed, state, 1), IsOk());
+  ASSERT_THAT(state_.Place(TaskId(3), MachineId(1), 1, changes_), IsOk());
+  ASSERT_THAT(network_.Sync(changes_, state_, 1), IsOk());
+  ASSERT_THAT(restored.Sync(changes_, state_, 1), IsOk());
   EXPECT_EQ(restored.network().SnapshotChanges(),
-            built.network().SnapshotChanges());
+            network_.network().SnapshotChanges());
 }
 
-TEST(PolicyNetworkTest, RefreshOfATimeIndependentPolicyChangesNothing) {
-  cluster::ClusterState state;
-  cluster::ChangeSet changes;
-  BuildSmallCluster(2, 2, 3, state, changes);
-  PolicyNetwork network;
-  ASSERT_THAT(network.Adopt("load-spreading"), IsOk());
-  ASSERT_THAT(network.Sync(changes, state, 0), IsOk());
-  network.network().set_record_changes(true);
-  ASSERT_THAT(network.Refresh(state, 1'000'000'000), IsOk());
-  EXPECT_TRUE(network.network().TakeChanges().empty());
+TEST_F(PolicyNetworkFixtureTest, RefreshRepricesOnlyTimeDependentPolicies) {
+  Build(2, 2, 3, "load-spreading");
+  network_.network().set_record_changes(true);
+  ASSERT_THAT(network_.Refresh(state_, 1'000'000'000), IsOk());
+  EXPECT_TRUE(network_.network().TakeChanges().empty());
+
+  // Quincy's waiting tasks cost more the longer they wait.
+  ASSERT_THAT(network_.SwitchPolicy("quincy-qfp", state_, 0), IsOk());
+  network_.network().TakeChanges();
+  ASSERT_THAT(network_.Refresh(state_, 1'000'000'000), IsOk());
+  EXPECT_FALSE(network_.network().TakeChanges().empty());
 }
 
 }  // namespace

@@ -96,23 +96,20 @@ INSTANTIATE_TEST_SUITE_P(
                       std::tuple{std::string("cost_scaling"), false},
                       std::tuple{std::string("ssp"), false}));
 
-TEST(RoundSolverTest, ResetEmptiesTheReplica) {
-  cluster::ClusterState state;
-  cluster::ChangeSet changes;
-  BuildSmallCluster(1, 1, 1, state, changes);
-  PolicyNetwork policy;
-  ASSERT_THAT(policy.Adopt("load-spreading"), IsOk());
-  ASSERT_THAT(policy.Sync(changes, state, 0), IsOk());
+using RoundSolverFixtureTest = SmallClusterTest;
+
+TEST_F(RoundSolverFixtureTest, ResetEmptiesTheReplica) {
+  Build(1, 1, 1);
   auto round_solver = RoundSolver::Create(kIncrementalRounds);
   ASSERT_THAT(round_solver.status(), IsOk());
-  for (const auto& change : policy.network().SnapshotChanges()) {
+  for (const auto& change : network_.network().SnapshotChanges()) {
     ASSERT_THAT((*round_solver)->Apply(change), IsOk());
   }
   EXPECT_GT((*round_solver)->network().node_count(), 0u);
   (*round_solver)->Reset();
   EXPECT_EQ((*round_solver)->network().node_count(), 0u);
   // A snapshot rebuilds it.
-  for (const auto& change : policy.network().SnapshotChanges()) {
+  for (const auto& change : network_.network().SnapshotChanges()) {
     ASSERT_THAT((*round_solver)->Apply(change), IsOk());
   }
   EXPECT_THAT((*round_solver)->Solve(false).verdict, IsOk());
