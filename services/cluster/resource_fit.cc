@@ -10,8 +10,18 @@ namespace flowsched::cluster {
 namespace {
 
 // A dimension a machine may leave unreported (capacity 0).
+// Compared as request <= capacity - allocated: no sum of two stored values
+// can overflow (both are bounded below by 0, not above).
 bool FitsReported(int64_t capacity, int64_t allocated, int64_t request) {
-  return capacity == 0 || request <= 0 || allocated + request <= capacity;
+  return capacity == 0 || request <= 0 || request <= capacity - allocated;
+}
+
+// How many more of `request` fit in one reported dimension.
+int64_t CountReported(int64_t capacity, int64_t allocated, int64_t request,
+                      int64_t limit) {
+  if (capacity == 0 || request <= 0) return limit;
+  const int64_t free = capacity - allocated;
+  return free < request ? 0 : std::min(limit, free / request);
 }
 
 std::string DevicePhrase(const AcceleratorRequest& ask) {
@@ -101,7 +111,7 @@ std::string ResourceMisfit(const Machine& machine, const Resources& request) {
   }
   for (const auto& [name, amount] : request.scalars) {
     if (amount > 0 &&
-        allocated.scalars.Get(name) + amount > capacity.scalars.Get(name)) {
+        amount > capacity.scalars.Get(name) - allocated.scalars.Get(name)) {
       return name;
     }
   }
@@ -118,6 +128,27 @@ Fit FitTask(const Machine& machine, const TaskSpec& task) {
   }
   if (task.accelerator.empty()) return Fit{};
   return FitDevices(machine, task.accelerator);
+}
+
+int64_t ResourceFitCount(const Machine& machine, const Resources& request,
+                         int64_t limit) {
+  const Resources& capacity = machine.capacity;
+  const Resources& allocated = machine.allocated;
+  int64_t n = std::max<int64_t>(0, limit);
+  n = CountReported(capacity.cpu_millis, allocated.cpu_millis,
+                    request.cpu_millis, n);
+  n = CountReported(capacity.memory_bytes, allocated.memory_bytes,
+                    request.memory_bytes, n);
+  n = CountReported(capacity.network_bytes_per_sec,
+                    allocated.network_bytes_per_sec,
+                    request.network_bytes_per_sec, n);
+  for (const auto& [name, amount] : request.scalars) {
+    if (amount <= 0) continue;
+    const int64_t free =
+        capacity.scalars.Get(name) - allocated.scalars.Get(name);
+    n = free < amount ? 0 : std::min(n, free / amount);
+  }
+  return n;
 }
 
 bool Machine::Fits(const Resources& request) const {

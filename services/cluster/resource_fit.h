@@ -46,6 +46,14 @@ struct Fit {
 // device use as they stand), and on which devices.
 [[nodiscard]] Fit FitTask(const Machine& machine, const TaskSpec& task);
 
+// How many copies of `request` (at most `limit`) fit `machine`'s free CPU,
+// memory, network and scalars by the rule FitTask applies: the count of
+// tasks with this request that FitTask would accept one after another,
+// slots and devices aside.
+[[nodiscard]] int64_t ResourceFitCount(const Machine& machine,
+                                       const Resources& request,
+                                       int64_t limit);
+
 // Adds `sign` times `r` to `to` (every dimension; scalars that reach 0 are
 // dropped, so equal allocations compare equal).
 void AddResources(Resources& to, const Resources& r, int64_t sign);

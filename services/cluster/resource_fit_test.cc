@@ -335,3 +335,43 @@ TEST(FitTaskTest, RandomPlacementsNeverOverCommitAndReleaseExactly) {
 
 }  // namespace
 }  // namespace flowsched::cluster
+
+namespace flowsched::cluster {
+namespace {
+
+// The counting form is FitTask applied one task after another.
+TEST(ResourceFitCountTest, EqualsPlacingOneByOne) {
+  std::mt19937_64 random(3);
+  for (int trial = 0; trial < 300; ++trial) {
+    Resources capacity{static_cast<int64_t>(random() % 3) * 4000,
+                       static_cast<int64_t>(random() % 3) * 8192,
+                       static_cast<int64_t>(random() % 2) * 1000};
+    if (random() % 2) capacity.scalars.Set("fpga", random() % 5);
+    Machine machine = MakeMachine(capacity, 1000);
+    Resources request{static_cast<int64_t>(random() % 4) * 700,
+                      static_cast<int64_t>(random() % 4) * 1500,
+                      static_cast<int64_t>(random() % 3) * 300};
+    if (random() % 3 == 0) request.scalars.Set("fpga", random() % 3 + 1);
+    const int64_t limit = static_cast<int64_t>(random() % 20);
+    const int64_t counted = ResourceFitCount(machine, request, limit);
+    int64_t placed = 0;
+    while (placed < limit && FitTask(machine, Ask(1, request)).fits()) {
+      BookTask(machine, Ask(1, request), {});
+      ++placed;
+    }
+    EXPECT_EQ(counted, placed) << "trial " << trial;
+  }
+}
+
+TEST(ResourceFitCountTest, HugeStoredValuesDoNotOverflow) {
+  Machine machine = MakeMachine(
+      {INT64_MAX, INT64_MAX, 0, {{"fpga", INT64_MAX}}}, 4);
+  machine.allocated = {INT64_MAX - 1, 0, 0, {{"fpga", INT64_MAX - 1}}};
+  const Resources request{2, INT64_MAX, 0, {{"fpga", 2}}};
+  EXPECT_EQ(FitTask(machine, Ask(1, request)).reason, "cpu");
+  EXPECT_EQ(ResourceFitCount(machine, request, 10), 0);
+  EXPECT_EQ(ResourceFitCount(machine, {0, INT64_MAX, 0, {}}, 10), 1);
+}
+
+}  // namespace
+}  // namespace flowsched::cluster
