@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "services/common/status_macros.h"
@@ -50,12 +51,14 @@ absl::Status CpuMemoryPolicy::Sync(const cluster::ChangeSet& changes,
   FLOWSCHED_RETURN_IF_ERROR(SyncJobsToSink(changes, state, builder));
 
   // Shapes of the waiting tasks, in key order (deterministic).
-  const std::vector<RequestShape> shapes = WaitingShapes(state);
+  const std::optional<cluster::ChangeSet> widened =
+      waiting_.Track(changes, state);
+  const std::vector<RequestShape> shapes = waiting_.Shapes(state);
   const std::map<std::string, NodeId> class_nodes =
       EnsureShapeNodes(shapes, builder);
 
   FLOWSCHED_RETURN_IF_ERROR(SyncChangedTasks(
-      changes, state, builder,
+      widened ? *widened : changes, state, builder,
       [&](const cluster::Task& task, NodeId node, const TaskEnds& ends) {
         std::vector<DesiredArc> arcs;
         if (task.running()) {

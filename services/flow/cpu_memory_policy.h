@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "services/flow/constraints.h"
+#include "services/flow/request_shapes.h"
 #include "services/flow/scheduling_policy.h"
 
 namespace flowsched::flow {
@@ -73,6 +74,8 @@ class CpuMemoryPolicy final : public SchedulingPolicy {
 
  private:
   CpuMemoryParams params_;
+  // The waiting tasks by request shape (a fresh policy indexes all once).
+  ShapeIndex waiting_;
 };
 
 }  // namespace flowsched::flow

@@ -311,5 +311,34 @@ TEST(CpuMemoryInvariantTest, RandomClustersNeverOvercommitAndLeaveNoFitWaiting) 
   }
 }
 
+// A fresh policy over a restored network (a restart, maybe of an older
+// build whose class keys differ) derives every waiting task's arcs again at
+// its first sync, whatever that sync names.
+TEST_F(CpuMemoryPolicyTest, AFreshPolicyReDerivesTheWaitingTasksOfARestoredNetwork) {
+  AddMachine(1, 4000, 8, 4);
+  Submit(1, {Task(11, 1000, 1), Task(12, 1000, 1)});
+  Sync();
+  const auto built = network_.SnapshotChanges();
+
+  // Restored, then damaged as an older build's keys would leave it: the
+  // waiting task's arc to its class is gone.
+  FlowNetwork restored;
+  for (const GraphChange& change : built) ASSERT_THAT(restored.Apply(change), IsOk());
+  NetworkBuilder restored_builder(restored);
+  ASSERT_THAT(restored_builder.RestoreFromNetwork(), IsOk());
+  const NodeId task = restored_builder.FindTaskNode(TaskId(11));
+  ASSERT_THAT(restored_builder.SetOutArcs(
+                  task, {{restored_builder.FindJobNode(JobId(1)), 1,
+                          CpuMemoryParams{}.unscheduled_cost}}),
+              IsOk());
+
+  CpuMemoryPolicy fresh;
+  cluster::ChangeSet unrelated;
+  unrelated.machines.insert(MachineId(1));
+  ASSERT_THAT(fresh.Sync(unrelated, state_, SyncContext{1}, restored_builder),
+              IsOk());
+  EXPECT_EQ(restored.SnapshotChanges(), built);
+}
+
 }  // namespace
 }  // namespace flowsched::flow

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -13,27 +14,16 @@
 
 namespace flowsched::flow {
 
-bool LoadSpreadingPolicy::AsksForRoom(const cluster::Task& task) {
+bool LoadSpreadingPolicy::AsksForRoom(const cluster::Task& task,
+                                      const cluster::ClusterState& state) {
   const cluster::Resources& r = task.spec.request;
-  return r.cpu_millis > 0 || r.memory_bytes > 0 ||
-         r.network_bytes_per_sec > 0 || !r.scalars.empty() ||
-         !task.spec.accelerator.empty() || !task.spec.required_labels.empty();
-}
-
-void LoadSpreadingPolicy::TrackWaiting(const cluster::ChangeSet& changes,
-                                       const cluster::ClusterState& state) {
-  const auto track = [&](TaskId id, const cluster::Task* task) {
-    waiting_for_room_.Update(
-        id, task, task != nullptr && !task->running() && AsksForRoom(*task),
-        state);
-  };
-  if (!tracking_) {
-    // A fresh policy (a start over a restored network): every task once.
-    for (const auto& [id, task] : state.tasks()) track(id, &task);
-    tracking_ = true;
-    return;
+  if (r.cpu_millis > 0 || r.memory_bytes > 0 || r.network_bytes_per_sec > 0 ||
+      !r.scalars.empty() || !task.spec.accelerator.empty() ||
+      !task.spec.required_labels.empty()) {
+    return true;
   }
-  for (TaskId id : changes.tasks) track(id, state.FindTask(id));
+  const cluster::Job* job = state.FindJob(task.job);
+  return job != nullptr && job->different_machines;
 }
 
 absl::Status LoadSpreadingPolicy::SyncShapeArcs(
@@ -133,12 +123,14 @@ absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
   // Waiting tasks that ask for resources, devices or labels go through
   // their request shape's class, whose arcs carry what each machine has
   // reserved for it (request_shapes.h); the others, through X.
-  TrackWaiting(changes, state);
+  const std::optional<cluster::ChangeSet> widened = waiting_for_room_.Track(
+      changes, state,
+      [&](const cluster::Task& task) { return AsksForRoom(task, state); });
   const std::vector<RequestShape> shapes = waiting_for_room_.Shapes(state);
   const std::map<std::string, NodeId> class_nodes =
       EnsureShapeNodes(shapes, builder);
   FLOWSCHED_RETURN_IF_ERROR(SyncChangedTasks(
-      changes, state, builder,
+      widened ? *widened : changes, state, builder,
       [&](const cluster::Task& task, NodeId node, const TaskEnds& ends) {
         std::vector<DesiredArc> arcs;
         if (task.running()) {
@@ -147,7 +139,7 @@ absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
         } else {
           arcs.push_back({ends.job, 1, params_.unscheduled_cost});
           NodeId via = aggregator;
-          if (AsksForRoom(task)) {
+          if (AsksForRoom(task, state)) {
             FLOWSCHED_ASSIGN_OR_RETURN(via,
                                        ShapeNodeOf(task, state, class_nodes));
           }

@@ -80,9 +80,11 @@ class LoadSpreadingPolicy final : public SchedulingPolicy {
                     NetworkBuilder& builder) override;
 
  private:
-  // Whether a task asks for any resource, device or label, and so needs a
-  // machine with room for it rather than any free slot.
-  static bool AsksForRoom(const cluster::Task& task);
+  // Whether a task asks for any resource, device or label, or belongs to a
+  // different-machines job, and so needs a machine with room for it rather
+  // than any free slot.
+  static bool AsksForRoom(const cluster::Task& task,
+                          const cluster::ClusterState& state);
   // Class -> machine arcs: each machine's reservation per shape, priced
   // like X's free-slot pieces; classes without waiting tasks go.
   absl::Status SyncShapeArcs(const cluster::ClusterState& state,
@@ -90,16 +92,10 @@ class LoadSpreadingPolicy final : public SchedulingPolicy {
                              const std::map<std::string, NodeId>& class_nodes,
                              NetworkBuilder& builder) const;
 
-  // Keeps waiting_for_room_ in step with the tasks `changes` names (all
-  // tasks on the first call).
-  void TrackWaiting(const cluster::ChangeSet& changes,
-                    const cluster::ClusterState& state);
-
   LoadSpreadingParams params_;
   // Waiting tasks that AsksForRoom by shape, so a round's shapes cost what
   // changed, not a walk over every task.
   ShapeIndex waiting_for_room_;
-  bool tracking_ = false;
 };
 
 }  // namespace flowsched::flow

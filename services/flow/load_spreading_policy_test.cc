@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -335,6 +336,39 @@ TEST_F(LoadSpreadingPolicyTest, TasksAskingForRoomArePlacedOnlyWhereTheyFit) {
   EXPECT_EQ(cpu_placed, 8u);
   EXPECT_EQ(gpu_placed, 2u);
   EXPECT_TRUE(state_.FindTask(TaskId(16))->running());
+}
+
+// A different-machines job is kept apart even when its tasks ask for
+// nothing else.
+TEST_F(LoadSpreadingPolicyTest, DifferentMachinesHoldsForTasksThatAskNothing) {
+  for (uint64_t m = 1; m <= 3; ++m) {
+    Apply(cluster::MachineAdded{MachineId(m), "r", {}, 4, {}});
+  }
+  cluster::JobSubmitted job{JobId(7), "j", 0, {}};
+  job.different_machines = true;
+  for (uint64_t t = 1; t <= 4; ++t) {
+    cluster::TaskSpec spec;
+    spec.id = TaskId(t);
+    job.tasks.push_back(spec);
+  }
+  Apply(job);
+  for (int round = 0; round < 6; ++round) {
+    Sync();
+    auto solved = testing::SolveNetwork(network_);
+    ASSERT_THAT(solved.status(), IsOk());
+    auto applied = testing::ApplyRound(*solved, state_, 2, changes_);
+    ASSERT_THAT(applied.status(), IsOk()) << "round " << round;
+    if (*applied == 0) break;
+  }
+  std::set<uint64_t> used;
+  size_t running = 0;
+  for (const auto& [id, task] : state_.tasks()) {
+    if (!task.running()) continue;
+    ++running;
+    EXPECT_TRUE(used.insert(task.machine.value()).second)
+        << "two tasks of the job on machine " << task.machine.value();
+  }
+  EXPECT_EQ(running, 3u);  // one per machine; the fourth waits
 }
 
 }  // namespace

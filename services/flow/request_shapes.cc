@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "services/cluster/resource_fit.h"
 #include "services/common/status_macros.h"
 #include "services/flow/constraints.h"
@@ -15,13 +14,24 @@
 namespace flowsched::flow {
 namespace {
 
+// Names from outside go into keys length-prefixed, so no name can imitate
+// the key's own separators and two different asks never share a key.
+void AppendName(std::string& key, const std::string& name) {
+  absl::StrAppend(&key, name.size(), "#", name);
+}
+
 std::string AcceleratorText(const cluster::AcceleratorRequest& ask) {
   std::string text = absl::StrCat("|acc=", ask.whole, "x", ask.milli, "m",
                                   ask.memory_bytes, "b");
   if (ask.models.has_value()) {
     std::vector<std::string> models = *ask.models;
     std::sort(models.begin(), models.end());
-    absl::StrAppend(&text, "[", absl::StrJoin(models, ","), "]");
+    text.push_back('[');
+    for (const std::string& model : models) {
+      AppendName(text, model);
+      text.push_back(',');
+    }
+    text.push_back(']');
   }
   return text;
 }
@@ -56,8 +66,8 @@ void Cover(cluster::TaskSpec& into, const cluster::TaskSpec& other) {
           for (const std::string& m : *a.models) {
             if (b.AcceptsModel(m)) both.push_back(m);
           }
-          // No common model: a model nobody has, so the shape waits.
-          if (both.empty()) both.push_back("");
+          // No common model: an empty list accepts no device, so the
+          // shape waits (never an input: the decoder refuses empty lists).
           a.models = std::move(both);
         }
       }
@@ -86,7 +96,8 @@ std::string ShapeKey(const cluster::Task& task,
   if (!spec.request.scalars.empty()) {
     absl::StrAppend(&key, "|sc=");
     for (const auto& [name, amount] : spec.request.scalars) {
-      absl::StrAppend(&key, name, ":", amount, ";");
+      AppendName(key, name);
+      absl::StrAppend(&key, ":", amount, ";");
     }
   }
   if (!spec.accelerator.empty()) {
@@ -162,6 +173,30 @@ void ShapeIndex::Update(TaskId id, const cluster::Task* task, bool keep,
   key_of_.erase(it);
 }
 
+std::optional<cluster::ChangeSet> ShapeIndex::Track(
+    const cluster::ChangeSet& changes, const cluster::ClusterState& state,
+    const std::function<bool(const cluster::Task&)>& include) {
+  const auto keep = [&](const cluster::Task* task) {
+    return task != nullptr && !task->running() && (!include || include(*task));
+  };
+  if (tracking_) {
+    for (TaskId id : changes.tasks) {
+      const cluster::Task* task = state.FindTask(id);
+      Update(id, task, keep(task), state);
+    }
+    return std::nullopt;
+  }
+  tracking_ = true;
+  cluster::ChangeSet widened = changes;
+  for (const auto& [id, task] : state.tasks()) {
+    if (keep(&task)) {
+      Update(id, &task, true, state);
+      widened.tasks.insert(id);
+    }
+  }
+  return widened;
+}
+
 std::vector<RequestShape> ShapeIndex::Shapes(
     const cluster::ClusterState& state) const {
   std::vector<RequestShape> out;
@@ -194,12 +229,15 @@ void ReserveMachine(const cluster::Machine& machine,
   // slots counted here (FitTask checks one by the running set).
   std::optional<cluster::Machine> room;
   size_t misses = 0;
+  bool reserved_any = false;
+  bool devices_taken = false;
   for (size_t j = 0; j < shapes.size() && slots > 0 && misses < kMaxMisses;
        ++j) {
     const size_t index = (rotation + j) % shapes.size();
     const RequestShape& shape = shapes[index];
     if (wanted && !wanted(index)) continue;
-    ++misses;  // until it gets some room below
+    const bool asks_devices = !shape.ask.accelerator.empty();
+    if (asks_devices && devices_taken) continue;
     if (!LabelsMatch(machine.labels, shape.ask.required_labels)) continue;
     int64_t limit = std::min(shape.waiting, slots);
     if (shape.different_machines_job.value() != 0) {
@@ -214,15 +252,27 @@ void ReserveMachine(const cluster::Machine& machine,
       room->allocated = machine.allocated;
       room->devices = machine.devices;
     }
-    int64_t n = 0;
-    while (n < limit) {
-      const cluster::Fit fit = cluster::FitTask(*room, shape.ask);
-      if (!fit.fits()) break;
-      cluster::BookTask(*room, shape.ask, fit.devices);
-      ++n;
+    int64_t n = cluster::ResourceFitCount(*room, shape.ask.request, limit);
+    if (asks_devices) {
+      // Device by device, as the graph manager will choose them.
+      int64_t booked = 0;
+      while (booked < n) {
+        const cluster::Fit fit = cluster::FitTask(*room, shape.ask);
+        if (!fit.fits()) break;
+        cluster::BookTask(*room, shape.ask, fit.devices);
+        ++booked;
+      }
+      n = booked;
+    } else if (n > 0) {
+      cluster::AddResources(room->allocated, shape.ask.request, n);
     }
-    if (n == 0) continue;
+    if (n == 0) {
+      if (reserved_any) ++misses;
+      continue;
+    }
+    reserved_any = true;
     misses = 0;
+    devices_taken = devices_taken || asks_devices;
     slots -= n;
     reserved(index, n);
   }

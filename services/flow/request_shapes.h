@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -43,9 +44,9 @@ struct RequestShape {
   int64_t waiting = 0;
 };
 
-// The shape of a waiting task. Tasks without named scalars or an
-// accelerator ask keep the key the cpu-memory policy always gave them
-// ("cm|cpu=..|mem=..|req=..|pref=.."), so stored networks stay valid.
+// The shape of a waiting task: equal keys, equal asks. Tasks without a
+// network ask, named scalars or an accelerator ask keep the key the
+// cpu-memory policy always gave them ("cm|cpu=..|mem=..|req=..|pref=..").
 std::string ShapeKey(const cluster::Task& task,
                      const cluster::ClusterState& state);
 
@@ -70,6 +71,19 @@ class ShapeIndex {
       const cluster::ClusterState& state) const;
   [[nodiscard]] size_t size() const { return key_of_.size(); }
 
+  // Keeps the index in step with the tasks `changes` names: a task is in it
+  // while it waits and `include` (null: any task) accepts it. The first
+  // call indexes every task of `state` and returns `changes` widened to
+  // every waiting task it indexed, whose arcs the caller must derive again
+  // (a network restored from storage may hold arcs an older build made);
+  // later calls return nullopt (sync `changes` as they are).
+  std::optional<cluster::ChangeSet> Track(
+      const cluster::ChangeSet& changes, const cluster::ClusterState& state,
+      const std::function<bool(const cluster::Task&)>& include = nullptr);
+
+ private:
+  bool tracking_ = false;
+
  private:
   absl::flat_hash_map<TaskId, std::string> key_of_;
   std::map<std::string, std::set<TaskId>> members_;
@@ -78,11 +92,21 @@ class ShapeIndex {
 // Reserves `machine`'s free room among `shapes`, starting at shape
 // `rotation % shapes.size()`; calls `reserved(index, n)` for each shape
 // with n > 0 tasks reserved. Honours free slots, every resource and device
-// (FitTask), required labels and the different-machines rule. Shapes that
-// `wanted` (if given) refuses get nothing here. After kMaxMisses shapes in
-// a row that get nothing, the machine stops (its room is nearly used up;
-// the rotation lets other machines try the rest): a machine costs
-// O(kMaxMisses + shapes it serves), not O(shapes).
+// (the rule of cluster::FitTask), required labels and the
+// different-machines rule. Shapes that `wanted` (if given) refuses get
+// nothing here.
+//
+// Any order works: the reserved tasks fit the machine together in
+// whatever order the graph manager applies them. Plain resources add up
+// the same in any order; for devices, at most one shape that asks for
+// devices reserves on a machine per round, so the device tasks placed
+// there are alike and FitTask picks the same devices in any order.
+//
+// A machine that has reserved nothing looks at every shape (so a task that
+// fits somewhere is always offered a machine); once it has, it stops after
+// kMaxMisses shapes in a row that get nothing (its room is nearly used
+// up): O(shapes) cheap resource counts at worst, and O(kMaxMisses + shapes
+// it serves) device fits.
 inline constexpr size_t kMaxMisses = 32;
 void ReserveMachine(const cluster::Machine& machine,
                     const cluster::ClusterState& state,

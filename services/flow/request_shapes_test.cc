@@ -1,6 +1,8 @@
 #include "services/flow/request_shapes.h"
 
+#include <algorithm>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -92,7 +94,8 @@ TEST(RequestShapesTest, DevicesBoundTheReservation) {
 }
 
 // Whatever the machines, shapes and rotation: everything reserved fits
-// the machine together, as the graph manager's fit rule books it.
+// the machine together, as the graph manager's fit rule books it, in
+// whatever order the graph manager applies the tasks.
 TEST(RequestShapesTest, ReservationsNeverOverCommitAMachine) {
   std::mt19937_64 random(7);
   for (int trial = 0; trial < 200; ++trial) {
@@ -124,21 +127,142 @@ TEST(RequestShapesTest, ReservationsNeverOverCommitAMachine) {
     }
     const std::vector<RequestShape> shapes = WaitingShapes(state);
     const cluster::Machine& machine = state.machines().at(MachineId(1));
-    cluster::Machine room = machine;
-    int64_t total = 0;
-    ReserveMachine(
-        machine, state, shapes, random() % 5, [&](size_t i, int64_t n) {
-          EXPECT_LE(n, shapes[i].waiting);
-          for (int64_t k = 0; k < n; ++k) {
-            const cluster::Fit fit = cluster::FitTask(room, shapes[i].ask);
-            ASSERT_TRUE(fit.fits()) << fit.reason;
-            cluster::BookTask(room, shapes[i].ask, fit.devices);
-          }
-          total += n;
-        });
-    EXPECT_LE(total, static_cast<int64_t>(machine.free_slots()));
-    EXPECT_TRUE(cluster::WithinCapacity(room));
+    std::vector<const cluster::TaskSpec*> reserved;
+    ReserveMachine(machine, state, shapes, random() % 5,
+                   [&](size_t i, int64_t n) {
+                     EXPECT_LE(n, shapes[i].waiting);
+                     for (int64_t k = 0; k < n; ++k) {
+                       reserved.push_back(&shapes[i].ask);
+                     }
+                   });
+    EXPECT_LE(reserved.size(), machine.free_slots());
+    for (int order = 0; order < 4; ++order) {
+      std::shuffle(reserved.begin(), reserved.end(), random);
+      cluster::Machine room = machine;
+      for (const cluster::TaskSpec* ask : reserved) {
+        const cluster::Fit fit = cluster::FitTask(room, *ask);
+        ASSERT_TRUE(fit.fits()) << "trial " << trial << ": " << fit.reason;
+        cluster::BookTask(room, *ask, fit.devices);
+      }
+      EXPECT_TRUE(cluster::WithinCapacity(room));
+    }
   }
+}
+
+// Two fraction shapes sharing two devices would fit in the order they were
+// reserved (600 then 400 on each) but not in every order (best fit puts
+// both 400s on one device first, and the second 600 finds no room). So
+// one device shape per machine: whatever the rotation, every order fits.
+TEST(RequestShapesTest, DeviceTasksFitInAnyApplyOrder) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  ASSERT_THAT(state.Apply(Event(Machine(1, 8, 0, 2)), 0, changes), IsOk());
+  cluster::JobSubmitted job;
+  job.job = JobId(1);
+  job.name = "j";
+  job.tasks = {Ask(1, 0, 0, 400), Ask(2, 0, 0, 400), Ask(3, 0, 0, 600),
+               Ask(4, 0, 0, 600)};
+  ASSERT_THAT(state.Apply(Event(job), 0, changes), IsOk());
+  const std::vector<RequestShape> shapes = WaitingShapes(state);
+  ASSERT_EQ(shapes.size(), 2u);
+  const cluster::Machine& machine = state.machines().at(MachineId(1));
+  for (size_t rotation = 0; rotation < 2; ++rotation) {
+    std::vector<const cluster::TaskSpec*> reserved;
+    ReserveMachine(machine, state, shapes, rotation, [&](size_t i, int64_t n) {
+      for (int64_t k = 0; k < n; ++k) reserved.push_back(&shapes[i].ask);
+    });
+    EXPECT_FALSE(reserved.empty());
+    std::sort(reserved.begin(), reserved.end());
+    do {
+      cluster::Machine room = machine;
+      for (const cluster::TaskSpec* ask : reserved) {
+        const cluster::Fit fit = cluster::FitTask(room, *ask);
+        ASSERT_TRUE(fit.fits()) << "rotation " << rotation;
+        cluster::BookTask(room, *ask, fit.devices);
+      }
+    } while (std::next_permutation(reserved.begin(), reserved.end()));
+  }
+}
+
+// The reviewer's case of a fixed rotation: a machine looks past any number
+// of shapes that do not fit it as long as it has reserved nothing, so a
+// task that fits is always offered the machine.
+TEST(RequestShapesTest, AShapeThatFitsIsFoundBehindManyThatDoNot) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  ASSERT_THAT(state.Apply(Event(Machine(1, 4, 8000, 0)), 0, changes), IsOk());
+  cluster::JobSubmitted job;
+  job.job = JobId(1);
+  job.name = "j";
+  for (uint64_t t = 1; t <= 3 * kMaxMisses; ++t) {
+    job.tasks.push_back(Ask(t, 100000 + static_cast<int64_t>(t), 0, 0));
+  }
+  job.tasks.push_back(Ask(999, 500, 0, 0));
+  ASSERT_THAT(state.Apply(Event(job), 0, changes), IsOk());
+  const std::vector<RequestShape> shapes = WaitingShapes(state);
+  ASSERT_EQ(shapes.size(), 3 * kMaxMisses + 1);
+  std::vector<int64_t> n(shapes.size(), 0);
+  ReserveMachine(state.machines().at(MachineId(1)), state, shapes, 0,
+                 [&](size_t i, int64_t count) { n[i] = count; });
+  int64_t total = 0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    total += n[i];
+    if (n[i] > 0) {
+      EXPECT_EQ(shapes[i].ask.request.cpu_millis, 500);
+    }
+  }
+  EXPECT_EQ(total, 1);
+}
+
+// Equal keys mean equal asks, whatever names the asks carry.
+TEST(RequestShapesTest, NamesCannotImitateTheKeysSeparators) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  cluster::JobSubmitted job;
+  job.job = JobId(1);
+  job.name = "j";
+  cluster::TaskSpec a = Ask(1, 0, 0, 0);
+  a.request.scalars.Set("a:1;|acc=1x0m0b[q", 5);
+  a.accelerator.whole = 1;
+  a.accelerator.models = std::vector<std::string>{"z"};
+  cluster::TaskSpec b = Ask(2, 0, 0, 0);
+  b.request.scalars.Set("a", 1);
+  b.accelerator.whole = 1;
+  b.accelerator.models = std::vector<std::string>{"q:5;|acc=1x0m0b[z"};
+  job.tasks = {a, b};
+  ASSERT_THAT(state.Apply(Event(job), 0, changes), IsOk());
+  EXPECT_NE(ShapeKey(*state.FindTask(TaskId(1)), state),
+            ShapeKey(*state.FindTask(TaskId(2)), state));
+}
+
+// A different-machines job whose tasks share no model fits no device.
+TEST(RequestShapesTest, ADifferentMachinesJobWithoutACommonModelWaits) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  cluster::MachineAdded machine = Machine(1, 4, 0, 0);
+  for (const char* model : {"a10", "t4"}) {
+    cluster::AcceleratorGroup group;
+    group.count = 1;
+    group.model = model;
+    machine.accelerators.push_back(group);
+  }
+  ASSERT_THAT(state.Apply(Event(machine), 0, changes), IsOk());
+  cluster::JobSubmitted job;
+  job.job = JobId(1);
+  job.name = "j";
+  job.different_machines = true;
+  cluster::TaskSpec a = Ask(1, 0, 1, 0);
+  a.accelerator.models = std::vector<std::string>{"a10"};
+  cluster::TaskSpec b = Ask(2, 0, 1, 0);
+  b.accelerator.models = std::vector<std::string>{"t4"};
+  job.tasks = {a, b};
+  ASSERT_THAT(state.Apply(Event(job), 0, changes), IsOk());
+  const std::vector<RequestShape> shapes = WaitingShapes(state);
+  ASSERT_EQ(shapes.size(), 1u);
+  int64_t reserved = 0;
+  ReserveMachine(state.machines().at(MachineId(1)), state, shapes, 0,
+                 [&](size_t, int64_t n) { reserved += n; });
+  EXPECT_EQ(reserved, 0);
 }
 
 TEST(RequestShapesTest, DifferentMachinesJobsGetOnePerMachineAndCoverAll) {
