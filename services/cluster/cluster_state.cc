@@ -409,8 +409,16 @@ absl::Status CheckStoredDevices(const Task& task, const Machine& machine) {
       return bad("are unknown or out of order");
     }
     const Device& device = machine.devices[share.index];
-    if (share.milli <= 0 || share.milli > device.free_milli()) {
-      return bad("are over-committed");
+    if (!task.spec.accelerator.AcceptsModel(device.model)) {
+      return bad("are of a model it does not accept");
+    }
+    // What FitTask gives: a whole device alone, or the fraction asked.
+    const bool whole = task.spec.accelerator.milli == 0;
+    if (share.milli != (whole ? device.capacity_milli
+                              : task.spec.accelerator.milli) ||
+        (whole && !device.tasks.empty()) ||
+        share.milli > device.free_milli()) {
+      return bad("are over-committed or not what it asks");
     }
   }
   return absl::OkStatus();

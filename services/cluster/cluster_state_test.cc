@@ -584,11 +584,18 @@ TEST_F(ClusterStateDevicesTest, RestoreRejectsDevicesPlaceCouldNotHaveMade) {
               StatusIs(absl::StatusCode::kDataLoss, "accelerator ask"));
   EXPECT_THAT(restore_with(1, MachineId(1), {{7, 500}}),
               StatusIs(absl::StatusCode::kDataLoss, "unknown or out of order"));
-  EXPECT_THAT(restore_with(4, MachineId(1), {{2, 1000}, {0, 1000}}),
+  EXPECT_THAT(restore_with(4, MachineId(1), {{1, 1000}, {0, 1000}}),
               StatusIs(absl::StatusCode::kDataLoss, "unknown or out of order"));
   // Task 3 holds device 0 whole (the lowest free): nothing fits beside it.
   EXPECT_THAT(restore_with(1, MachineId(1), {{0, 500}}),
               StatusIs(absl::StatusCode::kDataLoss, "over-committed"));
+  // Not what the ask gets: another amount, or a model it does not accept.
+  EXPECT_THAT(restore_with(1, MachineId(1), {{1, 400}}),
+              StatusIs(absl::StatusCode::kDataLoss, "not what it asks"));
+  EXPECT_THAT(restore_with(1, MachineId(1), {{2, 500}}),
+              StatusIs(absl::StatusCode::kDataLoss, "does not accept"));
+  EXPECT_THAT(restore_with(4, MachineId(1), {{1, 1000}, {2, 1000}}),
+              StatusIs(absl::StatusCode::kDataLoss, "does not accept"));
 }
 
 TEST(ClusterStateCapacityTest, UnreportedCapacityIsBoundedBySlotsOnly) {

@@ -261,6 +261,35 @@ TEST_F(StatePersisterTest, MismatchedDeviceListsAreDataLoss) {
               StatusIs(absl::StatusCode::kDataLoss, "device"));
 }
 
+// Values no limit allows are damage, not state: negative amounts, an
+// accelerator ask beyond a device, a device of no capacity.
+TEST_F(StatePersisterTest, ImpossibleStoredValuesAreDataLoss) {
+  v1::TaskRecord task;
+  task.set_task_id(1);
+  task.set_job_id(1);
+  task.mutable_spec()->mutable_request()->set_cpu_millis(-1);
+  EXPECT_THAT(DecodeTask(task.SerializeAsString()),
+              StatusIs(absl::StatusCode::kDataLoss, "negative"));
+  task.mutable_spec()->mutable_request()->set_cpu_millis(1);
+  (*task.mutable_spec()->mutable_request()->mutable_scalars())["fpga"] = -2;
+  EXPECT_THAT(DecodeTask(task.SerializeAsString()),
+              StatusIs(absl::StatusCode::kDataLoss, "negative"));
+  task.mutable_spec()->mutable_request()->clear_scalars();
+  task.mutable_spec()->mutable_accelerator()->set_count(-1);
+  EXPECT_THAT(DecodeTask(task.SerializeAsString()),
+              StatusIs(absl::StatusCode::kDataLoss, "accelerator"));
+
+  v1::MachineRecord machine;
+  machine.set_machine_id(1);
+  machine.mutable_capacity()->set_memory_bytes(-5);
+  EXPECT_THAT(DecodeMachine(machine.SerializeAsString()),
+              StatusIs(absl::StatusCode::kDataLoss, "negative"));
+  machine.mutable_capacity()->set_memory_bytes(5);
+  machine.add_devices()->set_capacity_milli(0);
+  EXPECT_THAT(DecodeMachine(machine.SerializeAsString()),
+              StatusIs(absl::StatusCode::kDataLoss, "impossible device"));
+}
+
 TEST_F(StatePersisterTest, CorruptRecordIsDataLoss) {
   storage::StateBatch batch;
   batch.Put(storage::TaskKey(5), "\xff\xff not a record");

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "flowsched/v1/state.pb.h"
+#include "services/common/status_macros.h"
 
 namespace flowsched::graph_manager {
 namespace {
@@ -47,6 +48,27 @@ cluster::AcceleratorRequest FromProto(const v1::AcceleratorRequest& ask) {
                        ask.models().models().end());
   }
   return out;
+}
+
+// Amounts no limit allows: negative ones. (Within the limits, fit checks
+// compare request <= capacity - allocated and never overflow.)
+absl::Status CheckStored(const cluster::Resources& r, absl::string_view what) {
+  bool negative = r.cpu_millis < 0 || r.memory_bytes < 0 ||
+                  r.network_bytes_per_sec < 0;
+  for (const auto& [name, amount] : r.scalars) negative |= amount < 0;
+  if (!negative) return absl::OkStatus();
+  return absl::DataLossError(
+      absl::StrCat("stored ", what, " has a negative amount"));
+}
+
+absl::Status CheckStored(const v1::AcceleratorRequest& ask,
+                         absl::string_view what) {
+  if (ask.count() < 0 || ask.count() > 1024 || ask.milli() < 0 ||
+      ask.milli() >= cluster::kMilliPerDevice || ask.memory_bytes() < 0) {
+    return absl::DataLossError(
+        absl::StrCat("stored ", what, " has an impossible accelerator ask"));
+  }
+  return absl::OkStatus();
 }
 
 template <typename Message>
@@ -146,6 +168,8 @@ absl::StatusOr<cluster::Task> DecodeTask(std::string_view bytes) {
   cluster::Task task;
   task.spec.id = TaskId(record.task_id());
   task.spec.request = FromProto(record.spec().request());
+  const std::string what = absl::StrCat("task ", record.task_id());
+  FLOWSCHED_RETURN_IF_ERROR(CheckStored(task.spec.request, what));
   task.spec.priority = record.spec().priority();
   task.spec.input_bytes = record.spec().input_bytes();
   for (const v1::DataLocality& entry : record.spec().input()) {
@@ -157,6 +181,7 @@ absl::StatusOr<cluster::Task> DecodeTask(std::string_view bytes) {
   task.spec.preferred_labels.insert(record.spec().preferred_labels().begin(),
                                     record.spec().preferred_labels().end());
   if (record.spec().has_accelerator()) {
+    FLOWSCHED_RETURN_IF_ERROR(CheckStored(record.spec().accelerator(), what));
     task.spec.accelerator = FromProto(record.spec().accelerator());
   }
   if (record.device_indices_size() != record.device_milli_size()) {
@@ -188,10 +213,18 @@ absl::StatusOr<cluster::Machine> DecodeMachine(std::string_view bytes) {
   machine.id = MachineId(record.machine_id());
   machine.rack = record.rack();
   machine.capacity = FromProto(record.capacity());
+  const std::string what = absl::StrCat("machine ", record.machine_id());
+  FLOWSCHED_RETURN_IF_ERROR(CheckStored(machine.capacity, what));
   machine.task_slots = record.task_slots();
   machine.labels.insert(record.labels().begin(), record.labels().end());
   machine.used = FromProto(record.used());
   for (const v1::DeviceRecord& record_device : record.devices()) {
+    if (record_device.capacity_milli() < 1 ||
+        record_device.capacity_milli() > cluster::kMilliPerDevice ||
+        record_device.memory_bytes() < 0) {
+      return absl::DataLossError(
+          absl::StrCat("stored ", what, " has an impossible device"));
+    }
     cluster::Device& device = machine.devices.emplace_back();
     device.model = record_device.model();
     device.capacity_milli = record_device.capacity_milli();
