@@ -39,6 +39,14 @@ std::vector<v1::SolverRound> SplitRound(
 RoundAssembler::Progress RoundAssembler::Add(v1::SolverRound part) {
   if (complete_) Reset();  // the last round was not taken: done with it
   const uint32_t count = std::max<uint32_t>(part.part_count(), 1);
+  if (part.part() >= count ||
+      (assembling_ != nullptr && part.part() > 0 &&
+       assembling_->part_count() != part.part_count())) {
+    // Parts of one round all carry its count; one that disagrees (or
+    // numbers itself past it) is not of the round being assembled.
+    assembling_.reset();
+    return Progress::kMissingPart;
+  }
   if (part.part() == 0) {
     assembling_ = std::make_unique<v1::SolverRound>(std::move(part));
   } else if (assembling_ != nullptr &&

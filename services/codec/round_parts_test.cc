@@ -189,6 +189,22 @@ TEST(RoundAssemblerTest, AForeignPartResetsAndReports) {
   EXPECT_FALSE(assembler.assembling());
 }
 
+// A part whose count disagrees with part 0's could otherwise end the round
+// early (a count of 2 makes part 1 look like the last).
+TEST(RoundAssemblerTest, APartWithAnotherCountResetsAndReports) {
+  auto parts = SplitRound(Header(9, 4), Changes(200), 1024);
+  ASSERT_GT(parts.size(), 3u);
+  RoundAssembler assembler;
+  EXPECT_EQ(assembler.Add(parts[0]), Progress::kIncomplete);
+  parts[1].set_part_count(2);
+  EXPECT_EQ(assembler.Add(parts[1]), Progress::kMissingPart);
+  EXPECT_FALSE(assembler.assembling());
+  // A part numbered past its own count is no part of any round.
+  v1::SolverRound beyond = parts[0];
+  beyond.set_part(beyond.part_count());
+  EXPECT_EQ(assembler.Add(beyond), Progress::kMissingPart);
+}
+
 TEST(RoundAssemblerTest, PartZeroStartsOver) {
   const auto cut_short = SplitRound(Header(9, 4), Changes(200), 1024);
   const auto next = SplitRound(Header(9, 5), Changes(10), 512 * 1024);

@@ -73,19 +73,20 @@ AppliedRound ApplyRound(std::span<const Decision> decisions,
       progress = false;
       std::vector<size_t> left;
       for (size_t pos : retry) {
-        if (apply(decisions[order[pos]]).ok()) {
+        absl::Status status = apply(decisions[order[pos]]);
+        if (status.ok()) {
           succeeded(round.outcomes[pos], Action::kMigrate);
           progress = true;
         } else {
+          round.outcomes[pos].stale_reason = std::string(status.message());
           left.push_back(pos);
         }
       }
       retry = std::move(left);
     }
-    for (size_t pos : retry) {
-      ++round.stale;
-      round.outcomes[pos].stale_reason = "migration target stays full";
-    }
+    // Each keeps the reason of its last attempt (the target stays full,
+    // or the task is gone or no longer where the decision says).
+    round.stale += retry.size();
     retry.clear();
   };
 
@@ -98,6 +99,7 @@ AppliedRound ApplyRound(std::span<const Decision> decisions,
     if (status.ok()) {
       succeeded(outcome, d.action);
     } else if (d.action == Action::kMigrate) {
+      outcome.stale_reason = std::string(status.message());
       retry.push_back(pos);
     } else {
       ++round.stale;
