@@ -30,6 +30,12 @@ MAX_INPUT_BYTES = 1 << 50
 MAX_LOCALITY_ENTRIES = 64
 MAX_LABELS = 64
 MAX_STRING_BYTES = 256
+MAX_NAMED_RESOURCES = 32
+MAX_SCALAR_AMOUNT = 1 << 50
+MAX_DEVICES_PER_MACHINE = 64
+MAX_ACCELERATOR_MODELS = 16
+# Fit reasons; the decoder refuses them as scalar names.
+RESERVED_SCALAR_NAMES = ("cpu", "memory", "network", "slots")
 
 
 class InvalidEventError(ValueError):
@@ -38,10 +44,6 @@ class InvalidEventError(ValueError):
 
 class PublishError(RuntimeError):
     """The broker did not acknowledge every event."""
-
-
-def _has_field(message_class, name: str) -> bool:
-    return name in message_class.DESCRIPTOR.fields_by_name
 
 
 def event_key(event: ClusterEvent) -> str:
@@ -82,13 +84,16 @@ def _check_resources(field: str, r) -> None:
     _check_range(f"{field}.memory_bytes", r.memory_bytes, MAX_MEMORY_BYTES)
     _check_range(f"{field}.network_bytes_per_sec", r.network_bytes_per_sec,
                  MAX_NETWORK_BYTES_PER_SEC)
-    if _has_field(events_pb2.Resources, "scalars"):
-        for name, amount in r.scalars.items():
-            if not name:
-                raise InvalidEventError(f"{field}.scalars has an empty name")
-            _check_string(f"{field}.scalars name", name)
-            if amount < 0:
-                raise InvalidEventError(f"{field}.scalars[{name}] = {amount} is negative")
+    if len(r.scalars) > MAX_NAMED_RESOURCES:
+        raise InvalidEventError(
+            f"{field}.scalars has {len(r.scalars)} names; the limit is {MAX_NAMED_RESOURCES}")
+    for name, amount in r.scalars.items():
+        if not name:
+            raise InvalidEventError(f"{field}.scalars has an empty name")
+        if name in RESERVED_SCALAR_NAMES:
+            raise InvalidEventError(f"{field}.scalars names \"{name}\", which is reserved")
+        _check_string(f"{field}.scalars name", name)
+        _check_range(f"{field}.scalars[{name}]", amount, MAX_SCALAR_AMOUNT)
 
 
 def _check_labels(field: str, owner: str, labels: Mapping[str, str],
@@ -119,7 +124,7 @@ def _check_task(task) -> None:
     owner = f"task {task.task_id}"
     _check_labels("required_labels", owner, task.required_labels, False)
     _check_labels("preferred_labels", owner, task.preferred_labels, False)
-    if _has_field(events_pb2.TaskSpec, "accelerator") and task.HasField("accelerator"):
+    if task.HasField("accelerator"):
         a = task.accelerator
         if a.count < 0 or a.milli < 0 or a.memory_bytes < 0:
             raise InvalidEventError(f"{owner}: accelerator values must not be negative")
@@ -131,8 +136,22 @@ def _check_task(task) -> None:
                 f"not {a.count}")
         if a.milli == 0 and a.count == 0:
             raise InvalidEventError(f"{owner}: accelerator asks for nothing")
-        if a.HasField("models") and not a.models.models:
-            raise InvalidEventError(f"{owner}: accelerator.models is present but empty")
+        if a.count > MAX_DEVICES_PER_MACHINE:
+            raise InvalidEventError(
+                f"{owner}: accelerator.count = {a.count}; no machine has more than "
+                f"{MAX_DEVICES_PER_MACHINE} devices")
+        _check_range(f"{owner}: accelerator.memory_bytes", a.memory_bytes, MAX_MEMORY_BYTES)
+        if a.HasField("models"):
+            if not a.models.models:
+                raise InvalidEventError(f"{owner}: accelerator.models is present but empty")
+            if len(a.models.models) > MAX_ACCELERATOR_MODELS:
+                raise InvalidEventError(
+                    f"{owner}: {len(a.models.models)} models; the limit is "
+                    f"{MAX_ACCELERATOR_MODELS}")
+            for model in a.models.models:
+                if not model:
+                    raise InvalidEventError(f"{owner}: accelerator.models lists an empty model")
+                _check_string("accelerator model", model)
 
 
 def validate_event(event: ClusterEvent) -> None:
@@ -190,20 +209,24 @@ def validate_event(event: ClusterEvent) -> None:
                 f"machine_added.task_slots = {m.task_slots} is outside [1, {MAX_TASK_SLOTS}]")
         _check_labels("labels", f"machine {m.machine_id}", m.labels)
         _check_resources("machine_added.capacity", m.capacity)
-        if _has_field(events_pb2.MachineAdded, "accelerators"):
-            for group in m.accelerators:
-                if group.count < 1:
-                    raise InvalidEventError(
-                        f"machine {m.machine_id}: an accelerator group has count "
-                        f"{group.count}; at least 1")
-                if not 0 <= group.milli_per_device <= 1000:
-                    raise InvalidEventError(
-                        f"machine {m.machine_id}: milli_per_device = "
-                        f"{group.milli_per_device} is outside [0, 1000]")
-                if group.memory_bytes < 0:
-                    raise InvalidEventError(
-                        f"machine {m.machine_id}: accelerator memory_bytes is negative")
-                _check_string("accelerator model", group.model)
+        devices = 0
+        for group in m.accelerators:
+            if group.count < 1:
+                raise InvalidEventError(
+                    f"machine {m.machine_id}: an accelerator group has count "
+                    f"{group.count}; at least 1")
+            devices += group.count
+            if devices > MAX_DEVICES_PER_MACHINE:
+                raise InvalidEventError(
+                    f"machine {m.machine_id} has at least {devices} devices; the limit "
+                    f"is {MAX_DEVICES_PER_MACHINE}")
+            if not 0 <= group.milli_per_device <= 1000:
+                raise InvalidEventError(
+                    f"machine {m.machine_id}: milli_per_device = "
+                    f"{group.milli_per_device} is outside [0, 1000]")
+            _check_range(f"machine {m.machine_id}: accelerator memory_bytes",
+                         group.memory_bytes, MAX_MEMORY_BYTES)
+            _check_string("accelerator model", group.model)
     elif kind in ("machine_removed", "machine_failed", "machine_usage"):
         _check_id(f"{kind}.machine_id", m.machine_id)
         if kind == "machine_failed":
@@ -314,8 +337,6 @@ class EventPublisher:
         _fill_resources(m.capacity, cpu_millis, memory_bytes, network_bytes_per_sec)
         m.labels.update(labels or {})
         if accelerators:
-            if not _has_field(events_pb2.MachineAdded, "accelerators"):
-                raise InvalidEventError("this proto has no MachineAdded.accelerators")
             for group in accelerators:
                 g = m.accelerators.add()
                 for key, value in group.items():
@@ -336,8 +357,6 @@ class EventPublisher:
         spec.required_labels.update(required_labels or {})
         spec.preferred_labels.update(preferred_labels or {})
         if accelerator is not None:
-            if not _has_field(events_pb2.TaskSpec, "accelerator"):
-                raise InvalidEventError("this proto has no TaskSpec.accelerator")
             ask = dict(accelerator)
             models = ask.pop("models", None)
             for key, value in ask.items():

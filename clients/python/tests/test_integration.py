@@ -17,8 +17,9 @@ CLI) and checks from the consumer's side, with PlacementSubscriber:
 - what the placements-only subscriber acted on equals what the graph manager
   applied according to the ledger (a ledger-confirmed subscriber).
 
-GPU checks (issue #31) live in GpuDeviceTest, which skips itself until the
-proto has accelerator devices and PlacementDecision.device_indices.
+GPU checks (issue #31) live in GpuDeviceTest: no device over-committed, whole
+devices exclusive, and every task still waiting once rounds settle fits
+nowhere, read from the ledger's applied decisions (which name the devices).
 
 Environment: FLOWSCHED_BINARY (the flowsched executable), and for the
 protoc classes FLOWSCHED_PROTO_GEN_DIR / FLOWSCHED_PROTO_DIR (see
@@ -375,28 +376,20 @@ class PlacementContractTest(unittest.TestCase):
         self.assertIn('"tasks_waiting":"0"', status.stdout.replace(" ", ""), status.stdout)
 
 
-def _gpu_fields_missing() -> str:
-    missing = []
-    if "device_indices" not in placements_pb2.PlacementDecision.DESCRIPTOR.fields_by_name:
-        missing.append("PlacementDecision.device_indices")
-    if "accelerators" not in events_pb2.MachineAdded.DESCRIPTOR.fields_by_name:
-        missing.append("MachineAdded.accelerators")
-    if "accelerator" not in events_pb2.TaskSpec.DESCRIPTOR.fields_by_name:
-        missing.append("TaskSpec.accelerator")
-    return ", ".join(missing)
-
-
 class GpuDeviceTest(unittest.TestCase):
-    """Issue #31: accelerator devices. Active once the proto has them."""
+    """Issue #31: accelerator devices, under both policies that put them in
+    the network (FLOWSCHED_GPU_POLICIES, comma-separated, picks others)."""
 
-    POLICY = os.environ.get("FLOWSCHED_GPU_POLICY", "cpu-memory")
+    POLICIES = os.environ.get("FLOWSCHED_GPU_POLICIES",
+                              "cpu-memory,load-spreading").split(",")
 
     def test_devices_never_overcommitted(self):
-        missing = _gpu_fields_missing()
-        if missing:
-            self.skipTest(f"the proto has no {missing} yet (issue #31): GPU checks inactive")
-        has_milli = "device_milli" in placements_pb2.PlacementDecision.DESCRIPTOR.fields_by_name
-        deployment = Deployment(self.POLICY)
+        for policy in self.POLICIES:
+            with self.subTest(policy=policy):
+                self._check_devices(policy)
+
+    def _check_devices(self, policy: str):
+        deployment = Deployment(policy)
         self.addCleanup(deployment.stop)
         deployment.start()
         pub = EventPublisher(deployment.brokers, source="pyclient-gpu-test")
@@ -431,7 +424,7 @@ class GpuDeviceTest(unittest.TestCase):
         def take(d):
             ask = asks[d.task_id]
             indices = list(d.device_indices)
-            millis = list(d.device_milli) if has_milli else [None] * len(indices)
+            millis = list(d.device_milli)
             if ask is None:
                 self.assertEqual(indices, [], f"devices for a task without an ask: {d}")
                 return
@@ -447,10 +440,8 @@ class GpuDeviceTest(unittest.TestCase):
                 on_dev = use[(d.machine_id, dev)]
                 if whole:
                     self.assertEqual(on_dev, {}, f"whole device {dev} not free: {d}, {on_dev}")
-                    milli = caps[dev] if milli is None else milli
                     self.assertEqual(milli, caps[dev], d)
                 else:
-                    milli = ask["milli"] if milli is None else milli
                     self.assertEqual(milli, ask["milli"], d)
                     whole_users = [t for t in on_dev if not asks[t].get("milli")]
                     self.assertEqual(whole_users, [], f"device {dev} held whole: {d}")
@@ -515,6 +506,9 @@ class GpuDeviceTest(unittest.TestCase):
         for (machine, dev), users in use.items():
             self.assertLessEqual(sum(users.values()), devices[machine][dev])
         self.assertTrue(gpu_decisions, "no decision assigned devices")
+        # Nothing finishes or leaves here, so no decision can go stale in a
+        # race: a stale one was proposed where it did not fit.
+        self.assertEqual(sub.stats.stale_decisions, 0, sub.stats)
 
 
 if __name__ == "__main__":
