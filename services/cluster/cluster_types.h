@@ -21,9 +21,8 @@ namespace flowsched::cluster {
 
 // Named scalar resources (Kubernetes' extended resources), name -> amount:
 // a flat map sorted by name that never holds a zero amount, so equal
-// amounts compare equal. Not a std::map: g++ 12 at -O3 reports a false
-// maybe-uninitialized for a std::map member left out of a braced Resources
-// ({cpu, memory, network}), which callers write everywhere.
+// amounts compare equal. (A flat vector, not a std::map: see
+// docs/2026-11-26-core-measurements.md.)
 class ScalarResources {
  public:
   using Entry = std::pair<std::string, int64_t>;

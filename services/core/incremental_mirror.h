@@ -45,15 +45,10 @@ struct MirrorResult {
 
 struct MirrorOptions {
   // How long the incremental repair runs alone before the from-scratch
-  // portfolio joins the race. Most rounds repair in a few milliseconds, and
-  // a job arrival at 12,500 machines and 150,000 tasks in 20-120 ms;
-  // starting the portfolio at once (as Firmament does) costs those rounds
-  // an export of the whole problem and, on two cores, the CPU the racers
-  // take from the repair. A from-scratch solve of such a network takes 300
-  // ms or more, so a round whose repair runs longer than the delay loses
-  // at most the delay. (20 ms, the old default, stopped most job arrivals
-  // just before they finished: placement p50 263 ms against 175 ms at
-  // 250 ms in the 1x simulation.) 0 races from the start.
+  // portfolio joins the race (0: at once). A round the repair finishes
+  // within it pays neither the export of the whole problem nor the CPU the
+  // racers take; a longer one loses at most the delay. Measurements behind
+  // the default: docs/2026-11-26-core-measurements.md.
   int64_t race_delay_us = 200'000;
 };
 
@@ -73,16 +68,13 @@ class IncrementalMirror {
   // raced after MirrorOptions::race_delay_us against the portfolio solving
   // from scratch (first to finish wins).
   absl::StatusOr<MirrorResult> Solve();
-  // The same into `result`, reusing its buffers. A caller that keeps one
-  // MirrorResult across rounds exports the network without allocating: at
-  // 12,500 machines the fresh ~60 MB of a new result cost a round about
-  // 10 ms of page faults.
+  // The same into `result`, reusing its buffers: a caller that keeps one
+  // MirrorResult across rounds exports the network without allocating.
   absl::Status Solve(MirrorResult& result);
   // Solve without the export when the repair wins (a from-scratch solve
   // exports first, as its input): ExportResult completes `result` later.
-  // The export (~10 ms at 12,500 machines) is only the checker's input,
-  // so the worker runs it on the checker's thread while FlowBySlot and the
-  // extraction run on the other, instead of before both.
+  // The export is only the checker's input, so it can run on the
+  // checker's thread while FlowBySlot and the extraction run on the other.
   absl::Status SolveWithoutExport(MirrorResult& result);
   // Exports the last solve into `result` unless it already holds it. Only
   // reads the solver: may run beside FlowBySlot.

@@ -83,7 +83,7 @@ class RoundSolver {
   // Null unless kIncrementalRounds.
   std::unique_ptr<IncrementalMirror> mirror_;
   // The last round's problem, solution and flow per slot: the next round
-  // exports into buffers already mapped (1.5 M arcs at 12,500 machines).
+  // exports into buffers already mapped.
   MirrorResult result_;
   std::vector<int64_t> flow_by_slot_;
 };

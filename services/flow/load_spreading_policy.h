@@ -17,8 +17,7 @@
 // pieces are exactly the function above, but a task starting or finishing
 // flips one piece's capacity instead of repricing every piece, so the
 // incremental solver repairs one arc per start or finish (a cost change on
-// a piece with flow forces a cancellation and a Dijkstra phase; at 12,500
-// machines that made rounds take seconds in tools/bench). The solver
+// a piece with flow forces a cancellation and a Dijkstra phase). The solver
 // worker keeps closed pieces out of the solver (incremental_mirror.h).
 // Beyond kMaxArcSegments slots the last piece takes the remaining free
 // slots at its fixed cost per_task_cost * (kMaxArcSegments - 1).
@@ -35,8 +34,10 @@
 //   task --(0)--> EC_s --(convex, reserved count)--> M
 // EC_s has arcs to its cheapest machines only (LoadSpreadingParams:
 // machines are visited least loaded first, each shape reserving until it
-// has its share), so a round costs a visit of a few machines and a new
-// shape a delta of tens of arcs, not one per machine. Tasks that
+// has its share), so a new shape is a delta of tens of arcs, not one per
+// machine, and the visit ends once every shape has its share (a shape
+// that fits few machines keeps it going over every machine with a free
+// slot). Tasks that
 // ask for nothing (the slot model) keep the network above.
 //
 // Running tasks keep a zero-cost arc to their machine and no arc to X, so

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "services/cluster/input_locality.h"
 #include "services/common/status_macros.h"
+#include "services/flow/policy_walk.h"
 
 namespace flowsched::flow {
 namespace {
@@ -313,11 +314,7 @@ absl::Status QuincyPolicy::SyncTopology(const cluster::ChangeSet& changes,
     for (const auto& [rack, machines] : topology.racks) {
       live_racks.insert(NetworkBuilder::StableKey(rack));
     }
-    for (uint64_t key : builder.AggregatorKeys(NodeKind::kRack)) {
-      if (!live_racks.contains(key)) {
-        builder.RemoveAggregatorNode(NodeKind::kRack, key);
-      }
-    }
+    RemoveAggregatorsExcept(NodeKind::kRack, live_racks, builder);
     for (const auto& [rack, machines] : topology.racks) {
       const NodeId rack_node = builder.EnsureRackNode(rack);
       std::vector<DesiredArc> arcs;
@@ -565,9 +562,7 @@ absl::Status QuincyPolicy::Sync(const cluster::ChangeSet& changes,
           SyncTask(*task, state, context.now_us, builder));
     }
   }
-  return builder.network().UpdateNode(
-      builder.sink(),
-      -(static_cast<int64_t>(builder.task_node_count()) + sink_offset_), 0);
+  return DrainTasksAtSink(builder, sink_offset_);
 }
 
 absl::Status QuincyPolicy::RefreshTask(const cluster::Task& task,
@@ -631,9 +626,7 @@ absl::Status QuincyPolicy::Refresh(const cluster::ClusterState& state,
       }
     }
   }
-  return builder.network().UpdateNode(
-      builder.sink(),
-      -(static_cast<int64_t>(builder.task_node_count()) + sink_offset_), 0);
+  return DrainTasksAtSink(builder, sink_offset_);
 }
 
 }  // namespace flowsched::flow
