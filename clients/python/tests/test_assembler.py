@@ -262,6 +262,14 @@ class PublisherValidationTest(unittest.TestCase):
         neg.job_submitted.job_id = 2
         neg.job_submitted.tasks.add(task_id=3).request.memory_bytes = -1
         bad.append((neg, "memory_bytes = -1"))
+        reserved = events_pb2.ClusterEvent()
+        reserved.job_submitted.job_id = 3
+        reserved.job_submitted.tasks.add(task_id=4).request.scalars["cpu"] = 1
+        bad.append((reserved, "reserved"))
+        gpus = self.machine(machine_id=5)
+        gpus.machine_added.accelerators.add(count=40, model="a10")
+        gpus.machine_added.accelerators.add(count=40, model="t4")
+        bad.append((gpus, "at least 80 devices"))
         task0 = events_pb2.ClusterEvent()
         task0.task_finished.job_id = 1
         bad.append((task0, "task_id must not be 0"))
