@@ -414,10 +414,9 @@ absl::Status CheckStoredDevices(const Task& task, const Machine& machine) {
     }
     // What FitTask gives: a whole device alone, or the fraction asked.
     const bool whole = task.spec.accelerator.milli == 0;
-    if (share.milli != (whole ? device.capacity_milli
-                              : task.spec.accelerator.milli) ||
-        (whole && !device.tasks.empty()) ||
-        share.milli > device.free_milli()) {
+    if (share.milli !=
+            (whole ? device.capacity_milli : task.spec.accelerator.milli) ||
+        (whole && !device.tasks.empty()) || share.milli > device.free_milli()) {
       return bad("are over-committed or not what it asks");
     }
   }

@@ -55,8 +55,8 @@ InputLocation LocateInput(
   // remaining machine holds is in the rack whatever the entry says.
   for (const auto& [rack, bytes] : stated) {
     auto gone = departed.find(rack);
-    const int64_t left =
-        std::max<int64_t>(0, bytes - (gone == departed.end() ? 0 : gone->second));
+    const int64_t left = std::max<int64_t>(
+        0, bytes - (gone == departed.end() ? 0 : gone->second));
     if (left > 0) where.in_rack[rack] = left;
   }
   for (const auto& [rack, in] : machines) {
@@ -80,7 +80,8 @@ InputLocation LocateInput(
 InputLocation LocateInput(const TaskSpec& spec, const ClusterState& state) {
   return LocateInput(spec.input, spec.input_bytes,
                      [&](const DataLocality& entry) -> const std::string* {
-                       const Machine* machine = state.FindMachine(entry.machine);
+                       const Machine* machine =
+                           state.FindMachine(entry.machine);
                        return machine == nullptr ? nullptr : &machine->rack;
                      });
 }

@@ -70,24 +70,28 @@ TEST(LocateInputTest, NothingIsBelowWhatItContains) {
 
 TEST(LocateInputTest, AHolderThatLeftTakesAtMostItsBytesFromItsRack) {
   // Machine 9 (gone) named rack "a" and held the block's only copy there.
-  const InputLocation alone = LocateInput(
-      {{.machine = MachineId(9), .rack = "a", .bytes = 8}, On(3, 8),
-       InRack("a", 8), InRack("b", 8)},
-      8, RackOf);
+  const InputLocation alone =
+      LocateInput({{.machine = MachineId(9), .rack = "a", .bytes = 8},
+                   On(3, 8),
+                   InRack("a", 8),
+                   InRack("b", 8)},
+                  8, RackOf);
   EXPECT_EQ(alone.InRack("a"), 0);
   EXPECT_EQ(alone.InRack("b"), 8);
   EXPECT_EQ(alone.total, 8);
   // Machine 4 (gone, rack "b") had a copy beside machine 3's: still in b.
-  const InputLocation beside = LocateInput(
-      {On(3, 8), {.machine = MachineId(9), .rack = "b", .bytes = 8},
-       InRack("b", 8)},
-      8, RackOf);
+  const InputLocation beside =
+      LocateInput({On(3, 8),
+                   {.machine = MachineId(9), .rack = "b", .bytes = 8},
+                   InRack("b", 8)},
+                  8, RackOf);
   EXPECT_EQ(beside.InRack("b"), 8);
   // A rack entry's bytes on machines not listed survive a departure.
-  const InputLocation more = LocateInput(
-      {On(1, 10), {.machine = MachineId(9), .rack = "a", .bytes = 20},
-       InRack("a", 35)},
-      100, RackOf);
+  const InputLocation more =
+      LocateInput({On(1, 10),
+                   {.machine = MachineId(9), .rack = "a", .bytes = 20},
+                   InRack("a", 35)},
+                  100, RackOf);
   EXPECT_EQ(more.InRack("a"), 15);
   EXPECT_EQ(more.total, 100);
 }

@@ -364,8 +364,8 @@ TEST(ResourceFitCountTest, EqualsPlacingOneByOne) {
 }
 
 TEST(ResourceFitCountTest, HugeStoredValuesDoNotOverflow) {
-  Machine machine = MakeMachine(
-      {INT64_MAX, INT64_MAX, 0, {{"fpga", INT64_MAX}}}, 4);
+  Machine machine =
+      MakeMachine({INT64_MAX, INT64_MAX, 0, {{"fpga", INT64_MAX}}}, 4);
   machine.allocated = {INT64_MAX - 1, 0, 0, {{"fpga", INT64_MAX - 1}}};
   const Resources request{2, INT64_MAX, 0, {{"fpga", 2}}};
   EXPECT_EQ(FitTask(machine, Ask(1, request)).reason, "cpu");

@@ -46,7 +46,8 @@ bool JobRunsOn(const cluster::Job& job, const cluster::Machine& machine) {
   return false;
 }
 
-bool ConstraintsAdmit(const cluster::Task& task, const cluster::Machine& machine,
+bool ConstraintsAdmit(const cluster::Task& task,
+                      const cluster::Machine& machine,
                       const cluster::ClusterState& state) {
   if (!LabelsMatch(machine.labels, task.spec.required_labels)) return false;
   const cluster::Job* job = state.FindJob(task.job);

@@ -35,7 +35,8 @@ std::string SelectorText(const LabelSelector& selector);
 
 // Whether `task` may run on `machine` by its required labels and, for a
 // job with different_machines, because no other task of the job runs there.
-bool ConstraintsAdmit(const cluster::Task& task, const cluster::Machine& machine,
+bool ConstraintsAdmit(const cluster::Task& task,
+                      const cluster::Machine& machine,
                       const cluster::ClusterState& state);
 
 // `discount` if the machine matches the task's non-empty preferred

@@ -12,9 +12,9 @@
 namespace flowsched::flow {
 namespace {
 
-using ::flowsched::testing::IsOk;
 using cluster::ClusterEvent;
 using cluster::Resources;
+using ::flowsched::testing::IsOk;
 
 constexpr int64_t kGiB = int64_t{1} << 30;
 
@@ -26,8 +26,8 @@ class CpuMemoryPolicyTest : public ::testing::Test {
   }
   void AddMachine(uint64_t id, int64_t cpu, int64_t mem_gib, uint32_t slots,
                   std::map<std::string, std::string> labels = {}) {
-    Apply(cluster::MachineAdded{MachineId(id), "r", {cpu, mem_gib * kGiB, 0},
-                                slots, labels});
+    Apply(cluster::MachineAdded{
+        MachineId(id), "r", {cpu, mem_gib * kGiB, 0}, slots, labels});
   }
   static cluster::TaskSpec Task(uint64_t id, int64_t cpu, int64_t mem_gib) {
     return {.id = TaskId(id), .request = {cpu, mem_gib * kGiB, 0}};
@@ -47,8 +47,8 @@ class CpuMemoryPolicyTest : public ::testing::Test {
   NodeId Class(uint64_t task) {
     return builder_.FindAggregatorNode(
         NodeKind::kEquivalenceClass,
-        NetworkBuilder::StableKey(
-            CpuMemoryPolicy::ClassText(*state_.FindTask(TaskId(task)), state_)));
+        NetworkBuilder::StableKey(CpuMemoryPolicy::ClassText(
+            *state_.FindTask(TaskId(task)), state_)));
   }
   NodeId M(uint64_t id) { return builder_.FindMachineNode(MachineId(id)); }
   // Solves, applies (Place must accept every decision) and re-syncs.
@@ -56,8 +56,7 @@ class CpuMemoryPolicyTest : public ::testing::Test {
     auto round = flow::testing::SolveNetwork(network_);
     EXPECT_THAT(round, IsOk());
     if (!round.ok()) return {};
-    EXPECT_THAT(flow::testing::ApplyRound(*round, state_, 2, changes_),
-                IsOk());
+    EXPECT_THAT(flow::testing::ApplyRound(*round, state_, 2, changes_), IsOk());
     Sync();
     return *round;
   }
@@ -174,9 +173,10 @@ TEST_F(CpuMemoryPolicyTest, DifferentMachinesJobGetsOneTaskPerMachine) {
   AddMachine(1, 8000, 16, 8);
   AddMachine(2, 8000, 16, 8);
   AddMachine(3, 8000, 16, 8);
-  Submit(1, {Task(1, 1000, 1), Task(2, 1000, 1), Task(3, 1000, 1),
-             Task(4, 1000, 1)},
-         /*different_machines=*/true);
+  Submit(
+      1,
+      {Task(1, 1000, 1), Task(2, 1000, 1), Task(3, 1000, 1), Task(4, 1000, 1)},
+      /*different_machines=*/true);
   Sync();
   const NodeId dm = Class(1);
   EXPECT_EQ(Class(4), dm);  // one aggregator for the job
@@ -218,12 +218,13 @@ TEST(ConstraintsTest, SelectorsMatchAndPrintCanonically) {
 // over-commit), no machine ever exceeds its capacity, different-machines
 // jobs never share a machine, and once rounds stop placing, every waiting
 // task fits no machine.
-TEST(CpuMemoryInvariantTest, RandomClustersNeverOvercommitAndLeaveNoFitWaiting) {
+TEST(CpuMemoryInvariantTest,
+     RandomClustersNeverOvercommitAndLeaveNoFitWaiting) {
   std::mt19937_64 rng(20240601);
   const std::vector<Resources> shapes = {
-      {500, 1 * kGiB, 0},  {1000, 2 * kGiB, 0}, {2000, 1 * kGiB, 0},
-      {250, 6 * kGiB, 0},  {4000, 8 * kGiB, 0}, {3000, 3 * kGiB, 0},
-      {0, 1 * kGiB, 0},    {7000, 1 * kGiB, 0}};
+      {500, 1 * kGiB, 0}, {1000, 2 * kGiB, 0}, {2000, 1 * kGiB, 0},
+      {250, 6 * kGiB, 0}, {4000, 8 * kGiB, 0}, {3000, 3 * kGiB, 0},
+      {0, 1 * kGiB, 0},   {7000, 1 * kGiB, 0}};
   for (int trial = 0; trial < 60; ++trial) {
     cluster::ClusterState state;
     cluster::ChangeSet changes;
@@ -239,10 +240,12 @@ TEST(CpuMemoryInvariantTest, RandomClustersNeverOvercommitAndLeaveNoFitWaiting) 
       std::map<std::string, std::string> labels = {
           {"zone", rng() % 2 ? "a" : "b"}};
       apply(cluster::MachineAdded{
-          MachineId(static_cast<uint64_t>(m)), "r",
+          MachineId(static_cast<uint64_t>(m)),
+          "r",
           {static_cast<int64_t>(1000 + rng() % 8000),
            static_cast<int64_t>(1 + rng() % 16) * kGiB, 0},
-          static_cast<uint32_t>(1 + rng() % 8), labels});
+          static_cast<uint32_t>(1 + rng() % 8),
+          labels});
     }
     uint64_t next_task = 1;
     const int jobs = 1 + static_cast<int>(rng() % 5);
@@ -314,7 +317,8 @@ TEST(CpuMemoryInvariantTest, RandomClustersNeverOvercommitAndLeaveNoFitWaiting) 
 // A fresh policy over a restored network (a restart, maybe of an older
 // build whose class keys differ) derives every waiting task's arcs again at
 // its first sync, whatever that sync names.
-TEST_F(CpuMemoryPolicyTest, AFreshPolicyReDerivesTheWaitingTasksOfARestoredNetwork) {
+TEST_F(CpuMemoryPolicyTest,
+       AFreshPolicyReDerivesTheWaitingTasksOfARestoredNetwork) {
   AddMachine(1, 4000, 8, 4);
   Submit(1, {Task(11, 1000, 1), Task(12, 1000, 1)});
   Sync();
@@ -323,7 +327,8 @@ TEST_F(CpuMemoryPolicyTest, AFreshPolicyReDerivesTheWaitingTasksOfARestoredNetwo
   // Restored, then damaged as an older build's keys would leave it: the
   // waiting task's arc to its class is gone.
   FlowNetwork restored;
-  for (const GraphChange& change : built) ASSERT_THAT(restored.Apply(change), IsOk());
+  for (const GraphChange& change : built)
+    ASSERT_THAT(restored.Apply(change), IsOk());
   NetworkBuilder restored_builder(restored);
   ASSERT_THAT(restored_builder.RestoreFromNetwork(), IsOk());
   const NodeId task = restored_builder.FindTaskNode(TaskId(11));

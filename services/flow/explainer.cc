@@ -63,8 +63,8 @@ void CheapestPaths(const FlowNetwork& network,
       }
       ExplainedArc described = Describe(network, arc, flow_by_slot);
       // The task's own arcs carry its unit, which an alternative reroutes.
-      const int64_t own = node == source ? std::min<int64_t>(described.flow, 1)
-                                         : 0;
+      const int64_t own =
+          node == source ? std::min<int64_t>(described.flow, 1) : 0;
       if (room_only && described.flow - own >= described.capacity) return;
       const int64_t candidate = distance[node] + described.cost;
       auto it = distance.find(arc.dst);
@@ -155,8 +155,7 @@ absl::StatusOr<TaskExplanation> ExplainTask(
   // without regard to room.
   std::map<NodeId, int64_t> any_distance, room_distance;
   std::map<NodeId, ExplainedArc> any_via, room_via;
-  CheapestPaths(network, flow_by_slot, task_node, false, any_distance,
-                any_via);
+  CheapestPaths(network, flow_by_slot, task_node, false, any_distance, any_via);
   CheapestPaths(network, flow_by_slot, task_node, true, room_distance,
                 room_via);
   int64_t best_room = kUnreached;
@@ -184,11 +183,11 @@ absl::StatusOr<TaskExplanation> ExplainTask(
   }
 
   if (out.machine_id != 0) {
-    out.reason = absl::StrCat(
-        out.running_on == out.machine_id ? "keeps running on machine "
-        : out.running_on != 0            ? "moves to machine "
-                                         : "placed on machine ",
-        out.machine_id, " at path cost ", out.path_cost);
+    out.reason = absl::StrCat(out.running_on == out.machine_id
+                                  ? "keeps running on machine "
+                              : out.running_on != 0 ? "moves to machine "
+                                                    : "placed on machine ",
+                              out.machine_id, " at path cost ", out.path_cost);
   } else if (reachable == 0) {
     out.reason =
         "waits: no machine is reachable from the task (no machine fits its "
@@ -197,18 +196,19 @@ absl::StatusOr<TaskExplanation> ExplainTask(
     out.reason = absl::StrCat("waits: every path to the ", reachable,
                               " reachable machines is saturated");
   } else if (!out.has_unscheduled_arc || best_room >= out.unscheduled_cost) {
-    out.reason = absl::StrCat(
-        "waits: the cheapest path with room costs ", best_room,
-        ", not less than waiting (", out.unscheduled_cost, ")");
+    out.reason =
+        absl::StrCat("waits: the cheapest path with room costs ", best_room,
+                     ", not less than waiting (", out.unscheduled_cost, ")");
   } else {
     out.reason = absl::StrCat(
         "waits: a path with room costs ", best_room, " < waiting (",
-        out.unscheduled_cost, "), but the round's optimum keeps the task "
+        out.unscheduled_cost,
+        "), but the round's optimum keeps the task "
         "unscheduled (its job's bounds or other tasks' larger savings)");
   }
   if (out.machine_id == 0 && out.running_on != 0) {
-    out.reason = absl::StrCat("preempted from machine ", out.running_on,
-                              "; ", out.reason);
+    out.reason = absl::StrCat("preempted from machine ", out.running_on, "; ",
+                              out.reason);
   }
   return out;
 }

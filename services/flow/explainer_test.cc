@@ -10,9 +10,9 @@
 namespace flowsched::flow {
 namespace {
 
+using cluster::ClusterEvent;
 using ::flowsched::testing::IsOk;
 using ::flowsched::testing::StatusIs;
-using cluster::ClusterEvent;
 
 class ExplainerTest : public ::testing::Test {
  protected:
@@ -73,8 +73,8 @@ TEST_F(ExplainerTest, PlacedTaskShowsItsPathAndAlternatives) {
 TEST_F(ExplainerTest, WaitingBecauseEveryPathIsSaturated) {
   LoadSpreadingPolicy policy;
   Apply(cluster::MachineAdded{MachineId(1), "r", {}, 1, {}});
-  Apply(cluster::JobSubmitted{JobId(1), "j", 0,
-                              {{.id = TaskId(1)}, {.id = TaskId(2)}}});
+  Apply(cluster::JobSubmitted{
+      JobId(1), "j", 0, {{.id = TaskId(1)}, {.id = TaskId(2)}}});
   Sync(policy);
   const TaskExplanation a = Explain(1);
   const TaskExplanation b = Explain(2);
@@ -89,8 +89,8 @@ TEST_F(ExplainerTest, WaitingBecauseEveryPathIsSaturated) {
 }
 
 TEST_F(ExplainerTest, WaitingBecauseWaitingIsCheaper) {
-  LoadSpreadingPolicy policy({.per_task_cost = 10, .unscheduled_cost = 5,
-                              .preemption_cost = 200'000});
+  LoadSpreadingPolicy policy(
+      {.per_task_cost = 10, .unscheduled_cost = 5, .preemption_cost = 200'000});
   Apply(cluster::MachineAdded{MachineId(1), "r", {}, 2, {}});
   Apply(cluster::JobSubmitted{JobId(1), "j", 0, {{.id = TaskId(1)}}});
   Sync(policy);

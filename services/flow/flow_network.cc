@@ -127,7 +127,8 @@ absl::Status FlowNetwork::RemoveNode(NodeId id) {
   for (uint32_t* head : {&nodes_[id].first_out, &nodes_[id].first_in}) {
     while (*head != kNil) {
       const ArcEntry& arc = arcs_[*head];
-      Record({.type = GraphChange::Type::kRemoveArc, .src = arc.src,
+      Record({.type = GraphChange::Type::kRemoveArc,
+              .src = arc.src,
               .dst = arc.dst});
       UnlinkArc(*head);
     }
@@ -168,17 +169,18 @@ absl::Status FlowNetwork::SetArc(NodeId src, NodeId dst, int64_t capacity,
   for (const ArcSegment& piece : extra_segments) {
     if (piece.capacity < 0 || piece.cost > solver::kMaxArcCost ||
         piece.cost < previous_cost) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "arc ", src, "->", dst, " piece (capacity ", piece.capacity,
-          ", cost ", piece.cost, ") is out of range or cheaper than the "
-          "piece before it"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("arc ", src, "->", dst, " piece (capacity ",
+                       piece.capacity, ", cost ", piece.cost,
+                       ") is out of range or cheaper than the "
+                       "piece before it"));
     }
     previous_cost = piece.cost;
     total_capacity += piece.capacity;
     if (total_capacity > solver::kMaxArcCapacity) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "arc ", src, "->", dst, " capacity exceeds ",
-          solver::kMaxArcCapacity));
+      return absl::InvalidArgumentError(absl::StrCat("arc ", src, "->", dst,
+                                                     " capacity exceeds ",
+                                                     solver::kMaxArcCapacity));
     }
   }
   auto [it, inserted] = arc_index_.try_emplace(ArcKey(src, dst), kNil);
@@ -209,10 +211,15 @@ absl::Status FlowNetwork::SetArc(NodeId src, NodeId dst, int64_t capacity,
     arc_ends_[slot] = Ends{src, dst};
     it->second = slot;
     ArcEntry& arc = arcs_[slot];
-    arc = ArcEntry{.src = src, .dst = dst, .capacity = capacity, .cost = cost,
+    arc = ArcEntry{.src = src,
+                   .dst = dst,
+                   .capacity = capacity,
+                   .cost = cost,
                    .extra = {extra_segments.begin(), extra_segments.end()},
-                   .prev_out = kNil, .next_out = nodes_[src].first_out,
-                   .prev_in = kNil, .next_in = nodes_[dst].first_in,
+                   .prev_out = kNil,
+                   .next_out = nodes_[src].first_out,
+                   .prev_in = kNil,
+                   .next_in = nodes_[dst].first_in,
                    .live = true};
     if (arc.next_out != kNil) arcs_[arc.next_out].prev_out = slot;
     if (arc.next_in != kNil) arcs_[arc.next_in].prev_in = slot;
@@ -220,10 +227,13 @@ absl::Status FlowNetwork::SetArc(NodeId src, NodeId dst, int64_t capacity,
     nodes_[dst].first_in = slot;
   }
   if (record_changes_) {
-    changes_.push_back({.type = GraphChange::Type::kSetArc, .src = src,
-                        .dst = dst, .capacity = capacity, .cost = cost,
-                        .extra_segments = {extra_segments.begin(),
-                                           extra_segments.end()}});
+    changes_.push_back(
+        {.type = GraphChange::Type::kSetArc,
+         .src = src,
+         .dst = dst,
+         .capacity = capacity,
+         .cost = cost,
+         .extra_segments = {extra_segments.begin(), extra_segments.end()}});
   }
   return absl::OkStatus();
 }
@@ -266,15 +276,19 @@ std::vector<GraphChange> FlowNetwork::SnapshotChanges() const {
   out.reserve(live_nodes_ + arc_index_.size());
   for (NodeId id = 0; id < nodes_.size(); ++id) {
     if (IsLive(id)) {
-      out.push_back({.type = GraphChange::Type::kAddNode, .node = id,
+      out.push_back({.type = GraphChange::Type::kAddNode,
+                     .node = id,
                      .data = nodes_[id].data});
     }
   }
   for (const ArcEntry& arc : arcs_) {
     if (arc.live) {
-      out.push_back({.type = GraphChange::Type::kSetArc, .src = arc.src,
-                     .dst = arc.dst, .capacity = arc.capacity,
-                     .cost = arc.cost, .extra_segments = arc.extra});
+      out.push_back({.type = GraphChange::Type::kSetArc,
+                     .src = arc.src,
+                     .dst = arc.dst,
+                     .capacity = arc.capacity,
+                     .cost = arc.cost,
+                     .extra_segments = arc.extra});
     }
   }
   return out;
@@ -284,8 +298,8 @@ std::optional<ArcView> FlowNetwork::FindArc(NodeId src, NodeId dst) const {
   auto it = arc_index_.find(ArcKey(src, dst));
   if (it == arc_index_.end()) return std::nullopt;
   const ArcEntry& arc = arcs_[it->second];
-  return ArcView{it->second, arc.src, arc.dst, arc.capacity, arc.cost,
-                 arc.extra};
+  return ArcView{it->second,   arc.src,  arc.dst,
+                 arc.capacity, arc.cost, arc.extra};
 }
 
 void FlowNetwork::ForEachOutArc(

@@ -32,8 +32,8 @@ struct ArcView {
   ArcSlot slot;
   NodeId src;
   NodeId dst;
-  int64_t capacity;  // of the first piece
-  int64_t cost;      // of the first piece
+  int64_t capacity;                            // of the first piece
+  int64_t cost;                                // of the first piece
   std::span<const ArcSegment> extra_segments;  // valid during the callback
 };
 
@@ -103,10 +103,10 @@ class FlowNetwork {
     return id < node_kinds_.size() ? node_kinds_[id] : NodeKind::kUnused;
   }
 
-  void ForEachOutArc(NodeId id, const std::function<void(const ArcView&)>& fn)
-      const;
-  void ForEachInArc(NodeId id, const std::function<void(const ArcView&)>& fn)
-      const;
+  void ForEachOutArc(NodeId id,
+                     const std::function<void(const ArcView&)>& fn) const;
+  void ForEachInArc(NodeId id,
+                    const std::function<void(const ArcView&)>& fn) const;
   void ForEachNode(
       const std::function<void(NodeId, const NodeData&)>& fn) const;
 

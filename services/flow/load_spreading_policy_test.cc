@@ -42,6 +42,18 @@ class LoadSpreadingPolicyTest : public ::testing::Test {
     Apply(job);
     Sync();
   }
+  // Sync, solve, apply, until a round changes nothing (at most `rounds`);
+  // every placement must apply (none stale).
+  void RunRoundsUntilQuiet(int rounds) {
+    for (int round = 0; round < rounds; ++round) {
+      Sync();
+      auto solved = testing::SolveNetwork(network_);
+      ASSERT_THAT(solved.status(), IsOk());
+      auto applied = testing::ApplyRound(*solved, state_, 2, changes_);
+      ASSERT_THAT(applied.status(), IsOk()) << "round " << round;
+      if (*applied == 0) return;
+    }
+  }
   int64_t ArcCost(NodeId src, NodeId dst) {
     auto arc = network_.FindArc(src, dst);
     EXPECT_TRUE(arc.has_value()) << src << "->" << dst;
@@ -306,14 +318,7 @@ TEST_F(LoadSpreadingPolicyTest, TasksAskingForRoomArePlacedOnlyWhereTheyFit) {
   plain.id = TaskId(16);
   job.tasks.push_back(plain);
   Apply(job);
-  for (int round = 0; round < 10; ++round) {
-    Sync();
-    auto solved = testing::SolveNetwork(network_);
-    ASSERT_THAT(solved.status(), IsOk());
-    auto applied = testing::ApplyRound(*solved, state_, 2, changes_);
-    ASSERT_THAT(applied.status(), IsOk()) << "round " << round;
-    if (*applied == 0) break;
-  }
+  RunRoundsUntilQuiet(10);
   for (const auto& [id, machine] : state_.machines()) {
     EXPECT_TRUE(cluster::WithinCapacity(machine)) << id;
   }
@@ -352,14 +357,7 @@ TEST_F(LoadSpreadingPolicyTest, DifferentMachinesHoldsForTasksThatAskNothing) {
     job.tasks.push_back(spec);
   }
   Apply(job);
-  for (int round = 0; round < 6; ++round) {
-    Sync();
-    auto solved = testing::SolveNetwork(network_);
-    ASSERT_THAT(solved.status(), IsOk());
-    auto applied = testing::ApplyRound(*solved, state_, 2, changes_);
-    ASSERT_THAT(applied.status(), IsOk()) << "round " << round;
-    if (*applied == 0) break;
-  }
+  RunRoundsUntilQuiet(6);
   std::set<uint64_t> used;
   size_t running = 0;
   for (const auto& [id, task] : state_.tasks()) {

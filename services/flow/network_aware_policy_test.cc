@@ -8,8 +8,8 @@
 namespace flowsched::flow {
 namespace {
 
-using ::flowsched::testing::IsOk;
 using cluster::ClusterEvent;
+using ::flowsched::testing::IsOk;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 
@@ -19,8 +19,8 @@ class NetworkAwarePolicyTest : public ::testing::Test {
  protected:
   void SetUp() override {
     for (uint64_t m = 1; m <= 2; ++m) {
-      Apply(cluster::MachineAdded{MachineId(m), "r", {0, 0, 1250 * kMiB}, 4,
-                                  {}});
+      Apply(
+          cluster::MachineAdded{MachineId(m), "r", {0, 0, 1250 * kMiB}, 4, {}});
     }
     Apply(cluster::MachineUsage{MachineId(1), {0, 0, 600 * kMiB}});
     Apply(cluster::MachineUsage{MachineId(2), {0, 0, 100 * kMiB}});
@@ -52,8 +52,7 @@ class NetworkAwarePolicyTest : public ::testing::Test {
     auto round = flow::testing::SolveNetwork(network_);
     EXPECT_THAT(round, IsOk());
     if (!round.ok()) return {};
-    EXPECT_THAT(flow::testing::ApplyRound(*round, state_, 2, changes_),
-                IsOk());
+    EXPECT_THAT(flow::testing::ApplyRound(*round, state_, 2, changes_), IsOk());
     Sync();
     return *round;
   }

@@ -46,8 +46,8 @@ absl::Status NetworkBuilder::RestoreFromNetwork() {
     if (!unique) {
       status = absl::DataLossError(
           absl::StrCat("restored network has a second node for kind ",
-                       static_cast<int>(data.kind), " entity ",
-                       data.entity_id, " (node ", id, ")"));
+                       static_cast<int>(data.kind), " entity ", data.entity_id,
+                       " (node ", id, ")"));
     }
   });
   return status;
@@ -165,8 +165,8 @@ void NetworkBuilder::RemoveRackNode(const std::string& rack) {
   RemoveAggregatorNode(NodeKind::kRack, StableKey(rack));
 }
 
-absl::Status NetworkBuilder::SetOutArcs(NodeId node,
-                                        const std::vector<DesiredArc>& desired) {
+absl::Status NetworkBuilder::SetOutArcs(
+    NodeId node, const std::vector<DesiredArc>& desired) {
   std::vector<NodeId> stale;
   network_.ForEachOutArc(node, [&](const ArcView& arc) {
     const bool wanted =
@@ -178,9 +178,8 @@ absl::Status NetworkBuilder::SetOutArcs(NodeId node,
     FLOWSCHED_RETURN_IF_ERROR(network_.RemoveArc(node, dst));
   }
   for (const DesiredArc& arc : desired) {
-    FLOWSCHED_RETURN_IF_ERROR(
-        network_.SetArc(node, arc.dst, arc.capacity, arc.cost,
-                        arc.extra_segments));
+    FLOWSCHED_RETURN_IF_ERROR(network_.SetArc(node, arc.dst, arc.capacity,
+                                              arc.cost, arc.extra_segments));
   }
   return absl::OkStatus();
 }

@@ -30,9 +30,9 @@ int64_t MoveUnits(MachineList& from, MachineList& to, int64_t units) {
 absl::StatusOr<std::vector<TaskPlacement>> ExtractPlacements(
     const FlowNetwork& network, const std::vector<int64_t>& flow_by_slot) {
   if (flow_by_slot.size() < network.arc_slot_count()) {
-    return absl::InternalError(absl::StrCat(
-        "flow covers ", flow_by_slot.size(), " arc slots, network has ",
-        network.arc_slot_count()));
+    return absl::InternalError(absl::StrCat("flow covers ", flow_by_slot.size(),
+                                            " arc slots, network has ",
+                                            network.arc_slot_count()));
   }
   // Only arcs with flow matter, a tenth of a scheduling network's arcs:
   // one sequential pass over the slots collects them, grouped by head in a
@@ -125,8 +125,8 @@ absl::StatusOr<std::vector<TaskPlacement>> ExtractPlacements(
     }
     const int64_t units = task_units[id];
     if (units > 1) {
-      status = absl::InternalError(absl::StrCat(
-          "task node ", id, " reaches ", units, " machine units"));
+      status = absl::InternalError(
+          absl::StrCat("task node ", id, " reaches ", units, " machine units"));
       return;
     }
     TaskPlacement placement{id, data.entity_id, 0, data.running_on};

@@ -18,8 +18,8 @@ namespace flowsched::flow {
 struct TaskPlacement {
   NodeId task_node = kNoNode;
   uint64_t task_id = 0;
-  uint64_t machine_id = 0;     // 0: the flow leaves the task unscheduled
-  uint64_t running_on = 0;     // where the task ran when the round was cut
+  uint64_t machine_id = 0;  // 0: the flow leaves the task unscheduled
+  uint64_t running_on = 0;  // where the task ran when the round was cut
 };
 
 // `flow_by_slot[s]` is the flow on arc slot s of `network`.

@@ -65,8 +65,8 @@ TEST_F(PlacementExtractorTest, ManyTasksThroughOneAggregatorGetDistinctSlots) {
   // Two more tasks through X onto m2.
   std::vector<NodeId> extra;
   for (uint64_t i = 4; i <= 5; ++i) {
-    extra.push_back(net_.AddNode(
-        {.kind = NodeKind::kTask, .supply = 1, .entity_id = i}));
+    extra.push_back(
+        net_.AddNode({.kind = NodeKind::kTask, .supply = 1, .entity_id = i}));
     Arc(extra.back(), x_, 1);
   }
   flow_[net_.FindArc(x_, m2_)->slot] = 2;

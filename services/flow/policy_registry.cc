@@ -14,9 +14,9 @@
 namespace flowsched::flow {
 
 std::vector<std::string> PolicyNames() {
-  return {"load-spreading", "cpu-memory",   "priority",
-          "network-aware",  "quincy-qfp",   "quincy-qf",
-          "quincy-qp",      "quincy-q",     "quincy-qfpx"};
+  return {"load-spreading", "cpu-memory", "priority",
+          "network-aware",  "quincy-qfp", "quincy-qf",
+          "quincy-qp",      "quincy-q",   "quincy-qfpx"};
 }
 
 absl::StatusOr<std::unique_ptr<SchedulingPolicy>> MakePolicy(
@@ -35,8 +35,8 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> MakePolicy(
     if (policy->name() == name) return policy;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown policy '", std::string(name), "'; known: ",
-                   absl::StrJoin(PolicyNames(), ", ")));
+      absl::StrCat("unknown policy '", std::string(name),
+                   "'; known: ", absl::StrJoin(PolicyNames(), ", ")));
 }
 
 }  // namespace flowsched::flow

@@ -32,8 +32,7 @@ inline absl::StatusOr<SolvedRound> SolveNetwork(const FlowNetwork& network) {
   std::vector<ArcSlot> slots;
   network.ExportProblem(problem, slots);
   solver::SuccessiveShortestPath ssp;
-  FLOWSCHED_ASSIGN_OR_RETURN(solver::McmfSolution solution,
-                             ssp.Solve(problem));
+  FLOWSCHED_ASSIGN_OR_RETURN(solver::McmfSolution solution, ssp.Solve(problem));
   if (solution.outcome != solver::McmfOutcome::kOptimal) {
     return absl::FailedPreconditionError("the network is infeasible");
   }
@@ -63,8 +62,8 @@ inline absl::StatusOr<int> ApplyRound(const SolvedRound& round,
   int applied = 0;
   for (const TaskPlacement& p : round.placements) {
     if (p.running_on != 0 && p.machine_id != p.running_on) {
-      FLOWSCHED_RETURN_IF_ERROR(state.Preempt(TaskId(p.task_id), now_us,
-                                              changes));
+      FLOWSCHED_RETURN_IF_ERROR(
+          state.Preempt(TaskId(p.task_id), now_us, changes));
       ++applied;
     }
   }

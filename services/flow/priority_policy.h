@@ -56,9 +56,8 @@ class PriorityPolicy final : public SchedulingPolicy {
 
   // The effective priority of a task: the larger of its own and its
   // job's, clamped to [0, max_priority].
-  [[nodiscard]] int64_t EffectivePriority(const cluster::Task& task,
-                                          const cluster::ClusterState& state)
-      const;
+  [[nodiscard]] int64_t EffectivePriority(
+      const cluster::Task& task, const cluster::ClusterState& state) const;
   [[nodiscard]] int64_t WaitCost(int64_t priority) const {
     return params_.unscheduled_cost + params_.priority_step * priority;
   }

@@ -8,8 +8,8 @@
 namespace flowsched::flow {
 namespace {
 
-using ::flowsched::testing::IsOk;
 using cluster::ClusterEvent;
+using ::flowsched::testing::IsOk;
 
 // Two one-slot machines, each running a low-priority task (priorities 1
 // and 2). Defaults: wait_cost(p) = 100000 + 10000 p, penalty 5000.
@@ -43,8 +43,7 @@ class PriorityPolicyTest : public ::testing::Test {
     auto round = flow::testing::SolveNetwork(network_);
     EXPECT_THAT(round, IsOk());
     if (!round.ok()) return {};
-    EXPECT_THAT(flow::testing::ApplyRound(*round, state_, 2, changes_),
-                IsOk());
+    EXPECT_THAT(flow::testing::ApplyRound(*round, state_, 2, changes_), IsOk());
     Sync();
     return *round;
   }

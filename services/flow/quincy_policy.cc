@@ -65,8 +65,9 @@ std::vector<Key> Preferred(const std::map<Key, int64_t>& bytes,
       candidates.emplace_back(count, key);
     }
   }
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::stable_sort(
+      candidates.begin(), candidates.end(),
+      [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<Key> keys;
   for (size_t i = 0; i < candidates.size() && i < limit; ++i) {
     keys.push_back(candidates[i].second);
@@ -143,9 +144,8 @@ std::map<JobId, QuincyJobBounds> QuincyPolicy::ComputeBounds(
 
   // Section 3.3: A*_j = min(floor(M / K), N_j); leftover slots go equally
   // to jobs with more ready tasks, so that sum A_j = min(M, sum N_j).
-  const auto k = static_cast<int64_t>(params_.admission_limit == 0
-                                          ? admitted.size()
-                                          : params_.admission_limit);
+  const auto k = static_cast<int64_t>(
+      params_.admission_limit == 0 ? admitted.size() : params_.admission_limit);
   int64_t assigned = 0;
   for (JobId id : admitted) {
     QuincyJobBounds& b = bounds[id];
@@ -353,8 +353,8 @@ absl::Status QuincyPolicy::SyncJobs(const cluster::ChangeSet& changes,
     const int64_t supply = b.max_running - b.tasks;
     unscheduled_supply += supply;
     FLOWSCHED_RETURN_IF_ERROR(network.UpdateNode(node, supply, 0));
-    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(
-        node, {{sink, b.max_running - b.min_running, 0}}));
+    FLOWSCHED_RETURN_IF_ERROR(
+        builder.SetOutArcs(node, {{sink, b.max_running - b.min_running, 0}}));
   }
   // Task supplies come after; the sink takes whatever is left so that the
   // supplies sum to zero once every task has its node.
@@ -364,8 +364,7 @@ absl::Status QuincyPolicy::SyncJobs(const cluster::ChangeSet& changes,
 
 absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
                                     const cluster::ClusterState& state,
-                                    int64_t now_us,
-                                    NetworkBuilder& builder) {
+                                    int64_t now_us, NetworkBuilder& builder) {
   const TaskId task_id = task.spec.id;
   const NodeId node = builder.EnsureTaskNode(task_id, 1, task.machine);
   const NodeId job_node = builder.FindJobNode(task.job);
@@ -374,7 +373,8 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
         "task ", task_id.value(), " has no node for job ", task.job.value()));
   }
   // Where the task's input lives (section 4.2's data-size inputs).
-  const cluster::InputLocation locality = cluster::LocateInput(task.spec, state);
+  const cluster::InputLocation locality =
+      cluster::LocateInput(task.spec, state);
   const int64_t total = locality.total;
 
   // Rack worst cases R^R_l, X^R_l and the cluster's R^X, X^X. A rack
@@ -408,8 +408,7 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
   }
   for (const auto& [rack, bytes] : data_racks) {
     const int64_t min_local =
-        bytes.with_data == topology_.racks.at(rack).size() ? bytes.smallest
-                                                            : 0;
+        bytes.with_data == topology_.racks.at(rack).size() ? bytes.smallest : 0;
     worst_rack_bytes = std::max(worst_rack_bytes, bytes.in_rack - min_local);
     min_rack_bytes = std::min(min_rack_bytes, bytes.in_rack);
     rack_cost[rack] =
@@ -421,18 +420,15 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
 
   const double t = static_cast<double>(total);
   const std::vector<MachineId> computers = Preferred<MachineId>(
-      locality.on_machine, params_.delta_computer * t,
-      params_.max_preferences, [&](const MachineId& id) {
-        return topology_.machines.contains(id);
-      });
+      locality.on_machine, params_.delta_computer * t, params_.max_preferences,
+      [&](const MachineId& id) { return topology_.machines.contains(id); });
   const std::vector<std::string> racks = Preferred<std::string>(
       locality.in_rack, params_.delta_rack * t, params_.max_preferences,
       [&](const std::string& rack) { return topology_.racks.contains(rack); });
   const auto computer_cost = [&](MachineId id) {
     const std::string& rack = topology_.machines.at(id).first;
     const int64_t in_rack = locality.InRack(rack);
-    return DataCost(in_rack - locality.OnMachine(id),
-                    total - in_rack);
+    return DataCost(in_rack - locality.OnMachine(id), total - in_rack);
   };
 
   std::vector<DesiredArc> arcs;

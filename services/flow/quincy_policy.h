@@ -34,8 +34,8 @@
 // replicated block counts on each computer holding a copy), B_l bytes in
 // rack l (its rack entry, each block once, or else the sum of its
 // computers'), T = input_bytes (or the racks' sum when it is 0). Bytes of T
-// that no entry places are remote from every computer. On computer m in rack l a
-// task reads R = B_l - L_m across the rack switch and X = T - B_l across the
+// that no entry places are remote from every computer. On computer m in rack l
+// a task reads R = B_l - L_m across the rack switch and X = T - B_l across the
 // core switch; the rack's worst case uses the smallest L_m in the rack and
 // the cluster's worst case (R^X, X^X) the largest R and X over all racks.
 // As in the paper, the current computer of a running task that is not
@@ -132,9 +132,9 @@ struct QuincyParams {
 
 // Per-job bounds on running tasks: E_j <= scheduled <= F_j.
 struct QuincyJobBounds {
-  int64_t tasks = 0;    // N_j
+  int64_t tasks = 0;  // N_j
   int64_t running = 0;
-  int64_t share = 0;    // A_j (after QF's adjustment)
+  int64_t share = 0;        // A_j (after QF's adjustment)
   int64_t min_running = 0;  // E_j
   int64_t max_running = 0;  // F_j
 };
@@ -183,13 +183,13 @@ class QuincyPolicy final : public SchedulingPolicy {
   };
   static constexpr int64_t kNever = INT64_MAX;
   // Records `pricing` for a task and schedules its next re-pricing.
-  void Remember(const cluster::Task& task, TimePricing pricing,
-                int64_t now_us);
+  void Remember(const cluster::Task& task, TimePricing pricing, int64_t now_us);
   [[nodiscard]] int64_t RunningDue(const cluster::Task& task, int64_t data,
                                    int64_t now_us) const;
   // True if the machines named in `changes` leave the topology as it is.
-  [[nodiscard]] bool TopologyUnchanged(const cluster::ChangeSet& changes,
-                                       const cluster::ClusterState& state) const;
+  [[nodiscard]] bool TopologyUnchanged(
+      const cluster::ChangeSet& changes,
+      const cluster::ClusterState& state) const;
   absl::Status SyncTopology(const cluster::ChangeSet& changes,
                             const cluster::ClusterState& state,
                             NetworkBuilder& builder, bool& changed);
@@ -208,8 +208,8 @@ class QuincyPolicy final : public SchedulingPolicy {
   // (a restored network) or its node or machine moved since, else
   // re-priced.
   absl::Status RefreshTask(const cluster::Task& task,
-                           const cluster::ClusterState& state,
-                           int64_t now_us, NetworkBuilder& builder);
+                           const cluster::ClusterState& state, int64_t now_us,
+                           NetworkBuilder& builder);
   [[nodiscard]] bool preemptive() const {
     return params_.variant != QuincyVariant::kQf &&
            params_.variant != QuincyVariant::kQ;

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "absl/strings/str_cat.h"
 #include "services/common/status_matchers.h"
 #include "services/flow/policy_test_util.h"
 #include "services/solver/int128.h"
@@ -17,9 +17,9 @@
 namespace flowsched::flow {
 namespace {
 
-using ::flowsched::testing::IsOk;
 using cluster::ClusterEvent;
 using cluster::DataLocality;
+using ::flowsched::testing::IsOk;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 constexpr int64_t kSecond = 1'000'000;
@@ -30,14 +30,14 @@ class QuincyPolicyTest : public ::testing::Test {
   void Init(QuincyVariant variant) {
     policy_ = std::make_unique<QuincyPolicy>(QuincyParams::ForVariant(variant));
     for (uint64_t m = 1; m <= 4; ++m) {
-      Apply(0, cluster::MachineAdded{MachineId(m), m <= 2 ? "r1" : "r2", {}, 1,
-                                     {}});
+      Apply(0, cluster::MachineAdded{
+                   MachineId(m), m <= 2 ? "r1" : "r2", {}, 1, {}});
     }
   }
   void Apply(int64_t time_us, cluster::EventBody body) {
-    ASSERT_THAT(state_.Apply(ClusterEvent{"e", time_us, "t", body}, time_us,
-                             changes_),
-                IsOk());
+    ASSERT_THAT(
+        state_.Apply(ClusterEvent{"e", time_us, "t", body}, time_us, changes_),
+        IsOk());
   }
   void Sync(int64_t now_us) {
     ASSERT_THAT(policy_->Sync(changes_, state_, SyncContext{now_us}, builder_),
@@ -211,10 +211,9 @@ TEST_F(QuincyPolicyTest, QfNeverPreemptsOrMoves) {
 // preempted for job 2's. QF: job 1 keeps its 4 (raised share), job 2's share
 // is cut to 0. Q: E_2 = 1 cannot fit (no free slot, no preemption) and is
 // lowered to 0.
-class QuincyFairnessTest
-    : public QuincyPolicyTest,
-      public ::testing::WithParamInterface<
-          std::tuple<QuincyVariant, int64_t, int64_t>> {};
+class QuincyFairnessTest : public QuincyPolicyTest,
+                           public ::testing::WithParamInterface<
+                               std::tuple<QuincyVariant, int64_t, int64_t>> {};
 
 TEST_P(QuincyFairnessTest, BoundsHoldAfterSolving) {
   const auto [variant, job1_scheduled, job2_scheduled] = GetParam();
@@ -389,8 +388,7 @@ TEST_F(QuincyPolicyTest, RackWorstCasesWhenEveryComputerHoldsInput) {
   ASSERT_THAT(state_.Place(TaskId(1), MachineId(4), 0, changes_), IsOk());
   Sync(0);
   EXPECT_EQ(Arc(T(1), M(4)).cost, 1600 - QuincyParams{}.stay_bonus);
-  ASSERT_THAT(policy_->Refresh(state_, SyncContext{kSecond}, builder_),
-              IsOk());
+  ASSERT_THAT(policy_->Refresh(state_, SyncContext{kSecond}, builder_), IsOk());
   EXPECT_EQ(Arc(T(1), M(4)).cost, 1600 - 1024 - QuincyParams{}.stay_bonus);
 }
 
@@ -427,14 +425,11 @@ TEST_F(QuincyPolicyTest, RefreshRecordsOnlyCostsThatChanged) {
   Submit(0, 1, {Task(1, 10, {{MachineId(1), "", 10}}), Task(2, 0)});
   Submit(0, 2, {Task(3, 0), Task(4, 0), Task(5, 0), Task(6, 0)});
   Sync(0);
-  ASSERT_THAT(state_.Place(TaskId(1), MachineId(1), kSecond, changes_),
-              IsOk());
+  ASSERT_THAT(state_.Place(TaskId(1), MachineId(1), kSecond, changes_), IsOk());
   Sync(kSecond);  // re-derives task 1 only: the others are priced at 0
-  ASSERT_THAT(policy_->Refresh(state_, SyncContext{kSecond}, builder_),
-              IsOk());
+  ASSERT_THAT(policy_->Refresh(state_, SyncContext{kSecond}, builder_), IsOk());
   network_.set_record_changes(true);
-  ASSERT_THAT(policy_->Refresh(state_, SyncContext{kSecond}, builder_),
-              IsOk());
+  ASSERT_THAT(policy_->Refresh(state_, SyncContext{kSecond}, builder_), IsOk());
   EXPECT_TRUE(network_.TakeChanges().empty());
   ASSERT_THAT(policy_->Refresh(state_, SyncContext{3 * kSecond}, builder_),
               IsOk());
@@ -482,7 +477,7 @@ TEST(QuincyThetaTest, PricedInStepsThenThreeSignificantBits) {
   EXPECT_EQ(policy.PricedRunMicros(kSecond / 2), 0);
   EXPECT_EQ(policy.PricedRunMicros(3 * kSecond / 2), kSecond);
   EXPECT_EQ(policy.PricedRunMicros(15 * kSecond + 1), 15 * kSecond);
-  EXPECT_EQ(policy.PricedRunMicros(17 * kSecond), 16 * kSecond);  // step 2 s
+  EXPECT_EQ(policy.PricedRunMicros(17 * kSecond), 16 * kSecond);   // step 2 s
   EXPECT_EQ(policy.PricedRunMicros(100 * kSecond), 96 * kSecond);  // step 8 s
   EXPECT_EQ(policy.NextRunPriceMicros(100 * kSecond), 104 * kSecond);
   EXPECT_EQ(policy.NextRunPriceMicros(kSecond / 2), kSecond);
@@ -545,8 +540,7 @@ std::vector<std::string> Describe(const FlowNetwork& network) {
                                  " on ", d.running_on));
     network.ForEachOutArc(id, [&](const ArcView& arc) {
       lines.push_back(absl::StrCat("arc ", name(id), " -> ", name(arc.dst),
-                                   " cap ", arc.capacity, " cost ",
-                                   arc.cost));
+                                   " cap ", arc.capacity, " cost ", arc.cost));
     });
   });
   std::sort(lines.begin(), lines.end());
@@ -573,8 +567,8 @@ TEST_P(QuincyRebuildTest, RefreshMatchesAFromScratchBuild) {
                 IsOk());
   };
   for (uint64_t m = 1; m <= 9; ++m) {
-    apply(0, cluster::MachineAdded{MachineId(m), absl::StrCat("r", m % 3),
-                                   {}, 2, {}});
+    apply(0, cluster::MachineAdded{
+                 MachineId(m), absl::StrCat("r", m % 3), {}, 2, {}});
   }
   uint64_t next_task = 1;
   const auto random_task = [&]() {
@@ -589,7 +583,8 @@ TEST_P(QuincyRebuildTest, RefreshMatchesAFromScratchBuild) {
       }
     }
     return cluster::TaskSpec{
-        .id = TaskId(next_task++), .input = input,
+        .id = TaskId(next_task++),
+        .input = input,
         .input_bytes = static_cast<int64_t>(pick(800)) * kMiB};
   };
   int64_t now = 0;
@@ -608,14 +603,12 @@ TEST_P(QuincyRebuildTest, RefreshMatchesAFromScratchBuild) {
       const cluster::Task& first = state.tasks().begin()->second;
       apply(now, cluster::TaskFinished{first.job, first.spec.id});
     }
-    ASSERT_THAT(policy.Sync(changes, state, SyncContext{now}, builder),
-                IsOk());
+    ASSERT_THAT(policy.Sync(changes, state, SyncContext{now}, builder), IsOk());
     changes.Clear();
     ASSERT_THAT(policy.Refresh(state, SyncContext{now}, builder), IsOk());
     auto round = flow::testing::SolveNetwork(network);
     ASSERT_THAT(round, IsOk());
-    ASSERT_THAT(flow::testing::ApplyRound(*round, state, now, changes),
-                IsOk());
+    ASSERT_THAT(flow::testing::ApplyRound(*round, state, now, changes), IsOk());
   }
   ASSERT_THAT(policy.Sync(changes, state, SyncContext{now}, builder), IsOk());
   changes.Clear();
@@ -653,8 +646,8 @@ INSTANTIATE_TEST_SUITE_P(Variants, QuincyRebuildTest,
                                            QuincyVariant::kQfpx));
 
 TEST(QuincyRegistryTest, VariantsAreRegisteredByName) {
-  for (const char* name : {"quincy-qfp", "quincy-qf", "quincy-qp", "quincy-q",
-                           "quincy-qfpx"}) {
+  for (const char* name :
+       {"quincy-qfp", "quincy-qf", "quincy-qp", "quincy-q", "quincy-qfpx"}) {
     auto policy = MakePolicy(name);
     ASSERT_THAT(policy, IsOk()) << name;
     EXPECT_EQ((*policy)->name(), name);
@@ -663,8 +656,8 @@ TEST(QuincyRegistryTest, VariantsAreRegisteredByName) {
 }
 
 TEST(PolicyRegistryTest, EveryPolicyIsRegisteredByName) {
-  for (const char* name : {"load-spreading", "cpu-memory", "priority",
-                           "network-aware"}) {
+  for (const char* name :
+       {"load-spreading", "cpu-memory", "priority", "network-aware"}) {
     auto policy = MakePolicy(name);
     ASSERT_THAT(policy, IsOk()) << name;
     EXPECT_EQ((*policy)->name(), name);

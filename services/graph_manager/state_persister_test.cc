@@ -12,6 +12,7 @@
 #include "services/flow/network_builder.h"
 #include "services/graph_manager/state_digest.h"
 #include "services/graph_manager/state_records.h"
+#include "services/graph_manager/store_test_util.h"
 #include "storage/keys.h"
 
 namespace flowsched::graph_manager {
@@ -20,44 +21,7 @@ namespace {
 using ::flowsched::testing::IsOk;
 using ::flowsched::testing::StatusIs;
 
-class StatePersisterTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("flowsched-persister-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    auto store = storage::StateStore::Open(dir_.string(), {});
-    ASSERT_THAT(store, IsOk());
-    store_ = std::move(*store);
-    network_.set_record_changes(true);
-  }
-  void TearDown() override {
-    store_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  void Apply(cluster::EventBody body) {
-    ASSERT_THAT(state_.Apply({"e", 1, "t", body}, 1, changes_), IsOk());
-  }
-  void Commit() {
-    ASSERT_THAT(policy_.Sync(changes_, state_, builder_), IsOk());
-    storage::StateBatch batch;
-    StageEntities(changes_, state_, batch);
-    StageNetwork(network_.TakeChanges(), network_, batch);
-    StageMeta(meta_, batch);
-    ASSERT_THAT(store_->Commit(std::move(batch)), IsOk());
-    changes_.Clear();
-  }
-
-  std::filesystem::path dir_;
-  std::unique_ptr<storage::StateStore> store_;
-  cluster::ClusterState state_;
-  cluster::ChangeSet changes_;
-  flow::FlowNetwork network_;
-  flow::NetworkBuilder builder_{network_};
-  flow::LoadSpreadingPolicy policy_;
-  v1::GraphManagerMeta meta_;
-};
+using StatePersisterTest = StoreTest;
 
 TEST_F(StatePersisterTest, RestoredStateEqualsTheLiveOne) {
   std::mt19937 rng(7);

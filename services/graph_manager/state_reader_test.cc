@@ -12,6 +12,7 @@
 #include "services/flow/network_builder.h"
 #include "services/graph_manager/state_digest.h"
 #include "services/graph_manager/state_persister.h"
+#include "services/graph_manager/store_test_util.h"
 #include "storage/keys.h"
 
 namespace flowsched::graph_manager {
@@ -22,36 +23,12 @@ using ::flowsched::testing::StatusIs;
 
 // A graph manager's data directory written with the persister, read back
 // through the reader while the writer still holds the store open.
-class StateReaderTest : public ::testing::Test {
+class StateReaderTest : public StoreTest {
  protected:
-  void SetUp() override {
-    data_dir_ =
-        std::filesystem::temp_directory_path() /
-        ("flowsched-reader-" + std::to_string(::getpid()) + "-" +
-         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(data_dir_);
-    std::filesystem::create_directories(data_dir_);
-    auto store = storage::StateStore::Open((data_dir_ / "state").string(), {});
-    ASSERT_THAT(store, IsOk());
-    store_ = std::move(*store);
-    network_.set_record_changes(true);
-  }
-  void TearDown() override {
-    store_.reset();
-    std::filesystem::remove_all(data_dir_);
-  }
-  void Apply(cluster::EventBody body) {
-    ASSERT_THAT(state_.Apply({"e", 1, "t", body}, 1, changes_), IsOk());
-  }
-  void Commit() {
-    ASSERT_THAT(policy_.Sync(changes_, state_, builder_), IsOk());
-    storage::StateBatch batch;
-    StageEntities(changes_, state_, batch);
-    StageNetwork(network_.TakeChanges(), network_, batch);
-    StageMeta(meta_, batch);
-    ASSERT_THAT(store_->Commit(std::move(batch)), IsOk());
-    ASSERT_THAT(store_->Flush(), IsOk());
-    changes_.Clear();
+  // Commits and flushes, so the reader sees the data in SST files too.
+  void CommitAndFlush() {
+    Commit();
+    ASSERT_TRUE(store_->Flush().ok());
   }
   void Populate() {
     for (uint64_t m = 3; m >= 1; --m) {
@@ -68,19 +45,10 @@ class StateReaderTest : public ::testing::Test {
     Apply(job);
     meta_.set_policy("load-spreading");
     meta_.set_epoch(5);
-    Commit();
+    CommitAndFlush();
     ASSERT_THAT(state_.Place(TaskId(2), MachineId(3), 5, changes_), IsOk());
-    Commit();
+    CommitAndFlush();
   }
-
-  std::filesystem::path data_dir_;
-  std::unique_ptr<storage::StateStore> store_;
-  cluster::ClusterState state_;
-  cluster::ChangeSet changes_;
-  flow::FlowNetwork network_;
-  flow::NetworkBuilder builder_{network_};
-  flow::LoadSpreadingPolicy policy_;
-  v1::GraphManagerMeta meta_;
 };
 
 TEST_F(StateReaderTest, LoadsWhatAGraphManagerStored) {

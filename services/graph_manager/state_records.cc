@@ -53,8 +53,8 @@ cluster::AcceleratorRequest FromProto(const v1::AcceleratorRequest& ask) {
 // Amounts no limit allows: negative ones. (Within the limits, fit checks
 // compare request <= capacity - allocated and never overflow.)
 absl::Status CheckStored(const cluster::Resources& r, absl::string_view what) {
-  bool negative = r.cpu_millis < 0 || r.memory_bytes < 0 ||
-                  r.network_bytes_per_sec < 0;
+  bool negative =
+      r.cpu_millis < 0 || r.memory_bytes < 0 || r.network_bytes_per_sec < 0;
   for (const auto& [name, amount] : r.scalars) negative |= amount < 0;
   if (!negative) return absl::OkStatus();
   return absl::DataLossError(
