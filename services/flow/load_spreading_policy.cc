@@ -14,18 +14,6 @@
 
 namespace flowsched::flow {
 
-bool LoadSpreadingPolicy::AsksForRoom(const cluster::Task& task,
-                                      const cluster::ClusterState& state) {
-  const cluster::Resources& r = task.spec.request;
-  if (r.cpu_millis > 0 || r.memory_bytes > 0 || r.network_bytes_per_sec > 0 ||
-      !r.scalars.empty() || !task.spec.accelerator.empty() ||
-      !task.spec.required_labels.empty()) {
-    return true;
-  }
-  const cluster::Job* job = state.FindJob(task.job);
-  return job != nullptr && job->different_machines;
-}
-
 absl::Status LoadSpreadingPolicy::SyncShapeArcs(
     const cluster::ClusterState& state, const std::vector<RequestShape>& shapes,
     const std::map<std::string, NodeId>& class_nodes,

@@ -81,11 +81,6 @@ class LoadSpreadingPolicy final : public SchedulingPolicy {
                     NetworkBuilder& builder) override;
 
  private:
-  // Whether a task asks for any resource, device or label, or belongs to a
-  // different-machines job, and so needs a machine with room for it rather
-  // than any free slot.
-  static bool AsksForRoom(const cluster::Task& task,
-                          const cluster::ClusterState& state);
   // Class -> machine arcs: each machine's reservation per shape, priced
   // like X's free-slot pieces; classes without waiting tasks go.
   absl::Status SyncShapeArcs(const cluster::ClusterState& state,

@@ -10,6 +10,7 @@
 #include "services/cluster/input_locality.h"
 #include "services/common/status_macros.h"
 #include "services/flow/policy_walk.h"
+#include "services/flow/request_shapes.h"
 
 namespace flowsched::flow {
 namespace {
@@ -126,6 +127,21 @@ int64_t QuincyPolicy::RunningCost(int64_t data_cost, int64_t run_us) const {
 
 std::map<JobId, QuincyJobBounds> QuincyPolicy::ComputeBounds(
     const cluster::ClusterState& state) const {
+  return ComputeBounds(state, [&](JobId id) {
+    const cluster::Job* job = state.FindJob(id);
+    for (TaskId task_id : job->tasks) {
+      const cluster::Task* task = state.FindTask(task_id);
+      if (task != nullptr && !task->running() && AsksForRoom(*task, state)) {
+        return true;
+      }
+    }
+    return false;
+  });
+}
+
+std::map<JobId, QuincyJobBounds> QuincyPolicy::ComputeBounds(
+    const cluster::ClusterState& state,
+    const std::function<bool(JobId)>& waits_for_room) const {
   std::map<JobId, QuincyJobBounds> bounds;
   std::vector<JobId> admitted;
   for (const auto& [id, job] : state.jobs()) {
@@ -221,6 +237,14 @@ std::map<JobId, QuincyJobBounds> QuincyPolicy::ComputeBounds(
       b.min_running = demand <= slots ? b.tasks : std::min<int64_t>(1, b.tasks);
     } else {
       b.min_running = b.max_running = b.share;
+    }
+  }
+
+  // Room may not exist for a task that asks for it, so such a job's lower
+  // bound cannot force placements (the class header).
+  for (auto& [id, b] : bounds) {
+    if (b.min_running > b.running && waits_for_room(id)) {
+      b.min_running = b.running;
     }
   }
 
@@ -346,7 +370,8 @@ absl::Status QuincyPolicy::SyncJobs(const cluster::ChangeSet& changes,
   // Shares depend on every job (section 3.3), so all U_j are re-derived;
   // only real changes reach the log.
   int64_t unscheduled_supply = 0;
-  for (const auto& [id, b] : ComputeBounds(state)) {
+  for (const auto& [id, b] : ComputeBounds(
+           state, [&](JobId job) { return room_.JobWaitsForRoom(job); })) {
     const NodeId node = builder.EnsureJobNode(id);
     // Minimum-flow transform (Appendix): supply F_j - N_j at U_j and
     // capacity F_j - E_j to the sink give E_j <= scheduled <= F_j.
@@ -433,6 +458,23 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
 
   std::vector<DesiredArc> arcs;
   TimePricing pricing;
+  const bool asks_for_room = AsksForRoom(task, state);
+  if (room_.WaitsForRoom(task_id)) {
+    // The same arcs at the same costs, to the shape's aggregators.
+    FLOWSCHED_ASSIGN_OR_RETURN(RoomRoutes::Targets targets,
+                               room_.Route(task, racks, computers, builder));
+    arcs.push_back({job_node, 1, WaitCost(task.WaitMicros(now_us))});
+    arcs.push_back({targets.shape, 1, alpha});
+    for (size_t i = 0; i < racks.size(); ++i) {
+      arcs.push_back({targets.racks[i], 1, rack_cost.at(racks[i])});
+    }
+    for (size_t i = 0; i < computers.size(); ++i) {
+      arcs.push_back({targets.computers[i], 1, computer_cost(computers[i])});
+    }
+    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, arcs));
+    Remember(task, pricing, now_us);
+    return absl::OkStatus();
+  }
   if (task.running()) {
     const NodeId machine_node = builder.FindMachineNode(task.machine);
     auto where = topology_.machines.find(task.machine);
@@ -461,7 +503,12 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
   }
   // QF and Q: a running task keeps only the arc to its computer (the paper
   // sets the others' capacity to 0; leaving them out is the same flow).
-  if (!task.running() || preemptive()) {
+  // One that asks for room keeps U_j too when the variant preempts.
+  if (task.running() && asks_for_room) {
+    if (preemptive()) {
+      arcs.push_back({job_node, 1, WaitCost(task.WaitMicros(now_us))});
+    }
+  } else if (!task.running() || preemptive()) {
     arcs.push_back({job_node, 1, WaitCost(task.WaitMicros(now_us))});
     arcs.push_back({builder.cluster_aggregator(), 1, alpha});
     for (const std::string& rack : racks) {
@@ -534,6 +581,12 @@ absl::Status QuincyPolicy::Sync(const cluster::ChangeSet& changes,
   bool topology_changed = false;
   FLOWSCHED_RETURN_IF_ERROR(
       SyncTopology(changes, state, builder, topology_changed));
+  if (topology_changed) {
+    for (TaskId id : changes.tasks) room_.Track(id, state.FindTask(id), state);
+    for (const auto& [id, task] : state.tasks()) room_.Track(id, &task, state);
+  } else {
+    for (TaskId id : changes.tasks) room_.Track(id, state.FindTask(id), state);
+  }
   FLOWSCHED_RETURN_IF_ERROR(SyncJobs(changes, state, builder));
   synced_ = true;
   if (topology_changed) {
@@ -558,6 +611,7 @@ absl::Status QuincyPolicy::Sync(const cluster::ChangeSet& changes,
           SyncTask(*task, state, context.now_us, builder));
     }
   }
+  FLOWSCHED_RETURN_IF_ERROR(room_.SyncArcs(state, topology_.racks, builder));
   return DrainTasksAtSink(builder, sink_offset_);
 }
 
@@ -590,6 +644,7 @@ absl::Status QuincyPolicy::Refresh(const cluster::ClusterState& state,
     bool topology_changed = false;
     FLOWSCHED_RETURN_IF_ERROR(
         SyncTopology(none, state, builder, topology_changed));
+    for (const auto& [id, task] : state.tasks()) room_.Track(id, &task, state);
     FLOWSCHED_RETURN_IF_ERROR(SyncJobs(none, state, builder));
     synced_ = true;
   }
@@ -599,6 +654,7 @@ absl::Status QuincyPolicy::Refresh(const cluster::ClusterState& state,
       FLOWSCHED_RETURN_IF_ERROR(
           RefreshTask(task, state, context.now_us, builder));
     }
+    FLOWSCHED_RETURN_IF_ERROR(room_.SyncArcs(state, topology_.racks, builder));
   } else {
     // Waiting tasks' wait costs grow every round; running tasks change
     // price only at their due time.

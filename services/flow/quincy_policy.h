@@ -60,6 +60,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "services/flow/quincy_room_routes.h"
 #include "services/flow/scheduling_policy.h"
 
 namespace flowsched::flow {
@@ -157,6 +158,11 @@ class QuincyPolicy final : public SchedulingPolicy {
   // 3.3 for A_j, 4.3 for the variants). Exposed for tests and explanations.
   [[nodiscard]] std::map<JobId, QuincyJobBounds> ComputeBounds(
       const cluster::ClusterState& state) const;
+  // The same, with the jobs that have a waiting task asking for room named
+  // by `waits_for_room` (E_j capped at the running count).
+  [[nodiscard]] std::map<JobId, QuincyJobBounds> ComputeBounds(
+      const cluster::ClusterState& state,
+      const std::function<bool(JobId)>& waits_for_room) const;
 
   // Costs in cost units (exposed for tests).
   [[nodiscard]] int64_t WaitCost(int64_t wait_us) const;
@@ -233,6 +239,8 @@ class QuincyPolicy final : public SchedulingPolicy {
                       std::vector<std::pair<int64_t, TaskId>>, std::greater<>>
       due_;
   int64_t sink_offset_ = 0;  // sum of the U_j supplies
+  // Waiting tasks that ask for room, and their shapes' aggregators.
+  RoomRoutes room_;
 };
 
 }  // namespace flowsched::flow

@@ -5,11 +5,13 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "services/cluster/resource_fit.h"
 #include "services/common/status_matchers.h"
 #include "services/flow/policy_test_util.h"
 #include "services/solver/int128.h"
@@ -551,10 +553,15 @@ std::vector<std::string> Describe(const FlowNetwork& network) {
 // solver, finishes, arrivals, machines leaving and joining) end in the
 // network a fresh policy builds from scratch at the same time, and a fresh
 // policy's first Refresh over that network (a restart) changes nothing.
-class QuincyRebuildTest : public ::testing::TestWithParam<QuincyVariant> {};
+// With `resources`, machines have CPU and every task asks for some, so
+// tasks wait and run through their request shapes' aggregators; every
+// placement must fit (ClusterState::Place refuses one that does not).
+class QuincyRebuildTest
+    : public ::testing::TestWithParam<std::tuple<QuincyVariant, bool>> {};
 
 TEST_P(QuincyRebuildTest, RefreshMatchesAFromScratchBuild) {
-  const QuincyParams params = QuincyParams::ForVariant(GetParam());
+  const QuincyParams params = QuincyParams::ForVariant(std::get<0>(GetParam()));
+  const bool resources = std::get<1>(GetParam());
   cluster::ClusterState state;
   cluster::ChangeSet changes;
   FlowNetwork network;
@@ -567,8 +574,11 @@ TEST_P(QuincyRebuildTest, RefreshMatchesAFromScratchBuild) {
                 IsOk());
   };
   for (uint64_t m = 1; m <= 9; ++m) {
-    apply(0, cluster::MachineAdded{
-                 MachineId(m), absl::StrCat("r", m % 3), {}, 2, {}});
+    apply(0, cluster::MachineAdded{MachineId(m),
+                                   absl::StrCat("r", m % 3),
+                                   {resources ? 2000 : 0, 0, 0},
+                                   2,
+                                   {}});
   }
   uint64_t next_task = 1;
   const auto random_task = [&]() {
@@ -582,10 +592,14 @@ TEST_P(QuincyRebuildTest, RefreshMatchesAFromScratchBuild) {
                          static_cast<int64_t>(1 + pick(500)) * kMiB});
       }
     }
-    return cluster::TaskSpec{
+    cluster::TaskSpec spec{
         .id = TaskId(next_task++),
         .input = input,
         .input_bytes = static_cast<int64_t>(pick(800)) * kMiB};
+    if (resources) {
+      spec.request.cpu_millis = 500 * static_cast<int64_t>(1 + pick(3));
+    }
+    return spec;
   };
   int64_t now = 0;
   for (int step = 0; step < 12; ++step) {
@@ -638,12 +652,68 @@ TEST_P(QuincyRebuildTest, RefreshMatchesAFromScratchBuild) {
   EXPECT_TRUE(network.TakeChanges().empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(Variants, QuincyRebuildTest,
-                         ::testing::Values(QuincyVariant::kQfp,
-                                           QuincyVariant::kQf,
-                                           QuincyVariant::kQp,
-                                           QuincyVariant::kQ,
-                                           QuincyVariant::kQfpx));
+INSTANTIATE_TEST_SUITE_P(
+    Variants, QuincyRebuildTest,
+    ::testing::Combine(::testing::Values(QuincyVariant::kQfp,
+                                         QuincyVariant::kQf, QuincyVariant::kQp,
+                                         QuincyVariant::kQ,
+                                         QuincyVariant::kQfpx),
+                       ::testing::Bool()));
+
+// Tasks that ask for CPU or devices reach machines only where they fit:
+// the preferred computer takes what fits it, its rack the rest before the
+// other rack, a device task goes only to the machine with devices, and no
+// placement of any round over-commits a machine.
+TEST_F(QuincyPolicyTest, TasksAskingForRoomFitAndKeepTheirLocality) {
+  policy_ = std::make_unique<QuincyPolicy>(
+      QuincyParams::ForVariant(QuincyVariant::kQfp));
+  for (uint64_t m = 1; m <= 4; ++m) {
+    cluster::MachineAdded added{
+        MachineId(m), m <= 2 ? "r1" : "r2", {2000, 0, 0}, 4, {}};
+    if (m == 4) {
+      cluster::AcceleratorGroup gpus;
+      gpus.count = 1;
+      gpus.model = "a10";
+      added.accelerators.push_back(gpus);
+    }
+    Apply(0, added);
+  }
+  std::vector<cluster::TaskSpec> tasks;
+  for (uint64_t t = 1; t <= 4; ++t) {
+    cluster::TaskSpec spec = Task(t, 100, {{MachineId(1), "", 100}});
+    spec.request.cpu_millis = 1000;  // two per machine
+    tasks.push_back(spec);
+  }
+  cluster::TaskSpec gpu = Task(5, 0);
+  gpu.accelerator.milli = 500;
+  tasks.push_back(gpu);
+  cluster::TaskSpec huge = Task(6, 0);
+  huge.request.cpu_millis = 4000;  // fits nowhere: waits, no infeasibility
+  tasks.push_back(huge);
+  Submit(0, 1, tasks);
+  for (int round = 0; round < 3; ++round) {
+    Sync(round * kSecond);
+    ASSERT_THAT(
+        policy_->Refresh(state_, SyncContext{round * kSecond}, builder_),
+        IsOk());
+    const flow::testing::SolvedRound solved = Solve();
+    ASSERT_THAT(
+        flow::testing::ApplyRound(solved, state_, round * kSecond, changes_),
+        IsOk());
+    for (const auto& [id, machine] : state_.machines()) {
+      EXPECT_TRUE(cluster::WithinCapacity(machine)) << id;
+    }
+  }
+  std::map<uint64_t, int> on_machine;
+  for (uint64_t t = 1; t <= 4; ++t) {
+    const cluster::Task* task = state_.FindTask(TaskId(t));
+    ASSERT_TRUE(task->running()) << t;
+    ++on_machine[task->machine.value()];
+  }
+  EXPECT_EQ(on_machine, (std::map<uint64_t, int>{{1, 2}, {2, 2}}));
+  EXPECT_EQ(state_.FindTask(TaskId(5))->machine, MachineId(4));
+  EXPECT_FALSE(state_.FindTask(TaskId(6))->running());
+}
 
 TEST(QuincyRegistryTest, VariantsAreRegisteredByName) {
   for (const char* name :

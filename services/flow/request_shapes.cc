@@ -173,6 +173,11 @@ void ShapeIndex::Update(TaskId id, const cluster::Task* task, bool keep,
   key_of_.erase(it);
 }
 
+const std::string* ShapeIndex::KeyOf(TaskId id) const {
+  auto it = key_of_.find(id);
+  return it == key_of_.end() ? nullptr : &it->second;
+}
+
 std::optional<cluster::ChangeSet> ShapeIndex::Track(
     const cluster::ChangeSet& changes, const cluster::ClusterState& state,
     const std::function<bool(const cluster::Task&)>& include) {
@@ -218,11 +223,41 @@ std::vector<RequestShape> ShapeIndex::Shapes(
   return out;
 }
 
+bool AsksForRoom(const cluster::Task& task,
+                 const cluster::ClusterState& state) {
+  const cluster::Resources& r = task.spec.request;
+  if (r.cpu_millis > 0 || r.memory_bytes > 0 || r.network_bytes_per_sec > 0 ||
+      !r.scalars.empty() || !task.spec.accelerator.empty() ||
+      !task.spec.required_labels.empty()) {
+    return true;
+  }
+  const cluster::Job* job = state.FindJob(task.job);
+  return job != nullptr && job->different_machines;
+}
+
 void ReserveMachine(const cluster::Machine& machine,
                     const cluster::ClusterState& state,
                     const std::vector<RequestShape>& shapes, size_t rotation,
                     const std::function<void(size_t, int64_t)>& reserved,
                     const std::function<bool(size_t)>& wanted) {
+  size_t j = 0;
+  ReserveMachineInOrder(
+      machine, state, shapes,
+      [&]() -> std::optional<size_t> {
+        while (j < shapes.size()) {
+          const size_t index = (rotation + j++) % shapes.size();
+          if (!wanted || wanted(index)) return index;
+        }
+        return std::nullopt;
+      },
+      reserved);
+}
+
+void ReserveMachineInOrder(
+    const cluster::Machine& machine, const cluster::ClusterState& state,
+    const std::vector<RequestShape>& shapes,
+    const std::function<std::optional<size_t>()>& next,
+    const std::function<void(size_t, int64_t)>& reserved) {
   int64_t slots = machine.free_slots();
   if (shapes.empty() || slots <= 0) return;
   // The machine's room as reservations use it up: what FitTask reads, with
@@ -231,11 +266,11 @@ void ReserveMachine(const cluster::Machine& machine,
   size_t misses = 0;
   bool reserved_any = false;
   bool devices_taken = false;
-  for (size_t j = 0; j < shapes.size() && slots > 0 && misses < kMaxMisses;
-       ++j) {
-    const size_t index = (rotation + j) % shapes.size();
+  while (slots > 0 && misses < kMaxMisses) {
+    const std::optional<size_t> next_index = next();
+    if (!next_index.has_value()) break;
+    const size_t index = *next_index;
     const RequestShape& shape = shapes[index];
-    if (wanted && !wanted(index)) continue;
     const bool asks_devices = !shape.ask.accelerator.empty();
     if (asks_devices && devices_taken) continue;
     if (!LabelsMatch(machine.labels, shape.ask.required_labels)) continue;

@@ -44,6 +44,11 @@ struct RequestShape {
   int64_t waiting = 0;
 };
 
+// Whether `task` asks for any resource, device or required label, or
+// belongs to a different-machines job, and so needs a machine with room for
+// it rather than any free slot.
+bool AsksForRoom(const cluster::Task& task, const cluster::ClusterState& state);
+
 // The shape of a waiting task: equal keys, equal asks. Tasks without a
 // network ask, named scalars or an accelerator ask keep the key the
 // cpu-memory policy always gave them ("cm|cpu=..|mem=..|req=..|pref=..").
@@ -70,6 +75,8 @@ class ShapeIndex {
   [[nodiscard]] std::vector<RequestShape> Shapes(
       const cluster::ClusterState& state) const;
   [[nodiscard]] size_t size() const { return key_of_.size(); }
+  // The key `id` is indexed under; null if it is not in the index.
+  [[nodiscard]] const std::string* KeyOf(TaskId id) const;
 
   // Keeps the index in step with the tasks `changes` names: a task is in it
   // while it waits and `include` (null: any task) accepts it. The first
@@ -113,6 +120,14 @@ void ReserveMachine(const cluster::Machine& machine,
                     const std::vector<RequestShape>& shapes, size_t rotation,
                     const std::function<void(size_t, int64_t)>& reserved,
                     const std::function<bool(size_t)>& wanted = nullptr);
+// The same rule with the shapes offered in the order `next` gives (the
+// next shape's index, nullopt when there is none; a shape offered twice
+// reserves twice).
+void ReserveMachineInOrder(
+    const cluster::Machine& machine, const cluster::ClusterState& state,
+    const std::vector<RequestShape>& shapes,
+    const std::function<std::optional<size_t>()>& next,
+    const std::function<void(size_t, int64_t)>& reserved);
 
 // One class aggregator (kEquivalenceClass, keyed by StableKey of the shape
 // key) per shape; returns shape key -> node.

@@ -1,0 +1,105 @@
+#pragma once
+
+// Quincy's routes for tasks that ask for room (AsksForRoom: resources,
+// devices, required labels, different machines), feasible by construction.
+// X, R_l and the preference arcs to C_m count slots only, so a waiting task
+// that asks for room reaches machines through its request shape s
+// (request_shapes.h) instead:
+//
+//   task --(alpha)--> X_s --> R_{l,s} --> C_{m,s} --> C_m
+//   task --(rho_l)--> R_{l,s}         for each preferred rack l
+//   task --(gamma_m)--> C_{m,s}       for each preferred computer m
+//
+// X_s, R_{l,s} and C_{m,s} are class aggregators. R_{l,s} exists for each
+// rack and C_{m,s} for each computer that a waiting task of s prefers, so a
+// task's own arcs change only when the task does. Each round every
+// machine's free room is reserved among the shapes (ReserveMachineInOrder):
+// first for the shapes that prefer the machine as a computer, then for
+// those that prefer its rack (on the rack's least-loaded machines, a few per
+// waiting task), then for any shape short of its quota of machines
+// (least-loaded first, as load spreading). The reservation r(m,s) is the
+// capacity of the one arc of s's tree that enters C_m: from C_{m,s} if it
+// exists, else from R_{l,s} if the shape prefers m's rack, else from X_s.
+// So shape s never sends more than r(m,s) tasks to m, and the reservations
+// fit m together. Arcs inside the tree cost nothing, as Quincy's X, R_l and
+// C_m arcs do; the task's own arcs carry alpha, rho_l and gamma_m.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "services/cluster/cluster_state.h"
+#include "services/common/strong_id.h"
+#include "services/flow/network_builder.h"
+#include "services/flow/request_shapes.h"
+
+namespace flowsched::flow {
+
+struct RoomRouteParams {
+  // Machines a shape reserves on beyond those its tasks prefer:
+  // max(min_shape_machines, shape_machines_per_task * waiting tasks).
+  int64_t min_shape_machines = 16;
+  int64_t shape_machines_per_task = 4;
+  // Machines of each preferred rack a shape reserves on:
+  // max(min_rack_machines, rack_machines_per_task * waiting tasks).
+  int64_t min_rack_machines = 4;
+  int64_t rack_machines_per_task = 2;
+};
+
+class RoomRoutes {
+ public:
+  explicit RoomRoutes(RoomRouteParams params = {}) : params_(params) {}
+
+  // Keeps the set of waiting tasks that ask for room in step with `task`
+  // (null: gone). A task that leaves it loses its route.
+  void Track(TaskId id, const cluster::Task* task,
+             const cluster::ClusterState& state);
+  [[nodiscard]] bool WaitsForRoom(TaskId id) const {
+    return shapes_.KeyOf(id) != nullptr;
+  }
+  [[nodiscard]] bool JobWaitsForRoom(JobId job) const {
+    return waiting_jobs_.contains(job);
+  }
+
+  // The nodes a tracked waiting task's arcs go to: X_s, then R_{l,s} for
+  // `racks` and C_{m,s} for `computers` in the same order. Remembers the
+  // preferences for SyncArcs. REQUIRES: WaitsForRoom(task).
+  struct Targets {
+    NodeId shape = kNoNode;
+    std::vector<NodeId> racks;
+    std::vector<NodeId> computers;
+  };
+  absl::StatusOr<Targets> Route(const cluster::Task& task,
+                                const std::vector<std::string>& racks,
+                                const std::vector<MachineId>& computers,
+                                NetworkBuilder& builder);
+
+  // Re-derives every shape's tree from the machines' free room, and removes
+  // the class aggregators no waiting task reaches any more. `racks`: the
+  // machines of each rack. REQUIRES: every tracked task routed.
+  absl::Status SyncArcs(
+      const cluster::ClusterState& state,
+      const std::map<std::string, std::vector<MachineId>>& racks,
+      NetworkBuilder& builder);
+
+ private:
+  struct Preferences {
+    std::vector<std::string> racks;
+    std::vector<MachineId> computers;
+  };
+
+  RoomRouteParams params_;
+  ShapeIndex shapes_;
+  absl::flat_hash_map<TaskId, Preferences> preferences_;
+  absl::flat_hash_map<TaskId, JobId> job_of_;
+  std::map<JobId, int64_t> waiting_jobs_;
+  // Whether any class aggregator may exist (so that a network without
+  // tasks asking for room skips SyncArcs' sweep).
+  bool had_routes_ = true;
+};
+
+}  // namespace flowsched::flow
