@@ -101,6 +101,13 @@ int64_t QuincyPolicy::DataCost(int64_t rack_bytes, int64_t core_bytes) const {
                       params_.omega_cap);
 }
 
+int64_t QuincyPolicy::UnmetBoundCost() const {
+  // Above any placement's cost (at most omega_cap) plus the most a running
+  // task's arc can give back (2 * omega_cap), so an unmet bound is the last
+  // resort.
+  return 4 * params_.omega_cap;
+}
+
 int64_t QuincyPolicy::PricedRunMicros(int64_t run_us) const {
   if (run_us <= 0) return 0;
   const int64_t step = RunStep(run_us, params_);
@@ -127,21 +134,6 @@ int64_t QuincyPolicy::RunningCost(int64_t data_cost, int64_t run_us) const {
 
 std::map<JobId, QuincyJobBounds> QuincyPolicy::ComputeBounds(
     const cluster::ClusterState& state) const {
-  return ComputeBounds(state, [&](JobId id) {
-    const cluster::Job* job = state.FindJob(id);
-    for (TaskId task_id : job->tasks) {
-      const cluster::Task* task = state.FindTask(task_id);
-      if (task != nullptr && !task->running() && AsksForRoom(*task, state)) {
-        return true;
-      }
-    }
-    return false;
-  });
-}
-
-std::map<JobId, QuincyJobBounds> QuincyPolicy::ComputeBounds(
-    const cluster::ClusterState& state,
-    const std::function<bool(JobId)>& waits_for_room) const {
   std::map<JobId, QuincyJobBounds> bounds;
   std::vector<JobId> admitted;
   for (const auto& [id, job] : state.jobs()) {
@@ -237,14 +229,6 @@ std::map<JobId, QuincyJobBounds> QuincyPolicy::ComputeBounds(
       b.min_running = demand <= slots ? b.tasks : std::min<int64_t>(1, b.tasks);
     } else {
       b.min_running = b.max_running = b.share;
-    }
-  }
-
-  // Room may not exist for a task that asks for it, so such a job's lower
-  // bound cannot force placements (the class header).
-  for (auto& [id, b] : bounds) {
-    if (b.min_running > b.running && waits_for_room(id)) {
-      b.min_running = b.running;
     }
   }
 
@@ -370,16 +354,20 @@ absl::Status QuincyPolicy::SyncJobs(const cluster::ChangeSet& changes,
   // Shares depend on every job (section 3.3), so all U_j are re-derived;
   // only real changes reach the log.
   int64_t unscheduled_supply = 0;
-  for (const auto& [id, b] : ComputeBounds(
-           state, [&](JobId job) { return room_.JobWaitsForRoom(job); })) {
+  for (const auto& [id, b] : ComputeBounds(state)) {
     const NodeId node = builder.EnsureJobNode(id);
     // Minimum-flow transform (Appendix): supply F_j - N_j at U_j and
     // capacity F_j - E_j to the sink give E_j <= scheduled <= F_j.
     const int64_t supply = b.max_running - b.tasks;
     unscheduled_supply += supply;
     FLOWSCHED_RETURN_IF_ERROR(network.UpdateNode(node, supply, 0));
-    FLOWSCHED_RETURN_IF_ERROR(
-        builder.SetOutArcs(node, {{sink, b.max_running - b.min_running, 0}}));
+    DesiredArc to_sink{sink, b.max_running - b.min_running, 0, {}};
+    if (b.min_running > 0 && room_.JobWaitsForRoom(id)) {
+      // Room may not exist for E_j of such a job's tasks: below E_j each
+      // unscheduled task costs unmet_bound_cost instead of infeasibility.
+      to_sink.extra_segments.push_back({b.min_running, UnmetBoundCost()});
+    }
+    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, {to_sink}));
   }
   // Task supplies come after; the sink takes whatever is left so that the
   // supplies sum to zero once every task has its node.

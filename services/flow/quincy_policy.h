@@ -49,6 +49,17 @@
 // current computer when the priced theta steps) from the d* remembered at
 // the task's last Sync, so a round's cost follows what changed, not the
 // 150,000 tasks and 12,500 machines of the cluster.
+//
+// Resources: X, R_l and C_m count slots only. A waiting task that asks for
+// room (CPU, memory, network, named scalars, devices, required labels,
+// different machines) takes the same arcs at the same costs, but to its
+// request shape's aggregators, whose arcs carry each machine's room
+// reserved for the shape (quincy_room_routes.h), so no flow over-commits a
+// machine. Such a task keeps only its own computer (and U_j) while it
+// runs: moving it would need room reserved for it. For a job with a
+// waiting task that asks for room, E_j is a soft bound (U_j -> S takes E_j
+// more units at UnmetBoundCost each), since the room to reach it may not
+// exist; the solver still meets it wherever room allows.
 
 #include <cstddef>
 #include <cstdint>
@@ -158,15 +169,12 @@ class QuincyPolicy final : public SchedulingPolicy {
   // 3.3 for A_j, 4.3 for the variants). Exposed for tests and explanations.
   [[nodiscard]] std::map<JobId, QuincyJobBounds> ComputeBounds(
       const cluster::ClusterState& state) const;
-  // The same, with the jobs that have a waiting task asking for room named
-  // by `waits_for_room` (E_j capped at the running count).
-  [[nodiscard]] std::map<JobId, QuincyJobBounds> ComputeBounds(
-      const cluster::ClusterState& state,
-      const std::function<bool(JobId)>& waits_for_room) const;
 
   // Costs in cost units (exposed for tests).
   [[nodiscard]] int64_t WaitCost(int64_t wait_us) const;
   [[nodiscard]] int64_t DataCost(int64_t rack_bytes, int64_t core_bytes) const;
+  // What each task below E_j costs for a job whose tasks ask for room.
+  [[nodiscard]] int64_t UnmetBoundCost() const;
   [[nodiscard]] int64_t RunningCost(int64_t data_cost, int64_t run_us) const;
   // theta as the running cost prices it (see QuincyParams::theta_bits), and
   // the smallest theta above `run_us` priced differently.

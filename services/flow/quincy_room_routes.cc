@@ -92,56 +92,41 @@ absl::Status RoomRoutes::SyncArcs(
     pref_racks[i].insert(preferences.racks.begin(), preferences.racks.end());
   }
 
-  // The shapes each machine serves first: those preferring it as a
-  // computer, then those preferring its rack (on the rack's least-loaded
-  // machines with a free slot).
-  const auto less_loaded = [&](MachineId a, MachineId b) {
-    const cluster::Machine* ma = state.FindMachine(a);
-    const cluster::Machine* mb = state.FindMachine(b);
-    return std::pair(ma->running.size(), a) < std::pair(mb->running.size(), b);
-  };
-  absl::flat_hash_map<MachineId, std::vector<size_t>> first;
+  // Where each shape is preferred: the computers its tasks prefer, and
+  // the machines of the racks they prefer. A rack's machines take its
+  // shapes in turn from evenly spread starting points, so that its room is
+  // spread over the shapes that want it.
+  absl::flat_hash_map<MachineId, std::vector<size_t>> preferring;
   for (size_t i = 0; i < shapes.size(); ++i) {
     for (MachineId m : computers[i]) {
-      if (state.FindMachine(m) != nullptr) first[m].push_back(i);
+      if (state.FindMachine(m) != nullptr) preferring[m].push_back(i);
     }
   }
-  std::map<std::string, std::vector<MachineId>> rack_order;
+  std::map<std::string, std::vector<size_t>> rack_shapes;
   for (size_t i = 0; i < shapes.size(); ++i) {
     for (const std::string& rack : pref_racks[i]) {
-      auto order = rack_order.find(rack);
-      if (order == rack_order.end()) {
-        std::vector<MachineId> open;
-        auto machines = racks.find(rack);
-        if (machines != racks.end()) {
-          for (MachineId m : machines->second) {
-            const cluster::Machine* machine = state.FindMachine(m);
-            if (machine != nullptr && machine->free_slots() > 0) {
-              open.push_back(m);
-            }
-          }
-        }
-        std::sort(open.begin(), open.end(), less_loaded);
-        order = rack_order.emplace(rack, std::move(open)).first;
-      }
-      const auto take = static_cast<size_t>(
-          std::max(params_.min_rack_machines,
-                   params_.rack_machines_per_task * shapes[i].waiting));
-      for (size_t k = 0; k < order->second.size() && k < take; ++k) {
-        const MachineId m = order->second[k];
-        if (!computers[i].contains(m)) first[m].push_back(i);
-      }
+      rack_shapes[rack].push_back(i);
+    }
+  }
+  struct RackTurn {
+    const std::vector<size_t>* shapes = nullptr;
+    size_t start = 0;
+  };
+  absl::flat_hash_map<MachineId, RackTurn> rack_turn;
+  for (const auto& [rack, wanting] : rack_shapes) {
+    auto machines = racks.find(rack);
+    if (machines == racks.end()) continue;
+    std::vector<MachineId> open;
+    for (MachineId m : machines->second) {
+      const cluster::Machine* machine = state.FindMachine(m);
+      if (machine != nullptr && machine->free_slots() > 0) open.push_back(m);
+    }
+    for (size_t k = 0; k < open.size(); ++k) {
+      rack_turn[open[k]] = {&wanting, k * wanting.size() / open.size()};
     }
   }
 
-  // Machines least loaded first; each reserves once, for its preferring
-  // shapes first, then for any shape short of its quota.
-  std::vector<int64_t> quota(shapes.size());
-  size_t open_shapes = shapes.size();
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    quota[i] = std::max(params_.min_shape_machines,
-                        params_.shape_machines_per_task * shapes[i].waiting);
-  }
+  // Machines least loaded first, each one's room carried across passes.
   std::vector<std::vector<const cluster::Machine*>> by_running;
   for (const auto& [id, machine] : state.machines()) {
     if (machine.free_slots() == 0) continue;
@@ -149,40 +134,102 @@ absl::Status RoomRoutes::SyncArcs(
     if (by_running.size() <= running) by_running.resize(running + 1);
     by_running[running].push_back(&machine);
   }
-  std::vector<std::vector<std::pair<MachineId, int64_t>>> reserved(
-      shapes.size());
-  static const std::vector<size_t> kNone;
+  std::vector<const cluster::Machine*> order;
   for (const auto& machines : by_running) {
-    for (const cluster::Machine* machine : machines) {
-      auto preferring = first.find(machine->id);
+    order.insert(order.end(), machines.begin(), machines.end());
+  }
+  std::vector<MachineRoom> rooms;
+  rooms.reserve(order.size());
+  for (const cluster::Machine* machine : order) rooms.emplace_back(*machine);
+
+  std::vector<std::map<MachineId, int64_t>> reserved(shapes.size());
+  std::vector<int64_t> machines_of(shapes.size(), 0);
+  const auto take = [&](size_t i, MachineId m, int64_t n) {
+    reserved[i][m] = n;
+    ++machines_of[i];
+  };
+  const auto usable = [&](size_t i, MachineId m, int64_t cap) {
+    return machines_of[i] < cap && !reserved[i].contains(m);
+  };
+  static const std::vector<size_t> kNone;
+  // Offers each machine to the shapes that prefer it, each shape up to
+  // `cap(i)` machines in all.
+  const auto offer_preferred = [&](const auto& cap) {
+    for (size_t k = 0; k < order.size(); ++k) {
+      const MachineId m = order[k]->id;
+      auto own_it = preferring.find(m);
       const std::vector<size_t>& own =
-          preferring == first.end() ? kNone : preferring->second;
-      if (open_shapes == 0 && own.empty()) continue;
-      size_t next_own = 0;
-      size_t j = 0;
-      const size_t rotation = static_cast<size_t>(machine->id.value());
-      ReserveMachineInOrder(
-          *machine, state, shapes,
+          own_it == preferring.end() ? kNone : own_it->second;
+      auto turn_it = rack_turn.find(m);
+      const RackTurn turn =
+          turn_it == rack_turn.end() ? RackTurn{&kNone, 0} : turn_it->second;
+      if ((own.empty() && turn.shapes->empty()) || rooms[k].full()) continue;
+      size_t next_own = 0, next_rack = 0;
+      rooms[k].Offer(
+          state, shapes,
           [&]() -> std::optional<size_t> {
-            if (next_own < own.size()) return own[next_own++];
-            while (open_shapes > 0 && j < shapes.size()) {
-              const size_t i = (rotation + j++) % shapes.size();
-              if (quota[i] > 0 &&
-                  std::find(own.begin(), own.end(), i) == own.end()) {
-                return i;
-              }
+            while (next_own < own.size()) {
+              const size_t i = own[next_own++];
+              if (usable(i, m, cap(i))) return i;
+            }
+            const std::vector<size_t>& wanting = *turn.shapes;
+            while (next_rack < wanting.size()) {
+              const size_t i =
+                  wanting[(turn.start + next_rack++) % wanting.size()];
+              if (usable(i, m, cap(i))) return i;
             }
             return std::nullopt;
           },
-          [&](size_t i, int64_t n) {
-            reserved[i].emplace_back(machine->id, n);
-            if (std::find(own.begin(), own.end(), i) == own.end() &&
-                --quota[i] == 0) {
-              --open_shapes;
-            }
-          });
+          [&](size_t i, int64_t n) { take(i, m, n); });
     }
+  };
+  // Offers each machine to the shapes below `cap(i)` machines, round robin
+  // across machines so that each gets one before any gets another.
+  const auto offer_any = [&](const auto& cap) {
+    std::vector<size_t> wanting;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      if (machines_of[i] < cap(i)) wanting.push_back(i);
+    }
+    size_t cursor = 0;
+    for (size_t k = 0; k < order.size() && !wanting.empty(); ++k) {
+      if (rooms[k].full()) continue;
+      const MachineId m = order[k]->id;
+      size_t steps = 0;
+      rooms[k].Offer(
+          state, shapes,
+          [&]() -> std::optional<size_t> {
+            while (steps < wanting.size()) {
+              ++steps;
+              const size_t i = wanting[cursor];
+              cursor = (cursor + 1) % wanting.size();
+              if (usable(i, m, cap(i))) return i;
+            }
+            return std::nullopt;
+          },
+          [&](size_t i, int64_t n) { take(i, m, n); });
+    }
+  };
+  // Where preferred first; then anywhere, up to a quota of machines, for
+  // the shapes whose preferred reservations do not cover their waiting
+  // tasks. (Reserving anywhere for every shape as well spent the room of a
+  // full cluster on shapes that had a preferred machine, and the forced
+  // placements of the next solve went wherever those reservations were.)
+  offer_preferred([&](size_t i) {
+    return std::max(params_.min_preferred_machines,
+                    params_.preferred_machines_per_task * shapes[i].waiting);
+  });
+  std::vector<bool> covered(shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    int64_t units = 0;
+    for (const auto& [m, n] : reserved[i]) units += n;
+    covered[i] = units >= shapes[i].waiting;
   }
+  offer_any([&](size_t i) {
+    return covered[i]
+               ? 0
+               : std::max(params_.min_shape_machines,
+                          params_.shape_machines_per_task * shapes[i].waiting);
+  });
 
   // Each shape's tree: one arc into each machine it reserved on.
   std::set<uint64_t> live;
@@ -191,7 +238,7 @@ absl::Status RoomRoutes::SyncArcs(
     const NodeId shape_node = builder.EnsureAggregatorNode(
         NodeKind::kEquivalenceClass, ShapeNodeKey(key));
     live.insert(ShapeNodeKey(key));
-    std::map<MachineId, int64_t> on(reserved[i].begin(), reserved[i].end());
+    const std::map<MachineId, int64_t>& on = reserved[i];
     std::map<std::string, std::vector<DesiredArc>> rack_arcs;
     std::map<std::string, int64_t> rack_total;
     std::vector<DesiredArc> shape_arcs;

@@ -13,11 +13,12 @@
 // X_s, R_{l,s} and C_{m,s} are class aggregators. R_{l,s} exists for each
 // rack and C_{m,s} for each computer that a waiting task of s prefers, so a
 // task's own arcs change only when the task does. Each round every
-// machine's free room is reserved among the shapes (ReserveMachineInOrder):
-// first for the shapes that prefer the machine as a computer, then for
-// those that prefer its rack (on the rack's least-loaded machines, a few per
-// waiting task), then for any shape short of its quota of machines
-// (least-loaded first, as load spreading). The reservation r(m,s) is the
+// machine's free room is reserved among the shapes (MachineRoom), machines
+// least loaded first: where a shape is preferred (the computers its tasks
+// prefer, then its preferred racks' machines, which take the rack's shapes
+// in turn), up to a few machines per waiting task; then anywhere, up to a
+// quota, for the shapes whose preferred reservations do not cover their
+// waiting tasks. The reservation r(m,s) is the
 // capacity of the one arc of s's tree that enters C_m: from C_{m,s} if it
 // exists, else from R_{l,s} if the shape prefers m's rack, else from X_s.
 // So shape s never sends more than r(m,s) tasks to m, and the reservations
@@ -40,14 +41,15 @@
 namespace flowsched::flow {
 
 struct RoomRouteParams {
-  // Machines a shape reserves on beyond those its tasks prefer:
-  // max(min_shape_machines, shape_machines_per_task * waiting tasks).
+  // Machines a shape reserves on where its tasks prefer (their computers,
+  // their racks' machines): max(min_preferred_machines,
+  // preferred_machines_per_task * waiting tasks).
+  int64_t min_preferred_machines = 4;
+  int64_t preferred_machines_per_task = 2;
+  // Machines a shape reserves on in all: max(min_shape_machines,
+  // shape_machines_per_task * waiting tasks).
   int64_t min_shape_machines = 16;
   int64_t shape_machines_per_task = 4;
-  // Machines of each preferred rack a shape reserves on:
-  // max(min_rack_machines, rack_machines_per_task * waiting tasks).
-  int64_t min_rack_machines = 4;
-  int64_t rack_machines_per_task = 2;
 };
 
 class RoomRoutes {

@@ -240,9 +240,10 @@ void ReserveMachine(const cluster::Machine& machine,
                     const std::vector<RequestShape>& shapes, size_t rotation,
                     const std::function<void(size_t, int64_t)>& reserved,
                     const std::function<bool(size_t)>& wanted) {
+  if (shapes.empty()) return;
   size_t j = 0;
-  ReserveMachineInOrder(
-      machine, state, shapes,
+  MachineRoom(machine).Offer(
+      state, shapes,
       [&]() -> std::optional<size_t> {
         while (j < shapes.size()) {
           const size_t index = (rotation + j++) % shapes.size();
@@ -253,53 +254,51 @@ void ReserveMachine(const cluster::Machine& machine,
       reserved);
 }
 
-void ReserveMachineInOrder(
-    const cluster::Machine& machine, const cluster::ClusterState& state,
-    const std::vector<RequestShape>& shapes,
-    const std::function<std::optional<size_t>()>& next,
-    const std::function<void(size_t, int64_t)>& reserved) {
-  int64_t slots = machine.free_slots();
-  if (shapes.empty() || slots <= 0) return;
-  // The machine's room as reservations use it up: what FitTask reads, with
-  // slots counted here (FitTask checks one by the running set).
-  std::optional<cluster::Machine> room;
+MachineRoom::MachineRoom(const cluster::Machine& machine)
+    : machine_(&machine), slots_(machine.free_slots()) {}
+
+void MachineRoom::Offer(const cluster::ClusterState& state,
+                        const std::vector<RequestShape>& shapes,
+                        const std::function<std::optional<size_t>()>& next,
+                        const std::function<void(size_t, int64_t)>& reserved) {
   size_t misses = 0;
   bool reserved_any = false;
-  bool devices_taken = false;
-  while (slots > 0 && misses < kMaxMisses) {
+  while (slots_ > 0 && misses < kMaxMisses) {
     const std::optional<size_t> next_index = next();
     if (!next_index.has_value()) break;
     const size_t index = *next_index;
     const RequestShape& shape = shapes[index];
     const bool asks_devices = !shape.ask.accelerator.empty();
-    if (asks_devices && devices_taken) continue;
-    if (!LabelsMatch(machine.labels, shape.ask.required_labels)) continue;
-    int64_t limit = std::min(shape.waiting, slots);
+    if (asks_devices && devices_taken_) continue;
+    if (!LabelsMatch(machine_->labels, shape.ask.required_labels)) continue;
+    int64_t limit = std::min(shape.waiting, slots_);
     if (shape.different_machines_job.value() != 0) {
       const cluster::Job* job = state.FindJob(shape.different_machines_job);
-      if (job != nullptr && JobRunsOn(*job, machine)) continue;
+      if (job != nullptr && JobRunsOn(*job, *machine_)) continue;
       limit = std::min<int64_t>(limit, 1);
     }
-    if (!room.has_value()) {
-      room.emplace();
-      room->task_slots = static_cast<uint32_t>(slots) + 1;
-      room->capacity = machine.capacity;
-      room->allocated = machine.allocated;
-      room->devices = machine.devices;
+    if (!room_.has_value()) {
+      // What FitTask reads, with slots counted here (FitTask checks one by
+      // the running set).
+      room_.emplace();
+      room_->task_slots = static_cast<uint32_t>(slots_) + 1;
+      room_->capacity = machine_->capacity;
+      room_->allocated = machine_->allocated;
+      room_->devices = machine_->devices;
     }
-    int64_t n = cluster::ResourceFitCount(*room, shape.ask.request, limit);
+    int64_t n = cluster::ResourceFitCount(*room_, shape.ask.request, limit);
     if (asks_devices) {
       // Device by device, as the graph manager will choose them.
       int64_t booked = 0;
       while (booked < n) {
-        const cluster::Fit fit = cluster::FitTask(*room, shape.ask);
+        const cluster::Fit fit = cluster::FitTask(*room_, shape.ask);
         if (!fit.fits()) break;
-        cluster::BookTask(*room, shape.ask, fit.devices);
+        cluster::BookTask(*room_, shape.ask, fit.devices);
         ++booked;
       }
       n = booked;
     } else if (n > 0) {
-      cluster::AddResources(room->allocated, shape.ask.request, n);
+      cluster::AddResources(room_->allocated, shape.ask.request, n);
     }
     if (n == 0) {
       if (reserved_any) ++misses;
@@ -307,8 +306,8 @@ void ReserveMachineInOrder(
     }
     reserved_any = true;
     misses = 0;
-    devices_taken = devices_taken || asks_devices;
-    slots -= n;
+    devices_taken_ = devices_taken_ || asks_devices;
+    slots_ -= n;
     reserved(index, n);
   }
 }

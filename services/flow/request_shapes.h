@@ -120,14 +120,27 @@ void ReserveMachine(const cluster::Machine& machine,
                     const std::vector<RequestShape>& shapes, size_t rotation,
                     const std::function<void(size_t, int64_t)>& reserved,
                     const std::function<bool(size_t)>& wanted = nullptr);
-// The same rule with the shapes offered in the order `next` gives (the
-// next shape's index, nullopt when there is none; a shape offered twice
-// reserves twice).
-void ReserveMachineInOrder(
-    const cluster::Machine& machine, const cluster::ClusterState& state,
-    const std::vector<RequestShape>& shapes,
-    const std::function<std::optional<size_t>()>& next,
-    const std::function<void(size_t, int64_t)>& reserved);
+// A machine's free room as reservations use it up, for callers that offer
+// it in several passes (the rule and its bounds as ReserveMachine's).
+class MachineRoom {
+ public:
+  explicit MachineRoom(const cluster::Machine& machine);
+  // Offers the room left to the shapes in the order `next` gives (the next
+  // shape's index, nullopt when there is none); calls `reserved(index, n)`
+  // for each shape with n > 0 tasks reserved. A shape offered twice may
+  // reserve twice.
+  void Offer(const cluster::ClusterState& state,
+             const std::vector<RequestShape>& shapes,
+             const std::function<std::optional<size_t>()>& next,
+             const std::function<void(size_t, int64_t)>& reserved);
+  [[nodiscard]] bool full() const { return slots_ <= 0; }
+
+ private:
+  const cluster::Machine* machine_;
+  int64_t slots_;
+  std::optional<cluster::Machine> room_;  // made at the first fit
+  bool devices_taken_ = false;
+};
 
 // One class aggregator (kEquivalenceClass, keyed by StableKey of the shape
 // key) per shape; returns shape key -> node.

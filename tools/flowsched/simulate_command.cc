@@ -257,10 +257,6 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
   return [o, duration]() {
     // A trace runs whole unless told otherwise (its events start at 600 s).
     if (!o->trace_tasks.empty() && duration->count() == 0) o->duration_s = 0;
-    if (o->model == "cpu-mem" && o->policy.rfind("quincy", 0) == 0) {
-      std::cerr << "flowsched simulate: note: Quincy policies count slots; "
-                   "with --model cpu-mem prefer --policy cpu-memory\n";
-    }
     if (o->locality_floor && o->model != "slots") {
       std::cerr << "flowsched simulate: --locality-floor needs --model "
                    "slots (it counts each rack's slots)\n";
