@@ -45,7 +45,7 @@ CommandMain AddUpCommand(CLI::App& app, CommonFlags& flags) {
                   "Solver workers to run (logs and pids solver-worker, "
                   "solver-worker-2, ...). With more than one, all run with "
                   "--standby: one is active, the others take over if it "
-                  "fails. Default: 1")
+                  "fails. Default for a new data directory: 1")
       ->check(CLI::Range(1, kMaxSolverWorkers));
   cmd->add_flag("--ha", options->ha,
                 "Run the graph manager with --ha: it joins the leader group "
