@@ -10,7 +10,8 @@
 // atomically by the first `up` (and by `up --reset-deployment`). Settings
 // that would change what the state means are fixed: an `up` that asks for
 // another value is refused (ResolveDeployment). The log format is not: an
-// explicit --log-format replaces the stored one.
+// explicit --log-format replaces the stored one. --log-level and --kafka
+// settings are not stored; each `up` passes its own.
 
 #include <cstdint>
 #include <optional>
