@@ -3,13 +3,19 @@
 #include <memory>
 #include <string>
 
+#include "services/common/logging_json.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 
 namespace flowsched {
 
-void InitLogging(std::string_view service, std::string_view level) {
+void InitLogging(std::string_view service, std::string_view level,
+                 std::string_view format) {
   auto logger = spdlog::stderr_color_mt(std::string(service));
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%L%$ [%n] %v");
+  if (format == "json") {
+    logger->set_formatter(MakeJsonLogFormatter());
+  } else {
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%L%$ [%n] %v");
+  }
   auto parsed = spdlog::level::from_str(std::string(level));
   if (parsed == spdlog::level::off && level != "off") {
     parsed = spdlog::level::info;

@@ -24,6 +24,19 @@ std::string ReadFile(const std::string& path) {
   return buffer.str();
 }
 
+// True while `pid` exists and has not exited: a zombie (state Z, which
+// kill(pid, 0) still accepts) is gone. The services are orphans once
+// `flowsched up` exits, and an init that does not reap leaves their
+// zombies behind.
+bool Alive(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!in || !std::getline(in, stat)) return false;
+  const size_t close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ||
+         (stat[close + 2] != 'Z' && stat[close + 2] != 'X');
+}
+
 }  // namespace
 
 void PipelineTest::SetUp() {
@@ -48,8 +61,8 @@ void PipelineTest::TearDown() {
   EXPECT_EQ(down.exit_code, 0) << down.out << down.err;
   StopExternalBroker();
   if (HasFailure()) {
-    for (const char* name : {"broker", "graph-manager", "solver-worker",
-                             "solver-worker-2"}) {
+    for (const char* name :
+         {"broker", "graph-manager", "solver-worker", "solver-worker-2"}) {
       std::string log = ReadFile(dir_ + "/logs/" + name + ".log");
       if (log.empty()) continue;
       if (log.size() > 6000) log = log.substr(log.size() - 6000);
@@ -62,8 +75,7 @@ void PipelineTest::TearDown() {
 
 CommandResult PipelineTest::Shell(const std::string& command_line,
                                   const std::string& input) {
-  const std::string base =
-      dir_ + "/cmd/" + std::to_string(++command_counter_);
+  const std::string base = dir_ + "/cmd/" + std::to_string(++command_counter_);
   {
     std::ofstream in(base + ".in");
     in << input;
@@ -112,8 +124,8 @@ v1::GraphManagerStatus PipelineTest::WaitForStatusIn(
     // Fine enough to time a takeover (failover tests print it).
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ADD_FAILURE() << "timed out after " << timeout_s << " s waiting for "
-                << what << "; last status: " << last.ShortDebugString();
+  ADD_FAILURE() << "timed out after " << timeout_s << " s waiting for " << what
+                << "; last status: " << last.ShortDebugString();
   return last;
 }
 
@@ -153,10 +165,10 @@ void PipelineTest::KillService(const std::string& name) {
   const int pid = ServicePid(name);
   ASSERT_GT(pid, 1) << name << " has no pid file";
   ASSERT_EQ(::kill(pid, SIGKILL), 0) << name;
-  for (int i = 0; i < 500 && ::kill(pid, 0) == 0; ++i) {
+  for (int i = 0; i < 500 && Alive(pid); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  ASSERT_NE(::kill(pid, 0), 0) << name << " survived SIGKILL";
+  ASSERT_FALSE(Alive(pid)) << name << " survived SIGKILL";
 }
 
 uint64_t PipelineTest::WorkerEpoch(const std::string& name) const {
@@ -181,10 +193,10 @@ void PipelineTest::StopService(const std::string& name) {
   const int pid = ServicePid(name);
   ASSERT_GT(pid, 1) << name << " has no pid file";
   ASSERT_EQ(::kill(pid, SIGTERM), 0) << name;
-  for (int i = 0; i < 3000 && ::kill(pid, 0) == 0; ++i) {
+  for (int i = 0; i < 3000 && Alive(pid); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  ASSERT_NE(::kill(pid, 0), 0) << name << " did not stop on SIGTERM";
+  ASSERT_FALSE(Alive(pid)) << name << " did not stop on SIGTERM";
 }
 
 std::string PipelineTest::Bootstrap() const {

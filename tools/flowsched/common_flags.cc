@@ -24,6 +24,11 @@ void AddCommonFlags(CLI::App& app, CommonFlags& flags) {
   app.add_option("--log-level", flags.log_level,
                  "trace, debug, info, warn, error or off")
       ->capture_default_str();
+  app.add_option("--log-format", flags.log_format,
+                 "text, or json: one JSON object per line with time, level, "
+                 "service and message")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
 }
 
 std::string BootstrapFile(const CommonFlags& flags) {

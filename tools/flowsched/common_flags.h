@@ -21,6 +21,7 @@ struct CommonFlags {
   bool legacy_broker = false;
   std::vector<std::string> kafka_settings;  // key=value
   std::string log_level = "info";
+  std::string log_format = "text";  // "text" or "json" (one object a line)
 };
 
 void AddCommonFlags(CLI::App& app, CommonFlags& flags);

@@ -59,7 +59,8 @@ CommandMain AddSubmitCommand(CLI::App& app, CommonFlags& flags) {
   cmd->add_flag("--check", *check,
                 "Also validate each event locally and refuse invalid ones");
   return [&flags, file, check, partition]() {
-    InitLogging("submit", flags.log_level == "info" ? "warn" : flags.log_level);
+    InitLogging("submit", flags.log_level == "info" ? "warn" : flags.log_level,
+                flags.log_format);
     std::ifstream input;
     std::istream* in = &std::cin;
     if (*file != "-") {
@@ -141,7 +142,8 @@ CommandMain AddTailCommand(CLI::App& app, CommonFlags& flags) {
       ->capture_default_str();
   cmd->add_option("--max", options->max_records, "Stop after N records");
   return [&flags, options]() {
-    InitLogging("tail", flags.log_level == "info" ? "warn" : flags.log_level);
+    InitLogging("tail", flags.log_level == "info" ? "warn" : flags.log_level,
+                flags.log_format);
     const auto& stop = InstallStopHandlers();
     auto kafka = ResolveKafka(flags);
     if (!kafka.ok()) {

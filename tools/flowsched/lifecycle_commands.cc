@@ -21,8 +21,15 @@ CommandMain AddUpCommand(CLI::App& app, CommonFlags& flags) {
       "up",
       "Start the embedded broker (unless --brokers is given), the graph "
       "manager and the solver worker in the background; only those not "
-      "running yet, so it also restarts a service that died");
+      "running yet, so it also restarts a service that died. The first `up` "
+      "of a data directory stores its settings (--brokers, --legacy-broker, "
+      "--topic-prefix, --cut-every-events, --cut-at-ticks, --policy, "
+      "--algorithm, --solver-workers, --ha, --log-format) in "
+      "<data-dir>/deployment; later ones reuse them and refuse "
+      "contradicting flags (see --reset-deployment). Exits non-zero unless "
+      "every service runs and is ready");
   auto options = std::make_shared<UpOptions>();
+  auto reset = std::make_shared<bool>(false);
   cmd->add_option("--policy", options->policy,
                   "Initial scheduling policy of a fresh data directory (a "
                   "store keeps its active one; see `flowsched policy set`)")
@@ -30,22 +37,54 @@ CommandMain AddUpCommand(CLI::App& app, CommonFlags& flags) {
   cmd->add_option("--algorithm", options->algorithm, "Solver algorithm")
       ->capture_default_str();
   cmd->add_option("--cut-every-events", options->cut_every_events,
-                  "Deterministic rounds every N events (see graph-manager)");
+                  "Deterministic rounds every N events (see graph-manager); "
+                  "0: rounds follow the clock");
   cmd->add_flag("--cut-at-ticks", options->cut_at_ticks,
                 "Deterministic rounds at Tick events (see graph-manager)");
   cmd->add_option("--solver-workers", options->solver_workers,
                   "Solver workers to run (logs and pids solver-worker, "
                   "solver-worker-2, ...). With more than one, all run with "
                   "--standby: one is active, the others take over if it "
-                  "fails. Default: as many as the last `up` started, at "
-                  "least 1")
-      ->check(CLI::Range(1, 16));
+                  "fails. Default for a new data directory: 1")
+      ->check(CLI::Range(1, kMaxSolverWorkers));
   cmd->add_flag("--ha", options->ha,
                 "Run the graph manager with --ha: it joins the leader group "
                 "with every other graph manager on these brokers and is "
                 "active or standby (see `flowsched status`)");
-  return [&flags, options]() {
-    absl::Status status = StartServices(flags, *options);
+  cmd->add_option("--start-timeout-ms", options->start_timeout_ms,
+                  "How long to wait for each service to run and be ready")
+      ->check(CLI::Range(1000, 600'000))
+      ->capture_default_str();
+  cmd->add_flag("--reset-deployment", *reset,
+                "Replace the stored settings of the data directory with "
+                "this command's flags (defaults for those not given); the "
+                "state stays. Needs every service stopped (`flowsched "
+                "down`)");
+  return [&app, cmd, &flags, options, reset]() {
+    // Only the flags given on this command line count as requests.
+    DeploymentRequest request;
+    auto given = [](const CLI::App& where, const char* name) {
+      return where.count(name) > 0;
+    };
+    if (given(app, "--brokers")) request.brokers = flags.brokers;
+    if (given(app, "--legacy-broker")) {
+      request.legacy_broker = flags.legacy_broker;
+    }
+    if (given(app, "--topic-prefix")) request.topic_prefix = flags.topic_prefix;
+    if (given(app, "--log-format")) request.log_format = flags.log_format;
+    if (given(*cmd, "--cut-every-events")) {
+      request.cut_every_events = options->cut_every_events;
+    }
+    if (given(*cmd, "--cut-at-ticks")) {
+      request.cut_at_ticks = options->cut_at_ticks;
+    }
+    if (given(*cmd, "--policy")) request.initial_policy = options->policy;
+    if (given(*cmd, "--algorithm")) request.algorithm = options->algorithm;
+    if (given(*cmd, "--solver-workers")) {
+      request.solver_workers = options->solver_workers;
+    }
+    if (given(*cmd, "--ha")) request.ha = options->ha;
+    absl::Status status = Up(flags, request, *reset, options->start_timeout_ms);
     if (!status.ok()) {
       std::cerr << "flowsched up: " << status.message() << "\n";
       return 1;
@@ -79,23 +118,28 @@ CommandMain AddStatusCommand(CLI::App& app, CommonFlags& flags) {
   return [&flags, json]() {
     const std::string path = flags.data_dir + "/status.json";
     auto status = graph_manager::ReadStatusFile(path);
-    if (!status.ok()) {
-      std::cerr << "flowsched status: " << status.status().message() << "\n";
-      return 1;
-    }
     if (*json) {
+      if (!status.ok()) {
+        std::cerr << "flowsched status: " << status.status().message() << "\n";
+        return 1;
+      }
       std::ifstream in(path);
       std::cout << in.rdbuf();
-    } else {
-      PrintSummary(*status, std::cout);
-      for (const std::string& name : ServiceNames()) {
-        fmt::print("  {:<17} {}\n", name, DescribeService(flags, name));
-      }
-      for (const std::string& name : ExtraSolverWorkerNames(flags)) {
-        fmt::print("  {:<17} {}\n", name, DescribeService(flags, name));
-      }
+      return 0;
     }
-    return 0;
+    if (status.ok()) {
+      PrintSummary(*status, std::cout);
+    } else {
+      std::cerr << "flowsched status: " << status.status().message() << "\n";
+    }
+    std::vector<std::string> names = ServiceNames();
+    for (std::string& name : ExtraSolverWorkerNames(flags)) {
+      names.push_back(std::move(name));
+    }
+    for (const std::string& name : names) {
+      fmt::print("  {:<17} {}\n", name, DescribeService(flags, name));
+    }
+    return status.ok() ? 0 : 1;
   };
 }
 

@@ -35,7 +35,8 @@ CommandMain AddPolicyCommand(CLI::App& app, CommonFlags& flags) {
       return 0;
     }
     (void)set;
-    InitLogging("policy", flags.log_level == "info" ? "warn" : flags.log_level);
+    InitLogging("policy", flags.log_level == "info" ? "warn" : flags.log_level,
+                flags.log_format);
     // Checked here with the registry the graph manager uses, so a typo is
     // refused at once instead of becoming a dead letter.
     auto policy = flow::MakePolicy(*name);

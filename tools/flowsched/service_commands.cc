@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "services/bus/embedded_broker.h"
 #include "services/common/clock.h"
@@ -15,6 +16,7 @@
 #include "services/solver_worker/solver_worker.h"
 #include "spdlog/spdlog.h"
 #include "tools/flowsched/commands.h"
+#include "tools/flowsched/ready_marker.h"
 #include "tools/flowsched/stop_signal.h"
 
 namespace flowsched::tools {
@@ -25,7 +27,7 @@ namespace {
 // 2 (bad flags or no brokers) and 1 (failed to start or to run).
 template <typename Service, typename Create>
 int RunService(const char* name, const CommonFlags& flags, Create create) {
-  InitLogging(name, flags.log_level);
+  InitLogging(name, flags.log_level, flags.log_format);
   const auto& stop = InstallStopHandlers();
   auto kafka = ResolveKafka(flags);
   if (!kafka.ok()) {
@@ -38,6 +40,8 @@ int RunService(const char* name, const CommonFlags& flags, Create create) {
     spdlog::error("{} cannot start: {}", name, service.status().ToString());
     return 1;
   }
+  // Created: recovered (graph manager) or subscribed (solver worker).
+  ReadyMarker ready(flags.data_dir, name);
   absl::Status status = (*service)->Run(stop);
   if (!status.ok()) {
     spdlog::error("{} stopped: {}", name, status.ToString());
@@ -53,7 +57,7 @@ int RunGraphManagerHa(const CommonFlags& flags,
                       graph_manager::GraphManagerOptions& options,
                       int session_timeout_ms) {
   constexpr const char* kLeaseGroup = "flowsched-graph-manager-leader";
-  InitLogging("graph-manager", flags.log_level);
+  InitLogging("graph-manager", flags.log_level, flags.log_format);
   const auto& stop = InstallStopHandlers();
   auto kafka = ResolveKafka(flags);
   if (!kafka.ok()) {
@@ -66,6 +70,8 @@ int RunGraphManagerHa(const CommonFlags& flags,
   std::error_code ec;
   std::filesystem::create_directories(flags.data_dir, ec);
   SystemClock clock;
+  // Ready as a member of the leader group, active or standby.
+  std::optional<ReadyMarker> ready;
   while (!stop.load()) {
     bus::KafkaOptions lease_kafka = *kafka;
     lease_kafka.client_id = "flowsched-graph-manager-lease";
@@ -76,6 +82,7 @@ int RunGraphManagerHa(const CommonFlags& flags,
                     lease.status().ToString());
       return 1;
     }
+    if (!ready.has_value()) ready.emplace(flags.data_dir, "graph-manager");
     spdlog::info("standby: waiting for the leader lease ({})",
                  options.topics.leader);
     int64_t last_status_us = 0;
@@ -128,7 +135,7 @@ CommandMain AddBrokerCommand(CLI::App& app, CommonFlags& flags) {
       ->check(CLI::Range(1, 9))
       ->capture_default_str();
   return [&flags, broker_count]() {
-    InitLogging("broker", flags.log_level);
+    InitLogging("broker", flags.log_level, flags.log_format);
     const auto& stop = InstallStopHandlers();
     std::error_code ec;
     std::filesystem::create_directories(flags.data_dir, ec);
