@@ -24,6 +24,10 @@ void AddCommonFlags(CLI::App& app, CommonFlags& flags) {
   app.add_option("--log-level", flags.log_level,
                  "trace, debug, info, warn, error or off")
       ->capture_default_str();
+  app.add_option("--config", flags.config_file,
+                 "YAML configuration file (deploy/flowsched.example.yaml); "
+                 "flags given on the command line override it")
+      ->envname("FLOWSCHED_CONFIG");
 }
 
 std::string BootstrapFile(const CommonFlags& flags) {

@@ -21,6 +21,9 @@ struct CommonFlags {
   bool legacy_broker = false;
   std::vector<std::string> kafka_settings;  // key=value
   std::string log_level = "info";
+  // --config (or $FLOWSCHED_CONFIG): a YAML file under these flags
+  // (tools/flowsched/config_file.h).
+  std::string config_file;
 };
 
 void AddCommonFlags(CLI::App& app, CommonFlags& flags);

@@ -24,7 +24,7 @@ std::vector<std::string> LogLevels() {
 std::vector<std::string> Algorithms() {
   std::vector<std::string> names = {std::string(core::kIncrementalRounds)};
   for (std::string& name : solver::SolverNames()) {
-    names.push_back(std::move(name));
+    if (name != names.front()) names.push_back(std::move(name));
   }
   return names;
 }
