@@ -30,7 +30,7 @@ CommandMain AddConfigCommand(CLI::App& app, CommonFlags& flags) {
     if (check->parsed()) {
       auto text = config::ReadConfigFile(*file);
       if (!text.ok()) {
-        std::cout << *file << ": " << text.status().message() << "\n";
+        std::cout << text.status().message() << "\n";
         return 1;
       }
       const auto problems = config::CheckConfig(*text);

@@ -1,6 +1,7 @@
 #include "tools/flowsched/config/config_parser.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -336,6 +337,11 @@ absl::StatusOr<Config> ParseConfig(std::string_view yaml) {
 }
 
 absl::StatusOr<std::string> ReadConfigFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("configuration file '", path, "' is a directory"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return absl::NotFoundError(

@@ -34,7 +34,8 @@ std::vector<ConfigProblem> CheckConfig(std::string_view yaml,
 // The Config, or InvalidArgument listing every problem, one per line.
 absl::StatusOr<Config> ParseConfig(std::string_view yaml);
 
-// Reads `path` and parses it; NotFound when it cannot be read.
+// The text of `path`: NotFound when it cannot be read, InvalidArgument for
+// a directory.
 absl::StatusOr<std::string> ReadConfigFile(const std::string& path);
 
 // Joins problems one per line, each prefixed with `prefix`.

@@ -254,6 +254,13 @@ bogus: 1
                        "got \"x\" (line 1)\npolicy.name: unknown \"y\""));
 }
 
+TEST(ConfigParserTest, ReadingAFileThatIsNotThereOrADirectoryFails) {
+  EXPECT_THAT(ReadConfigFile("/nonexistent/flowsched.yaml"),
+              StatusIs(absl::StatusCode::kNotFound, "cannot read"));
+  EXPECT_THAT(ReadConfigFile("/"),
+              StatusIs(absl::StatusCode::kInvalidArgument, "is a directory"));
+}
+
 TEST(ConfigParserTest, EmittedConfigReadsBackTheSame) {
   Config config;
   EXPECT_THAT(CheckConfig(EmitConfig(config)), IsEmpty());
