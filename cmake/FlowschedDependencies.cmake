@@ -8,6 +8,8 @@ find_package(spdlog REQUIRED)
 find_package(RocksDB CONFIG REQUIRED)
 pkg_check_modules(RDKAFKA REQUIRED IMPORTED_TARGET rdkafka)
 pkg_check_modules(RDKAFKAXX REQUIRED IMPORTED_TARGET rdkafka++)
+# The configuration file of tools/flowsched/config (libyaml-cpp-dev 0.7).
+find_package(yaml-cpp REQUIRED)
 find_package(CLI11 CONFIG QUIET)
 if(NOT CLI11_FOUND)
   # Debian's libcli11-dev ships the header only; it has no CMake package.

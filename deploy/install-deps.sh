@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   librdkafka-dev libprotobuf-dev protobuf-compiler librocksdb-dev
-  libspdlog-dev libfmt-dev libabsl-dev libcli11-dev
+  libspdlog-dev libfmt-dev libabsl-dev libcli11-dev libyaml-cpp-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev liblemon-dev
   kcat
   # clients/python (flowsched_client) and its tests, run with /usr/bin/python3

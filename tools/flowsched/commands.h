@@ -37,5 +37,7 @@ BenchSubcommand AddBenchE2eCommand(CLI::App& bench, CommonFlags& flags,
                                    CLI::App& root);
 CommandMain AddPolicyCommand(CLI::App& app, CommonFlags& flags);
 CommandMain AddExplainCommand(CLI::App& app, CommonFlags& flags);
+// `config check FILE`, `config show`.
+CommandMain AddConfigCommand(CLI::App& app, CommonFlags& flags);
 
 }  // namespace flowsched::tools

@@ -29,6 +29,10 @@ void AddCommonFlags(CLI::App& app, CommonFlags& flags) {
                  "service and message")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+  app.add_option("--config", flags.config_file,
+                 "YAML configuration file (deploy/flowsched.example.yaml); "
+                 "flags given on the command line override it")
+      ->envname("FLOWSCHED_CONFIG");
 }
 
 std::string BootstrapFile(const CommonFlags& flags) {

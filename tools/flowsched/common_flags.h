@@ -22,6 +22,9 @@ struct CommonFlags {
   std::vector<std::string> kafka_settings;  // key=value
   std::string log_level = "info";
   std::string log_format = "text";  // "text" or "json" (one object a line)
+  // --config (or $FLOWSCHED_CONFIG): a YAML file under these flags
+  // (tools/flowsched/config_file.h).
+  std::string config_file;
 };
 
 void AddCommonFlags(CLI::App& app, CommonFlags& flags);

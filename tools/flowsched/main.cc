@@ -7,6 +7,7 @@
 
 #include "CLI/CLI.hpp"
 #include "tools/flowsched/commands.h"
+#include "tools/flowsched/config_file.h"
 
 int main(int argc, char** argv) {
   using namespace flowsched::tools;  // NOLINT(build/namespaces): main only
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
       {"bench", AddBenchCommand(app, flags)},
       {"policy", AddPolicyCommand(app, flags)},
       {"explain", AddExplainCommand(app, flags)},
+      {"config", AddConfigCommand(app, flags)},
   };
   try {
     app.parse(argc, argv);
@@ -43,6 +45,7 @@ int main(int argc, char** argv) {
   }
   try {
     for (CLI::App* sub : app.get_subcommands()) {
+      if (int code = ApplyConfigFile(app, *sub, flags); code != 0) return code;
       return commands.at(sub->get_name())();
     }
   } catch (const std::exception& e) {
