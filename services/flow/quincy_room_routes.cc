@@ -143,24 +143,26 @@ absl::Status RoomRoutes::SyncArcs(
   for (const cluster::Machine* machine : order) rooms.emplace_back(*machine);
 
   std::vector<std::map<MachineId, int64_t>> reserved(shapes.size());
-  std::vector<int64_t> machines_of(shapes.size(), 0);
+  // Machines each shape reserved on in the current pass.
+  std::vector<int64_t> in_pass(shapes.size(), 0);
   const auto take = [&](size_t i, MachineId m, int64_t n) {
     reserved[i][m] = n;
-    ++machines_of[i];
+    ++in_pass[i];
   };
   const auto usable = [&](size_t i, MachineId m, int64_t cap) {
-    return machines_of[i] < cap && !reserved[i].contains(m);
+    return in_pass[i] < cap && !reserved[i].contains(m);
   };
   static const std::vector<size_t> kNone;
-  // Offers each machine to the shapes that prefer it, each shape up to
-  // `cap(i)` machines in all.
-  const auto offer_preferred = [&](const auto& cap) {
+  // Offers each machine to the shapes that prefer it as a computer (or
+  // else its rack), each shape up to `cap(i)` machines in the pass.
+  const auto offer_preferred = [&](bool as_computer, const auto& cap) {
+    std::fill(in_pass.begin(), in_pass.end(), 0);
     for (size_t k = 0; k < order.size(); ++k) {
       const MachineId m = order[k]->id;
-      auto own_it = preferring.find(m);
+      auto own_it = as_computer ? preferring.find(m) : preferring.end();
       const std::vector<size_t>& own =
           own_it == preferring.end() ? kNone : own_it->second;
-      auto turn_it = rack_turn.find(m);
+      auto turn_it = as_computer ? rack_turn.end() : rack_turn.find(m);
       const RackTurn turn =
           turn_it == rack_turn.end() ? RackTurn{&kNone, 0} : turn_it->second;
       if ((own.empty() && turn.shapes->empty()) || rooms[k].full()) continue;
@@ -186,9 +188,10 @@ absl::Status RoomRoutes::SyncArcs(
   // Offers each machine to the shapes below `cap(i)` machines, round robin
   // across machines so that each gets one before any gets another.
   const auto offer_any = [&](const auto& cap) {
+    std::fill(in_pass.begin(), in_pass.end(), 0);
     std::vector<size_t> wanting;
     for (size_t i = 0; i < shapes.size(); ++i) {
-      if (machines_of[i] < cap(i)) wanting.push_back(i);
+      if (cap(i) > 0) wanting.push_back(i);
     }
     size_t cursor = 0;
     for (size_t k = 0; k < order.size() && !wanting.empty(); ++k) {
@@ -209,14 +212,15 @@ absl::Status RoomRoutes::SyncArcs(
           [&](size_t i, int64_t n) { take(i, m, n); });
     }
   };
-  // Where preferred first; then anywhere, up to a quota of machines, for
-  // the shapes whose preferred reservations do not cover their waiting
-  // tasks. (Reserving anywhere for every shape as well spent the room of a
-  // full cluster on shapes that had a preferred machine, and the forced
-  // placements of the next solve went wherever those reservations were.)
-  offer_preferred([&](size_t i) {
-    return std::max(params_.min_preferred_machines,
-                    params_.preferred_machines_per_task * shapes[i].waiting);
+  // Every computer a shape's tasks prefer, then machines of the racks
+  // they prefer, then, for a shape with too little room where it is
+  // preferred, a few machines anywhere (a reservation is exclusive, so
+  // reserving anywhere for every shape would spend a full cluster's room
+  // on shapes that have better choices).
+  offer_preferred(true, [](size_t) { return INT64_MAX; });
+  offer_preferred(false, [&](size_t i) {
+    return std::max(params_.min_rack_machines,
+                    params_.rack_machines_per_task * shapes[i].waiting);
   });
   std::vector<bool> covered(shapes.size());
   for (size_t i = 0; i < shapes.size(); ++i) {

@@ -14,11 +14,11 @@
 // rack and C_{m,s} for each computer that a waiting task of s prefers, so a
 // task's own arcs change only when the task does. Each round every
 // machine's free room is reserved among the shapes (MachineRoom), machines
-// least loaded first: where a shape is preferred (the computers its tasks
-// prefer, then its preferred racks' machines, which take the rack's shapes
-// in turn), up to a few machines per waiting task; then anywhere, up to a
-// quota, for the shapes whose preferred reservations do not cover their
-// waiting tasks. The reservation r(m,s) is the
+// least loaded first: on every computer a shape's tasks prefer, then on
+// machines of the racks they prefer (which take the rack's shapes in turn,
+// up to RoomRouteParams' count per shape), then anywhere, a few machines,
+// for the shapes that this leaves short of room. The reservation r(m,s) is
+// the
 // capacity of the one arc of s's tree that enters C_m: from C_{m,s} if it
 // exists, else from R_{l,s} if the shape prefers m's rack, else from X_s.
 // So shape s never sends more than r(m,s) tasks to m, and the reservations
@@ -41,15 +41,15 @@
 namespace flowsched::flow {
 
 struct RoomRouteParams {
-  // Machines a shape reserves on where its tasks prefer (their computers,
-  // their racks' machines): max(min_preferred_machines,
-  // preferred_machines_per_task * waiting tasks).
-  int64_t min_preferred_machines = 4;
-  int64_t preferred_machines_per_task = 2;
-  // Machines a shape reserves on in all: max(min_shape_machines,
+  // Machines of the racks its tasks prefer that a shape reserves on:
+  // max(min_rack_machines, rack_machines_per_task * waiting tasks).
+  int64_t min_rack_machines = 40;
+  int64_t rack_machines_per_task = 2;
+  // Machines anywhere for a shape whose preferred reservations do not
+  // cover its waiting tasks: max(min_shape_machines,
   // shape_machines_per_task * waiting tasks).
-  int64_t min_shape_machines = 16;
-  int64_t shape_machines_per_task = 4;
+  int64_t min_shape_machines = 2;
+  int64_t shape_machines_per_task = 2;
 };
 
 class RoomRoutes {
