@@ -24,6 +24,13 @@ void AddCommonFlags(CLI::App& app, CommonFlags& flags) {
   app.add_option("--log-level", flags.log_level,
                  "trace, debug, info, warn, error or off")
       ->capture_default_str();
+  app.add_option("--metrics-address", flags.metrics_address,
+                 "Services: serve /metrics, /healthz and /readyz on "
+                 "IPV4:PORT (port 0: a free one); the bound port goes to "
+                 "<data-dir>/metrics/<service>.port. Default: off");
+  app.add_option("--metrics-name", flags.metrics_name,
+                 "Services: the name of the metrics port file (default: the "
+                 "command's, e.g. graph-manager)");
 }
 
 std::string BootstrapFile(const CommonFlags& flags) {

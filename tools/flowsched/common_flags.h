@@ -21,6 +21,10 @@ struct CommonFlags {
   bool legacy_broker = false;
   std::vector<std::string> kafka_settings;  // key=value
   std::string log_level = "info";
+  // Services only: IPV4:PORT of the /metrics, /healthz, /readyz endpoint
+  // (empty: none), and the name of its port file (empty: the command's).
+  std::string metrics_address;
+  std::string metrics_name;
 };
 
 void AddCommonFlags(CLI::App& app, CommonFlags& flags);
