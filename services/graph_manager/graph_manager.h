@@ -196,6 +196,8 @@ class GraphManager {
   void MaybeWriteStatus(bool force);
   // The gauges, refreshed with the status file.
   void UpdateMetricGauges();
+  // Fenced by a higher epoch, or the lease is lost: the status file's
+  // role and the flowsched_active gauge.
   [[nodiscard]] bool standby() const;
   [[nodiscard]] v1::GraphManagerStatus BuildStatus() const;
   // The meta's ids, typed (meta_ is the stored record and keeps raw ones).
