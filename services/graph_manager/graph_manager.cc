@@ -897,11 +897,7 @@ void GraphManager::ApplyRound(std::vector<v1::PlacementDecision> decisions,
       const core::Decision& decision = domain[outcome.index];
       metrics_.CountDecision(KindOf(decision.action), outcome.applied);
       if (outcome.applied && decision.action == core::Action::kPlace) {
-        const cluster::Task* task = state_.FindTask(decision.task);
-        if (task != nullptr && task->running()) {
-          metrics_.event_to_placement.Observe(
-              Seconds(task->start_time_us - task->wait_start_us));
-        }
+        metrics_.event_to_placement.Observe(Seconds(outcome.waited_us));
       }
     }
     if (!outcome.applied) {
