@@ -6,6 +6,9 @@ find_package(absl REQUIRED)
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(RocksDB CONFIG REQUIRED)
+# prometheus-cpp-dev: core metrics; its config also finds civetweb, the
+# HTTP server of services/metrics.
+find_package(prometheus-cpp CONFIG REQUIRED)
 pkg_check_modules(RDKAFKA REQUIRED IMPORTED_TARGET rdkafka)
 pkg_check_modules(RDKAFKAXX REQUIRED IMPORTED_TARGET rdkafka++)
 # The configuration file of tools/flowsched/config (libyaml-cpp-dev 0.7).

@@ -9,6 +9,9 @@ packages=(
   libspdlog-dev libfmt-dev libabsl-dev libcli11-dev libyaml-cpp-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev liblemon-dev
   kcat
+  # Prometheus metrics of the services (prometheus-cpp core; CivetWeb comes
+  # with it) and the Prometheus server of the metrics integration test
+  prometheus-cpp-dev prometheus
   # clients/python (flowsched_client) and its tests, run with /usr/bin/python3
   python3-confluent-kafka python3-protobuf
   # libFuzzer target (tests/fuzz)

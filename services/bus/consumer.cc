@@ -2,8 +2,8 @@
 
 #include <librdkafka/rdkafka.h>
 
-#include <array>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <thread>
 
@@ -95,9 +95,9 @@ absl::StatusOr<std::unique_ptr<Consumer>> Consumer::Create(
   // Only a Subscribe()d consumer ever rebalances.
   rd_kafka_conf_set_opaque(conf.get(), consumer.get());
   rd_kafka_conf_set_rebalance_cb(
-      conf.get(), [](rd_kafka_t* /*rk*/, rd_kafka_resp_err_t err,
-                     rd_kafka_topic_partition_list_t* partitions,
-                     void* opaque) {
+      conf.get(),
+      [](rd_kafka_t* /*rk*/, rd_kafka_resp_err_t err,
+         rd_kafka_topic_partition_list_t* partitions, void* opaque) {
         static_cast<Consumer*>(opaque)->Rebalance(err, partitions);
       });
   std::array<char, 512> errstr{};
@@ -166,8 +166,7 @@ absl::Status Consumer::Subscribe(const std::vector<std::string>& topics,
                             "Subscribe");
 }
 
-void Consumer::Rebalance(int err,
-                         rd_kafka_topic_partition_list_t* partitions) {
+void Consumer::Rebalance(int err, rd_kafka_topic_partition_list_t* partitions) {
   const bool assigned = err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS;
   const char* protocol = rd_kafka_rebalance_protocol(rk_.get());
   const bool cooperative =
@@ -234,7 +233,7 @@ void Consumer::WarmMetadata(
 }
 
 std::vector<Record> Consumer::PollOrBackOff(size_t max_records,
-                                           int timeout_ms) {
+                                            int timeout_ms) {
   auto records = Poll(max_records, timeout_ms);
   if (records.ok()) {
     backoff_ms_ = 50;
@@ -325,6 +324,20 @@ absl::StatusOr<std::pair<int64_t, int64_t>> Consumer::Watermarks(
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return KafkaErrorToStatus(
         err, fmt::format("Watermarks for {} [{}]", topic, partition));
+  }
+  return std::make_pair(low, high);
+}
+
+absl::StatusOr<std::pair<int64_t, int64_t>> Consumer::CachedWatermarks(
+    std::string_view topic, int32_t partition) const {
+  int64_t low = -1;
+  int64_t high = -1;
+  const std::string topic_name(topic);
+  const rd_kafka_resp_err_t err = rd_kafka_get_watermark_offsets(
+      rk_.get(), topic_name.c_str(), partition, &low, &high);
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR || high < 0) {
+    return absl::NotFoundError(
+        fmt::format("no watermarks cached for {} [{}] yet", topic, partition));
   }
   return std::make_pair(low, high);
 }

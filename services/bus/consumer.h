@@ -106,6 +106,11 @@ class Consumer {
   absl::StatusOr<std::pair<int64_t, int64_t>> Watermarks(std::string_view topic,
                                                          int32_t partition,
                                                          int timeout_ms);
+  // (low, high) watermarks as last reported by fetch responses, without a
+  // broker call (cheap enough for every status update). NotFound until the
+  // partition was fetched from at least once.
+  absl::StatusOr<std::pair<int64_t, int64_t>> CachedWatermarks(
+      std::string_view topic, int32_t partition) const;
 
  private:
   struct Token {

@@ -57,6 +57,9 @@ AppliedRound ApplyRound(std::span<const Decision> decisions,
       if (const cluster::Task* task =
               state.FindTask(decisions[outcome.index].task)) {
         outcome.devices = task->devices;
+        if (action == Action::kPlace) {
+          outcome.waited_us = task->start_time_us - task->wait_start_us;
+        }
       }
     }
     ++round.applied;

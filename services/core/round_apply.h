@@ -34,6 +34,10 @@ struct DecisionOutcome {
   // An applied placement or migration: the accelerator devices the state
   // assigned the task on its new machine (cluster::FitTask's choice).
   std::vector<cluster::DeviceShare> devices;
+  // An applied placement: how long the task waited for it, from the start
+  // of its waiting period (submission, preemption, machine loss) to its
+  // start. 0 otherwise.
+  int64_t waited_us = 0;
 };
 
 struct AppliedRound {

@@ -158,6 +158,21 @@ TEST_F(RoundApplyTest, StartTimeComesFromTheCallerWhenGiven) {
   EXPECT_EQ(state_.FindTask(TaskId(1))->start_time_us, 123);
 }
 
+TEST_F(RoundApplyTest, AppliedPlacementsReportHowLongTheTaskWaited) {
+  Build(2, 2);
+  Run(2, 2);
+  const int64_t submitted = state_.FindTask(TaskId(1))->submit_time_us;
+  const std::vector<Decision> round = {Place(1, 1), Preempt(2, 2)};
+  const AppliedRound applied =
+      ApplyRound(round, state_, submitted + 700, changes_);
+  ASSERT_EQ(applied.outcomes.size(), 2u);
+  for (const DecisionOutcome& outcome : applied.outcomes) {
+    ASSERT_TRUE(outcome.applied) << outcome.stale_reason;
+    EXPECT_EQ(outcome.waited_us, outcome.index == 0 ? 700 : 0)
+        << "decision " << outcome.index;
+  }
+}
+
 TEST_F(RoundApplyTest, AppliedPlacementsReportTheDevicesTheStateChose) {
   cluster::MachineAdded gpus;
   gpus.machine = MachineId(9);

@@ -41,6 +41,19 @@ constexpr uint32_t kStoreFormatVersion = 1;
 // Bounds the timing history kept for status reports.
 constexpr size_t kMaxTimings = 10'000;
 
+double Seconds(int64_t micros) { return static_cast<double>(micros) / 1e6; }
+
+metrics::DecisionKind KindOf(core::Action action) {
+  switch (action) {
+    case core::Action::kPreempt:
+      return metrics::DecisionKind::kPreempt;
+    case core::Action::kMigrate:
+      return metrics::DecisionKind::kMigrate;
+    default:
+      return metrics::DecisionKind::kPlace;
+  }
+}
+
 void PushTiming(std::vector<double>& values, double value) {
   if (values.size() >= kMaxTimings) {
     values.erase(values.begin(), values.begin() + kMaxTimings / 2);
@@ -53,6 +66,11 @@ void PushTiming(std::vector<double>& values, double value) {
 GraphManager::GraphManager(GraphManagerOptions options, const Clock& clock)
     : options_(std::move(options)),
       clock_(clock),
+      own_registry_(options_.metrics_registry == nullptr
+                        ? std::make_unique<prometheus::Registry>()
+                        : nullptr),
+      metrics_(options_.metrics_registry != nullptr ? *options_.metrics_registry
+                                                    : *own_registry_),
       decoder_(options_.limits,
                [](std::string_view name) {
                  return flow::MakePolicy(name).status();
@@ -172,7 +190,9 @@ absl::Status GraphManager::Open() {
     ExpectRound(RoundId(meta_.in_flight_round_id()),
                 GraphEpoch(meta_.in_flight_graph_epoch()));
     round_sent_steady_us_ = SteadyMicros();
+    round_started_steady_us_ = round_sent_steady_us_;
   }
+  sync_us_since_cut_ = 0;  // the catch-up's syncs belong to no round
   return absl::OkStatus();
 }
 
@@ -634,6 +654,7 @@ bool GraphManager::ApplyEventRecord(const bus::Record& record,
       SyncNowIfDeterministic(event_changes);
       changes.Merge(event_changes);
       meta_.set_events_applied(meta_.events_applied() + 1);
+      if (!replaying_) metrics_.events_applied.Increment();
       if (const auto* job = std::get_if<cluster::JobSubmitted>(&event->body)) {
         meta_.set_tasks_submitted(meta_.tasks_submitted() + job->tasks.size());
       } else if (std::holds_alternative<cluster::TaskSubmitted>(event->body)) {
@@ -699,6 +720,7 @@ void GraphManager::HandlePlacementRecord(const bus::Record& record,
 
 void GraphManager::AddDeadLetter(const bus::Record& record,
                                  const absl::Status& reason) {
+  metrics_.dead_letters.Count(reason.code());
   batch_letters_.push_back(
       bus::MakeDeadLetter(record, reason, "graph-manager", clock_.NowMicros()));
 }
@@ -820,7 +842,13 @@ void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {
   v1::RoundApplied* round = batch_ledger_.add_steps()->mutable_round();
   round->set_round_id(summary.round_id());
   round->set_graph_epoch(summary.graph_epoch());
+  const int64_t apply_start_us = SteadyMicros();
   ApplyRound(collector_.complete_decisions(), *round, changes);
+  const int64_t applied_us = SteadyMicros();
+  metrics_.phase_apply.Observe(Seconds(applied_us - apply_start_us));
+  metrics_.round_duration.Observe(
+      Seconds(applied_us - round_started_steady_us_));
+  last_unscheduled_ = summary.tasks_unscheduled();
   // No worker claimed the rounds yet (a store from before fencing): the
   // one whose answer was applied is current.
   if (solver_epoch() == WorkerEpoch()) {
@@ -864,6 +892,13 @@ void GraphManager::ApplyRound(std::vector<v1::PlacementDecision> decisions,
     for (const cluster::DeviceShare& share : outcome.devices) {
       entry->mutable_decision()->add_device_indices(share.index);
       entry->mutable_decision()->add_device_milli(share.milli);
+    }
+    if (!replaying_) {
+      const core::Decision& decision = domain[outcome.index];
+      metrics_.CountDecision(KindOf(decision.action), outcome.applied);
+      if (outcome.applied && decision.action == core::Action::kPlace) {
+        metrics_.event_to_placement.Observe(Seconds(outcome.waited_us));
+      }
     }
     if (!outcome.applied) {
       entry->set_stale_reason(outcome.stale_reason);
@@ -937,7 +972,9 @@ absl::Status GraphManager::SyncNetwork(const cluster::ChangeSet& changes) {
 
 void GraphManager::SyncNowIfDeterministic(const cluster::ChangeSet& changes) {
   if (!options_.deterministic() || !sync_error_.ok()) return;
+  const int64_t start_us = SteadyMicros();
   sync_error_ = SyncNetwork(changes);
+  sync_us_since_cut_ += SteadyMicros() - start_us;
 }
 
 absl::Status GraphManager::CommitChanges(const cluster::ChangeSet& changes,
@@ -948,7 +985,9 @@ absl::Status GraphManager::CommitChanges(const cluster::ChangeSet& changes,
   // Deterministic mode synced event by event and round by round already
   // (SyncNowIfDeterministic).
   if (!options_.deterministic()) {
+    const int64_t start_us = SteadyMicros();
     FLOWSCHED_RETURN_IF_ERROR(SyncNetwork(changes));
+    sync_us_since_cut_ += SteadyMicros() - start_us;
   }
   std::vector<flow::GraphChange> network_changes = network_.TakeChanges();
   StageEntities(changes, state_, batch);
@@ -1003,6 +1042,7 @@ absl::Status GraphManager::MaybeCutRound() {
   if (!RoundDue()) return absl::OkStatus();
   if (SteadyMicros() < next_publish_steady_us_) return absl::OkStatus();
 
+  round_started_steady_us_ = SteadyMicros();
   batch_time_us_ = clock_.NowMicros();
   FLOWSCHED_ASSIGN_OR_RETURN(const std::vector<flow::GraphChange> refreshed,
                              RefreshPrices());
@@ -1076,6 +1116,10 @@ absl::Status GraphManager::MaybeCutRound() {
     return absl::OkStatus();
   }
   publish_backoff_ms_ = 100;
+  metrics_.phase_publish.Observe(
+      Seconds(SteadyMicros() - round_started_steady_us_));
+  metrics_.phase_sync.Observe(Seconds(sync_us_since_cut_));
+  sync_us_since_cut_ = 0;
   if (snapshot) ++snapshots_published_;
   ++rounds_published_;
   spdlog::debug("published round {} ({} with {} changes in {} records)",
@@ -1143,10 +1187,33 @@ v1::GraphManagerStatus GraphManager::BuildStatus() const {
                           placements_redelivered_);
   s.set_ledger_pending(ledger_->pending());
   s.set_dead_letters_pending(dead_letters_->pending());
-  const bool standby =
-      fenced_by_epoch_.has_value() || (lease_ != nullptr && !lease_->held());
-  s.set_role(standby ? "standby" : "active");
+  s.set_role(standby() ? "standby" : "active");
   return s;
+}
+
+bool GraphManager::standby() const {
+  return fenced_by_epoch_.has_value() || (lease_ != nullptr && !lease_->held());
+}
+
+void GraphManager::UpdateMetricGauges() {
+  const auto waiting = static_cast<uint64_t>(state_.waiting_task_count());
+  const uint64_t unscheduled = std::min(waiting, last_unscheduled_);
+  metrics_.pending_unscheduled.Set(static_cast<double>(unscheduled));
+  metrics_.pending_awaiting_round.Set(
+      static_cast<double>(waiting - unscheduled));
+  metrics_.outbox_ledger.Set(static_cast<double>(ledger_->pending()));
+  metrics_.outbox_dead_letters.Set(
+      static_cast<double>(dead_letters_->pending()));
+  metrics_.epoch.Set(static_cast<double>(meta_.epoch()));
+  metrics_.solver_epoch.Set(static_cast<double>(meta_.solver_epoch()));
+  metrics_.active.Set(standby() ? 0 : 1);
+  for (const auto& [key, next] : next_offsets_) {
+    auto marks = consumer_->CachedWatermarks(key.first, key.second);
+    if (!marks.ok()) continue;  // not fetched from yet
+    const int64_t consumed = next >= 0 ? next : marks->first;
+    metrics_.consumer_lag.Set(key.first, key.second,
+                              std::max<int64_t>(0, marks->second - consumed));
+  }
 }
 
 void GraphManager::MaybeWriteStatus(bool force) {
@@ -1156,6 +1223,7 @@ void GraphManager::MaybeWriteStatus(bool force) {
     return;
   }
   last_status_steady_us_ = now;
+  UpdateMetricGauges();
   absl::Status written =
       WriteStatusFile(options_.data_dir + "/status.json", BuildStatus());
   if (!written.ok()) spdlog::warn("{}", written.ToString());

@@ -39,6 +39,7 @@
 #include "services/graph_manager/round_collector.h"
 #include "services/graph_manager/state_rebuilder.h"
 #include "services/graph_manager/status_report.h"
+#include "services/metrics/graph_manager_metrics.h"
 #include "storage/state_store.h"
 
 namespace flowsched::graph_manager {
@@ -52,6 +53,9 @@ struct GraphManagerOptions {
   // restart keeps that one whatever this says.
   std::string policy = "load-spreading";
   cluster::ValidationLimits limits;
+  // Where the metrics go (not owned; must outlive the manager). Null: a
+  // registry of the manager's own, which nobody scrapes.
+  prometheus::Registry* metrics_registry = nullptr;
   size_t max_batch_records = 5000;
   int poll_timeout_ms = 20;
   int round_timeout_ms = 15000;
@@ -190,6 +194,11 @@ class GraphManager {
   void StagePlacementOffsets(storage::StateBatch& batch) const;
   void CheckRoundTimeout();
   void MaybeWriteStatus(bool force);
+  // The gauges, refreshed with the status file.
+  void UpdateMetricGauges();
+  // Fenced by a higher epoch, or the lease is lost: the status file's
+  // role and the flowsched_active gauge.
+  [[nodiscard]] bool standby() const;
   [[nodiscard]] v1::GraphManagerStatus BuildStatus() const;
   // The meta's ids, typed (meta_ is the stored record and keeps raw ones).
   [[nodiscard]] GraphEpoch epoch() const { return GraphEpoch(meta_.epoch()); }
@@ -199,6 +208,8 @@ class GraphManager {
 
   GraphManagerOptions options_;
   const Clock& clock_;
+  std::unique_ptr<prometheus::Registry> own_registry_;  // see options
+  metrics::GraphManagerMetrics metrics_;
   std::unique_ptr<storage::StateStore> store_;
   std::unique_ptr<bus::Producer> producer_;
   std::unique_ptr<bus::Consumer> consumer_;
@@ -252,6 +263,13 @@ class GraphManager {
   std::vector<flow::GraphChange> pending_changes_;
   bool need_snapshot_ = true;
   int64_t round_sent_steady_us_ = 0;
+  // When the cut of the round in flight started (round duration).
+  int64_t round_started_steady_us_ = 0;
+  // Time the policy spent syncing the network since the last cut (the
+  // round's sync phase).
+  int64_t sync_us_since_cut_ = 0;
+  // Tasks the last applied round left unscheduled (pending-tasks gauge).
+  uint64_t last_unscheduled_ = 0;
   // After a failed publication, no new attempt before this time.
   int64_t next_publish_steady_us_ = 0;
   int publish_backoff_ms_ = 100;

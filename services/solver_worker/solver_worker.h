@@ -37,6 +37,7 @@
 #include "services/common/clock.h"
 #include "services/common/strong_id.h"
 #include "services/core/round_solver.h"
+#include "services/metrics/solver_worker_metrics.h"
 
 namespace flowsched::v1 {
 class SolverRound;
@@ -64,6 +65,9 @@ struct SolverWorkerOptions {
   // standby this long after its last heartbeat (Kafka 0.9's broker minimum
   // is 6000).
   int session_timeout_ms = 6000;
+  // Where the metrics go (not owned; must outlive the worker). Null: a
+  // registry of the worker's own, which nobody scrapes.
+  prometheus::Registry* metrics_registry = nullptr;
 };
 
 struct SolverWorkerStats {
@@ -103,9 +107,15 @@ class SolverWorker {
   absl::Status ApplyRound(const v1::SolverRound& round);
   void RequestResync(const std::string& reason);
   void SolveAndPublish();
+  // The rounds partition's lag, about once a second.
+  void MaybeUpdateLag();
 
   SolverWorkerOptions options_;
   const Clock& clock_;
+  std::unique_ptr<prometheus::Registry> own_registry_;  // see options
+  metrics::SolverWorkerMetrics metrics_;
+  int64_t rounds_next_offset_ = -1;  // after the last rounds record read
+  int64_t last_lag_steady_us_ = 0;
   WorkerEpoch epoch_;
   std::unique_ptr<bus::Producer> producer_;
   std::unique_ptr<bus::Consumer> consumer_;

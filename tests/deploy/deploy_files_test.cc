@@ -36,9 +36,6 @@ using ::testing::Not;
 
 const fs::path kDeploy = fs::path(FLOWSCHED_SOURCE_DIR) / "deploy";
 
-// Flags other branches add to the services; known here although this build
-// may lack them. --metrics-address: the Prometheus endpoint (issue #34).
-const std::set<std::string> kFlagsAddedElsewhere = {"--metrics-address"};
 
 std::string Slurp(const fs::path& path) {
   std::ifstream in(path);
@@ -200,7 +197,6 @@ void ExpectFlagsExist(const std::vector<std::string>& line) {
   for (const std::string& word : line) {
     if (!absl::StartsWith(word, "--")) continue;
     const std::string flag = word.substr(0, word.find('='));
-    if (kFlagsAddedElsewhere.count(flag) > 0) continue;
     EXPECT_THAT(help, HasSubstr(flag + " "))
         << "`flowsched " << command << "` has no " << flag;
   }

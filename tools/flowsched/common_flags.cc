@@ -33,6 +33,13 @@ void AddCommonFlags(CLI::App& app, CommonFlags& flags) {
                  "YAML configuration file (deploy/flowsched.example.yaml); "
                  "flags given on the command line override it")
       ->envname("FLOWSCHED_CONFIG");
+  app.add_option("--metrics-address", flags.metrics_address,
+                 "Services: serve /metrics, /healthz and /readyz on "
+                 "IPV4:PORT (port 0: a free one); the bound port goes to "
+                 "<data-dir>/metrics/<service>.port. Default: off");
+  app.add_option("--metrics-name", flags.metrics_name,
+                 "Services: the name of the metrics port file (default: the "
+                 "command's, e.g. graph-manager)");
 }
 
 std::string BootstrapFile(const CommonFlags& flags) {

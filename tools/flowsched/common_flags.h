@@ -25,6 +25,10 @@ struct CommonFlags {
   // --config (or $FLOWSCHED_CONFIG): a YAML file under these flags
   // (tools/flowsched/config_file.h).
   std::string config_file;
+  // Services only: IPV4:PORT of the /metrics, /healthz, /readyz endpoint
+  // (empty: none), and the name of its port file (empty: the command's).
+  std::string metrics_address;
+  std::string metrics_name;
 };
 
 void AddCommonFlags(CLI::App& app, CommonFlags& flags);

@@ -59,6 +59,10 @@ absl::StatusOr<pid_t> Start(const CommonFlags& flags, const std::string& name,
   std::vector<std::string> argv = {self, name};
   for (std::string& arg : ForwardedFlags(flags)) argv.push_back(std::move(arg));
   for (std::string& arg : extra) argv.push_back(std::move(arg));
+  if (!flags.metrics_address.empty()) {
+    argv.insert(argv.end(), {"--metrics-address", flags.metrics_address,
+                             "--metrics-name", instance});
+  }
   FLOWSCHED_ASSIGN_OR_RETURN(pid_t pid,
                              SpawnDetached(argv, LogFile(flags, instance)));
   FLOWSCHED_RETURN_IF_ERROR(WritePidFile(PidFile(flags, instance), pid));

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "CLI/CLI.hpp"
+#include "services/metrics/listen_address.h"
 #include "tools/flowsched/commands.h"
 #include "tools/flowsched/config_file.h"
 
@@ -42,6 +43,14 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  }
+  if (!flags.metrics_address.empty()) {
+    auto address =
+        flowsched::metrics::ParseListenAddress(flags.metrics_address);
+    if (!address.ok()) {
+      std::cerr << "flowsched: " << address.status().message() << "\n";
+      return 2;
+    }
   }
   try {
     for (CLI::App* sub : app.get_subcommands()) {

@@ -8,11 +8,16 @@
 #include <optional>
 
 #include "services/bus/embedded_broker.h"
+#include "services/bus/leader_lease.h"
 #include "services/common/clock.h"
 #include "services/common/logging.h"
-#include "services/bus/leader_lease.h"
+#include "services/common/status_macros.h"
 #include "services/graph_manager/graph_manager.h"
 #include "services/graph_manager/status_report.h"
+#include "services/metrics/families.h"
+#include "services/metrics/listen_address.h"
+#include "services/metrics/metrics_server.h"
+#include "services/metrics/port_file.h"
 #include "services/solver_worker/solver_worker.h"
 #include "spdlog/spdlog.h"
 #include "tools/flowsched/commands.h"
@@ -22,27 +27,69 @@
 namespace flowsched::tools {
 namespace {
 
+// The process's metrics: the registry the service records into, and the
+// endpoint serving it (none without --metrics-address).
+struct MetricsEndpoint {
+  prometheus::Registry registry;
+  // Declared after the registry it reads: destroyed first.
+  std::unique_ptr<metrics::MetricsServer> server;
+  void SetReady(bool ready) {
+    if (server) server->SetReady(ready);
+  }
+};
+
+// Starts the endpoint of --metrics-address (a no-op without) and writes
+// the bound port to <data-dir>/metrics/<name>.port. The address was
+// validated by main(); an error means it cannot be served.
+absl::Status StartMetrics(const CommonFlags& flags, const std::string& name,
+                          MetricsEndpoint& endpoint) {
+  if (flags.metrics_address.empty()) return absl::OkStatus();
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      const metrics::ListenAddress address,
+      metrics::ParseListenAddress(flags.metrics_address));
+  FLOWSCHED_ASSIGN_OR_RETURN(endpoint.server, metrics::MetricsServer::Start(
+                                                  address, endpoint.registry));
+  const std::string file_name =
+      flags.metrics_name.empty() ? name : flags.metrics_name;
+  FLOWSCHED_RETURN_IF_ERROR(metrics::WritePortFile(flags.data_dir, file_name,
+                                                   endpoint.server->port()));
+  spdlog::info("metrics on http://{}:{}/metrics (port in {})", address.host,
+               endpoint.server->port(),
+               metrics::PortFilePath(flags.data_dir, file_name));
+  return absl::OkStatus();
+}
+
 // Runs one service in the foreground until SIGTERM/SIGINT: logging, stop
-// handlers, broker resolution, creation and the loop, with exit codes
-// 2 (bad flags or no brokers) and 1 (failed to start or to run).
+// handlers, metrics endpoint, broker resolution, creation and the loop,
+// with exit codes 2 (bad flags or no brokers) and 1 (failed to start or to
+// run). The service is ready (/readyz) once created.
 template <typename Service, typename Create>
 int RunService(const char* name, const CommonFlags& flags, Create create) {
   InitLogging(name, flags.log_level, flags.log_format);
   const auto& stop = InstallStopHandlers();
+  MetricsEndpoint endpoint;
+  if (absl::Status started = StartMetrics(flags, name, endpoint);
+      !started.ok()) {
+    spdlog::error("{} cannot start: {}", name, started.ToString());
+    return 1;
+  }
   auto kafka = ResolveKafka(flags);
   if (!kafka.ok()) {
     spdlog::error("{}", kafka.status().ToString());
     return 2;
   }
   SystemClock clock;
-  absl::StatusOr<std::unique_ptr<Service>> service = create(*kafka, clock);
+  absl::StatusOr<std::unique_ptr<Service>> service =
+      create(*kafka, clock, &endpoint.registry);
   if (!service.ok()) {
     spdlog::error("{} cannot start: {}", name, service.status().ToString());
     return 1;
   }
   // Created: recovered (graph manager) or subscribed (solver worker).
   ReadyMarker ready(flags.data_dir, name);
+  endpoint.SetReady(true);
   absl::Status status = (*service)->Run(stop);
+  endpoint.SetReady(false);
   if (!status.ok()) {
     spdlog::error("{} stopped: {}", name, status.ToString());
     return 1;
@@ -59,6 +106,15 @@ int RunGraphManagerHa(const CommonFlags& flags,
   constexpr const char* kLeaseGroup = "flowsched-graph-manager-leader";
   InitLogging("graph-manager", flags.log_level, flags.log_format);
   const auto& stop = InstallStopHandlers();
+  MetricsEndpoint endpoint;
+  if (absl::Status started = StartMetrics(flags, "graph-manager", endpoint);
+      !started.ok()) {
+    spdlog::error("graph-manager cannot start: {}", started.ToString());
+    return 1;
+  }
+  // Standby until a manager runs (it then keeps the gauge itself).
+  prometheus::Gauge& active = metrics::ActiveGauge(endpoint.registry);
+  options.metrics_registry = &endpoint.registry;
   auto kafka = ResolveKafka(flags);
   if (!kafka.ok()) {
     spdlog::error("{}", kafka.status().ToString());
@@ -85,6 +141,7 @@ int RunGraphManagerHa(const CommonFlags& flags,
     if (!ready.has_value()) ready.emplace(flags.data_dir, "graph-manager");
     spdlog::info("standby: waiting for the leader lease ({})",
                  options.topics.leader);
+    active.Set(0);
     int64_t last_status_us = 0;
     while (!stop.load() && !(*lease)->Poll(200)) {
       if (SteadyMicros() - last_status_us > 1'000'000) {
@@ -109,7 +166,9 @@ int RunGraphManagerHa(const CommonFlags& flags,
     }
     spdlog::info("active: took over in {:.1f} ms after acquiring the lease",
                  static_cast<double>(SteadyMicros() - acquired_us) / 1000.0);
+    endpoint.SetReady(true);
     absl::Status status = (*manager)->Run(stop);
+    endpoint.SetReady(false);
     if (status.code() == absl::StatusCode::kAborted) {
       spdlog::warn("stepping down to standby: {}", status.ToString());
       continue;  // the manager and then the lease are released here
@@ -137,6 +196,14 @@ CommandMain AddBrokerCommand(CLI::App& app, CommonFlags& flags) {
   return [&flags, broker_count]() {
     InitLogging("broker", flags.log_level, flags.log_format);
     const auto& stop = InstallStopHandlers();
+    // No metrics of its own: /healthz and /readyz for orchestration.
+    MetricsEndpoint endpoint;
+    if (absl::Status started = StartMetrics(flags, "broker", endpoint);
+        !started.ok()) {
+      spdlog::error("broker cannot start: {}", started.ToString());
+      return 1;
+    }
+    endpoint.SetReady(true);
     std::error_code ec;
     std::filesystem::create_directories(flags.data_dir, ec);
     bus::EmbeddedBrokerOptions options;
@@ -202,8 +269,10 @@ CommandMain AddGraphManagerCommand(CLI::App& app, CommonFlags& flags) {
   return [&flags, options, ha, lease_session_ms]() {
     if (*ha) return RunGraphManagerHa(flags, *options, *lease_session_ms);
     return RunService<graph_manager::GraphManager>(
-        "graph-manager", flags, [&](const bus::KafkaOptions& kafka,
-                                    const Clock& clock) {
+        "graph-manager", flags,
+        [&](const bus::KafkaOptions& kafka, const Clock& clock,
+            prometheus::Registry* registry) {
+          options->metrics_registry = registry;
           options->kafka = kafka;
           options->topics = Topics(flags);
           options->data_dir = flags.data_dir;
@@ -234,8 +303,10 @@ CommandMain AddSolverWorkerCommand(CLI::App& app, CommonFlags& flags) {
       ->capture_default_str();
   return [&flags, options]() {
     return RunService<solver_worker::SolverWorker>(
-        "solver-worker", flags, [&](const bus::KafkaOptions& kafka,
-                                    const Clock& clock) {
+        "solver-worker", flags,
+        [&](const bus::KafkaOptions& kafka, const Clock& clock,
+            prometheus::Registry* registry) {
+          options->metrics_registry = registry;
           options->kafka = kafka;
           options->topics = Topics(flags);
           return solver_worker::SolverWorker::Create(*options, clock);

@@ -23,6 +23,7 @@ struct CommonConfig {
   std::map<std::string, std::string> kafka;  // extra librdkafka settings
   std::string log_level = "info";
   std::string log_format = "text";
+  std::string metrics_address;  // empty: no metrics endpoint
   bool operator==(const CommonConfig&) const = default;
 };
 

@@ -22,6 +22,7 @@ TEST(ConfigDefaultsTest, CommonFieldsMatchCommonFlags) {
   EXPECT_TRUE(flags.kafka_settings.empty());
   EXPECT_EQ(config.common.log_level, flags.log_level);
   EXPECT_EQ(config.common.log_format, flags.log_format);
+  EXPECT_EQ(config.common.metrics_address, flags.metrics_address);
 }
 
 TEST(ConfigDefaultsTest, ServiceFieldsMatchTheServiceOptions) {

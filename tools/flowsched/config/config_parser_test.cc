@@ -142,6 +142,15 @@ TEST(ConfigParserTest, UnknownPolicyAndLogLevel) {
                   "debug, info, warn, error, off)")));
 }
 
+TEST(ConfigParserTest, BadLogFormatAndMetricsAddress) {
+  EXPECT_THAT(Problems("common: {log_format: xml}"),
+              ElementsAre(HasSubstr("common.log_format: unknown \"xml\"")));
+  EXPECT_THAT(Problems("common: {metrics_address: \"localhost\"}"),
+              ElementsAre(HasSubstr("common.metrics_address: ")));
+  EXPECT_THAT(Problems("common: {metrics_address: \"127.0.0.1:9464\"}"),
+              IsEmpty());
+}
+
 TEST(ConfigParserTest, UnknownFieldSuggestsTheIntendedOne) {
   EXPECT_THAT(Problems("graph_manager:\n  max_bach: 10\n"),
               ElementsAre("graph_manager.max_bach: unknown field; did you "

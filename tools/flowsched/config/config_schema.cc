@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "services/core/round_solver.h"
 #include "services/flow/scheduling_policy.h"
+#include "services/metrics/listen_address.h"
 #include "services/solver/solver_registry.h"
 
 namespace flowsched::config {
@@ -51,6 +52,12 @@ absl::Status CheckTopicPrefix(std::string_view value) {
     return absl::InvalidArgumentError("is longer than 200 characters");
   }
   return absl::OkStatus();
+}
+
+// IPV4:PORT of the metrics endpoint; empty: off.
+absl::Status CheckMetricsAddress(std::string_view value) {
+  if (value.empty()) return absl::OkStatus();
+  return metrics::ParseListenAddress(value).status();
 }
 
 // host:port,host:port (librdkafka's bootstrap.servers); empty allowed.
@@ -118,6 +125,14 @@ std::vector<ConfigField> MakeFields() {
        .help = "Log format: text, or json (one object a line)",
        .ref = [](Config& c) -> FieldRef { return &c.common.log_format; },
        .choices = LogFormats},
+      {.section = "common",
+       .key = "metrics_address",
+       .flag = "--metrics-address",
+       .kind = K::kString,
+       .help = "IPV4:PORT of the services' /metrics, /healthz and /readyz "
+               "(empty: off)",
+       .ref = [](Config& c) -> FieldRef { return &c.common.metrics_address; },
+       .check = CheckMetricsAddress},
       {.section = "broker",
        .key = "broker_count",
        .flag = "--broker-count",
