@@ -21,6 +21,7 @@
 #include "services/graph_manager/state_digest.h"
 #include "services/graph_manager/state_persister.h"
 #include "services/graph_manager/state_rebuilder.h"
+#include "services/metrics/decision_kind.h"
 #include "spdlog/spdlog.h"
 #include "storage/keys.h"
 
@@ -42,17 +43,6 @@ constexpr uint32_t kStoreFormatVersion = 1;
 constexpr size_t kMaxTimings = 10'000;
 
 double Seconds(int64_t micros) { return static_cast<double>(micros) / 1e6; }
-
-metrics::DecisionKind KindOf(core::Action action) {
-  switch (action) {
-    case core::Action::kPreempt:
-      return metrics::DecisionKind::kPreempt;
-    case core::Action::kMigrate:
-      return metrics::DecisionKind::kMigrate;
-    default:
-      return metrics::DecisionKind::kPlace;
-  }
-}
 
 void PushTiming(std::vector<double>& values, double value) {
   if (values.size() >= kMaxTimings) {
@@ -895,7 +885,7 @@ void GraphManager::ApplyRound(std::vector<v1::PlacementDecision> decisions,
     }
     if (!replaying_) {
       const core::Decision& decision = domain[outcome.index];
-      metrics_.CountDecision(KindOf(decision.action), outcome.applied);
+      metrics_.CountDecision(metrics::KindOf(decision.action), outcome.applied);
       if (outcome.applied && decision.action == core::Action::kPlace) {
         metrics_.event_to_placement.Observe(Seconds(outcome.waited_us));
       }

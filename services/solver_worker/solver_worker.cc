@@ -15,6 +15,7 @@
 #include "services/codec/round_codec.h"
 #include "services/common/status_macros.h"
 #include "services/core/decision_builder.h"
+#include "services/metrics/decision_kind.h"
 #include "spdlog/spdlog.h"
 
 namespace flowsched::solver_worker {
@@ -33,17 +34,6 @@ WorkerEpoch NewWorkerEpoch(int64_t now_us) {
 }
 
 double Seconds(double millis) { return millis / 1000.0; }
-
-metrics::DecisionKind KindOf(core::Action action) {
-  switch (action) {
-    case core::Action::kPreempt:
-      return metrics::DecisionKind::kPreempt;
-    case core::Action::kMigrate:
-      return metrics::DecisionKind::kMigrate;
-    default:
-      return metrics::DecisionKind::kPlace;
-  }
-}
 
 }  // namespace
 
@@ -381,7 +371,7 @@ void SolverWorker::SolveAndPublish() {
       static_cast<double>(SteadyMicros() - publish_start_us) / 1e6);
   metrics_.rounds_published.Increment();
   for (const core::Decision& d : decisions) {
-    metrics_.CountPublished(KindOf(d.action));
+    metrics_.CountPublished(metrics::KindOf(d.action));
   }
   ++stats_.rounds_solved;
   stats_.decisions_published += decisions.size();

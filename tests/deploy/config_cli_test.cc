@@ -2,31 +2,22 @@
 // the built CLI: every field's flag exists on each command the schema says
 // has it, with the same range and default that `--help` shows.
 
-#include <cstdio>
 #include <regex>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "tests/common/shell_command.h"
 #include "tools/flowsched/config/config_schema.h"
 
 namespace flowsched::config {
 namespace {
 
 std::string Help(const std::string& command) {
-  std::string text;
-  FILE* pipe = ::popen(
-      absl::StrCat(FLOWSCHED_BINARY, " ", command, " --help 2>&1").c_str(),
-      "r");
-  if (pipe == nullptr) return text;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) {
-    text.append(buffer, n);
-  }
-  ::pclose(pipe);
-  return text;
+  return ::flowsched::testing::RunShell(
+             absl::StrCat(FLOWSCHED_BINARY, " ", command, " --help"))
+      .text;
 }
 
 TEST(ConfigCliTest, EveryFieldIsAFlagOfItsCommandsWithItsRangeAndDefault) {

@@ -2,8 +2,6 @@
 // CMakeLists.txt. FLOWSCHED_BINARY is the built CLI, FLOWSCHED_SOURCE_DIR
 // the source tree.
 
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/bus/topics.h"
+#include "tests/common/shell_command.h"
 #include "tools/flowsched/config/config_parser.h"
 #include "yaml-cpp/yaml.h"
 
@@ -36,7 +35,6 @@ using ::testing::Not;
 
 const fs::path kDeploy = fs::path(FLOWSCHED_SOURCE_DIR) / "deploy";
 
-
 std::string Slurp(const fs::path& path) {
   std::ifstream in(path);
   EXPECT_TRUE(in) << path;
@@ -45,23 +43,9 @@ std::string Slurp(const fs::path& path) {
   return text.str();
 }
 
-struct Output {
-  int exit_code = -1;
-  std::string text;  // stdout and stderr
-};
-
+using Output = ::flowsched::testing::ShellOutput;
 Output Shell(const std::string& command) {
-  Output output;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return output;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) {
-    output.text.append(buffer, n);
-  }
-  const int status = ::pclose(pipe);
-  output.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return output;
+  return ::flowsched::testing::RunShell(command);
 }
 
 std::string Quote(const std::string& word) {

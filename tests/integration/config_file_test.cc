@@ -3,10 +3,8 @@
 // the services it starts read the same file (FLOWSCHED_CONFIG); `status`
 // and `down` find it through the file too.
 
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -15,29 +13,16 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/common/shell_command.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-struct Output {
-  int exit_code = -1;
-  std::string text;
-};
-
+using Output = ::flowsched::testing::ShellOutput;
 Output Shell(const std::string& command) {
-  Output output;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return output;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) {
-    output.text.append(buffer, n);
-  }
-  const int status = ::pclose(pipe);
-  output.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return output;
+  return ::flowsched::testing::RunShell(command);
 }
 
 std::string Slurp(const fs::path& path) {
