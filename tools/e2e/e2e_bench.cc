@@ -155,8 +155,11 @@ class Bench {
     std::uniform_int_distribution<int64_t> cpu(250, 1000);
     v1::TaskSpec spec;
     spec.set_task_id(task_id);
-    spec.mutable_request()->set_cpu_millis(cpu(rng_));
-    spec.mutable_request()->set_memory_bytes(int64_t{1} << 30);
+    const int64_t cpu_millis = cpu(rng_);  // drawn either way: same workload
+    if (options_.requests == "cpu-mem") {
+      spec.mutable_request()->set_cpu_millis(cpu_millis);
+      spec.mutable_request()->set_memory_bytes(int64_t{1} << 30);
+    }
     return spec;
   }
 

@@ -27,6 +27,9 @@ struct E2eOptions {
   double duration_s = 20;     // steady-state window
   std::string policy = "load-spreading";
   std::string algorithm = "incremental";
+  // What each task asks for: "cpu-mem" (250-1000 CPU millis and 1 GiB, so
+  // the policy's resource filters are on) or "none" (a slot each).
+  std::string requests = "cpu-mem";
   std::string restart_signal = "term";  // term, kill or none
   int phase_timeout_s = 600;  // give up on any one wait after this long
   uint64_t seed = 1;

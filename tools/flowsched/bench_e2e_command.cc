@@ -92,6 +92,11 @@ BenchSubcommand AddBenchE2eCommand(CLI::App& bench, CommonFlags& flags,
       ->capture_default_str();
   cmd->add_option("--algorithm", o.algorithm, "Solver worker algorithm")
       ->capture_default_str();
+  cmd->add_option("--requests", o.requests,
+                  "What each task asks for: cpu-mem (250-1000 CPU millis and "
+                  "1 GiB: the policy's resource filters on) or none (a slot)")
+      ->check(CLI::IsMember({"cpu-mem", "none"}))
+      ->capture_default_str();
   cmd->add_option("--restart", o.restart_signal,
                   "Restart the graph manager holding the full state after the "
                   "steady state with SIGTERM (term) or SIGKILL (kill), or not "
