@@ -77,9 +77,12 @@ PlacementSubscriber::Create(SubscriberOptions options, OnRound on_round) {
     rd_kafka_consumer_close(raw);
     return count.status();
   }
-  auto sub = std::make_unique<PlacementSubscriber>(Token(), *count,
-                                                   std::move(on_round));
+  auto sub = std::make_unique<PlacementSubscriber>(
+      Token(), *count, options.confirm_with_ledger, std::move(on_round));
   sub->topic_ = topic;
+  if (options.confirm_with_ledger) {
+    sub->ledger_topic_ = options.topic_prefix + "ledger";
+  }
   sub->rk_ = std::move(rk);
   ListPtr list(rd_kafka_topic_partition_list_new(*count));
   for (int p = 0; p < *count; ++p) {
@@ -102,6 +105,10 @@ PlacementSubscriber::Create(SubscriberOptions options, OnRound on_round) {
                                        : RD_KAFKA_OFFSET_BEGINNING;
     }
   }
+  if (!sub->ledger_topic_.empty()) {  // one partition, always all of it
+    rd_kafka_topic_partition_list_add(list.get(), sub->ledger_topic_.c_str(), 0)
+        ->offset = RD_KAFKA_OFFSET_BEGINNING;
+  }
   err = rd_kafka_assign(raw, list.get());
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
     sub->closed_ = true;
@@ -121,7 +128,13 @@ absl::StatusOr<int> PlacementSubscriber::Poll(int timeout_ms,
     rd_kafka_message_t* msg = rd_kafka_consumer_poll(rk_.get(), wait_ms);
     if (msg == nullptr) break;
     wait_ms = 0;  // after the first record, only what is queued
-    if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR && !ledger_topic_.empty() &&
+        ledger_topic_ == rd_kafka_topic_name(msg->rkt)) {
+      v1::LedgerRecord record;
+      if (record.ParseFromArray(msg->payload, static_cast<int>(msg->len))) {
+        assembler_.AddLedger(std::move(record));
+      }
+    } else if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
       v1::PlacementRecord record;
       const bool ok =
           record.ParseFromArray(msg->payload, static_cast<int>(msg->len));

@@ -2,7 +2,7 @@
 
 // PlacementSubscriber: the placements topic's consumer contract behind one
 // callback, the C++ twin of clients/python/flowsched_client/subscriber.py
-// (placements-only mode; no ledger confirmation).
+// (both modes: placements only, or confirmed by the ledger).
 // - assign()s every placements partition (a round spans them all; no
 //   rebalancing); the consumer group only stores offsets. Starts at the
 //   group's committed offsets, else the beginning (or the end: start_latest).
@@ -13,6 +13,9 @@
 //   position, never past the first record of a round not yet delivered. If
 //   on_round fails, nothing is committed, Poll returns its status and the
 //   round is offered again (next Poll, or the group's next subscriber).
+// - confirm_with_ledger: also reads the ledger topic from its beginning
+//   (every start) and delivers a round only once the graph manager applied
+//   it, its rejected decisions in Round::stale (never acted on).
 // Exactly once per group across clean stops; a crash between on_round and
 // the commit redelivers: act idempotently on idempotency_key. One thread.
 
@@ -34,6 +37,7 @@ struct SubscriberOptions {
   std::string group;  // required: where offsets are committed
   std::string topic_prefix = "flowsched.";
   bool start_latest = false;  // without committed offsets: the end
+  bool confirm_with_ledger = false;
   int metadata_timeout_ms = 10'000;
 };
 
@@ -71,9 +75,10 @@ class PlacementSubscriber {
   struct Token {
     explicit Token() = default;
   };
-  PlacementSubscriber(Token /*token*/, int partition_count, OnRound on_round)
+  PlacementSubscriber(Token /*token*/, int partition_count,
+                      bool confirm_with_ledger, OnRound on_round)
       : partition_count_(partition_count),
-        assembler_(partition_count),
+        assembler_(partition_count, confirm_with_ledger),
         on_round_(std::move(on_round)) {}
 
  private:
@@ -82,6 +87,7 @@ class PlacementSubscriber {
 
   bus::KafkaHandlePtr rk_;
   std::string topic_;
+  std::string ledger_topic_;  // empty unless confirm_with_ledger
   int partition_count_;
   RoundAssembler assembler_;
   OnRound on_round_;

@@ -68,6 +68,7 @@ void RoundAssembler::Add(int32_t partition, int64_t offset,
 void RoundAssembler::OnResync(uint64_t epoch) {
   ++stats_.resync_requests;
   current_solver_epoch_ = epoch;
+  if (confirm_with_ledger_) return;  // the ledger says what counted
   for (auto it = answers_.begin(); it != answers_.end();) {
     if (std::get<2>(it->first) != epoch) {
       if (it->second.complete) Unready(it->first);
@@ -148,6 +149,11 @@ std::optional<Round> RoundAssembler::NextRound() {
       ++stats_.dropped_answers;
       continue;
     }
+    if (confirm_with_ledger_) {
+      std::optional<Round> round = Confirmed(key);
+      if (round.has_value()) return round;
+      continue;
+    }
     if (graph_epoch < last_graph_epoch_ ||
         (current_solver_epoch_ != 0 && worker != current_solver_epoch_)) {
       Fence(key);
@@ -171,6 +177,67 @@ std::optional<Round> RoundAssembler::NextRound() {
   return std::nullopt;
 }
 
+void RoundAssembler::AddLedger(v1::LedgerRecord record) {
+  if (!confirm_with_ledger_) return;
+  std::optional<v1::LedgerRecord> whole = ledger_parts_.Add(std::move(record));
+  if (whole.has_value()) ledger_.Add(*std::move(whole));
+}
+
+const v1::RoundApplied* RoundAssembler::FindApplied(
+    uint64_t round_id, uint64_t graph_epoch) const {
+  // Newest first: a round's RoundApplied is near the end of the history.
+  for (auto it = ledger_.records().rbegin(); it != ledger_.records().rend();
+       ++it) {
+    for (const v1::LedgerStep& step : it->second.steps()) {
+      if (step.has_round() && step.round().round_id() == round_id &&
+          step.round().graph_epoch() == graph_epoch) {
+        return &step.round();
+      }
+    }
+  }
+  return nullptr;
+}
+
+std::optional<Round> RoundAssembler::Confirmed(const Key& key) {
+  const auto [round_id, graph_epoch, worker] = key;
+  const v1::RoundApplied* applied = FindApplied(round_id, graph_epoch);
+  if (applied == nullptr) return std::nullopt;  // not (yet) applied
+  std::map<std::string, const v1::LedgerDecision*> outcome;
+  for (const v1::LedgerDecision& ld : applied->decisions()) {
+    if (ld.decision().epoch() == worker) {
+      outcome[ld.decision().idempotency_key()] = &ld;
+    }
+  }
+  const Answer& answer = answers_.at(key);
+  size_t ours = 0;
+  bool same = static_cast<int>(outcome.size()) == applied->decisions_size();
+  for (const auto& [p, ds] : answer.decisions) {
+    for (const v1::PlacementDecision& d : ds) {
+      ++ours;
+      same = same && outcome.contains(d.idempotency_key());
+    }
+  }
+  if (!same || ours != outcome.size()) {
+    Unready(key);  // the ledger names another answer of this round
+    Drop(key);
+    return std::nullopt;
+  }
+  Round round{round_id, graph_epoch, worker, {}, {}, {}, true};
+  round.summary = answer.markers.contains(0) ? answer.markers.at(0)
+                                             : answer.markers.begin()->second;
+  for (const auto& [p, ds] : answer.decisions) {
+    for (const v1::PlacementDecision& d : ds) {
+      const v1::LedgerDecision& o = *outcome.at(d.idempotency_key());
+      if (o.applied()) {
+        round.decisions.push_back(o.decision());  // names assigned devices
+      } else {
+        round.stale.emplace_back(d, o.stale_reason());
+      }
+    }
+  }
+  return round;
+}
+
 void RoundAssembler::Commit(const Round& round) {
   const Key key{round.round_id, round.graph_epoch, round.solver_epoch};
   answers_.erase(key);
@@ -185,6 +252,10 @@ void RoundAssembler::Commit(const Round& round) {
     keys.push_back(d.idempotency_key());
     delivered_[d.idempotency_key()] = round.round_id;
   }
+  for (const auto& [d, reason] : round.stale) {
+    keys.push_back(d.idempotency_key());
+    delivered_[d.idempotency_key()] = round.round_id;
+  }
   delivered_rounds_.emplace_back(round.round_id, std::move(keys));
   while (delivered_rounds_.size() > remember_rounds_) {
     for (const std::string& k : delivered_rounds_.front().second) {
@@ -194,6 +265,7 @@ void RoundAssembler::Commit(const Round& round) {
   }
   ++stats_.rounds_delivered;
   stats_.decisions_delivered += round.decisions.size();
+  stats_.stale_decisions += round.stale.size();
   // Rounds up to this one are settled: the graph manager cuts R+1 only
   // after R was applied or abandoned.
   for (auto it = answers_.begin(); it != answers_.end();) {

@@ -36,19 +36,25 @@ class CppClientTest : public PipelineTest {
     std::set<uint64_t> rounds;
     std::set<std::string> keys;
     int other_actions = 0;
+    size_t stale = 0;
+    size_t confirmed_rounds = 0;
   };
 
   // Subscribes as `group` until `until` holds or timeout_ms passed.
   Seen Receive(const std::string& group, int timeout_ms,
-               const std::function<bool(const Seen&)>& until) {
+               const std::function<bool(const Seen&)>& until,
+               bool confirm_with_ledger = false) {
     Seen seen;
     client::SubscriberOptions options;
     options.kafka = Kafka();
     options.group = group;
+    options.confirm_with_ledger = confirm_with_ledger;
     auto sub = client::PlacementSubscriber::Create(
         options, [&seen](const client::Round& round) {
           EXPECT_TRUE(seen.rounds.insert(round.round_id).second)
               << "round " << round.round_id << " delivered twice";
+          seen.stale += round.stale.size();
+          seen.confirmed_rounds += round.confirmed_by_ledger ? 1 : 0;
           for (const v1::PlacementDecision& d : round.decisions) {
             EXPECT_TRUE(seen.keys.insert(d.idempotency_key()).second);
             if (d.action() == v1::ACTION_PLACE) {
@@ -121,6 +127,14 @@ TEST_F(CppClientTest, PublishesWorkloadAndReceivesEveryPlacementOnce) {
   // A new group reads from the beginning: the same placements.
   Seen other = Receive("cpp-it-other", 20'000, all_placed);
   EXPECT_EQ(other.machine, first.machine);
+
+  // Confirmed by the ledger: the same placements, as the graph manager
+  // applied them (none stale here: the machines have room for all).
+  Seen confirmed = Receive("cpp-it-ledger", 20'000, all_placed, true);
+  EXPECT_EQ(confirmed.machine, first.machine);
+  EXPECT_EQ(confirmed.stale, 0u);
+  EXPECT_EQ(confirmed.confirmed_rounds, confirmed.rounds.size());
+  EXPECT_GT(confirmed.confirmed_rounds, 0u);
 }
 
 }  // namespace

@@ -164,5 +164,60 @@ TEST(RoundAssemblerTest, IgnoresUndecodableAndMalformedRecords) {
   EXPECT_FALSE(a.NextRound().has_value());
 }
 
+v1::LedgerRecord Applied(uint64_t seq, uint64_t round, uint64_t graph_epoch,
+                         const v1::PlacementRecord& applied,
+                         const v1::PlacementRecord& stale) {
+  v1::LedgerRecord record;
+  record.set_seq(seq);
+  record.set_epoch(graph_epoch);
+  auto* r = record.add_steps()->mutable_round();
+  r->set_round_id(round);
+  r->set_graph_epoch(graph_epoch);
+  auto* a = r->add_decisions();
+  *a->mutable_decision() = applied.decision();
+  a->set_applied(true);
+  auto* s = r->add_decisions();
+  *s->mutable_decision() = stale.decision();
+  s->set_stale_reason("machine full");
+  return record;
+}
+
+TEST(RoundAssemblerTest, LedgerModeDeliversOnlyWhatTheGraphManagerApplied) {
+  RoundAssembler a(2, /*confirm_with_ledger=*/true);
+  auto d1 = Decision(1, 5, 1), d2 = Decision(1, 5, 2);
+  auto m0 = Marker(1, 5, 0, 1, 2, 5), m1 = Marker(1, 5, 1, 1, 2, 5);
+  a.Add(0, 0, &d1);
+  a.Add(1, 0, &d2);
+  a.Add(0, 1, &m0);
+  a.Add(1, 1, &m1);
+  EXPECT_FALSE(a.NextRound().has_value());  // complete, not yet applied
+  EXPECT_EQ(a.HeldOffsets(), (std::map<int32_t, int64_t>{{0, 0}, {1, 0}}));
+  a.AddLedger(Applied(1, 1, 1, d1, d2));
+  std::optional<Round> round = a.NextRound();
+  ASSERT_TRUE(round.has_value());
+  EXPECT_TRUE(round->confirmed_by_ledger);
+  ASSERT_EQ(round->decisions.size(), 1u);
+  EXPECT_EQ(round->decisions[0].task_id(), 1u);
+  ASSERT_EQ(round->stale.size(), 1u);
+  EXPECT_EQ(round->stale[0].first.task_id(), 2u);
+  EXPECT_EQ(round->stale[0].second, "machine full");
+  a.Commit(*round);
+  EXPECT_EQ(a.stats().stale_decisions, 1u);
+  EXPECT_TRUE(a.HeldOffsets().empty());
+}
+
+TEST(RoundAssemblerTest, LedgerModeDropsAnswerTheLedgerDoesNotName) {
+  RoundAssembler a(2, /*confirm_with_ledger=*/true);
+  auto d1 = Decision(1, 5, 1), other = Decision(1, 6, 1);
+  auto m0 = Marker(1, 5, 0, 1, 1), m1 = Marker(1, 5, 1, 0, 1);
+  a.Add(0, 0, &d1);
+  a.Add(0, 1, &m0);
+  a.Add(1, 0, &m1);
+  // The graph manager applied worker 6's answer to round 1, not worker 5's.
+  a.AddLedger(Applied(1, 1, 1, other, other));
+  EXPECT_FALSE(a.NextRound().has_value());
+  EXPECT_EQ(a.stats().dropped_answers, 1u);
+}
+
 }  // namespace
 }  // namespace flowsched::client
