@@ -5,8 +5,10 @@
 // FLOWSCHED_TASK_ID, FLOWSCHED_MACHINE_ID in the environment), one after
 // the other, and publishes TaskFinished when CMD exits 0, TaskFailed
 // otherwise. A round's offsets are committed only after its commands ran
-// and their events were acknowledged. Stops on SIGTERM/SIGINT, after
-// --timeout-s, or after --max-placements.
+// and their events were acknowledged. Rounds are confirmed by the ledger
+// (decisions the graph manager rejected as stale are never acted on) unless
+// --placements-only. Stops on SIGTERM/SIGINT, after --timeout-s, or after
+// --max-placements.
 
 #include "tools/flowsched/agent_command.h"
 
@@ -29,9 +31,10 @@ namespace {
 struct AgentOptions {
   uint64_t machine = 0;
   std::string command;
-  std::string group;            // default agent-<machine>
-  int timeout_s = 0;            // 0: until stopped
-  uint64_t max_placements = 0;  // 0: no limit
+  std::string group;             // default agent-<machine>
+  int timeout_s = 0;             // 0: until stopped
+  uint64_t max_placements = 0;   // 0: no limit
+  bool placements_only = false;  // act before the ledger confirms
 };
 
 const char* ActionName(v1::Action action) {
@@ -121,6 +124,7 @@ int RunAgent(const CommonFlags& flags, const AgentOptions& options) {
                           ? absl::StrCat("agent-", options.machine)
                           : options.group;
   sub_options.topic_prefix = flags.topic_prefix;
+  sub_options.confirm_with_ledger = !options.placements_only;
   auto sub = client::PlacementSubscriber::Create(sub_options, on_round);
   if (!sub.ok()) {
     std::cerr << "flowsched agent: " << sub.status().message() << "\n";
@@ -159,6 +163,10 @@ CommandMain AddAgentCommand(CLI::App& app, CommonFlags& flags) {
                   "Consumer group for the offsets (default agent-<machine>)");
   cmd->add_option("--timeout-s", options->timeout_s,
                   "Stop after this many seconds (0: until SIGTERM)");
+  cmd->add_flag("--placements-only", options->placements_only,
+                "Act on a round as soon as the solver's answer is complete, "
+                "without waiting for the ledger (may act on decisions the "
+                "graph manager then rejects as stale)");
   cmd->add_option("--max-placements", options->max_placements,
                   "Stop after acting on N placements (0: no limit)");
   return [&flags, options]() { return RunAgent(flags, *options); };
