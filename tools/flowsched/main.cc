@@ -7,6 +7,7 @@
 
 #include "CLI/CLI.hpp"
 #include "services/metrics/listen_address.h"
+#include "tools/flowsched/agent_command.h"
 #include "tools/flowsched/commands.h"
 #include "tools/flowsched/config_file.h"
 
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
       {"policy", AddPolicyCommand(app, flags)},
       {"explain", AddExplainCommand(app, flags)},
       {"config", AddConfigCommand(app, flags)},
+      {"agent", AddAgentCommand(app, flags)},
   };
   try {
     app.parse(argc, argv);
