@@ -1,8 +1,9 @@
 #pragma once
 
 // The JSON log format (--log-format json): one JSON object per line,
-// {"time":"2026-11-26T23:05:00.123Z","level":"info","service":"graph-manager",
-//  "message":"..."}, time in UTC with milliseconds, level as spdlog names
+// {"time":"<UTC, ISO 8601, milliseconds>","level":"info",
+//  "service":"graph-manager","message":"..."}, time in UTC with milliseconds,
+//  level as spdlog names
 // it (trace, debug, info, warning, error, critical). Messages are escaped
 // per RFC 8259; bytes that are not valid UTF-8 become U+FFFD, so every line
 // parses whatever a message holds.

@@ -32,39 +32,29 @@ absl::Status LoadSpreadingPolicy::SyncShapeArcs(
         std::max(params_.min_shape_machines,
                  params_.shape_machines_per_task * shapes[i].waiting));
   }
-  std::vector<std::vector<const cluster::Machine*>> by_running;
-  for (const auto& [id, machine] : state.machines()) {
-    if (machine.free_slots() == 0) continue;
-    const size_t running = machine.running.size();
-    if (by_running.size() <= running) by_running.resize(running + 1);
-    by_running[running].push_back(&machine);
-  }
   std::map<std::string, std::vector<DesiredArc>> class_arcs;
   const auto wanted = [&](size_t i) { return wanted_machines[i] > 0; };
-  for (const auto& machines : by_running) {
-    for (const cluster::Machine* machine : machines) {
-      if (open_shapes == 0) break;
-      const NodeId machine_node = builder.FindMachineNode(machine->id);
-      const auto running = static_cast<int64_t>(machine->running.size());
-      ReserveMachine(
-          *machine, state, shapes, static_cast<size_t>(machine->id.value()),
-          [&](size_t i, int64_t n) {
-            // The k-th new task on the machine costs what X's k-th free
-            // slot piece costs: per_task_cost * (running + k - 1).
-            const int64_t pieces =
-                std::min<int64_t>(n, static_cast<int64_t>(kMaxArcSegments));
-            DesiredArc arc{
-                machine_node, 1, params_.per_task_cost * running, {}};
-            for (int64_t k = 2; k <= pieces; ++k) {
-              arc.extra_segments.push_back(
-                  {k == pieces ? n - k + 1 : 1,
-                   params_.per_task_cost * (running + k - 1)});
-            }
-            class_arcs[shapes[i].key].push_back(std::move(arc));
-            if (--wanted_machines[i] == 0) --open_shapes;
-          },
-          wanted);
-    }
+  for (const cluster::Machine* machine : MachinesLeastLoadedFirst(state)) {
+    if (open_shapes == 0) break;
+    const NodeId machine_node = builder.FindMachineNode(machine->id);
+    const auto running = static_cast<int64_t>(machine->running.size());
+    ReserveMachine(
+        *machine, state, shapes, static_cast<size_t>(machine->id.value()),
+        [&](size_t i, int64_t n) {
+          // The k-th new task on the machine costs what X's k-th free
+          // slot piece costs: per_task_cost * (running + k - 1).
+          const int64_t pieces =
+              std::min<int64_t>(n, static_cast<int64_t>(kMaxArcSegments));
+          DesiredArc arc{machine_node, 1, params_.per_task_cost * running, {}};
+          for (int64_t k = 2; k <= pieces; ++k) {
+            arc.extra_segments.push_back(
+                {k == pieces ? n - k + 1 : 1,
+                 params_.per_task_cost * (running + k - 1)});
+          }
+          class_arcs[shapes[i].key].push_back(std::move(arc));
+          if (--wanted_machines[i] == 0) --open_shapes;
+        },
+        wanted);
   }
   return SetShapeArcs(class_nodes, class_arcs, builder);
 }

@@ -364,7 +364,7 @@ absl::Status QuincyPolicy::SyncJobs(const cluster::ChangeSet& changes,
     DesiredArc to_sink{sink, b.max_running - b.min_running, 0, {}};
     if (b.min_running > 0 && room_.JobWaitsForRoom(id)) {
       // Room may not exist for E_j of such a job's tasks: below E_j each
-      // unscheduled task costs unmet_bound_cost instead of infeasibility.
+      // unscheduled task costs UnmetBoundCost() instead of infeasibility.
       to_sink.extra_segments.push_back({b.min_running, UnmetBoundCost()});
     }
     FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, {to_sink}));

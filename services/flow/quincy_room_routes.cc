@@ -86,7 +86,12 @@ absl::Status RoomRoutes::SyncArcs(
   for (const auto& [id, preferences] : preferences_) {
     const std::string* key = shapes_.KeyOf(id);
     if (key == nullptr) continue;
-    const size_t i = index_of.at(*key);
+    auto index = index_of.find(*key);
+    if (index == index_of.end()) {
+      return absl::InternalError(
+          absl::StrCat("waiting task ", id.value(), " has no request shape"));
+    }
+    const size_t i = index->second;
     computers[i].insert(preferences.computers.begin(),
                         preferences.computers.end());
     pref_racks[i].insert(preferences.racks.begin(), preferences.racks.end());
@@ -127,17 +132,8 @@ absl::Status RoomRoutes::SyncArcs(
   }
 
   // Machines least loaded first, each one's room carried across passes.
-  std::vector<std::vector<const cluster::Machine*>> by_running;
-  for (const auto& [id, machine] : state.machines()) {
-    if (machine.free_slots() == 0) continue;
-    const size_t running = machine.running.size();
-    if (by_running.size() <= running) by_running.resize(running + 1);
-    by_running[running].push_back(&machine);
-  }
-  std::vector<const cluster::Machine*> order;
-  for (const auto& machines : by_running) {
-    order.insert(order.end(), machines.begin(), machines.end());
-  }
+  const std::vector<const cluster::Machine*> order =
+      MachinesLeastLoadedFirst(state);
   std::vector<MachineRoom> rooms;
   rooms.reserve(order.size());
   for (const cluster::Machine* machine : order) rooms.emplace_back(*machine);

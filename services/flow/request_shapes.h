@@ -142,6 +142,11 @@ class MachineRoom {
   bool devices_taken_ = false;
 };
 
+// The machines with a free slot, fewest running tasks first (ties in id
+// order): the order policies hand out room in, so that machines fill evenly.
+std::vector<const cluster::Machine*> MachinesLeastLoadedFirst(
+    const cluster::ClusterState& state);
+
 // One class aggregator (kEquivalenceClass, keyed by StableKey of the shape
 // key) per shape; returns shape key -> node.
 std::map<std::string, NodeId> EnsureShapeNodes(

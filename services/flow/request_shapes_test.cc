@@ -45,6 +45,29 @@ cluster::TaskSpec Ask(uint64_t id, int64_t cpu, uint32_t whole, int64_t milli) {
   return spec;
 }
 
+// Machines with a free slot, fewest running first, ties by id; a full
+// machine is left out.
+TEST(RequestShapesTest, MachinesLeastLoadedFirstSkipsFullOnes) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  for (uint64_t m = 1; m <= 4; ++m) {
+    ASSERT_THAT(state.Apply(Event(Machine(m, 2, 0, 0)), 0, changes), IsOk());
+  }
+  cluster::JobSubmitted job{JobId(1), "j", 0, {}};
+  for (uint64_t t = 1; t <= 4; ++t) job.tasks.push_back(Ask(t, 0, 0, 0));
+  ASSERT_THAT(state.Apply(Event(job), 0, changes), IsOk());
+  // Machine 1 full (2 of 2), machine 2 one task, machine 4 one task.
+  ASSERT_THAT(state.Place(TaskId(1), MachineId(1), 0, changes), IsOk());
+  ASSERT_THAT(state.Place(TaskId(2), MachineId(1), 0, changes), IsOk());
+  ASSERT_THAT(state.Place(TaskId(3), MachineId(4), 0, changes), IsOk());
+  ASSERT_THAT(state.Place(TaskId(4), MachineId(2), 0, changes), IsOk());
+  std::vector<uint64_t> ids;
+  for (const cluster::Machine* m : MachinesLeastLoadedFirst(state)) {
+    ids.push_back(m->id.value());
+  }
+  EXPECT_EQ(ids, (std::vector<uint64_t>{3, 2, 4}));
+}
+
 TEST(RequestShapesTest, KeysOfPlainAsksAreTheCpuMemoryClassKeys) {
   cluster::ClusterState state;
   cluster::ChangeSet changes;

@@ -19,12 +19,12 @@ namespace flowsched::e2e {
 struct E2eOptions {
   uint64_t machines = 1000;
   uint32_t slots = 12;
-  uint64_t racks = 0;         // 0: one per 40 machines
-  uint64_t tasks = 0;         // 0: utilisation x slots
-  double utilisation = 0.9;   // used when tasks is 0
-  uint64_t jobs = 0;          // 0: one per 83 tasks (the Google trace mean)
-  double churn_per_s = 100;   // steady-state arrivals + completions per second
-  double duration_s = 20;     // steady-state window
+  uint64_t racks = 0;        // 0: one per 40 machines
+  uint64_t tasks = 0;        // 0: utilisation x slots
+  double utilisation = 0.9;  // used when tasks is 0
+  uint64_t jobs = 0;         // 0: one per 83 tasks (the Google trace mean)
+  double churn_per_s = 100;  // steady-state arrivals + completions per second
+  double duration_s = 20;    // steady-state window
   std::string policy = "load-spreading";
   std::string algorithm = "incremental";
   // What each task asks for: "cpu-mem" (250-1000 CPU millis and 1 GiB, so

@@ -52,8 +52,8 @@ absl::StatusOr<bus::KafkaOptions> ResolveKafka(const CommonFlags& flags) {
   for (const std::string& setting : flags.kafka_settings) {
     const size_t eq = setting.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--kafka expects key=value, got '", setting, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--kafka expects key=value, got '", setting, "'"));
     }
     options.extra[setting.substr(0, eq)] = setting.substr(eq + 1);
   }
@@ -66,7 +66,8 @@ absl::StatusOr<bus::KafkaOptions> ResolveKafka(const CommonFlags& flags) {
   if (!in || !std::getline(in, line) || line.empty()) {
     return absl::NotFoundError(absl::StrCat(
         "no --brokers given and no embedded broker running for data "
-        "directory '", flags.data_dir, "' (", BootstrapFile(flags),
+        "directory '",
+        flags.data_dir, "' (", BootstrapFile(flags),
         " is missing); start one with `flowsched up`"));
   }
   options.brokers = line;

@@ -90,7 +90,8 @@ absl::StatusOr<sim::Workload> LoadWorkload(const SimulateOptions& o) {
         .duration_us = std::llround(o.duration_s * o.speedup * 1e6),
         .input_replicas = o.input_replicas,
         .seed = o.seed};
-    if (o.max_machines != 0) spec.machines = std::min(spec.machines, o.max_machines);
+    if (o.max_machines != 0)
+      spec.machines = std::min(spec.machines, o.max_machines);
     workload = sim::GenerateSynthetic(spec);
     if (o.job_fraction < 1.0 || o.max_jobs != 0) {
       std::erase_if(workload.tasks, [&](const sim::SimTask& t) {
@@ -123,15 +124,17 @@ int PrintLocalityFloor(const sim::Workload& workload, const SimulateOptions& o,
       100 * floor->cross_rack_share(),
       static_cast<double>(floor->cross_rack_bytes) / 1e12);
   if (floor->placed < floor->tasks) {
-    fmt::print("locality floor: the slots hold only {} of them, so the "
-               "floor leaves out other tasks than a scheduler does and "
-               "bounds it loosely\n",
-               floor->placed);
+    fmt::print(
+        "locality floor: the slots hold only {} of them, so the "
+        "floor leaves out other tasks than a scheduler does and "
+        "bounds it loosely\n",
+        floor->placed);
   }
   for (const sim::Summary& s : summaries) {
-    fmt::print("{}: time-0 population as placed by the warm-up: {:.1f}% "
-               "cross-rack\n",
-               s.scheduler, 100 * s.warmup_cross);
+    fmt::print(
+        "{}: time-0 population as placed by the warm-up: {:.1f}% "
+        "cross-rack\n",
+        s.scheduler, 100 * s.warmup_cross);
   }
   return 0;
 }
@@ -225,12 +228,12 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
                   "Comma-separated baselines on the same input (greedy, "
                   "greedy-fair, filter-score) or 'none'")
       ->capture_default_str();
-  auto* duration = cmd->add_option(
-      "--duration", o->duration_s,
-      "Simulated seconds (after --speedup); 0: the whole trace (the default "
-      "with a trace)")
-      ->check(CLI::Range(0.0, 1e9))
-      ->capture_default_str();
+  auto* duration = cmd->add_option("--duration", o->duration_s,
+                                   "Simulated seconds (after --speedup); 0: "
+                                   "the whole trace (the default "
+                                   "with a trace)")
+                       ->check(CLI::Range(0.0, 1e9))
+                       ->capture_default_str();
   cmd->add_option("--out", o->out, "Output directory (created)")
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed (synthetic workload, data blocks)")
@@ -247,9 +250,9 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
       ->check(CLI::Range(0u, 100000u))
       ->capture_default_str();
   cmd->add_flag("--locality-floor", o->locality_floor,
-               "Also solve for the least cross-rack input any placement of "
-               "the time-0 population could read with the racks' slots, and "
-               "print it next to each scheduler's (slot model)");
+                "Also solve for the least cross-rack input any placement of "
+                "the time-0 population could read with the racks' slots, and "
+                "print it next to each scheduler's (slot model)");
   cmd->add_option("--progress-every", o->progress_every_s,
                   "Seconds (wall) between progress lines on stderr")
       ->check(CLI::Range(0.1, 3600.0))
@@ -269,7 +272,8 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
     }
     auto workload = LoadWorkload(*o);
     if (!workload.ok()) {
-      std::cerr << "flowsched simulate: " << workload.status().message() << "\n";
+      std::cerr << "flowsched simulate: " << workload.status().message()
+                << "\n";
       return 2;
     }
     uint64_t initial = 0;
@@ -294,8 +298,8 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
       }
     }
     const sim::SimOptions options{
-        .model = o->model == "slots" ? sim::Model::kSlots
-                                     : sim::Model::kCpuMemory,
+        .model =
+            o->model == "slots" ? sim::Model::kSlots : sim::Model::kCpuMemory,
         .slots_per_machine = o->slots_per_machine,
         .speedup = o->speedup,
         .policy_clock = o->policy_clock == "trace"
@@ -356,10 +360,10 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
                    r.scheduler, static_cast<double>(r.sim_end_us) / 1e6);
       }
       if (r.rejected_events > 0 || r.stale > 0 || r.capacity_violations > 0) {
-        fmt::print("{}: {} events rejected, {} stale decisions, {} capacity "
-                   "violations\n",
-                   r.scheduler, r.rejected_events, r.stale,
-                   r.capacity_violations);
+        fmt::print(
+            "{}: {} events rejected, {} stale decisions, {} capacity "
+            "violations\n",
+            r.scheduler, r.rejected_events, r.stale, r.capacity_violations);
       }
     }
     const int floor_rc =
