@@ -6,11 +6,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/common/status_macros.h"
+#include "services/flow/policy_spec.h"
 
 namespace flowsched::core {
 
 absl::Status PolicyNetwork::Adopt(std::string_view policy) {
-  FLOWSCHED_ASSIGN_OR_RETURN(policy_, flow::MakePolicy(policy));
+  FLOWSCHED_ASSIGN_OR_RETURN(spec_, flow::CanonicalPolicySpec(policy));
+  FLOWSCHED_ASSIGN_OR_RETURN(policy_, flow::MakePolicy(spec_));
   return builder_.RestoreFromNetwork();
 }
 
@@ -33,11 +35,13 @@ absl::Status PolicyNetwork::Refresh(const cluster::ClusterState& state,
   return absl::OkStatus();
 }
 
-absl::Status PolicyNetwork::SwitchPolicy(std::string_view name,
+absl::Status PolicyNetwork::SwitchPolicy(std::string_view spec,
                                          const cluster::ClusterState& state,
                                          int64_t now_us) {
+  FLOWSCHED_ASSIGN_OR_RETURN(std::string canonical,
+                             flow::CanonicalPolicySpec(spec));
   FLOWSCHED_ASSIGN_OR_RETURN(std::unique_ptr<flow::SchedulingPolicy> next,
-                             flow::MakePolicy(name));
+                             flow::MakePolicy(canonical));
   std::vector<flow::NodeId> nodes;
   network_.ForEachNode(
       [&](flow::NodeId id, const flow::NodeData&) { nodes.push_back(id); });
@@ -46,6 +50,7 @@ absl::Status PolicyNetwork::SwitchPolicy(std::string_view name,
   }
   FLOWSCHED_RETURN_IF_ERROR(builder_.RestoreFromNetwork());  // empty maps
   policy_ = std::move(next);
+  spec_ = std::move(canonical);
   absl::Status built = policy_->Sync(EverythingIn(state), state,
                                      flow::SyncContext{now_us}, builder_);
   if (!built.ok()) return PolicyError("build", built);
@@ -54,9 +59,9 @@ absl::Status PolicyNetwork::SwitchPolicy(std::string_view name,
 
 absl::Status PolicyNetwork::PolicyError(std::string_view what,
                                         const absl::Status& status) const {
-  return absl::InternalError(
-      absl::StrCat("policy ", std::string(policy_->name()), " failed to ",
-                   std::string(what), " the network: ", status.message()));
+  return absl::InternalError(absl::StrCat("policy ", spec_, " failed to ",
+                                          std::string(what),
+                                          " the network: ", status.message()));
 }
 
 cluster::ChangeSet EverythingIn(const cluster::ClusterState& state) {

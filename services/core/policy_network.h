@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -29,9 +30,10 @@ class PolicyNetwork {
   PolicyNetwork(const PolicyNetwork&) = delete;
   PolicyNetwork& operator=(const PolicyNetwork&) = delete;
 
-  // Takes `policy` as the one that built the current network (empty, or
-  // restored from storage into network()). InvalidArgument for an unknown
-  // name; DataLoss if the network's nodes do not map to entities.
+  // Takes `policy` (a spec, flow::MakePolicy) as the one that built the
+  // current network (empty, or restored from storage into network()).
+  // InvalidArgument for a spec MakePolicy refuses; DataLoss if the
+  // network's nodes do not map to entities.
   absl::Status Adopt(std::string_view policy);
 
   // Lets the policy turn `changes` into network changes, pricing at
@@ -47,9 +49,9 @@ class PolicyNetwork {
   // node removed, every entity of `state` synced again. Rebuilding from
   // empty is the one transition right for every pair of policies (their
   // aggregators differ). The removals and additions are recorded like any
-  // change. InvalidArgument for an unknown name (nothing changed);
+  // change. InvalidArgument for a refused spec (nothing changed);
   // Internal if the new policy fails to build the network.
-  absl::Status SwitchPolicy(std::string_view name,
+  absl::Status SwitchPolicy(std::string_view spec,
                             const cluster::ClusterState& state, int64_t now_us);
 
   [[nodiscard]] bool has_policy() const { return policy_ != nullptr; }
@@ -57,6 +59,9 @@ class PolicyNetwork {
   [[nodiscard]] const flow::SchedulingPolicy& policy() const {
     return *policy_;
   }
+  // The canonical spec of the policy (flow::FormatPolicySpec): its
+  // identity in the store and the ledger. Empty before Adopt.
+  [[nodiscard]] const std::string& spec() const { return spec_; }
   [[nodiscard]] flow::FlowNetwork& network() { return network_; }
   [[nodiscard]] const flow::FlowNetwork& network() const { return network_; }
   [[nodiscard]] const flow::NetworkBuilder& builder() const { return builder_; }
@@ -68,6 +73,7 @@ class PolicyNetwork {
   flow::FlowNetwork network_;
   flow::NetworkBuilder builder_{network_};
   std::unique_ptr<flow::SchedulingPolicy> policy_;
+  std::string spec_;
 };
 
 // Every job, machine and task of `state`: what a full rebuild syncs.

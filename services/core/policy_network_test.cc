@@ -1,6 +1,7 @@
 #include "services/core/policy_network.h"
 
 #include <string>
+#include <utility>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -60,6 +61,29 @@ TEST(PolicyNetworkTest, SwitchEqualsAFreshBuild) {
           << from << " -> " << to;
     }
   }
+}
+
+// A parameter reaches the costs the policy builds, and the spec the network
+// keeps is the canonical one (the identity the store and the ledger use).
+TEST(PolicyNetworkTest, ParametersReachTheNetwork) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  BuildSmallCluster(4, 2, 6, state, changes);
+  auto build = [&](const std::string& spec) {
+    PolicyNetwork network;
+    EXPECT_THAT(network.Adopt(spec), IsOk()) << spec;
+    EXPECT_THAT(network.Sync(changes, state, 10), IsOk()) << spec;
+    return std::make_pair(network.spec(), network.network().SnapshotChanges());
+  };
+  const auto plain = build("load-spreading");
+  const auto explicit_default = build(" load-spreading: per_task_cost=10 ");
+  const auto doubled = build("load-spreading:per_task_cost=20");
+  EXPECT_EQ(plain.first, "load-spreading");
+  EXPECT_EQ(explicit_default, plain);
+  EXPECT_EQ(doubled.first, "load-spreading:per_task_cost=20");
+  EXPECT_NE(doubled.second, plain.second);
+  // quincy-qfpx is quincy-qfp with xi = 20.
+  EXPECT_EQ(build("quincy-qfp:xi=20").second, build("quincy-qfpx").second);
 }
 
 TEST_F(PolicyNetworkFixtureTest, FailedSwitchChangesNothing) {

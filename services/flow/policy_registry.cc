@@ -1,42 +1,335 @@
+// The one list of policies: their names, their tunables (key, range,
+// meaning) and how each is built from a PolicySpec.
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "services/flow/cpu_memory_policy.h"
 #include "services/flow/load_spreading_policy.h"
 #include "services/flow/network_aware_policy.h"
+#include "services/flow/policy_spec.h"
 #include "services/flow/priority_policy.h"
 #include "services/flow/quincy_policy.h"
 #include "services/flow/scheduling_policy.h"
 
 namespace flowsched::flow {
+namespace {
+
+// Ranges keep every cost a policy derives within solver::kMaxArcCost (2^30)
+// at the policy's largest multiplier (64 slot pieces, 1,000 priorities).
+constexpr double kMaxCost = 1e8;
+constexpr double kMaxUnitCost = 1e6;
+
+// A field of a policy's Params struct as a tunable.
+template <typename Params>
+struct Tunable {
+  PolicyParameter info;
+  std::function<void(Params&, double)> set;
+  std::function<double(const Params&)> get;
+};
+
+template <typename Params, typename T>
+Tunable<Params> Field(std::string name, T Params::*member, double min,
+                      double max, std::string help) {
+  return {{.name = std::move(name),
+           .integer = std::is_integral_v<T>,
+           .min = min,
+           .max = max,
+           .default_value = 0,
+           .help = std::move(help)},
+          [member](Params& p, double v) { p.*member = static_cast<T>(v); },
+          [member](const Params& p) { return static_cast<double>(p.*member); }};
+}
+
+struct RegistryEntry {
+  std::string name;
+  std::vector<PolicyParameter> parameters;  // defaults filled in
+  std::function<std::unique_ptr<SchedulingPolicy>(const PolicySpec&)> make;
+};
+
+// An entry for a policy built as `Policy(params)` from `defaults` with the
+// spec's values set through `tunables`.
+template <typename Policy, typename Params>
+RegistryEntry Entry(std::string name, Params defaults,
+                    std::vector<Tunable<Params>> tunables) {
+  RegistryEntry entry{.name = std::move(name), .parameters = {}, .make = {}};
+  for (const Tunable<Params>& tunable : tunables) {
+    PolicyParameter info = tunable.info;
+    info.default_value = tunable.get(defaults);
+    entry.parameters.push_back(std::move(info));
+  }
+  entry.make =
+      [defaults, tunables = std::move(tunables)](
+          const PolicySpec& spec) -> std::unique_ptr<SchedulingPolicy> {
+    Params params = defaults;
+    for (const Tunable<Params>& tunable : tunables) {
+      auto value = spec.values.find(tunable.info.name);
+      if (value != spec.values.end()) tunable.set(params, value->second);
+    }
+    return std::make_unique<Policy>(params);
+  };
+  return entry;
+}
+
+std::vector<Tunable<LoadSpreadingParams>> LoadSpreadingTunables() {
+  using P = LoadSpreadingParams;
+  return {
+      Field("per_task_cost", &P::per_task_cost, 0, kMaxUnitCost,
+            "cost of the k-th task on a machine is per_task_cost * k"),
+      Field("unscheduled_cost", &P::unscheduled_cost, 1, kMaxCost,
+            "cost of a task waiting a round (keep above per_task_cost * 64)"),
+      Field("preemption_cost", &P::preemption_cost, 0, kMaxCost,
+            "cost of a running task leaving its machine"),
+      Field("min_shape_machines", &P::min_shape_machines, 1, 1e6,
+            "least machines a request shape's class reaches"),
+      Field("shape_machines_per_task", &P::shape_machines_per_task, 1, 1e3,
+            "machines a request shape's class reaches per waiting task"),
+  };
+}
+
+std::vector<Tunable<CpuMemoryParams>> CpuMemoryTunables() {
+  using P = CpuMemoryParams;
+  return {
+      Field("util_scale", &P::util_scale, 1, kMaxUnitCost,
+            "cost of a machine at full utilisation"),
+      Field("unscheduled_cost", &P::unscheduled_cost, 1, kMaxCost,
+            "cost of a task waiting a round"),
+      Field("preemption_cost", &P::preemption_cost, 0, kMaxCost,
+            "cost of a running task leaving its machine"),
+      Field("preferred_discount", &P::preferred_discount, 0, kMaxUnitCost,
+            "discount on machines matching the preferred labels"),
+  };
+}
+
+std::vector<Tunable<PriorityParams>> PriorityTunables() {
+  using P = PriorityParams;
+  return {
+      Field("per_task_cost", &P::per_task_cost, 0, kMaxUnitCost,
+            "load spreading within a priority"),
+      Field("unscheduled_cost", &P::unscheduled_cost, 1, kMaxCost,
+            "cost of a priority-0 task waiting a round"),
+      Field("priority_step", &P::priority_step, 0, 1e5,
+            "extra waiting cost per priority level"),
+      Field("preemption_penalty", &P::preemption_penalty, 0, kMaxCost,
+            "cost of preempting a running task"),
+      Field("migration_cost", &P::migration_cost, 0, kMaxCost,
+            "cost of moving a running task"),
+      Field("max_priority", &P::max_priority, 0, 1000,
+            "priorities are clamped to [0, max_priority]"),
+  };
+}
+
+std::vector<Tunable<NetworkAwareParams>> NetworkAwareTunables() {
+  using P = NetworkAwareParams;
+  return {
+      Field("unscheduled_cost", &P::unscheduled_cost, 1, kMaxCost,
+            "cost of a task waiting a round"),
+      Field("preemption_cost", &P::preemption_cost, 0, kMaxCost,
+            "cost of a running task leaving its machine"),
+  };
+}
+
+std::vector<Tunable<QuincyParams>> QuincyTunables() {
+  using P = QuincyParams;
+  return {
+      Field("omega", &P::omega, 0, 1000, "cost per second a task waits"),
+      Field("psi", &P::psi, 0, 1000, "cost per GB read across a rack switch"),
+      Field("xi", &P::xi, 0, 1000, "cost per GB read across the core switch"),
+      Field("delta_computer", &P::delta_computer, 0, 1,
+            "share of a task's input a preferred computer holds"),
+      Field("delta_rack", &P::delta_rack, 0, 1,
+            "share of a task's input a preferred rack holds"),
+      Field("max_preferences", &P::max_preferences, 0, 100,
+            "preference arcs per kind (computers, racks) per task"),
+      Field("omega_cap", &P::omega_cap, 1, 1 << 28,
+            "the largest waiting or data cost, in cost units"),
+      Field("stay_bonus", &P::stay_bonus, 0, 1000,
+            "units a running task's own computer costs less"),
+      Field("theta_step_us", &P::theta_step_us, 1000, 60e6,
+            "resolution of the running-time discount, microseconds"),
+      Field("theta_bits", &P::theta_bits, 0, 10,
+            "significant bits of the running time past 16 steps"),
+      Field("admission_limit", &P::admission_limit, 0, 1e6,
+            "jobs admitted to the cluster (0: all)"),
+  };
+}
+
+const std::vector<RegistryEntry>& Registry() {
+  static const std::vector<RegistryEntry>* const kRegistry = [] {
+    auto* entries = new std::vector<RegistryEntry>();
+    entries->push_back(Entry<LoadSpreadingPolicy>(
+        "load-spreading", LoadSpreadingParams{}, LoadSpreadingTunables()));
+    entries->push_back(Entry<CpuMemoryPolicy>("cpu-memory", CpuMemoryParams{},
+                                              CpuMemoryTunables()));
+    entries->push_back(Entry<PriorityPolicy>("priority", PriorityParams{},
+                                             PriorityTunables()));
+    entries->push_back(Entry<NetworkAwarePolicy>(
+        "network-aware", NetworkAwareParams{}, NetworkAwareTunables()));
+    for (QuincyVariant variant :
+         {QuincyVariant::kQfp, QuincyVariant::kQf, QuincyVariant::kQp,
+          QuincyVariant::kQ, QuincyVariant::kQfpx}) {
+      const QuincyParams defaults = QuincyParams::ForVariant(variant);
+      const std::string name(QuincyPolicy(defaults).name());
+      entries->push_back(Entry<QuincyPolicy>(name, defaults, QuincyTunables()));
+    }
+    return entries;
+  }();
+  return *kRegistry;
+}
+
+const RegistryEntry* FindEntry(std::string_view name) {
+  for (const RegistryEntry& entry : Registry()) {
+    if (entry.name == name) return &entry;
+  }
+  return nullptr;
+}
+
+// absl's string functions take absl::string_view, which is not
+// std::string_view in this build.
+std::string_view Trim(std::string_view text) {
+  while (!text.empty() &&
+         absl::ascii_isspace(static_cast<unsigned char>(text.front()))) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() &&
+         absl::ascii_isspace(static_cast<unsigned char>(text.back()))) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+std::vector<std::string_view> SplitCommas(std::string_view text) {
+  std::vector<std::string_view> items;
+  size_t start = 0;
+  for (size_t comma = text.find(','); comma != std::string_view::npos;
+       comma = text.find(',', start)) {
+    items.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  items.push_back(text.substr(start));
+  return items;
+}
+
+std::vector<std::string> ParameterNames(const RegistryEntry& entry) {
+  std::vector<std::string> names;
+  for (const PolicyParameter& parameter : entry.parameters) {
+    names.push_back(parameter.name);
+  }
+  return names;
+}
+
+}  // namespace
 
 std::vector<std::string> PolicyNames() {
-  return {"load-spreading", "cpu-memory", "priority",
-          "network-aware",  "quincy-qfp", "quincy-qf",
-          "quincy-qp",      "quincy-q",   "quincy-qfpx"};
+  std::vector<std::string> names;
+  for (const RegistryEntry& entry : Registry()) names.push_back(entry.name);
+  return names;
+}
+
+std::vector<PolicyParameter> PolicyParameters(std::string_view policy) {
+  const RegistryEntry* entry = FindEntry(policy);
+  return entry == nullptr ? std::vector<PolicyParameter>{} : entry->parameters;
+}
+
+absl::StatusOr<PolicySpec> ParsePolicySpec(std::string_view text) {
+  const size_t colon = text.find(':');
+  PolicySpec spec;
+  spec.name = std::string(Trim(text.substr(0, colon)));
+  const RegistryEntry* entry = FindEntry(spec.name);
+  if (entry == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown policy '", spec.name,
+                     "'; known: ", absl::StrJoin(PolicyNames(), ", ")));
+  }
+  if (colon == std::string_view::npos) return spec;
+  std::map<std::string, double> given;
+  for (std::string_view item : SplitCommas(text.substr(colon + 1))) {
+    item = Trim(item);
+    const size_t eq = item.find('=');
+    const std::string key(Trim(item.substr(0, eq)));
+    if (eq == std::string_view::npos || key.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("policy ", spec.name, ": expected key=value, got '",
+                       std::string(item), "'"));
+    }
+    const PolicyParameter* parameter = nullptr;
+    for (const PolicyParameter& p : entry->parameters) {
+      if (p.name == key) parameter = &p;
+    }
+    if (parameter == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "policy ", spec.name, " has no parameter '", key,
+          "' (known: ", absl::StrJoin(ParameterNames(*entry), ", "), ")"));
+    }
+    const std::string value_text(Trim(item.substr(eq + 1)));
+    double value = 0;
+    if (!absl::SimpleAtod(value_text, &value) || !std::isfinite(value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("policy ", spec.name, ": ", key,
+                       " must be a number, got '", value_text, "'"));
+    }
+    if (parameter->integer && value != std::floor(value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("policy ", spec.name, ": ", key,
+                       " must be an integer, got ", value_text));
+    }
+    if (value < parameter->min || value > parameter->max) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "policy ", spec.name, ": ", key, " must be in [",
+          FormatParameterValue(parameter->min), ", ",
+          FormatParameterValue(parameter->max), "], got ", value_text));
+    }
+    if (!given.emplace(key, value).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("policy ", spec.name, ": ", key, " is given twice"));
+    }
+    if (value != parameter->default_value) spec.values[key] = value;
+  }
+  return spec;
+}
+
+std::string FormatParameterValue(double value) {
+  if (value == std::floor(value) && std::fabs(value) < 1e15) {
+    return absl::StrCat(static_cast<int64_t>(value));
+  }
+  char buffer[64];
+  const std::to_chars_result result =
+      std::to_chars(buffer, buffer + sizeof(buffer), value);
+  return std::string(buffer, result.ptr);
+}
+
+std::string FormatPolicySpec(const PolicySpec& spec) {
+  if (spec.values.empty()) return spec.name;
+  std::vector<std::string> items;
+  for (const auto& [key, value] : spec.values) {
+    items.push_back(absl::StrCat(key, "=", FormatParameterValue(value)));
+  }
+  return absl::StrCat(spec.name, ":", absl::StrJoin(items, ","));
+}
+
+absl::StatusOr<std::string> CanonicalPolicySpec(std::string_view text) {
+  absl::StatusOr<PolicySpec> spec = ParsePolicySpec(text);
+  if (!spec.ok()) return spec.status();
+  return FormatPolicySpec(*spec);
 }
 
 absl::StatusOr<std::unique_ptr<SchedulingPolicy>> MakePolicy(
-    std::string_view name) {
-  if (name == "load-spreading") {
-    return std::make_unique<LoadSpreadingPolicy>();
-  }
-  if (name == "cpu-memory") return std::make_unique<CpuMemoryPolicy>();
-  if (name == "priority") return std::make_unique<PriorityPolicy>();
-  if (name == "network-aware") return std::make_unique<NetworkAwarePolicy>();
-  for (QuincyVariant variant :
-       {QuincyVariant::kQfp, QuincyVariant::kQf, QuincyVariant::kQp,
-        QuincyVariant::kQ, QuincyVariant::kQfpx}) {
-    auto policy =
-        std::make_unique<QuincyPolicy>(QuincyParams::ForVariant(variant));
-    if (policy->name() == name) return policy;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown policy '", std::string(name),
-                   "'; known: ", absl::StrJoin(PolicyNames(), ", ")));
+    std::string_view spec_text) {
+  absl::StatusOr<PolicySpec> spec = ParsePolicySpec(spec_text);
+  if (!spec.ok()) return spec.status();
+  return FindEntry(spec->name)->make(*spec);
 }
 
 }  // namespace flowsched::flow

@@ -73,9 +73,10 @@ class SchedulingPolicy {
 // Every name MakePolicy knows, the default ("load-spreading") first.
 std::vector<std::string> PolicyNames();
 
-// Creates a policy by name (see policy_registry.cc for the list).
-// InvalidArgument lists the known names when `name` is not one of them.
+// Creates a policy from its spec, "NAME" or "NAME:key=value,..." (see
+// policy_spec.h; policy_registry.cc lists the names and their tunables).
+// InvalidArgument as ParsePolicySpec says why the spec is refused.
 absl::StatusOr<std::unique_ptr<SchedulingPolicy>> MakePolicy(
-    std::string_view name);
+    std::string_view spec);
 
 }  // namespace flowsched::flow

@@ -18,6 +18,7 @@
 #include "services/codec/round_parts.h"
 #include "services/common/status_macros.h"
 #include "services/core/round_apply.h"
+#include "services/flow/policy_spec.h"
 #include "services/graph_manager/state_digest.h"
 #include "services/graph_manager/state_persister.h"
 #include "services/graph_manager/state_rebuilder.h"
@@ -229,12 +230,14 @@ absl::Status GraphManager::OpenStore(const LedgerHistory& history) {
   network_.set_record_changes(true);
   // The stored network was built by the stored policy; the flag only names
   // the policy of a fresh store (a rebuild takes the ledger's).
-  if (meta_.policy().empty()) meta_.set_policy(options_.policy);
-  if (meta_.policy() != options_.policy) {
+  FLOWSCHED_ASSIGN_OR_RETURN(const std::string flag_policy,
+                             flow::CanonicalPolicySpec(options_.policy));
+  if (meta_.policy().empty()) meta_.set_policy(flag_policy);
+  if (meta_.policy() != flag_policy) {
     spdlog::info(
         "keeping the stored policy {} (--policy {} applies to a "
         "fresh data directory only)",
-        meta_.policy(), options_.policy);
+        meta_.policy(), flag_policy);
   }
   absl::Status adopted = policy_network_.Adopt(meta_.policy());
   if (!adopted.ok()) {
@@ -324,15 +327,14 @@ absl::Status GraphManager::ReplayRecord(const v1::LedgerRecord& record,
                                         EventFeed& feed) {
   batch_time_us_ = record.state_time_us();
   if (record.has_claim() && !record.claim().policy().empty() &&
-      record.claim().policy() != policy_network_.policy().name()) {
+      record.claim().policy() != policy_network_.spec()) {
     // Only a fresh store can differ (SetPolicy events are replayed): it was
     // opened with this instance's --policy, not the original's.
     if (network_.node_count() != 0) {
       spdlog::warn(
           "ledger record {} names policy {} while the replayed "
           "state has {}",
-          record.seq(), record.claim().policy(),
-          policy_network_.policy().name());
+          record.seq(), record.claim().policy(), policy_network_.spec());
     }
     FLOWSCHED_RETURN_IF_ERROR(SwitchPolicy(record.claim().policy()));
   }
@@ -931,7 +933,7 @@ void GraphManager::StageMetaWithTime(storage::StateBatch& batch) {
 }
 
 absl::Status GraphManager::SwitchPolicy(const std::string& name) {
-  const std::string previous(policy_network_.policy().name());
+  const std::string previous = policy_network_.spec();
   // The removals and additions are recorded, so the RocksDB batch stores
   // the new network; the solver gets a snapshot, smaller than that diff.
   absl::Status switched =
@@ -941,13 +943,14 @@ absl::Status GraphManager::SwitchPolicy(const std::string& name) {
     return absl::InternalError(
         absl::StrCat("switching to policy ", name, ": ", switched.message()));
   }
-  meta_.set_policy(name);
+  meta_.set_policy(policy_network_.spec());
   need_snapshot_ = true;
   ++policy_switches_;
   spdlog::info(
       "policy switched from {} to {}: network rebuilt with {} nodes "
       "and {} arcs",
-      previous, name, network_.node_count(), network_.arc_count());
+      previous, policy_network_.spec(), network_.node_count(),
+      network_.arc_count());
   return absl::OkStatus();
 }
 
@@ -1146,7 +1149,7 @@ void GraphManager::StagePlacementOffsets(storage::StateBatch& batch) const {
 v1::GraphManagerStatus GraphManager::BuildStatus() const {
   v1::GraphManagerStatus s;
   s.set_epoch(meta_.epoch());
-  s.set_policy(std::string(policy_network_.policy().name()));
+  s.set_policy(policy_network_.spec());
   s.set_machines(state_.machines().size());
   s.set_total_slots(state_.total_slots());
   s.set_jobs(state_.jobs().size());

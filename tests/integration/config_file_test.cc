@@ -1,5 +1,5 @@
 // `flowsched up --config FILE` runs the local deployment the file
-// describes: data directory, policy and solver workers from the file, and
+// describes: data directory, policy (with a parameter) and solver workers from the file, and
 // the services it starts read the same file (FLOWSCHED_CONFIG); `status`
 // and `down` find it through the file too.
 
@@ -40,7 +40,7 @@ TEST(ConfigFileTest, UpStatusAndDownTakeTheDeploymentFromTheFile) {
       << "common: {data_dir: " << data.string() << "}\n"
       << "graph_manager: {max_batch: 100}\n"
       << "up: {solver_workers: 2}\n"
-      << "policy: {name: cpu-memory}\n";
+      << "policy: {name: cpu-memory, parameters: {util_scale: 2000}}\n";
   // A relative path: `up` hands its services the absolute one.
   const std::string in_dir =
       absl::StrCat("cd '", dir.string(), "' && ", FLOWSCHED_BINARY, " ");
@@ -62,7 +62,7 @@ TEST(ConfigFileTest, UpStatusAndDownTakeTheDeploymentFromTheFile) {
     ::usleep(100'000);
   }
   EXPECT_EQ(status.exit_code, 0) << status.text;
-  EXPECT_THAT(status.text, HasSubstr("policy cpu-memory"));
+  EXPECT_THAT(status.text, HasSubstr("policy cpu-memory:util_scale=2000"));
   EXPECT_THAT(status.text, HasSubstr("solver-worker-2   running"));
 
   const std::string pid =

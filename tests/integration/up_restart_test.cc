@@ -144,10 +144,22 @@ TEST_F(UpRestartTest, PidFileOfAnotherProcessIsNotARunningService) {
 
 TEST_F(UpRestartTest, ServiceThatCannotStartMakesUpFail) {
   ASSERT_EQ(Flowsched("down").exit_code, 0);
-  CommandResult up = Flowsched("up --reset-deployment --policy no-such-policy");
+  // A store the graph manager cannot open: a file where its directory goes.
+  std::filesystem::remove_all(dir_ + "/state");
+  std::ofstream(dir_ + "/state") << "not a RocksDB directory\n";
+  CommandResult up = Flowsched("up");
   EXPECT_NE(up.exit_code, 0);
   EXPECT_THAT(up.out, Not(HasSubstr("flowsched is up")));
   EXPECT_THAT(up.err, HasSubstr("graph manager did not start"));
+}
+
+TEST_F(UpRestartTest, BadPolicySpecIsRefusedBeforeAnythingStarts) {
+  ASSERT_EQ(Flowsched("down").exit_code, 0);
+  CommandResult up =
+      Flowsched("up --reset-deployment --policy quincy-qfp:omega=-1");
+  EXPECT_NE(up.exit_code, 0);
+  EXPECT_THAT(up.err, HasSubstr("omega must be in [0, 1000], got -1"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/pids/graph-manager.pid"));
 }
 
 }  // namespace

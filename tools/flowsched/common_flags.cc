@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "services/flow/policy_spec.h"
 
 namespace flowsched::tools {
 
@@ -76,6 +77,15 @@ absl::StatusOr<bus::KafkaOptions> ResolveKafka(const CommonFlags& flags) {
 
 bus::TopicNames Topics(const CommonFlags& flags) {
   return bus::TopicNames::WithPrefix(flags.topic_prefix);
+}
+
+CLI::Validator PolicySpecValidator() {
+  return CLI::Validator(
+      [](const std::string& value) -> std::string {
+        absl::StatusOr<std::string> spec = flow::CanonicalPolicySpec(value);
+        return spec.ok() ? "" : std::string(spec.status().message());
+      },
+      "POLICY[:key=value,...]");
 }
 
 }  // namespace flowsched::tools

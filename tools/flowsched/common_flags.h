@@ -39,4 +39,7 @@ void AddCommonFlags(CLI::App& app, CommonFlags& flags);
 absl::StatusOr<bus::KafkaOptions> ResolveKafka(const CommonFlags& flags);
 [[nodiscard]] bus::TopicNames Topics(const CommonFlags& flags);
 
+// Refuses a --policy value flow::ParsePolicySpec refuses, with its reason.
+[[nodiscard]] CLI::Validator PolicySpecValidator();
+
 }  // namespace flowsched::tools

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "services/flow/policy_spec.h"
 #include "services/graph_manager/status_report.h"
 #include "tools/flowsched/commands.h"
 #include "tools/flowsched/lifecycle.h"
@@ -32,7 +33,9 @@ CommandMain AddUpCommand(CLI::App& app, CommonFlags& flags) {
   auto reset = std::make_shared<bool>(false);
   cmd->add_option("--policy", options->policy,
                   "Initial scheduling policy of a fresh data directory (a "
-                  "store keeps its active one; see `flowsched policy set`)")
+                  "store keeps its active one; see `flowsched policy set`): "
+                  "NAME or NAME:key=value,... (`flowsched policy list`)")
+      ->check(PolicySpecValidator())
       ->capture_default_str();
   cmd->add_option("--algorithm", options->algorithm, "Solver algorithm")
       ->capture_default_str();
@@ -78,7 +81,11 @@ CommandMain AddUpCommand(CLI::App& app, CommonFlags& flags) {
     if (given(*cmd, "--cut-at-ticks")) {
       request.cut_at_ticks = options->cut_at_ticks;
     }
-    if (given(*cmd, "--policy")) request.initial_policy = options->policy;
+    if (given(*cmd, "--policy")) {
+      // Canonical, so that "quincy-qfp:xi=2" and "quincy-qfp" compare equal.
+      request.initial_policy =
+          flow::CanonicalPolicySpec(options->policy).value_or(options->policy);
+    }
     if (given(*cmd, "--algorithm")) request.algorithm = options->algorithm;
     if (given(*cmd, "--solver-workers")) {
       request.solver_workers = options->solver_workers;

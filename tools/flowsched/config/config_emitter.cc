@@ -18,6 +18,7 @@ std::string EmitConfig(const Config& config) {
       switch (field.kind) {
         case FieldKind::kString:
         case FieldKind::kEnum:
+        case FieldKind::kPolicy:
           // Quoted so that "", "true" or "123" stay strings.
           out << YAML::DoubleQuoted << *std::get<std::string*>(ref);
           break;

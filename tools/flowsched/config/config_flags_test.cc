@@ -131,6 +131,32 @@ TEST(ConfigFlagsTest, OverlayTakesTheGivenFlagsOfEveryService) {
   EXPECT_EQ(config.broker.broker_count, 8);
 }
 
+// The file's policy and its parameters reach --policy as one spec; a
+// --policy on the command line replaces both, and `config show` splits it.
+TEST(ConfigFlagsTest, PolicyParametersTravelAsOneSpec) {
+  auto file = ParseConfig(
+      "policy: {name: quincy-qfp, parameters: {xi: 20, omega: 1.5}}\n");
+  ASSERT_TRUE(file.ok()) << file.status();
+  FakeCli cli;
+  CLI::App& command = cli.Parse({"graph-manager"});
+  EXPECT_THAT(ApplyConfigToFlags(*file, cli.root, command), IsEmpty());
+  EXPECT_EQ(cli.policy, "quincy-qfp:omega=1.5,xi=20");
+
+  CLI::App root{"fake"};
+  CLI::App* show = root.add_subcommand("show");
+  AddServiceFieldFlags(*show);
+  std::vector<std::string> args = {"show", "--policy",
+                                   "cpu-memory:util_scale=2000"};
+  std::reverse(args.begin(), args.end());
+  root.parse(args);
+  Config config = *file;
+  EXPECT_THAT(OverlayGivenFlags(config, root, *show), IsEmpty());
+  EXPECT_EQ(config.policy.name, "cpu-memory");
+  EXPECT_THAT(config.policy.parameters,
+              ElementsAre(std::pair<const std::string, double>("util_scale",
+                                                               2000)));
+}
+
 TEST(ConfigFlagsTest, OverlayRefusesBadFlagValuesWithThePath) {
   CLI::App root{"fake"};
   CLI::App* show = root.add_subcommand("show");

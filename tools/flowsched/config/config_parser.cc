@@ -1,6 +1,7 @@
 #include "tools/flowsched/config/config_parser.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -9,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "services/flow/policy_spec.h"
 #include "tools/flowsched/config/config_schema.h"
 #include "yaml-cpp/yaml.h"
 
@@ -179,6 +181,7 @@ class Checker {
     switch (field.kind) {
       case FieldKind::kString:
       case FieldKind::kEnum:
+      case FieldKind::kPolicy:
         if (!value.IsScalar()) wrong_type = "must be a string";
         break;
       case FieldKind::kBool:
@@ -237,9 +240,10 @@ class Checker {
       return;
     }
     const std::string& policy = config_.policy.name;
-    const std::vector<PolicyParameter> known = PolicyParameters(policy);
+    const std::vector<flow::PolicyParameter> known =
+        flow::PolicyParameters(policy);
     std::vector<std::string> names;
-    for (const PolicyParameter& parameter : known) {
+    for (const flow::PolicyParameter& parameter : known) {
       names.push_back(parameter.name);
     }
     ForEachEntry(
@@ -249,7 +253,7 @@ class Checker {
           const std::string path = absl::StrCat("policy.parameters.", name);
           auto spec = std::find_if(
               known.begin(), known.end(),
-              [&](const PolicyParameter& p) { return p.name == name; });
+              [&](const flow::PolicyParameter& p) { return p.name == name; });
           if (spec == known.end()) {
             std::string why =
                 absl::StrCat("unknown parameter of policy \"", policy, "\"");
@@ -274,10 +278,14 @@ class Checker {
                     entry_key);
             return;
           }
-          if (number < spec->min || number > spec->max) {
+          if (number < spec->min || number > spec->max ||
+              (spec->integer && number != std::floor(number))) {
             Problem(path,
-                    absl::StrCat("must be in [", spec->min, ", ", spec->max,
-                                 "], got ", number),
+                    absl::StrCat("must be ",
+                                 spec->integer ? "an integer" : "a number",
+                                 " in [", flow::FormatParameterValue(spec->min),
+                                 ", ", flow::FormatParameterValue(spec->max),
+                                 "], got ", entry.Scalar()),
                     entry_key);
             return;
           }

@@ -207,11 +207,25 @@ TEST(ConfigParserTest, StringsThatBreakTheirRules) {
 }
 
 TEST(ConfigParserTest, PolicyParametersAreCheckedAgainstThePolicy) {
+  auto config = ParseConfig(
+      "policy:\n  name: quincy-qfp\n  parameters:\n    omega: 0.75\n");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->policy.parameters.at("omega"), 0.75);
   EXPECT_THAT(Problems("policy:\n  name: quincy-qfp\n  parameters:\n"
-                       "    omega: 0.5\n"),
-              ElementsAre("policy.parameters.omega: unknown parameter of "
-                          "policy \"quincy-qfp\" (it takes no parameters) "
-                          "(line 4)"));
+                       "    omgea: 0.5\n"),
+              ElementsAre(HasSubstr("policy.parameters.omgea: unknown "
+                                    "parameter of policy \"quincy-qfp\" "
+                                    "(known: omega, psi, xi,")));
+  EXPECT_THAT(Problems("policy:\n  name: quincy-qfp\n  parameters:\n"
+                       "    omeg: 0.5\n"),
+              ElementsAre(HasSubstr("did you mean omega? (line 4)")));
+  EXPECT_THAT(Problems("policy: {name: quincy-qfp, parameters: {xi: -1}}"),
+              ElementsAre(HasSubstr("policy.parameters.xi: must be a number "
+                                    "in [0, 1000], got -1")));
+  EXPECT_THAT(Problems("policy: {name: cpu-memory, parameters: "
+                       "{util_scale: 2.5}}"),
+              ElementsAre(HasSubstr("policy.parameters.util_scale: must be "
+                                    "an integer in [1, 1000000], got 2.5")));
   EXPECT_THAT(Problems("policy: {parameters: [1]}"),
               ElementsAre(HasSubstr("policy.parameters: must be a mapping")));
   EXPECT_THAT(Problems("policy: {name: load-spreading, parameters: {}}"),

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "services/core/round_solver.h"
+#include "services/flow/policy_spec.h"
 #include "services/flow/scheduling_policy.h"
 #include "services/metrics/listen_address.h"
 #include "services/solver/solver_registry.h"
@@ -265,8 +266,9 @@ std::vector<ConfigField> MakeFields() {
        .key = "name",
        .flag = "--policy",
        .commands = "graph-manager up",
-       .kind = K::kEnum,
-       .help = "Initial scheduling policy of a fresh data directory",
+       .kind = K::kPolicy,
+       .help = "Initial scheduling policy of a fresh data directory: NAME "
+               "or NAME:key=value,... (`flowsched policy list`)",
        .ref = [](Config& c) -> FieldRef { return &c.policy.name; },
        .choices = flow::PolicyNames},
   };
@@ -343,6 +345,23 @@ std::string DescribeRange(const ConfigField& field) {
   return absl::StrCat("an integer in [", field.min, ", ", field.max, "]");
 }
 
+namespace {
+
+// OK if `value` is one of `choices`; otherwise why, with a likely typo's fix.
+absl::Status CheckChoice(const std::string& value,
+                         const std::vector<std::string>& choices) {
+  if (std::find(choices.begin(), choices.end(), value) != choices.end()) {
+    return absl::OkStatus();
+  }
+  std::string why = absl::StrCat(
+      "unknown \"", value, "\" (known: ", absl::StrJoin(choices, ", "), ")");
+  const std::string closest = ClosestName(value, choices);
+  if (!closest.empty()) absl::StrAppend(&why, "; did you mean ", closest, "?");
+  return absl::InvalidArgumentError(why);
+}
+
+}  // namespace
+
 absl::Status SetFromText(const ConfigField& field, Config& config,
                          const std::vector<std::string>& text) {
   FieldRef ref = field.ref(config);
@@ -373,16 +392,8 @@ absl::Status SetFromText(const ConfigField& field, Config& config,
       *std::get<std::string*>(ref) = value;
       return absl::OkStatus();
     case FieldKind::kEnum: {
-      const std::vector<std::string> choices = field.choices();
-      if (std::find(choices.begin(), choices.end(), value) == choices.end()) {
-        std::string why =
-            absl::StrCat("unknown \"", value,
-                         "\" (known: ", absl::StrJoin(choices, ", "), ")");
-        const std::string closest = ClosestName(value, choices);
-        if (!closest.empty())
-          absl::StrAppend(&why, "; did you mean ", closest, "?");
-        return absl::InvalidArgumentError(why);
-      }
+      absl::Status known = CheckChoice(value, field.choices());
+      if (!known.ok()) return known;
       *std::get<std::string*>(ref) = value;
       return absl::OkStatus();
     }
@@ -405,6 +416,17 @@ absl::Status SetFromText(const ConfigField& field, Config& config,
       *std::get<int64_t*>(ref) = number;
       return absl::OkStatus();
     }
+    case FieldKind::kPolicy: {
+      absl::Status known = CheckChoice(std::string(absl::StripAsciiWhitespace(
+                                           value.substr(0, value.find(':')))),
+                                       field.choices());
+      if (!known.ok()) return known;
+      absl::StatusOr<flow::PolicySpec> spec = flow::ParsePolicySpec(value);
+      if (!spec.ok()) return spec.status();
+      *std::get<std::string*>(ref) = spec->name;
+      config.policy.parameters = spec->values;
+      return absl::OkStatus();
+    }
     case FieldKind::kStringMap:
       break;
   }
@@ -420,6 +442,9 @@ std::vector<std::string> FlagValues(const ConfigField& field,
     case FieldKind::kString:
     case FieldKind::kEnum:
       return {*std::get<std::string*>(ref)};
+    case FieldKind::kPolicy:
+      return {flow::FormatPolicySpec({.name = *std::get<std::string*>(ref),
+                                      .values = copy.policy.parameters})};
     case FieldKind::kBool:
       return {*std::get<bool*>(ref) ? "true" : "false"};
     case FieldKind::kInt:
@@ -433,10 +458,6 @@ std::vector<std::string> FlagValues(const ConfigField& field,
       return entries;
     }
   }
-  return {};
-}
-
-std::vector<PolicyParameter> PolicyParameters(std::string_view /*policy*/) {
   return {};
 }
 

@@ -24,6 +24,9 @@ enum class FieldKind {
   kBool,       // true or false
   kInt,        // an integer in [min, max]
   kStringMap,  // YAML: a mapping of strings; flag: repeated key=value
+  // A policy (flow::ParsePolicySpec). YAML: its name, the parameters under
+  // `policy.parameters`; flag: NAME[:key=value,...], both parts at once.
+  kPolicy,
 };
 
 using FieldRef = std::variant<std::string*, bool*, int64_t*,
@@ -69,18 +72,6 @@ std::vector<std::string> FlagValues(const ConfigField& field,
 // What an integer field accepts: "a non-negative integer", "an integer in
 // [100, 3600000]".
 std::string DescribeRange(const ConfigField& field);
-
-// A tunable a policy reads at construction.
-struct PolicyParameter {
-  std::string name;
-  double min = 0;
-  double max = 0;
-  std::string help;
-};
-// The runtime parameters `policy` accepts. The registry (flow::MakePolicy)
-// builds every policy from its name alone today, so every list is empty
-// and only an empty `policy.parameters` is valid.
-std::vector<PolicyParameter> PolicyParameters(std::string_view policy);
 
 // The candidate closest to `word` by edit distance when it is close enough
 // to be a likely typo (at most a third of its length, at least 1), or "".
