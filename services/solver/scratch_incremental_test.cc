@@ -13,6 +13,7 @@
 #include "services/solver/lemon_reference.h"
 #include "services/solver/solver_conformance.h"
 #include "services/solver/test_graphs.h"
+#include "tests/common/sanitizer_scale.h"
 
 namespace flowsched::solver {
 namespace {
@@ -27,7 +28,8 @@ IncrementalOptions OptionsForSeed(uint64_t seed) {
   if (seed % 5 == 1) {
     options.dijkstra_stop = IncrementalOptions::DijkstraStop::kFirstDeficit;
   }
-  if (seed % 3 == 1) options.search_side = IncrementalOptions::SearchSide::kForward;
+  if (seed % 3 == 1)
+    options.search_side = IncrementalOptions::SearchSide::kForward;
   options.drain_arc_budget = seed % 4 == 2 ? 0 : 256;
   options.rebalance_leaves = seed % 7 != 3;
   options.two_sided_search = seed % 2 == 0;
@@ -71,9 +73,11 @@ TEST(ScratchIncrementalTest, Deterministic) {
 // optimum the searches settle on may too).
 TEST(ScratchIncrementalTest, LoadIsTheSameAsElementwiseChanges) {
   for (const double utilisation : {0.7, 1.1}) {
-    const McmfProblem problem = testgen::SchedulingNetwork(
-        11, {.task_count = 400, .job_count = 9, .machine_count = 50,
-             .utilisation = utilisation});
+    const McmfProblem problem =
+        testgen::SchedulingNetwork(11, {.task_count = 400,
+                                        .job_count = 9,
+                                        .machine_count = 50,
+                                        .utilisation = utilisation});
     IncrementalSolver loaded;
     ASSERT_THAT(loaded.Load(problem), IsOk());
     IncrementalSolver stepwise;
@@ -89,7 +93,8 @@ TEST(ScratchIncrementalTest, LoadIsTheSameAsElementwiseChanges) {
       absl::StatusOr<IncrementalResult> result = solver->Solve();
       ASSERT_THAT(result, IsOk());
       ASSERT_EQ(result->outcome, McmfOutcome::kOptimal);
-      EXPECT_EQ(result->total_cost, testgen::SolveWithLemon(problem).total_cost);
+      EXPECT_EQ(result->total_cost,
+                testgen::SolveWithLemon(problem).total_cost);
       McmfProblem exported;
       McmfSolution solution;
       std::vector<uint32_t> handles;
@@ -98,8 +103,9 @@ TEST(ScratchIncrementalTest, LoadIsTheSameAsElementwiseChanges) {
       EXPECT_THAT(CheckOptimalFlow(exported, solution), IsOk());
     }
     // Only into an empty solver.
-    EXPECT_THAT(loaded.Load(problem),
-                StatusIs(absl::StatusCode::kFailedPrecondition, "empty solver"));
+    EXPECT_THAT(
+        loaded.Load(problem),
+        StatusIs(absl::StatusCode::kFailedPrecondition, "empty solver"));
   }
 }
 
@@ -126,8 +132,11 @@ TEST(ScratchIncrementalTest, LoadRejectsArcsToMissingNodes) {
 TEST(ScratchIncrementalTest, WholePopulationWaiting) {
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     const McmfProblem problem = testgen::SchedulingNetwork(
-        seed, {.task_count = 3000, .job_count = 30, .machine_count = 300,
-               .rack_count = 10, .utilisation = 0.8 + 0.1 * static_cast<double>(seed),
+        seed, {.task_count = 3000,
+               .job_count = 30,
+               .machine_count = 300,
+               .rack_count = 10,
+               .utilisation = 0.8 + 0.1 * static_cast<double>(seed),
                .max_preferences = 6});
     EXPECT_EQ(testgen::ExpectMatchesLemon(problem, kSolve(problem, seed)),
               McmfOutcome::kOptimal)
@@ -151,7 +160,9 @@ TEST(ScratchIncrementalTest, LoadsALongChainOfNewNodes) {
   EXPECT_THAT(CheckOptimalFlow(problem, *solution), IsOk());
 }
 
-TEST(ScratchIncrementalTest, CornerCases) { testgen::ExpectCornerCasesSolved(kSolve); }
+TEST(ScratchIncrementalTest, CornerCases) {
+  testgen::ExpectCornerCasesSolved(kSolve);
+}
 
 TEST(ScratchIncrementalTest, MatchesLemonOnRandomFeasibleNetworks) {
   testgen::ExpectMatchesLemonOnRandomFeasibleNetworks(kSolve);
@@ -196,9 +207,15 @@ TEST(ScratchIncrementalTest, StopFlagSetBeforeSolve) {
 // delays only spread the stops over the solve (slower builds stop later
 // in it).
 TEST(ScratchIncrementalTest, AStoppedSolveLeavesAStateTheNextSolveFinishes) {
+  // A quarter of the size in a sanitizer build: the stops still land
+  // mid-solve there, each step costing 10-20 times more.
   const McmfProblem problem = testgen::SchedulingNetwork(
-      5, {.task_count = 12000, .job_count = 100, .machine_count = 900,
-          .rack_count = 40, .utilisation = 1.05, .max_preferences = 5});
+      5, {.task_count = ::flowsched::testing::kSanitizedBuild ? 3000u : 12000u,
+          .job_count = 100,
+          .machine_count = ::flowsched::testing::kSanitizedBuild ? 225u : 900u,
+          .rack_count = 40,
+          .utilisation = 1.05,
+          .max_preferences = 5});
   const testgen::LemonResult lemon = testgen::SolveWithLemon(problem);
   ASSERT_EQ(lemon.outcome, McmfOutcome::kOptimal);
   int cancelled = 0;
