@@ -34,6 +34,10 @@ function(flowsched_cc_test)
   add_executable(${ARG_NAME} ${ARG_SRCS})
   flowsched_target_options(${ARG_NAME})
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)
+  # A test's own sources at -O1 in Release: the code under test is the
+  # libraries', built at -O3; optimising gtest's expansions further costs
+  # a quarter more compile time and buys the suite nothing.
+  target_compile_options(${ARG_NAME} PRIVATE $<$<CONFIG:Release>:-O1>)
   if(NOT ARG_LABEL AND ARG_LABELS)
     list(JOIN ARG_LABELS "-" ARG_LABEL)  # LABELS a b -> label "a-b"
   endif()
