@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "services/flow/cpu_memory_policy.h"
+#include "services/flow/gpu_fragmentation_policy.h"
 #include "services/flow/load_spreading_policy.h"
 #include "services/flow/network_aware_policy.h"
 #include "services/flow/policy_spec.h"
@@ -141,6 +142,21 @@ std::vector<Tunable<NetworkAwareParams>> NetworkAwareTunables() {
   };
 }
 
+std::vector<Tunable<GpuFragmentationParams>> GpuFragmentationTunables() {
+  using P = GpuFragmentationParams;
+  return {
+      Field("fragmentation_weight", &P::fragmentation_weight, 0, 100,
+            "cost per milli-GPU of fragmentation growth"),
+      Field("unscheduled_cost", &P::unscheduled_cost, 1, kMaxCost,
+            "cost of a task waiting a round (keep above fragmentation_weight "
+            "* the largest machine's device milli)"),
+      Field("preemption_cost", &P::preemption_cost, 0, kMaxCost,
+            "cost of a running task leaving its machine"),
+      Field("workload_coverage", &P::workload_coverage, 0.01, 1,
+            "share of the tasks whose shapes make the expected workload"),
+  };
+}
+
 std::vector<Tunable<QuincyParams>> QuincyTunables() {
   using P = QuincyParams;
   return {
@@ -177,6 +193,8 @@ const std::vector<RegistryEntry>& Registry() {
                                              PriorityTunables()));
     entries->push_back(Entry<NetworkAwarePolicy>(
         "network-aware", NetworkAwareParams{}, NetworkAwareTunables()));
+    entries->push_back(Entry<GpuFragmentationPolicy>(
+        "gpu-fgd", GpuFragmentationParams{}, GpuFragmentationTunables()));
     for (QuincyVariant variant :
          {QuincyVariant::kQfp, QuincyVariant::kQf, QuincyVariant::kQp,
           QuincyVariant::kQ, QuincyVariant::kQfpx}) {

@@ -1,0 +1,79 @@
+#pragma once
+
+// GPU sharing priced by fragmentation (`gpu-fgd`): the FGD paper's measure
+// (Weng et al., USENIX ATC 2023; cluster::FragmentationDelta) as the cost of
+// each placement, solved for the whole batch of waiting tasks at once.
+//
+//   waiting task --(0)--> EC_s --(delta F of s on m, cap 1)--> G_m --(1)--> M
+//   waiting task --(unscheduled_cost)--> U_job --(tasks of job)--> S
+//   running task --(0)--> its machine; --(preemption_cost)--> U_job
+//   M --(free slots)--> S
+//
+// EC_s are the request shapes of the waiting tasks (request_shapes.h).
+// G_m, one gate per machine with a free slot, admits one new task per
+// round, so any flow fits: a shape has an arc to G_m only where one of its
+// tasks fits by the one fit rule (cluster::FitTask, with required labels
+// and the different-machines rule as ReserveMachine applies them). A
+// burst larger than the machines with room takes several rounds.
+//
+// The cost of EC_s -> G_m is fragmentation_weight times how much placing
+// one task of s on m (on the devices FitTask gives it, the ones the graph
+// manager books) grows m's fragmentation for the expected workload, in
+// milli-GPU (negative when it shrinks). The expected workload is the
+// shapes of the tasks the cluster holds (running and waiting), rebuilt
+// when their number moved by 5% since the last build. Every machine's
+// arcs are priced again each Sync, so a machine's costs follow it as it
+// fills. Waiting costs more than any placement: a round places a task on
+// every machine where some waiting task fits (as many as the machines).
+//
+// Running tasks never move (as in cpu-memory).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "services/cluster/gpu_fragmentation.h"
+#include "services/flow/request_shapes.h"
+#include "services/flow/scheduling_policy.h"
+
+namespace flowsched::flow {
+
+struct GpuFragmentationParams {
+  // Cost units per milli-GPU of fragmentation growth.
+  int64_t fragmentation_weight = 1;
+  // Above any placement's cost (|delta F| <= the machine's idle milli).
+  int64_t unscheduled_cost = 1'000'000;
+  int64_t preemption_cost = 2'000'000;
+  // Share of the tasks whose shapes make the expected workload (the
+  // paper's podPopularityThreshold, 95%).
+  double workload_coverage = 0.95;
+};
+
+class GpuFragmentationPolicy final : public SchedulingPolicy {
+ public:
+  explicit GpuFragmentationPolicy(GpuFragmentationParams params = {})
+      : params_(params) {}
+  [[nodiscard]] std::string_view name() const override { return "gpu-fgd"; }
+  using SchedulingPolicy::Sync;
+  absl::Status Sync(const cluster::ChangeSet& changes,
+                    const cluster::ClusterState& state,
+                    const SyncContext& context,
+                    NetworkBuilder& builder) override;
+
+ private:
+  // Rebuilds workload_ from the state's tasks when their count moved by
+  // 5% or more since the last build.
+  void RefreshWorkload(const cluster::ClusterState& state);
+  // The cost of one task of `shape` on `machine` with `devices`.
+  int64_t PlacementCost(const cluster::Machine& machine,
+                        const RequestShape& shape,
+                        const std::vector<cluster::DeviceShare>& devices) const;
+
+  GpuFragmentationParams params_;
+  ShapeIndex waiting_;
+  cluster::TargetWorkload workload_;
+  size_t workload_tasks_ = 0;  // tasks the workload was built from
+  bool workload_built_ = false;
+};
+
+}  // namespace flowsched::flow
