@@ -18,6 +18,10 @@ namespace {
 
 // The gate aggregator of a machine (kind kRack: this policy has no racks,
 // and shape classes own kEquivalenceClass).
+// Resolution of the first-fit tie-break: the score is scaled by it, so the
+// rank only orders machines of equal score.
+constexpr int64_t kRankRange = 10'000;
+
 uint64_t GateKey(MachineId machine) {
   return NetworkBuilder::StableKey(
       absl::StrCat("gpu-fgd-gate|", machine.value()));
@@ -41,11 +45,17 @@ void GpuFragmentationPolicy::RefreshWorkload(
 
 int64_t GpuFragmentationPolicy::PlacementCost(
     const cluster::Machine& machine, const RequestShape& shape,
-    const std::vector<cluster::DeviceShare>& devices) const {
+    const std::vector<cluster::DeviceShare>& devices, int64_t rank) const {
   const double delta =
       cluster::FragmentationDelta(machine, workload_, shape.ask, devices);
-  return static_cast<int64_t>(
-      std::llround(static_cast<double>(params_.fragmentation_weight) * delta));
+  if (params_.score_levels == 0) {
+    return static_cast<int64_t>(std::llround(delta));
+  }
+  const double levels = static_cast<double>(params_.score_levels);
+  const auto score = static_cast<int64_t>(
+      std::floor(levels / (1.0 + std::exp(delta / 1000.0))));
+  return (params_.score_levels - score) * kRankRange +
+         (params_.first_fit != 0 ? rank : 0);
 }
 
 absl::Status GpuFragmentationPolicy::Sync(const cluster::ChangeSet& changes,
@@ -83,7 +93,10 @@ absl::Status GpuFragmentationPolicy::Sync(const cluster::ChangeSet& changes,
   // an arc from each shape that fits, priced by its fragmentation delta.
   std::map<std::string, std::vector<DesiredArc>> class_arcs;
   std::set<uint64_t> live_gates;
+  const auto machine_count = static_cast<int64_t>(state.machines().size());
+  int64_t index = -1;
   for (const auto& entry : state.machines()) {
+    ++index;
     const cluster::Machine& machine = entry.second;
     if (shapes.empty() || machine.free_slots() == 0) continue;
     std::optional<NodeId> gate;
@@ -110,7 +123,11 @@ absl::Status GpuFragmentationPolicy::Sync(const cluster::ChangeSet& changes,
             *gate, {{builder.FindMachineNode(entry.first), 1, 0, {}}}));
       }
       class_arcs[shapes[i].key].push_back(
-          {*gate, 1, PlacementCost(machine, shapes[i], fit.devices), {}});
+          {*gate,
+           1,
+           PlacementCost(machine, shapes[i], fit.devices,
+                         index * kRankRange / machine_count),
+           {}});
     }
   }
   FLOWSCHED_RETURN_IF_ERROR(SetShapeArcs(class_nodes, class_arcs, builder));

@@ -16,15 +16,20 @@
 // and the different-machines rule as ReserveMachine applies them). A
 // burst larger than the machines with room takes several rounds.
 //
-// The cost of EC_s -> G_m is fragmentation_weight times how much placing
-// one task of s on m (on the devices FitTask gives it, the ones the graph
-// manager books) grows m's fragmentation for the expected workload, in
-// milli-GPU (negative when it shrinks). The expected workload is the
-// shapes of the tasks the cluster holds (running and waiting), rebuilt
-// when their number moved by 5% since the last build. Every machine's
-// arcs are priced again each Sync, so a machine's costs follow it as it
-// fills. Waiting costs more than any placement: a round places a task on
-// every machine where some waiting task fits (as many as the machines).
+// The cost of EC_s -> G_m prices how much placing one task of s on m (on
+// the devices FitTask gives it, the ones the graph manager books) grows m's
+// fragmentation for the expected workload, delta F in milli-GPU (negative
+// when it shrinks). The expected workload is the shapes of the tasks the
+// cluster holds (running and waiting), rebuilt when their number moved by
+// 5% since the last build. With `score_levels` L > 0 the price is the FGD
+// authors' node score made a cost: L - floor(L * sigmoid(-delta F / 1000)),
+// so deltas that the score cannot tell apart (among them every large one)
+// tie, and with `first_fit` a tie goes to the machine earliest in id
+// order (a packing rule; the authors' simulator breaks ties the same way).
+// With L = 0 the price is delta F itself. Every machine's arcs are priced
+// again each Sync, so a machine's costs follow it as it fills. Waiting
+// costs more than any placement: a round places a task on every machine
+// where some waiting task fits.
 //
 // Running tasks never move (as in cpu-memory).
 
@@ -39,11 +44,13 @@
 namespace flowsched::flow {
 
 struct GpuFragmentationParams {
-  // Cost units per milli-GPU of fragmentation growth.
-  int64_t fragmentation_weight = 1;
-  // Above any placement's cost (|delta F| <= the machine's idle milli).
-  int64_t unscheduled_cost = 1'000'000;
-  int64_t preemption_cost = 2'000'000;
+  // Levels of the sigmoid score (0: price delta F in milli-GPU exactly).
+  int64_t score_levels = 100;
+  // 1: ties of the score go to the machine earliest in id order.
+  int64_t first_fit = 1;
+  // Above any placement's cost.
+  int64_t unscheduled_cost = 100'000'000;
+  int64_t preemption_cost = 100'000'000;
   // Share of the tasks whose shapes make the expected workload (the
   // paper's podPopularityThreshold, 95%).
   double workload_coverage = 0.95;
@@ -64,10 +71,12 @@ class GpuFragmentationPolicy final : public SchedulingPolicy {
   // Rebuilds workload_ from the state's tasks when their count moved by
   // 5% or more since the last build.
   void RefreshWorkload(const cluster::ClusterState& state);
-  // The cost of one task of `shape` on `machine` with `devices`.
+  // The cost of one task of `shape` on `machine` with `devices`; `rank`:
+  // the machine's position in id order scaled to [0, kRankRange).
   int64_t PlacementCost(const cluster::Machine& machine,
                         const RequestShape& shape,
-                        const std::vector<cluster::DeviceShare>& devices) const;
+                        const std::vector<cluster::DeviceShare>& devices,
+                        int64_t rank) const;
 
   GpuFragmentationParams params_;
   ShapeIndex waiting_;

@@ -145,11 +145,12 @@ std::vector<Tunable<NetworkAwareParams>> NetworkAwareTunables() {
 std::vector<Tunable<GpuFragmentationParams>> GpuFragmentationTunables() {
   using P = GpuFragmentationParams;
   return {
-      Field("fragmentation_weight", &P::fragmentation_weight, 0, 100,
-            "cost per milli-GPU of fragmentation growth"),
+      Field("score_levels", &P::score_levels, 0, 1000,
+            "levels of the sigmoid fragmentation score (0: exact delta)"),
+      Field("first_fit", &P::first_fit, 0, 1,
+            "1: equal scores go to the machine earliest in id order"),
       Field("unscheduled_cost", &P::unscheduled_cost, 1, kMaxCost,
-            "cost of a task waiting a round (keep above fragmentation_weight "
-            "* the largest machine's device milli)"),
+            "cost of a task waiting a round (above every placement's)"),
       Field("preemption_cost", &P::preemption_cost, 0, kMaxCost,
             "cost of a running task leaving its machine"),
       Field("workload_coverage", &P::workload_coverage, 0.01, 1,
