@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -21,6 +22,8 @@ namespace {
 // Resolution of the first-fit tie-break: the score is scaled by it, so the
 // rank only orders machines of equal score.
 constexpr int64_t kRankRange = 10'000;
+// A price meaning "no task of the shape fits the machine".
+constexpr int64_t kNoFit = std::numeric_limits<int64_t>::min();
 
 uint64_t GateKey(MachineId machine) {
   return NetworkBuilder::StableKey(
@@ -29,18 +32,48 @@ uint64_t GateKey(MachineId machine) {
 
 }  // namespace
 
-void GpuFragmentationPolicy::RefreshWorkload(
+bool GpuFragmentationPolicy::RefreshWorkload(
     const cluster::ClusterState& state) {
   const size_t tasks = state.tasks().size();
   const size_t moved = tasks > workload_tasks_ ? tasks - workload_tasks_
                                                : workload_tasks_ - tasks;
-  if (workload_built_ && moved * 20 < workload_tasks_) return;
+  if (workload_built_ && moved * 20 < workload_tasks_) return false;
   std::vector<cluster::TaskSpec> specs;
   specs.reserve(tasks);
   for (const auto& entry : state.tasks()) specs.push_back(entry.second.spec);
   workload_ = cluster::TargetWorkload::Build(specs, params_.workload_coverage);
   workload_tasks_ = tasks;
   workload_built_ = true;
+  return true;
+}
+
+void GpuFragmentationPolicy::ForgetStalePrices(
+    const cluster::ChangeSet& changes, const cluster::ClusterState& state,
+    const std::vector<RequestShape>& shapes, bool workload_rebuilt) {
+  bool machines_moved =
+      workload_rebuilt || priced_machines_.size() != state.machines().size();
+  for (MachineId id : changes.machines) {
+    machines_moved = machines_moved || !priced_machines_.contains(id) ||
+                     state.FindMachine(id) == nullptr;
+  }
+  if (machines_moved) {  // ranks shift, or every price is stale
+    prices_.clear();
+    priced_machines_.clear();
+    for (const auto& entry : state.machines()) {
+      priced_machines_.insert(entry.first);
+    }
+    return;
+  }
+  std::set<std::string> waiting;
+  for (const RequestShape& shape : shapes) waiting.insert(shape.key);
+  for (auto it = prices_.begin(); it != prices_.end();) {
+    if (!waiting.contains(it->first)) {
+      prices_.erase(it++);
+      continue;
+    }
+    for (MachineId id : changes.machines) it->second.erase(id);
+    ++it;
+  }
 }
 
 int64_t GpuFragmentationPolicy::PlacementCost(
@@ -58,6 +91,29 @@ int64_t GpuFragmentationPolicy::PlacementCost(
          (params_.first_fit != 0 ? rank : 0);
 }
 
+int64_t GpuFragmentationPolicy::Price(const cluster::Machine& machine,
+                                      const cluster::ClusterState& state,
+                                      const RequestShape& shape,
+                                      int64_t rank) const {
+  // MachineRoom applies ReserveMachine's rule (slots, labels, different
+  // machines, every resource and device); FitTask gives the devices.
+  bool fits = false;
+  bool offered = false;
+  MachineRoom room(machine);
+  room.Offer(
+      state, {shape},
+      [&]() -> std::optional<size_t> {
+        if (offered) return std::nullopt;
+        offered = true;
+        return 0;
+      },
+      [&](size_t, int64_t n) { fits = n > 0; });
+  if (!fits) return kNoFit;
+  const cluster::Fit fit = cluster::FitTask(machine, shape.ask);
+  if (!fit.fits()) return kNoFit;
+  return PlacementCost(machine, shape, fit.devices, rank);
+}
+
 absl::Status GpuFragmentationPolicy::Sync(const cluster::ChangeSet& changes,
                                           const cluster::ClusterState& state,
                                           const SyncContext& /*context*/,
@@ -65,11 +121,12 @@ absl::Status GpuFragmentationPolicy::Sync(const cluster::ChangeSet& changes,
   builder.EnsureSink();
   FLOWSCHED_RETURN_IF_ERROR(SyncAllMachinesToSink(changes, state, builder));
   FLOWSCHED_RETURN_IF_ERROR(SyncJobsToSink(changes, state, builder));
-  RefreshWorkload(state);
+  const bool workload_rebuilt = RefreshWorkload(state);
 
   const std::optional<cluster::ChangeSet> widened =
       waiting_.Track(changes, state);
   const std::vector<RequestShape> shapes = waiting_.Shapes(state);
+  ForgetStalePrices(changes, state, shapes, workload_rebuilt);
   const std::map<std::string, NodeId> class_nodes =
       EnsureShapeNodes(shapes, builder);
 
@@ -100,21 +157,13 @@ absl::Status GpuFragmentationPolicy::Sync(const cluster::ChangeSet& changes,
     const cluster::Machine& machine = entry.second;
     if (shapes.empty() || machine.free_slots() == 0) continue;
     std::optional<NodeId> gate;
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      bool fits = false;
-      MachineRoom room(machine);
-      bool offered = false;
-      room.Offer(
-          state, shapes,
-          [&]() -> std::optional<size_t> {
-            if (offered) return std::nullopt;
-            offered = true;
-            return i;
-          },
-          [&](size_t, int64_t n) { fits = n > 0; });
-      if (!fits) continue;
-      const cluster::Fit fit = cluster::FitTask(machine, shapes[i].ask);
-      if (!fit.fits()) continue;  // MachineRoom and FitTask agree; defensive
+    for (const RequestShape& shape : shapes) {
+      auto [price, unpriced] = prices_[shape.key].try_emplace(entry.first);
+      if (unpriced) {
+        price->second =
+            Price(machine, state, shape, index * kRankRange / machine_count);
+      }
+      if (price->second == kNoFit) continue;
       if (!gate.has_value()) {
         const uint64_t key = GateKey(entry.first);
         gate = builder.EnsureAggregatorNode(NodeKind::kRack, key);
@@ -122,12 +171,7 @@ absl::Status GpuFragmentationPolicy::Sync(const cluster::ChangeSet& changes,
         FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(
             *gate, {{builder.FindMachineNode(entry.first), 1, 0, {}}}));
       }
-      class_arcs[shapes[i].key].push_back(
-          {*gate,
-           1,
-           PlacementCost(machine, shapes[i], fit.devices,
-                         index * kRankRange / machine_count),
-           {}});
+      class_arcs[shape.key].push_back({*gate, 1, price->second, {}});
     }
   }
   FLOWSCHED_RETURN_IF_ERROR(SetShapeArcs(class_nodes, class_arcs, builder));

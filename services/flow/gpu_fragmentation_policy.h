@@ -27,16 +27,19 @@
 // tie, and with `first_fit` a tie goes to the machine earliest in id
 // order (a packing rule; the authors' simulator breaks ties the same way).
 // With L = 0 the price is delta F itself. Every machine's arcs are priced
-// again each Sync, so a machine's costs follow it as it fills. Waiting
+// again when it changes, so a machine's costs follow it as it fills. Waiting
 // costs more than any placement: a round places a task on every machine
 // where some waiting task fits.
 //
 // Running tasks never move (as in cpu-memory).
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "services/cluster/gpu_fragmentation.h"
 #include "services/flow/request_shapes.h"
 #include "services/flow/scheduling_policy.h"
@@ -69,8 +72,19 @@ class GpuFragmentationPolicy final : public SchedulingPolicy {
 
  private:
   // Rebuilds workload_ from the state's tasks when their count moved by
-  // 5% or more since the last build.
-  void RefreshWorkload(const cluster::ClusterState& state);
+  // 5% or more since the last build; whether it did.
+  bool RefreshWorkload(const cluster::ClusterState& state);
+  // Forgets the prices that `changes` may have made stale: all of them when
+  // the workload or the set of machines changed, else the changed
+  // machines' and those of shapes no longer waiting.
+  void ForgetStalePrices(const cluster::ChangeSet& changes,
+                         const cluster::ClusterState& state,
+                         const std::vector<RequestShape>& shapes,
+                         bool workload_rebuilt);
+  // The price of `shape`'s arc to `machine`'s gate (below), or kNoFit.
+  int64_t Price(const cluster::Machine& machine,
+                const cluster::ClusterState& state, const RequestShape& shape,
+                int64_t rank) const;
   // The cost of one task of `shape` on `machine` with `devices`; `rank`:
   // the machine's position in id order scaled to [0, kRankRange).
   int64_t PlacementCost(const cluster::Machine& machine,
@@ -83,6 +97,12 @@ class GpuFragmentationPolicy final : public SchedulingPolicy {
   cluster::TargetWorkload workload_;
   size_t workload_tasks_ = 0;  // tasks the workload was built from
   bool workload_built_ = false;
+  // Shape key -> machine -> the price of its arc to the machine's gate, or
+  // kNoFit. A machine's prices change only when it does (or the workload),
+  // so a round prices the machines it touched and the new shapes.
+  absl::flat_hash_map<std::string, absl::flat_hash_map<MachineId, int64_t>>
+      prices_;
+  std::set<MachineId> priced_machines_;  // the machines prices_ ranks
 };
 
 }  // namespace flowsched::flow

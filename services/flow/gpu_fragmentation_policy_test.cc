@@ -141,6 +141,23 @@ class RandomGpuCluster : public GpuCluster {
       EXPECT_TRUE(cluster::WithinCapacity(machine)) << id.value();
     }
   }
+  // A fresh policy builds the network the incremental Syncs (with their
+  // cached prices) made.
+  void ExpectEqualToAFreshBuild() const {
+    FlowNetwork scratch;
+    NetworkBuilder scratch_builder(scratch);
+    GpuFragmentationPolicy fresh;
+    cluster::ChangeSet everything;
+    for (const auto& [id, job] : state_.jobs()) everything.jobs.insert(id);
+    for (const auto& [id, m] : state_.machines()) {
+      everything.machines.insert(id);
+    }
+    for (const auto& [id, task] : state_.tasks()) everything.tasks.insert(id);
+    ASSERT_THAT(fresh.Sync(everything, state_, SyncContext{1}, scratch_builder),
+                IsOk());
+    EXPECT_EQ(flow::testing::Describe(network_),
+              flow::testing::Describe(scratch));
+  }
   void ExpectNoWaitingTaskFits() const {
     for (const auto& [id, task] : state_.tasks()) {
       if (task.running()) continue;
@@ -155,7 +172,8 @@ class RandomGpuCluster : public GpuCluster {
 // Random GPU clusters and asks (whole, fractional, CPU-only; some too big
 // for any machine): every round's flow is applied by Place without a
 // refusal, nothing is ever over capacity, and rounds go on until no waiting
-// task fits any machine.
+// task fits any machine. After every round the network equals a fresh
+// policy's build of the same state (the cached prices are never stale).
 TEST(GpuFragmentationPolicyRandomTest, NeverOvercommitsAndFillsUp) {
   for (uint32_t seed = 1; seed <= 30; ++seed) {
     SCOPED_TRACE(seed);
@@ -165,6 +183,7 @@ TEST(GpuFragmentationPolicyRandomTest, NeverOvercommitsAndFillsUp) {
     while (cluster.Round() > 0) {
       ASSERT_LT(++rounds, 200);
       cluster.ExpectWithinCapacity();
+      cluster.ExpectEqualToAFreshBuild();
     }
     cluster.ExpectNoWaitingTaskFits();
   }

@@ -4,8 +4,10 @@
 // reference solver, check the certificate, and read the placements out the
 // way the solver worker does.
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -75,6 +77,27 @@ inline absl::StatusOr<int> ApplyRound(const SolvedRound& round,
     }
   }
   return applied;
+}
+
+// The network as sorted lines naming nodes by kind and entity, not by id:
+// equal for two networks built in different orders with the same nodes and
+// arcs.
+inline std::vector<std::string> Describe(const FlowNetwork& network) {
+  std::vector<std::string> lines;
+  const auto name = [&](NodeId id) {
+    const NodeData& d = network.node(id);
+    return absl::StrCat(static_cast<int>(d.kind), ":", d.entity_id);
+  };
+  network.ForEachNode([&](NodeId id, const NodeData& d) {
+    lines.push_back(absl::StrCat("node ", name(id), " supply ", d.supply,
+                                 " on ", d.running_on));
+    network.ForEachOutArc(id, [&](const ArcView& arc) {
+      lines.push_back(absl::StrCat("arc ", name(id), " -> ", name(arc.dst),
+                                   " cap ", arc.capacity, " cost ", arc.cost));
+    });
+  });
+  std::sort(lines.begin(), lines.end());
+  return lines;
 }
 
 }  // namespace flowsched::flow::testing

@@ -531,24 +531,6 @@ TEST_F(QuincyPolicyTest, RefreshRepricesRunningTasksOnlyWhenThetaSteps) {
 
 // The whole network as sorted lines naming nodes by kind and entity, so
 // that networks built in different orders compare equal.
-std::vector<std::string> Describe(const FlowNetwork& network) {
-  std::vector<std::string> lines;
-  const auto name = [&](NodeId id) {
-    const NodeData& d = network.node(id);
-    return absl::StrCat(static_cast<int>(d.kind), ":", d.entity_id);
-  };
-  network.ForEachNode([&](NodeId id, const NodeData& d) {
-    lines.push_back(absl::StrCat("node ", name(id), " supply ", d.supply,
-                                 " on ", d.running_on));
-    network.ForEachOutArc(id, [&](const ArcView& arc) {
-      lines.push_back(absl::StrCat("arc ", name(id), " -> ", name(arc.dst),
-                                   " cap ", arc.capacity, " cost ", arc.cost));
-    });
-  });
-  std::sort(lines.begin(), lines.end());
-  return lines;
-}
-
 // Incremental Syncs and Refreshes over a random history (placements by the
 // solver, finishes, arrivals, machines leaving and joining) end in the
 // network a fresh policy builds from scratch at the same time, and a fresh
@@ -642,7 +624,7 @@ TEST_P(QuincyRebuildTest, RefreshMatchesAFromScratchBuild) {
   size_t running = 0;
   for (const auto& [id, task] : state.tasks()) running += task.running();
   EXPECT_GT(running, 2u);
-  EXPECT_EQ(Describe(network), Describe(scratch));
+  EXPECT_EQ(flow::testing::Describe(network), flow::testing::Describe(scratch));
 
   NetworkBuilder restored(network);
   ASSERT_THAT(restored.RestoreFromNetwork(), IsOk());
