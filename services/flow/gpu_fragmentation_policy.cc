@@ -37,7 +37,7 @@ bool GpuFragmentationPolicy::RefreshWorkload(
   const size_t tasks = state.tasks().size();
   const size_t moved = tasks > workload_tasks_ ? tasks - workload_tasks_
                                                : workload_tasks_ - tasks;
-  if (workload_built_ && moved * 20 < workload_tasks_) return false;
+  if (workload_built_ && moved * 3 < workload_tasks_) return false;
   std::vector<cluster::TaskSpec> specs;
   specs.reserve(tasks);
   for (const auto& entry : state.tasks()) specs.push_back(entry.second.spec);
@@ -47,33 +47,51 @@ bool GpuFragmentationPolicy::RefreshWorkload(
   return true;
 }
 
-void GpuFragmentationPolicy::ForgetStalePrices(
+void GpuFragmentationPolicy::UpdatePrices(
     const cluster::ChangeSet& changes, const cluster::ClusterState& state,
     const std::vector<RequestShape>& shapes, bool workload_rebuilt) {
   bool machines_moved =
-      workload_rebuilt || priced_machines_.size() != state.machines().size();
+      workload_rebuilt || rank_.size() != state.machines().size();
   for (MachineId id : changes.machines) {
-    machines_moved = machines_moved || !priced_machines_.contains(id) ||
+    machines_moved = machines_moved || !rank_.contains(id) ||
                      state.FindMachine(id) == nullptr;
   }
-  if (machines_moved) {  // ranks shift, or every price is stale
+  if (machines_moved) {
     prices_.clear();
-    priced_machines_.clear();
+    rank_.clear();
+    const auto count = static_cast<int64_t>(state.machines().size());
+    int64_t index = 0;
     for (const auto& entry : state.machines()) {
-      priced_machines_.insert(entry.first);
+      rank_[entry.first] = index++ * kRankRange / count;
     }
-    return;
   }
-  std::set<std::string> waiting;
-  for (const RequestShape& shape : shapes) waiting.insert(shape.key);
-  for (auto it = prices_.begin(); it != prices_.end();) {
-    if (!waiting.contains(it->first)) {
-      prices_.erase(it++);
+  absl::flat_hash_map<std::string, std::map<MachineId, int64_t>> kept;
+  for (const RequestShape& shape : shapes) {
+    auto old = prices_.find(shape.key);
+    std::map<MachineId, int64_t>& fitting = kept[shape.key];
+    if (old == prices_.end()) {
+      for (const auto& entry : state.machines()) {
+        PriceOn(entry.second, state, shape, fitting);
+      }
       continue;
     }
-    for (MachineId id : changes.machines) it->second.erase(id);
-    ++it;
+    fitting = std::move(old->second);
+    for (MachineId id : changes.machines) {
+      fitting.erase(id);
+      if (const cluster::Machine* machine = state.FindMachine(id)) {
+        PriceOn(*machine, state, shape, fitting);
+      }
+    }
   }
+  prices_ = std::move(kept);
+}
+
+void GpuFragmentationPolicy::PriceOn(
+    const cluster::Machine& machine, const cluster::ClusterState& state,
+    const RequestShape& shape, std::map<MachineId, int64_t>& fitting) const {
+  if (machine.free_slots() == 0) return;
+  const int64_t price = Price(machine, state, shape, rank_.at(machine.id));
+  if (price != kNoFit) fitting[machine.id] = price;
 }
 
 int64_t GpuFragmentationPolicy::PlacementCost(
@@ -126,7 +144,7 @@ absl::Status GpuFragmentationPolicy::Sync(const cluster::ChangeSet& changes,
   const std::optional<cluster::ChangeSet> widened =
       waiting_.Track(changes, state);
   const std::vector<RequestShape> shapes = waiting_.Shapes(state);
-  ForgetStalePrices(changes, state, shapes, workload_rebuilt);
+  UpdatePrices(changes, state, shapes, workload_rebuilt);
   const std::map<std::string, NodeId> class_nodes =
       EnsureShapeNodes(shapes, builder);
 
@@ -146,32 +164,25 @@ absl::Status GpuFragmentationPolicy::Sync(const cluster::ChangeSet& changes,
         return builder.SetOutArcs(node, arcs);
       }));
 
-  // A gate per machine with a free slot and a waiting task that fits it;
-  // an arc from each shape that fits, priced by its fragmentation delta.
-  std::map<std::string, std::vector<DesiredArc>> class_arcs;
+  // A gate per machine where a waiting task fits; an arc to it from each
+  // shape that fits, at the shape's price there.
+  std::map<MachineId, NodeId> gates;
   std::set<uint64_t> live_gates;
-  const auto machine_count = static_cast<int64_t>(state.machines().size());
-  int64_t index = -1;
-  for (const auto& entry : state.machines()) {
-    ++index;
-    const cluster::Machine& machine = entry.second;
-    if (shapes.empty() || machine.free_slots() == 0) continue;
-    std::optional<NodeId> gate;
-    for (const RequestShape& shape : shapes) {
-      auto [price, unpriced] = prices_[shape.key].try_emplace(entry.first);
-      if (unpriced) {
-        price->second =
-            Price(machine, state, shape, index * kRankRange / machine_count);
-      }
-      if (price->second == kNoFit) continue;
-      if (!gate.has_value()) {
-        const uint64_t key = GateKey(entry.first);
-        gate = builder.EnsureAggregatorNode(NodeKind::kRack, key);
-        live_gates.insert(key);
-        FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(
-            *gate, {{builder.FindMachineNode(entry.first), 1, 0, {}}}));
-      }
-      class_arcs[shape.key].push_back({*gate, 1, price->second, {}});
+  for (const auto& [key, fitting] : prices_) {
+    for (const auto& [machine, price] : fitting) gates.try_emplace(machine);
+  }
+  for (auto& [machine, gate] : gates) {
+    const uint64_t key = GateKey(machine);
+    gate = builder.EnsureAggregatorNode(NodeKind::kRack, key);
+    live_gates.insert(key);
+    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(
+        gate, {{builder.FindMachineNode(machine), 1, 0, {}}}));
+  }
+  std::map<std::string, std::vector<DesiredArc>> class_arcs;
+  for (const auto& [key, fitting] : prices_) {
+    std::vector<DesiredArc>& arcs = class_arcs[key];
+    for (const auto& [machine, price] : fitting) {
+      arcs.push_back({gates.at(machine), 1, price, {}});
     }
   }
   FLOWSCHED_RETURN_IF_ERROR(SetShapeArcs(class_nodes, class_arcs, builder));

@@ -21,7 +21,7 @@
 // fragmentation for the expected workload, delta F in milli-GPU (negative
 // when it shrinks). The expected workload is the shapes of the tasks the
 // cluster holds (running and waiting), rebuilt when their number moved by
-// 5% since the last build. With `score_levels` L > 0 the price is the FGD
+// a third since the last build. With `score_levels` L > 0 the price is the FGD
 // authors' node score made a cost: L - floor(L * sigmoid(-delta F / 1000)),
 // so deltas that the score cannot tell apart (among them every large one)
 // tie, and with `first_fit` a tie goes to the machine earliest in id
@@ -34,6 +34,7 @@
 // Running tasks never move (as in cpu-memory).
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -71,16 +72,21 @@ class GpuFragmentationPolicy final : public SchedulingPolicy {
                     NetworkBuilder& builder) override;
 
  private:
-  // Rebuilds workload_ from the state's tasks when their count moved by
-  // 5% or more since the last build; whether it did.
+  // Rebuilds workload_ from the state's tasks when their count moved by a
+  // third or more since the last build; whether it did.
   bool RefreshWorkload(const cluster::ClusterState& state);
-  // Forgets the prices that `changes` may have made stale: all of them when
-  // the workload or the set of machines changed, else the changed
-  // machines' and those of shapes no longer waiting.
-  void ForgetStalePrices(const cluster::ChangeSet& changes,
-                         const cluster::ClusterState& state,
-                         const std::vector<RequestShape>& shapes,
-                         bool workload_rebuilt);
+  // Brings prices_ in step with `changes`: every price again when the
+  // workload or the set of machines changed (ranks shift), else the
+  // changed machines' prices of every waiting shape and a new shape's on
+  // every machine; shapes no longer waiting are dropped.
+  void UpdatePrices(const cluster::ChangeSet& changes,
+                    const cluster::ClusterState& state,
+                    const std::vector<RequestShape>& shapes,
+                    bool workload_rebuilt);
+  // Adds `machine`'s price for `shape` to `fitting` if a task fits.
+  void PriceOn(const cluster::Machine& machine,
+               const cluster::ClusterState& state, const RequestShape& shape,
+               std::map<MachineId, int64_t>& fitting) const;
   // The price of `shape`'s arc to `machine`'s gate (below), or kNoFit.
   int64_t Price(const cluster::Machine& machine,
                 const cluster::ClusterState& state, const RequestShape& shape,
@@ -97,12 +103,13 @@ class GpuFragmentationPolicy final : public SchedulingPolicy {
   cluster::TargetWorkload workload_;
   size_t workload_tasks_ = 0;  // tasks the workload was built from
   bool workload_built_ = false;
-  // Shape key -> machine -> the price of its arc to the machine's gate, or
-  // kNoFit. A machine's prices change only when it does (or the workload),
-  // so a round prices the machines it touched and the new shapes.
-  absl::flat_hash_map<std::string, absl::flat_hash_map<MachineId, int64_t>>
-      prices_;
-  std::set<MachineId> priced_machines_;  // the machines prices_ ranks
+  // Shape key -> the machines with a free slot where one of its tasks fits
+  // -> the price of the arc to the machine's gate. A machine's prices change
+  // only when it does (or the workload), so a round prices the machines it
+  // touched and the new shapes.
+  absl::flat_hash_map<std::string, std::map<MachineId, int64_t>> prices_;
+  // Each machine's position in id order scaled to [0, kRankRange).
+  absl::flat_hash_map<MachineId, int64_t> rank_;
 };
 
 }  // namespace flowsched::flow
