@@ -1,0 +1,228 @@
+// Gangs through the whole core loop (sync, mirror, solve with gangs, check
+// against LEMON, apply), for each way RoundSolver solves.
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/common/status_matchers.h"
+#include "services/core/gang_requirements.h"
+#include "services/core/gang_rule.h"
+#include "services/core/policy_network.h"
+#include "services/core/round_apply.h"
+#include "services/core/round_solver.h"
+#include "services/solver/lemon_reference.h"
+
+namespace flowsched::core {
+namespace {
+
+using ::flowsched::testing::IsOk;
+
+constexpr int64_t kHoldAfterUs = 1'000'000;
+
+// A network's content whatever the order its arcs were added in.
+std::vector<flow::GraphChange> Sorted(std::vector<flow::GraphChange> changes) {
+  std::sort(changes.begin(), changes.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.type, a.node, a.src, a.dst) <
+           std::tie(b.type, b.node, b.src, b.dst);
+  });
+  return changes;
+}
+
+class GangRoundTest
+    : public ::testing::TestWithParam<std::tuple<std::string, bool>> {
+ protected:
+  void SetUp() override {
+    ASSERT_THAT(policy_.Adopt("load-spreading"), IsOk());
+    policy_.network().set_record_changes(true);
+    auto created = RoundSolver::Create(std::get<0>(GetParam()));
+    ASSERT_THAT(created.status(), IsOk());
+    round_solver_ = std::move(*created);
+  }
+
+  void Event(cluster::EventBody body, int64_t now_us) {
+    ASSERT_THAT(state_.Apply(cluster::ClusterEvent{"e", now_us, "test",
+                                                   std::move(body)},
+                             now_us, changes_),
+                IsOk());
+  }
+  void Machines(uint64_t count, uint32_t slots) {
+    for (uint64_t m = 1; m <= count; ++m) {
+      cluster::MachineAdded added;
+      added.machine = MachineId(m);
+      added.rack = "r";
+      added.task_slots = slots;
+      Event(added, 0);
+    }
+  }
+  // Job `job` of `tasks` tasks (ids job*100+1...), a gang of `min_members`.
+  void Job(uint64_t job, uint64_t tasks, uint32_t min_members,
+           int64_t now_us = 0) {
+    cluster::JobSubmitted submitted;
+    submitted.job = JobId(job);
+    submitted.name = "j";
+    submitted.min_members = min_members;
+    for (uint64_t t = 1; t <= tasks; ++t) {
+      cluster::TaskSpec spec;
+      spec.id = TaskId(job * 100 + t);
+      submitted.tasks.push_back(spec);
+    }
+    Event(submitted, now_us);
+  }
+
+  // One round at `now_us`: sync, mirror, solve with the state's gangs; the
+  // checked cost is LEMON's optimum of the last pass's problem, and the
+  // replica equals the policy's network afterwards. Applies the decisions.
+  SolvedRound Round(int64_t now_us) {
+    EXPECT_THAT(policy_.Sync(changes_, state_, now_us), IsOk());
+    changes_.Clear();
+    for (const flow::GraphChange& change : policy_.network().TakeChanges()) {
+      EXPECT_THAT(round_solver_->Apply(change), IsOk());
+    }
+    const std::vector<GangRequirement> gangs =
+        GangRequirementsOf(state_, now_us, kHoldAfterUs);
+    SolvedRound solved =
+        round_solver_->Solve(std::get<1>(GetParam()), gangs);
+    EXPECT_THAT(solved.verdict, IsOk());
+    const solver::testgen::LemonResult reference =
+        solver::testgen::SolveWithLemon(round_solver_->problem());
+    EXPECT_EQ(reference.outcome, solver::McmfOutcome::kOptimal);
+    EXPECT_EQ(solved.total_cost, reference.total_cost);
+    EXPECT_EQ(Sorted(round_solver_->network().SnapshotChanges()),
+              Sorted(policy_.network().SnapshotChanges()));
+    const AppliedRound applied =
+        ApplyRound(solved.decisions, state_, now_us, changes_);
+    EXPECT_EQ(applied.applied, solved.decisions.size());
+    return solved;
+  }
+
+  // Tasks of `job` on machines.
+  uint32_t Running(uint64_t job) const {
+    return state_.FindJob(JobId(job))->running;
+  }
+  void Finish(uint64_t job, int64_t now_us) {
+    const std::set<TaskId> tasks = state_.FindJob(JobId(job))->tasks;
+    for (TaskId task : tasks) {
+      Event(cluster::TaskFinished{JobId(job), task}, now_us);
+    }
+  }
+
+  cluster::ClusterState state_;
+  cluster::ChangeSet changes_;
+  PolicyNetwork policy_;
+  std::unique_ptr<RoundSolver> round_solver_;
+};
+
+TEST_P(GangRoundTest, AGangThatFitsIsPlacedWholeAndMarked) {
+  Machines(2, 2);
+  Job(1, 4, 4);
+  const SolvedRound round = Round(1);
+  EXPECT_EQ(Running(1), 4u);
+  EXPECT_TRUE(round.gangs_withdrawn.empty());
+  ASSERT_EQ(round.decisions.size(), 4u);
+  for (const Decision& d : round.decisions) {
+    EXPECT_EQ(d.job, JobId(1));
+    EXPECT_EQ(d.gang_min_members, 4u);
+  }
+}
+
+TEST_P(GangRoundTest, AGangTooLargeWaitsAndSmallerWorkTakesTheRoom) {
+  Machines(2, 2);  // 4 slots
+  Job(1, 6, 6);
+  Job(2, 3, 0);
+  const SolvedRound round = Round(1);
+  EXPECT_EQ(Running(1), 0u);
+  EXPECT_EQ(Running(2), 3u);
+  EXPECT_EQ(round.gangs_withdrawn, std::vector<JobId>{JobId(1)});
+  EXPECT_GE(round.passes, 2u);
+  for (const Decision& d : round.decisions) {
+    EXPECT_EQ(d.gang_min_members, 0u);
+  }
+  // The next round offers the gang again: still no room, still none.
+  Job(3, 1, 0, 2);
+  Round(2);
+  EXPECT_EQ(Running(1), 0u);
+  EXPECT_EQ(Running(3), 1u);
+}
+
+TEST_P(GangRoundTest, TwoGangsCompetingForRoomOfOnePlaceExactlyOneWhole) {
+  Machines(3, 2);  // 6 slots
+  Job(1, 4, 4);
+  Job(2, 4, 4);
+  Round(1);
+  const uint32_t one = Running(1), two = Running(2);
+  EXPECT_TRUE((one == 4 && two == 0) || (one == 0 && two == 4))
+      << one << " and " << two;
+  // When the placed gang finishes, the other one gets the room.
+  Finish(one == 4 ? 1 : 2, 2);
+  Round(2);
+  EXPECT_EQ(Running(one == 4 ? 2 : 1), 4u);
+}
+
+TEST_P(GangRoundTest, AGangOfMinMembersBelowItsSizePlacesAtLeastThatMany) {
+  Machines(1, 3);
+  Job(1, 5, 3);
+  Round(1);
+  EXPECT_EQ(Running(1), 3u);
+  // Formed: further members are placed one by one as room frees.
+  Event(cluster::MachineAdded{MachineId(9), "r", {}, 1, {}}, 2);
+  Round(2);
+  EXPECT_EQ(Running(1), 4u);
+}
+
+TEST_P(GangRoundTest, AStarvedGangHoldsTheRoomUntilItFits) {
+  Machines(2, 2);  // 4 slots
+  Job(3, 3, 0);
+  Round(1);
+  ASSERT_EQ(Running(3), 3u);
+  Job(1, 4, 4, 2);  // the gang: 1 slot free
+  Round(2);
+  EXPECT_EQ(Running(1), 0u);
+  // Past the hold age, smaller work no longer takes what frees up.
+  Job(2, 1, 0, 2 + kHoldAfterUs);
+  const SolvedRound held = Round(2 + kHoldAfterUs);
+  EXPECT_TRUE(held.held);
+  EXPECT_EQ(Running(2), 0u);
+  EXPECT_EQ(Running(1), 0u);
+  Finish(3, 3 + kHoldAfterUs);
+  Round(3 + kHoldAfterUs);
+  EXPECT_EQ(Running(1), 4u);
+  EXPECT_EQ(Running(2), 0u);
+}
+
+TEST_P(GangRoundTest, AStarvedGangThatCannotFitAtAllDoesNotHoldTheCluster) {
+  Machines(1, 2);
+  Job(1, 3, 3);
+  Job(2, 2, 0, kHoldAfterUs);
+  const SolvedRound round = Round(2 * kHoldAfterUs);
+  EXPECT_FALSE(round.held);
+  EXPECT_EQ(Running(1), 0u);
+  EXPECT_EQ(Running(2), 2u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Algorithms, GangRoundTest,
+    ::testing::Values(std::tuple{std::string(kIncrementalRounds), false},
+                      std::tuple{std::string(kIncrementalRounds), true},
+                      std::tuple{std::string("cost_scaling"), false}));
+
+TEST(GangRuleTest, WithdrawsTheGangWithFewestPlacedThenTheYoungest) {
+  const std::vector<GangRequirement> gangs = {
+      {JobId(1), 4, 4, false}, {JobId(2), 4, 4, true}, {JobId(3), 4, 4, false}};
+  std::map<JobId, GangTally> tally = {
+      {JobId(1), {2, 2}}, {JobId(2), {1, 1}}, {JobId(3), {1, 1}}};
+  const std::vector<JobId> partial = PartialGangs(gangs, tally);
+  ASSERT_EQ(partial.size(), 3u);
+  EXPECT_EQ(GangToWithdraw(partial, gangs, tally), JobId(3));
+  tally[JobId(3)] = {4, 4};
+  EXPECT_EQ(PartialGangs(gangs, tally).size(), 2u);
+}
+
+}  // namespace
+}  // namespace flowsched::core
