@@ -85,8 +85,9 @@ class GangRoundTest
     for (const flow::GraphChange& change : policy_.network().TakeChanges()) {
       EXPECT_THAT(round_solver_->Apply(change), IsOk());
     }
-    const std::vector<GangRequirement> gangs =
+    std::vector<GangRequirement> gangs =
         GangRequirementsOf(state_, now_us, kHoldAfterUs);
+    for (GangRequirement& gang : gangs) gang.hold |= force_hold_;
     SolvedRound solved =
         round_solver_->Solve(std::get<1>(GetParam()), gangs);
     EXPECT_THAT(solved.verdict, IsOk());
@@ -117,6 +118,7 @@ class GangRoundTest
   cluster::ChangeSet changes_;
   PolicyNetwork policy_;
   std::unique_ptr<RoundSolver> round_solver_;
+  bool force_hold_ = false;  // every gang marked hold, whatever its age
 };
 
 TEST_P(GangRoundTest, AGangThatFitsIsPlacedWholeAndMarked) {
@@ -199,11 +201,37 @@ TEST_P(GangRoundTest, AStarvedGangHoldsTheRoomUntilItFits) {
 TEST_P(GangRoundTest, AStarvedGangThatCannotFitAtAllDoesNotHoldTheCluster) {
   Machines(1, 2);
   Job(1, 3, 3);
-  Job(2, 2, 0, kHoldAfterUs);
+  Job(2, 1, 0, kHoldAfterUs);
+  // The graph manager's side: it could not fit even on empty machines.
+  const std::vector<GangRequirement> gangs =
+      GangRequirementsOf(state_, 2 * kHoldAfterUs, kHoldAfterUs);
+  ASSERT_EQ(gangs.size(), 1u);
+  EXPECT_FALSE(gangs[0].hold);
+  // The solver's side, told to hold anyway: with nothing else on the
+  // machines the gang still does not fit, so the hold is released.
+  force_hold_ = true;
   const SolvedRound round = Round(2 * kHoldAfterUs);
   EXPECT_FALSE(round.held);
   EXPECT_EQ(Running(1), 0u);
-  EXPECT_EQ(Running(2), 2u);
+  EXPECT_EQ(Running(2), 1u);
+  EXPECT_EQ(round.gangs_withdrawn, std::vector<JobId>{JobId(1)});
+}
+
+TEST_P(GangRoundTest, OnlyTheLongestWaitingGangThatCouldFitHolds) {
+  Machines(2, 2);
+  Job(1, 4, 4, 0);
+  Job(2, 4, 4, 0);  // the same age: the lower job id first
+  Job(3, 5, 5, 0);  // older than nothing, and could never fit 4 slots
+  std::vector<GangRequirement> gangs =
+      GangRequirementsOf(state_, kHoldAfterUs, kHoldAfterUs);
+  ASSERT_EQ(gangs.size(), 3u);
+  EXPECT_TRUE(gangs[0].hold);
+  EXPECT_FALSE(gangs[1].hold);
+  EXPECT_FALSE(gangs[2].hold);
+  EXPECT_EQ(gangs[2].need, 5u);
+  gangs = GangRequirementsOf(state_, kHoldAfterUs - 1, kHoldAfterUs);
+  EXPECT_FALSE(gangs[0].hold);  // not old enough yet
+  EXPECT_FALSE(GangRequirementsOf(state_, kHoldAfterUs, 0)[0].hold);
 }
 
 INSTANTIATE_TEST_SUITE_P(
