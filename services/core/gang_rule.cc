@@ -38,7 +38,9 @@ std::map<JobId, GangTally> TallyGangs(
   for (const GangRequirement& gang : gangs) tally[gang.job];
   for (size_t i = 0; i < placements.size() && i < jobs.size(); ++i) {
     auto it = tally.find(jobs[i]);
-    if (it == tally.end() || placements[i].machine_id == 0) continue;
+    if (it == tally.end()) continue;
+    it->second.waiting += placements[i].running_on == 0;
+    if (placements[i].machine_id == 0) continue;
     ++it->second.on_machines;
     if (placements[i].running_on == 0) ++it->second.placed_now;
   }

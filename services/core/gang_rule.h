@@ -37,6 +37,7 @@ struct GangRequirement {
 struct GangTally {
   uint32_t placed_now = 0;   // waiting before the round, on a machine after
   uint32_t on_machines = 0;  // on a machine after the round (running or new)
+  uint32_t waiting = 0;      // waiting before the round
 };
 
 // The job of each placement's task, in placement order (O(task arcs)).

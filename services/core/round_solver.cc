@@ -180,14 +180,21 @@ void RoundSolver::EnforceGangs(flow::FlowNetwork& solved, bool deterministic,
     }
     return nodes;
   };
-  // A task of another job than `job` still on a machine (only running
-  // tasks can be, while every other waiting task is blocked).
-  const auto others_on_machines = [&](JobId job) {
+  // Tasks of other jobs than `job` on machines, and those of them placed
+  // now (0 while every other waiting task is blocked).
+  const auto others = [&](JobId job) {
+    GangTally count;
     for (size_t i = 0; i < jobs.size(); ++i) {
-      if (jobs[i] != job && round.placements[i].machine_id != 0) return true;
+      if (jobs[i] == job || round.placements[i].machine_id == 0) continue;
+      ++count.on_machines;
+      count.placed_now += round.placements[i].running_on == 0;
     }
-    return false;
+    return count;
   };
+  // The gang's tasks placed plus the room other waiting work took before
+  // the hold: what the gang must absorb for holding to be of use.
+  uint32_t room_before_hold = 0;
+  bool hold_pass = false;  // the last pass was the hold's first
   const GangRequirement* hold = nullptr;
   for (const GangRequirement& gang : gangs) {
     if (gang.hold && gang.need > 0) {
@@ -203,15 +210,25 @@ void RoundSolver::EnforceGangs(flow::FlowNetwork& solved, bool deterministic,
     std::map<JobId, GangTally> tally =
         TallyGangs(round.placements, jobs, gangs);
     const bool hold_short = hold != nullptr && !Whole(*hold, tally[hold->job]);
+    const bool absorbed_room =
+        !hold_pass || tally[hold->job].placed_now >=
+                          std::min(tally[hold->job].waiting, room_before_hold);
+    hold_pass = false;
     if (hold_short && !round.held) {
       // Starved: the room is the gang's alone this round.
       round.held = true;
+      room_before_hold =
+          tally[hold->job].placed_now + others(hold->job).placed_now;
+      hold_pass = true;
       status = blocker.Block(
           solved, tasks_where([&](JobId job) { return job != hold->job; }),
           apply);
-    } else if (hold_short && !others_on_machines(hold->job)) {
-      // It had all the room and does not fit: holding would only idle the
-      // cluster. Released, and withdrawn like any gang.
+    } else if (hold_short &&
+               (others(hold->job).on_machines == 0 || !absorbed_room)) {
+      // Holding would only idle the cluster: the gang had all the room and
+      // does not fit, or it cannot use the room the others lost (the
+      // network reserves that room for other request shapes). Released,
+      // and withdrawn like any gang.
       round.held = false;
       withdrawn.insert(hold->job);
       hold = nullptr;

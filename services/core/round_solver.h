@@ -83,8 +83,10 @@ class RoundSolver {
   // kSingleGangPasses, then every partial gang at once. A gang with `hold`
   // that the first pass leaves short gets the room alone: every other
   // waiting task is blocked for the round, so what frees up stays free
-  // until the gang fits; unless it cannot fit even then with nothing else
-  // on the machines (it is then withdrawn and the hold released). Each pass
+  // until the gang fits; unless holding is of no use (the hold is then
+  // released and the gang withdrawn): it does not fit with nothing else on
+  // the machines, or it cannot take all the room the others lost (room the
+  // policy reserved for other request shapes). Each pass
   // blocks a gang not blocked before, so there are at most gangs + 3
   // passes. The blocked arcs are set back on the replica before Solve
   // returns (the replica stays what the graph manager's changes made it;
