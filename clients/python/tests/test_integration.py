@@ -153,6 +153,19 @@ def wait_until(subscriber: PlacementSubscriber, done, what: str, timeout: float 
         subscriber.poll(0.2)
 
 
+def poll_until_quiet(test: unittest.TestCase, subscriber: PlacementSubscriber, progress,
+                     quiet_s: float = 3.0) -> None:
+    """Polls until progress() has not changed for quiet_s (bounded by WAIT_S)."""
+    deadline = time.monotonic() + WAIT_S
+    quiet_since, seen = time.monotonic(), -1
+    while time.monotonic() - quiet_since < quiet_s:
+        test.assertLess(time.monotonic(), deadline,
+                        f"rounds did not settle; stats {subscriber.stats}")
+        subscriber.poll(0.2)
+        if progress() != seen:
+            seen, quiet_since = progress(), time.monotonic()
+
+
 class PlacementContractTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -494,14 +507,7 @@ class GpuDeviceTest(unittest.TestCase):
         # Rounds go on while some waiting task fits somewhere (each places at
         # least one); once quiet, every task still waiting fits nowhere.
         # Which ones wait depends on packing (GPU fragmentation, issue #32).
-        deadline = time.monotonic() + WAIT_S
-        quiet_since, seen = time.monotonic(), -1
-        while time.monotonic() - quiet_since < 3.0:
-            self.assertLess(time.monotonic(), deadline,
-                            f"rounds did not settle; stats {sub.stats}")
-            sub.poll(0.2)
-            if len(gpu_decisions) + len(placed) != seen:
-                seen, quiet_since = len(gpu_decisions) + len(placed), time.monotonic()
+        poll_until_quiet(self, sub, lambda: len(gpu_decisions) + len(placed))
         for task in set(asks) - placed:
             self.assertFalse(fits_somewhere(task),
                              f"task {task} ({asks[task]}) waits but fits; use {dict(use)}")
@@ -541,22 +547,16 @@ class GangTest(unittest.TestCase):
                             memory_bytes=128 * GIB,
                             accelerators=[dict(count=len(caps), model="a100")])
         asks, job_of = {}, {}
-        for job, (count, min_members, ask) in self.GANGS.items():
+        jobs = [(job, count, min_members, ask)
+                for job, (count, min_members, ask) in self.GANGS.items()]
+        jobs += [(job, count, 0, ask) for job, (count, ask) in self.SMALL.items()]
+        for job, count, min_members, ask in jobs:
             tasks = []
-            for i in range(1, count + 1):
-                task = job * 100 + i
+            for task in range(job * 100 + 1, job * 100 + count + 1):
                 asks[task], job_of[task] = ask, job
                 tasks.append(pub.task_spec(task, cpu_millis=1000, memory_bytes=GIB,
                                            accelerator=ask))
-            pub.submit_job(job, tasks, name=f"gang{job}", min_members=min_members)
-        for job, (count, ask) in self.SMALL.items():
-            tasks = []
-            for i in range(1, count + 1):
-                task = job * 100 + i
-                asks[task], job_of[task] = ask, job
-                tasks.append(pub.task_spec(task, cpu_millis=1000, memory_bytes=GIB,
-                                           accelerator=ask))
-            pub.submit_job(job, tasks, name=f"small{job}")
+            pub.submit_job(job, tasks, name=f"job{job}", min_members=min_members)
         pub.flush(WAIT_S)
 
         use = collections.defaultdict(dict)  # (machine, device) -> task -> milli
@@ -594,14 +594,7 @@ class GangTest(unittest.TestCase):
         sub = PlacementSubscriber(deployment.brokers, "gang", on_round,
                                   confirm_with_ledger=True)
         self.addCleanup(sub.close)
-        deadline = time.monotonic() + WAIT_S
-        quiet_since, seen = time.monotonic(), -1
-        while time.monotonic() - quiet_since < 3.0:
-            self.assertLess(time.monotonic(), deadline,
-                            f"rounds did not settle; stats {sub.stats}")
-            sub.poll(0.2)
-            if len(where) != seen:
-                seen, quiet_since = len(where), time.monotonic()
+        poll_until_quiet(self, sub, lambda: len(where))
         self.assertTrue(rounds, "no round delivered")
         self.assertFalse([t for t in where if job_of[t] == 13],
                          "a gang that never fits was placed")
