@@ -317,7 +317,7 @@ absl::StatusOr<EventBody> DecodeBody(
                                     m.min_members(), " but carries ",
                                     m.tasks_size(), " tasks"));
       }
-      JobSubmitted job{JobId(m.job_id()),    m.name(), m.priority(), {},
+      JobSubmitted job{JobId(m.job_id()),      m.name(),       m.priority(), {},
                        m.different_machines(), m.min_members()};
       job.tasks.reserve(static_cast<size_t>(m.tasks_size()));
       std::set<uint64_t> seen;

@@ -192,9 +192,9 @@ TEST_F(EventDecoderTest, DecodesGangsAndRejectsGangsLargerThanTheJob) {
   }
   for (uint32_t hostile : {4u, 4'000'000'000u}) {
     e.mutable_job_submitted()->set_min_members(hostile);
-    EXPECT_THAT(decoder_.FromProto(e),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         "but carries 3 tasks"));
+    EXPECT_THAT(
+        decoder_.FromProto(e),
+        StatusIs(absl::StatusCode::kInvalidArgument, "but carries 3 tasks"));
   }
   e = JobEvent(2, 0);
   e.mutable_job_submitted()->set_min_members(1);

@@ -46,10 +46,10 @@ void EncodeDecision(const core::Decision& decision,
 }
 
 core::Decision DecodeDecision(const v1::PlacementDecision& message) {
-  return {TaskId(message.task_id()), JobId(message.job_id()),
-          MachineId(message.machine_id()),
-          MachineId(message.previous_machine_id()),
-          FromProto(message.action()), message.gang_min_members()};
+  return {
+      TaskId(message.task_id()),       JobId(message.job_id()),
+      MachineId(message.machine_id()), MachineId(message.previous_machine_id()),
+      FromProto(message.action()),     message.gang_min_members()};
 }
 
 }  // namespace flowsched::codec

@@ -18,8 +18,8 @@ std::vector<core::GangRequirement> DecodeGangs(const v1::SolverRound& round) {
   std::vector<core::GangRequirement> gangs;
   gangs.reserve(static_cast<size_t>(round.gangs_size()));
   for (const v1::GangRequirement& gang : round.gangs()) {
-    gangs.push_back({JobId(gang.job_id()), gang.min_members(), gang.need(),
-                     gang.hold()});
+    gangs.push_back(
+        {JobId(gang.job_id()), gang.min_members(), gang.need(), gang.hold()});
   }
   return gangs;
 }

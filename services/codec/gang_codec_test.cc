@@ -9,8 +9,9 @@ namespace flowsched::codec {
 namespace {
 
 TEST(GangCodecTest, RoundTripsTheGangsOfARound) {
-  const std::vector<core::GangRequirement> gangs = {
-      {JobId(3), 64, 64, false}, {JobId(8), 4, 0, false}, {JobId(9), 2, 2, true}};
+  const std::vector<core::GangRequirement> gangs = {{JobId(3), 64, 64, false},
+                                                    {JobId(8), 4, 0, false},
+                                                    {JobId(9), 2, 2, true}};
   v1::SolverRound round;
   EncodeGangs(gangs, round);
   EXPECT_EQ(DecodeGangs(round), gangs);
@@ -19,8 +20,9 @@ TEST(GangCodecTest, RoundTripsTheGangsOfARound) {
 }
 
 TEST(GangCodecTest, TheMarkerTravelsWithTheDecision) {
-  core::Decision decision{TaskId(7), JobId(3), MachineId(9), MachineId(0),
-                          core::Action::kPlace, 64};
+  core::Decision decision{
+      TaskId(7), JobId(3), MachineId(9), MachineId(0), core::Action::kPlace,
+      64};
   v1::PlacementDecision message;
   EncodeDecision(decision, message);
   EXPECT_EQ(message.gang_job_id(), 3u);

@@ -54,8 +54,7 @@ bool FitsEmptyCluster(const cluster::ClusterState& state,
 }  // namespace
 
 std::vector<GangRequirement> GangRequirementsOf(
-    const cluster::ClusterState& state, int64_t now_us,
-    int64_t hold_after_us) {
+    const cluster::ClusterState& state, int64_t now_us, int64_t hold_after_us) {
   std::vector<GangRequirement> gangs;
   // (oldest wait start, job id, index) of gangs that waited past the age.
   std::vector<std::tuple<int64_t, JobId, size_t>> aged;

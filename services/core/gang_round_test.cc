@@ -45,9 +45,9 @@ class GangRoundTest
   }
 
   void Event(cluster::EventBody body, int64_t now_us) {
-    ASSERT_THAT(state_.Apply(cluster::ClusterEvent{"e", now_us, "test",
-                                                   std::move(body)},
-                             now_us, changes_),
+    ASSERT_THAT(state_.Apply(
+                    cluster::ClusterEvent{"e", now_us, "test", std::move(body)},
+                    now_us, changes_),
                 IsOk());
   }
   void Machines(uint64_t count, uint32_t slots) {
@@ -91,8 +91,7 @@ class GangRoundTest
     std::vector<GangRequirement> gangs =
         GangRequirementsOf(state_, now_us, kHoldAfterUs);
     for (GangRequirement& gang : gangs) gang.hold |= force_hold_;
-    SolvedRound solved =
-        round_solver_->Solve(std::get<1>(GetParam()), gangs);
+    SolvedRound solved = round_solver_->Solve(std::get<1>(GetParam()), gangs);
     EXPECT_THAT(solved.verdict, IsOk());
     const solver::testgen::LemonResult reference =
         solver::testgen::SolveWithLemon(round_solver_->problem());
@@ -228,8 +227,8 @@ TEST_P(GangRoundTest, AStarvedGangThatCannotFitAtAllDoesNotHoldTheCluster) {
 TEST_P(GangRoundTest, AHoldNeverIdlesRoomTheGangCannotUse) {
   policy_name_ = "cpu-memory";
   for (uint64_t m = 1; m <= 2; ++m) {
-    cluster::MachineAdded added{MachineId(m), "r", {64'000, 1LL << 40, 0}, 8,
-                                {}};
+    cluster::MachineAdded added{
+        MachineId(m), "r", {64'000, 1LL << 40, 0}, 8, {}};
     added.accelerators = {{.count = 8, .model = "a100"}};
     Event(added, 0);
   }
@@ -253,7 +252,8 @@ TEST_P(GangRoundTest, AHoldNeverIdlesRoomTheGangCannotUse) {
   EXPECT_FALSE(round.held && Running(2) == 0 && Running(1) == 0)
       << "the room was held and nothing placed";
   EXPECT_TRUE(Running(1) == 2 || (Running(1) == 0 && Running(2) == 1))
-      << Running(1) << " and " << Running(2);  if (Running(1) == 0) {
+      << Running(1) << " and " << Running(2);
+  if (Running(1) == 0) {
     // First pass, the hold's pass, then released with the gang withdrawn.
     EXPECT_EQ(round.passes, 3u);
     EXPECT_EQ(round.gangs_withdrawn, std::vector<JobId>{JobId(1)});

@@ -68,12 +68,10 @@ JobId GangToWithdraw(std::span<const JobId> partial,
     auto it = tally.find(job);
     const uint32_t placed = it == tally.end() ? 0 : it->second.placed_now;
     // Ascending: fewest placed, not held, highest job id.
-    return std::make_tuple(placed, gang != nullptr && gang->hold,
-                           ~job.value());
+    return std::make_tuple(placed, gang != nullptr && gang->hold, ~job.value());
   };
-  return *std::min_element(
-      partial.begin(), partial.end(),
-      [&](JobId a, JobId b) { return rank(a) < rank(b); });
+  return *std::min_element(partial.begin(), partial.end(),
+                           [&](JobId a, JobId b) { return rank(a) < rank(b); });
 }
 
 void MarkGangDecisions(std::span<const GangRequirement> gangs,

@@ -101,8 +101,8 @@ SolvedRound RoundSolver::Solve(bool deterministic,
   return round;
 }
 
-void RoundSolver::SolvePass(const flow::FlowNetwork& solved,
-                            bool deterministic, SolvedRound& round) {
+void RoundSolver::SolvePass(const flow::FlowNetwork& solved, bool deterministic,
+                            SolvedRound& round) {
   ++round.passes;
   round.placements.clear();
   solver::McmfProblem& problem = result_.problem;
@@ -234,9 +234,10 @@ void RoundSolver::EnforceGangs(flow::FlowNetwork& solved, bool deterministic,
       hold = nullptr;
       status = blocker.Restore(apply);
       if (status.ok()) {
-        status = blocker.Block(
-            solved, tasks_where([&](JobId job) { return withdrawn.contains(job); }),
-            apply);
+        status = blocker.Block(solved, tasks_where([&](JobId job) {
+                                 return withdrawn.contains(job);
+                               }),
+                               apply);
       }
     } else {
       const std::vector<JobId> partial = PartialGangs(gangs, tally);
@@ -246,12 +247,11 @@ void RoundSolver::EnforceGangs(flow::FlowNetwork& solved, bool deterministic,
               ? std::vector<JobId>{GangToWithdraw(partial, gangs, tally)}
               : partial;
       withdrawn.insert(now.begin(), now.end());
-      status = blocker.Block(
-          solved,
-          tasks_where([&](JobId job) {
-            return std::find(now.begin(), now.end(), job) != now.end();
-          }),
-          apply);
+      status = blocker.Block(solved, tasks_where([&](JobId job) {
+                               return std::find(now.begin(), now.end(), job) !=
+                                      now.end();
+                             }),
+                             apply);
     }
     if (!status.ok()) break;
     if (round.passes >= max_passes) {

@@ -112,8 +112,7 @@ class RoundSolver {
                  SolvedRound& round);
   // The gang passes after the first one (see Solve).
   void EnforceGangs(flow::FlowNetwork& solved, bool deterministic,
-                    std::span<const GangRequirement> gangs,
-                    SolvedRound& round);
+                    std::span<const GangRequirement> gangs, SolvedRound& round);
 
   flow::FlowNetwork network_;
   // One-shot rounds, and deterministic rounds of an incremental solver.

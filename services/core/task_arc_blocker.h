@@ -31,8 +31,7 @@ class TaskArcBlocker {
   // `apply` changes. O(arcs of the tasks). An error leaves the network
   // partly blocked: Restore still undoes what was applied.
   absl::Status Block(const flow::FlowNetwork& network,
-                     std::span<const flow::NodeId> tasks,
-                     const ApplyFn& apply);
+                     std::span<const flow::NodeId> tasks, const ApplyFn& apply);
   // Sets every blocked arc back, newest first; forgets them all.
   absl::Status Restore(const ApplyFn& apply);
   [[nodiscard]] bool empty() const { return saved_.empty(); }

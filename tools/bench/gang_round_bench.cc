@@ -38,8 +38,8 @@ constexpr uint64_t kSmallJob = 1'000'001;
 
 absl::Status Event(cluster::ClusterState& state, cluster::ChangeSet& changes,
                    cluster::EventBody body) {
-  return state.Apply(cluster::ClusterEvent{"e", 1, "bench", std::move(body)},
-                     1, changes);
+  return state.Apply(cluster::ClusterEvent{"e", 1, "bench", std::move(body)}, 1,
+                     changes);
 }
 
 cluster::TaskSpec GpuTask(uint64_t id, uint32_t gpus) {
@@ -107,10 +107,10 @@ bool RunCase(uint64_t machines, uint64_t free_machines, uint32_t small_tasks,
         "{:8} {:10} machines {:6} verdict {:3} passes {} solve {:8.1f} ms "
         "check+extract {:7.1f} ms requirements {:5.2f} ms algorithm {} "
         "gang placed {:2}/{} small placed {:2} withdrawn {} held {}\n",
-        name, what, machines, solved.verdict.ok() ? "ok" : "BAD",
-        solved.passes, solved.solve_ms, solved.check_extract_ms, gangs_ms,
-        solved.algorithm, gang_placed, kGangTasks, small_placed,
-        solved.gangs_withdrawn.size(), solved.held);
+        name, what, machines, solved.verdict.ok() ? "ok" : "BAD", solved.passes,
+        solved.solve_ms, solved.check_extract_ms, gangs_ms, solved.algorithm,
+        gang_placed, kGangTasks, small_placed, solved.gangs_withdrawn.size(),
+        solved.held);
     return solved.verdict.ok();
   };
   if (!round(2, "warm-up")) return false;
