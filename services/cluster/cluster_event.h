@@ -19,6 +19,7 @@ struct JobSubmitted {
   int32_t priority = 0;
   std::vector<TaskSpec> tasks;
   bool different_machines = false;  // see Job::different_machines
+  uint32_t min_members = 0;         // see Job::min_members
 };
 struct TaskSubmitted {
   JobId job;

@@ -100,6 +100,7 @@ absl::Status ClusterState::ApplyJobSubmitted(const JobSubmitted& e,
   job.name = e.name;
   job.priority = e.priority;
   job.different_machines = e.different_machines;
+  job.min_members = e.min_members;
   for (const TaskSpec& spec : e.tasks) {
     Task& task = tasks_[spec.id];
     task.spec = spec;

@@ -184,6 +184,11 @@ struct Job {
   // The Google trace's "different machines" constraint: no two tasks of
   // this job may run on one machine at the same time.
   bool different_machines = false;
+  // A gang (> 1): a round places at least this many of the job's tasks or
+  // none (core/gang_rule.h). 0 or 1: no gang. Never above the task count
+  // the job was submitted with (the decoder refuses that).
+  uint32_t min_members = 0;
+  [[nodiscard]] bool gang() const { return min_members > 1; }
   // Tasks of this job placed on a machine; kept by ClusterState (not
   // persisted: RestoreTask rebuilds it), so fair-share policies need not
   // visit every task each round.

@@ -312,11 +312,13 @@ absl::StatusOr<EventBody> DecodeBody(
                                     m.task_count(), " tasks but carries ",
                                     m.tasks_size()));
       }
-      JobSubmitted job{JobId(m.job_id()),
-                       m.name(),
-                       m.priority(),
-                       {},
-                       m.different_machines()};
+      if (m.min_members() > static_cast<uint64_t>(m.tasks_size())) {
+        return Invalid(absl::StrCat("job ", m.job_id(), " asks for a gang of ",
+                                    m.min_members(), " but carries ",
+                                    m.tasks_size(), " tasks"));
+      }
+      JobSubmitted job{JobId(m.job_id()),      m.name(),       m.priority(), {},
+                       m.different_machines(), m.min_members()};
       job.tasks.reserve(static_cast<size_t>(m.tasks_size()));
       std::set<uint64_t> seen;
       for (const v1::TaskSpec& task : m.tasks()) {

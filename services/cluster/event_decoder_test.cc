@@ -179,6 +179,29 @@ TEST_F(EventDecoderTest, RejectsTaskCountMismatchAndDuplicateTasks) {
               StatusIs(absl::StatusCode::kInvalidArgument, "twice"));
 }
 
+TEST_F(EventDecoderTest, DecodesGangsAndRejectsGangsLargerThanTheJob) {
+  v1::ClusterEvent e = JobEvent(1, 3);
+  auto event = decoder_.FromProto(e);
+  ASSERT_THAT(event.status(), IsOk());
+  EXPECT_EQ(std::get<JobSubmitted>(event->body).min_members, 0u);  // old
+  for (uint32_t min_members : {1u, 2u, 3u}) {
+    e.mutable_job_submitted()->set_min_members(min_members);
+    event = decoder_.FromProto(e);
+    ASSERT_THAT(event.status(), IsOk());
+    EXPECT_EQ(std::get<JobSubmitted>(event->body).min_members, min_members);
+  }
+  for (uint32_t hostile : {4u, 4'000'000'000u}) {
+    e.mutable_job_submitted()->set_min_members(hostile);
+    EXPECT_THAT(
+        decoder_.FromProto(e),
+        StatusIs(absl::StatusCode::kInvalidArgument, "but carries 3 tasks"));
+  }
+  e = JobEvent(2, 0);
+  e.mutable_job_submitted()->set_min_members(1);
+  EXPECT_THAT(decoder_.FromProto(e),
+              StatusIs(absl::StatusCode::kInvalidArgument, "gang of 1"));
+}
+
 TEST_F(EventDecoderTest, RejectsTooManyTasksPerJobLimit) {
   ValidationLimits limits;
   limits.max_tasks_per_job = 2;

@@ -39,13 +39,17 @@ void EncodeDecision(const core::Decision& decision,
   out.set_machine_id(decision.machine.value());
   out.set_previous_machine_id(decision.previous.value());
   out.set_action(ToProto(decision.action));
+  if (decision.gang_min_members > 0) {
+    out.set_gang_job_id(decision.job.value());
+    out.set_gang_min_members(decision.gang_min_members);
+  }
 }
 
 core::Decision DecodeDecision(const v1::PlacementDecision& message) {
-  return {TaskId(message.task_id()), JobId(message.job_id()),
-          MachineId(message.machine_id()),
-          MachineId(message.previous_machine_id()),
-          FromProto(message.action())};
+  return {
+      TaskId(message.task_id()),       JobId(message.job_id()),
+      MachineId(message.machine_id()), MachineId(message.previous_machine_id()),
+      FromProto(message.action()),     message.gang_min_members()};
 }
 
 }  // namespace flowsched::codec

@@ -20,6 +20,9 @@ struct Decision {
   MachineId machine;   // the target; 0 for a preemption
   MachineId previous;  // where the task ran; 0 for a placement
   Action action = Action::kUnspecified;
+  // The gang marker: the job's min_members when it is a gang (> 1), else 0
+  // (gang_rule.h; v1::PlacementDecision.gang_job_id and gang_min_members).
+  uint32_t gang_min_members = 0;
   bool operator==(const Decision&) const = default;
 };
 

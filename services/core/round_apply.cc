@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 #include <utility>
+
+#include "absl/strings/str_cat.h"
 
 namespace flowsched::core {
 namespace {
@@ -19,6 +22,41 @@ int Group(Action action) {
       break;
   }
   return 3;
+}
+
+// See round_apply.h: a gang left short by a stale placement of this round
+// gives back the placements of this round that did apply.
+void WithdrawBrokenGangs(std::span<const Decision> decisions,
+                         cluster::ClusterState& state, int64_t now_us,
+                         cluster::ChangeSet& changes, AppliedRound& round) {
+  std::set<JobId> broken;
+  for (const DecisionOutcome& outcome : round.outcomes) {
+    const Decision& d = decisions[outcome.index];
+    if (outcome.applied || d.action != Action::kPlace) continue;
+    const cluster::Task* task = state.FindTask(d.task);
+    const cluster::Job* job = task ? state.FindJob(task->job) : nullptr;
+    if (job == nullptr || !job->gang()) continue;
+    const auto live = static_cast<uint32_t>(job->tasks.size());
+    if (job->running < std::min(job->min_members, live)) broken.insert(job->id);
+  }
+  if (broken.empty()) return;
+  for (DecisionOutcome& outcome : round.outcomes) {
+    const Decision& d = decisions[outcome.index];
+    if (!outcome.applied || d.action != Action::kPlace) continue;
+    const cluster::Task* task = state.FindTask(d.task);
+    if (task == nullptr || !broken.contains(task->job)) continue;
+    // Placed just now by this round: taking it back cannot fail.
+    state.Preempt(d.task, now_us, changes).IgnoreError();
+    outcome.applied = false;
+    outcome.stale_reason =
+        absl::StrCat("gang ", task->job.value(),
+                     " stays whole: another member's placement was stale");
+    outcome.devices.clear();
+    outcome.waited_us = 0;
+    --round.applied;
+    --round.placed;
+    ++round.stale;
+  }
 }
 
 }  // namespace
@@ -110,6 +148,7 @@ AppliedRound ApplyRound(std::span<const Decision> decisions,
     }
   }
   settle_migrations();
+  WithdrawBrokenGangs(decisions, state, now_us, changes, round);
   return round;
 }
 

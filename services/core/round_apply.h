@@ -13,6 +13,12 @@
 // machine is gone, the machine is full) is stale and changes nothing.
 // Devices are the state's to choose: the solver's network bounds how many
 // tasks fit, the state picks which devices each applied task holds.
+//
+// Gangs stay whole here too: when a placement of a gang job (Job::gang())
+// goes stale and the job then runs fewer than min(min_members, live tasks),
+// the gang's placements of this round are taken back (preempted at the
+// same time, so they wait again) and reported stale with the reason. A
+// replay of the same decisions takes the same steps.
 
 #include <cstddef>
 #include <cstdint>

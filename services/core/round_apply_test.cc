@@ -206,5 +206,45 @@ TEST_F(RoundApplyTest, AppliedPlacementsReportTheDevicesTheStateChose) {
   EXPECT_FALSE(applied.outcomes[2].stale_reason.empty());
 }
 
+// Issue #32: a race at apply time (here: a machine unknown to the state)
+// must not leave a gang partial.
+TEST_F(RoundApplyTest, AGangLeftShortByAStalePlacementIsTakenBack) {
+  Build(3, 0);
+  const auto gang = [&](uint64_t job, uint64_t tasks, uint32_t min_members) {
+    cluster::JobSubmitted submitted;
+    submitted.job = JobId(job);
+    submitted.min_members = min_members;
+    for (uint64_t t = 1; t <= tasks; ++t) {
+      submitted.tasks.push_back({.id = TaskId(job * 10 + t)});
+    }
+    ASSERT_THAT(state_.Apply(Event(submitted), 0, changes_), IsOk());
+  };
+  gang(2, 2, 2);
+  gang(3, 3, 2);
+  const auto place = [](uint64_t job, uint64_t task, uint64_t machine) {
+    return Decision{TaskId(task), JobId(job),     MachineId(machine),
+                    MachineId(0), Action::kPlace, 2};
+  };
+  const std::vector<Decision> round = {place(2, 21, 1), place(2, 22, 9),
+                                       place(3, 31, 2), place(3, 32, 3),
+                                       place(3, 33, 9)};
+  cluster::ChangeSet changes;
+  const AppliedRound applied = ApplyRound(round, state_, 10, changes);
+  // Gang 2 would run 1 of 2: taken back. Gang 3 runs 2 of its 2 needed.
+  EXPECT_EQ(Where(21), 0u);
+  EXPECT_EQ(state_.FindJob(JobId(2))->running, 0u);
+  EXPECT_EQ(state_.FindJob(JobId(3))->running, 2u);
+  EXPECT_EQ(applied.applied, 2u);
+  EXPECT_EQ(applied.placed, 2u);
+  EXPECT_EQ(applied.stale, 3u);
+  for (const DecisionOutcome& outcome : applied.outcomes) {
+    if (round[outcome.index].task == TaskId(21)) {
+      EXPECT_FALSE(outcome.applied);
+      EXPECT_THAT(outcome.stale_reason, ::testing::HasSubstr("gang 2"));
+      EXPECT_TRUE(outcome.devices.empty());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace flowsched::core

@@ -1,6 +1,8 @@
 #include "services/core/round_solver.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -9,6 +11,7 @@
 #include "services/common/status_macros.h"
 #include "services/core/checked_extraction.h"
 #include "services/core/decision_builder.h"
+#include "services/core/task_arc_blocker.h"
 #include "services/solver/solver_registry.h"
 
 namespace flowsched::core {
@@ -79,14 +82,29 @@ std::string_view RoundSolver::name() const {
   return mirror_ ? kIncrementalRounds : solver_->name();
 }
 
-SolvedRound RoundSolver::Solve(bool deterministic) {
+SolvedRound RoundSolver::Solve(bool deterministic,
+                               std::span<const GangRequirement> gangs) {
   SolvedRound round;
-  const flow::FlowNetwork* solved = &network_;
   flow::FlowNetwork canonical;
-  if (deterministic) {
-    canonical = CanonicalCopy(network_);
-    solved = &canonical;
+  if (deterministic) canonical = CanonicalCopy(network_);
+  flow::FlowNetwork& solved = deterministic ? canonical : network_;
+  SolvePass(solved, deterministic, round);
+  if (round.verdict.ok() && !gangs.empty()) {
+    EnforceGangs(solved, deterministic, gangs, round);
   }
+  if (!round.verdict.ok()) {
+    round.placements.clear();
+    return round;
+  }
+  round.decisions = BuildDecisions(solved, round.placements);
+  MarkGangDecisions(gangs, round.decisions);
+  return round;
+}
+
+void RoundSolver::SolvePass(const flow::FlowNetwork& solved, bool deterministic,
+                            SolvedRound& round) {
+  ++round.passes;
+  round.placements.clear();
   solver::McmfProblem& problem = result_.problem;
   solver::McmfSolution& solution = result_.solution;
   solver::McmfOutcome outcome = solver::McmfOutcome::kInfeasible;
@@ -95,9 +113,10 @@ SolvedRound RoundSolver::Solve(bool deterministic) {
   IncrementalMirror::DeferredInputs inputs;
   const bool repair = mirror_ != nullptr && !deterministic;
   const int64_t start_us = SteadyMicros();
+  absl::Status verdict;
   if (repair) {
-    round.verdict = mirror_->SolveWithoutExport(result_);
-    if (round.verdict.ok()) {
+    verdict = mirror_->SolveWithoutExport(result_);
+    if (verdict.ok()) {
       outcome = result_.outcome;
       round.algorithm = result_.algorithm;
       inputs = mirror_->InputsOf(network_, result_, flow_by_slot_);
@@ -107,42 +126,150 @@ SolvedRound RoundSolver::Solve(bool deterministic) {
     }
   } else {
     std::vector<flow::ArcSlot> arc_slots;
-    solved->ExportProblem(problem, arc_slots);
+    solved.ExportProblem(problem, arc_slots);
     absl::StatusOr<solver::McmfSolution> solved_now = solver_->Solve(problem);
     if (solved_now.ok()) {
       solution = std::move(*solved_now);
       outcome = solution.outcome;
       round.algorithm = solution.algorithm;
     } else {
-      round.verdict = solved_now.status();
+      verdict = solved_now.status();
     }
-    if (round.verdict.ok() && outcome == solver::McmfOutcome::kOptimal) {
+    if (verdict.ok() && outcome == solver::McmfOutcome::kOptimal) {
       // Pieces of a convex arc share their slot.
-      flow_by_slot_.assign(solved->arc_slot_count(), 0);
+      flow_by_slot_.assign(solved.arc_slot_count(), 0);
       for (size_t i = 0; i < arc_slots.size(); ++i) {
         flow_by_slot_[arc_slots[i]] += solution.flow[i];
       }
     }
   }
-  round.solve_ms = MillisSince(start_us);
-  if (!round.verdict.ok()) return round;
+  round.solve_ms += MillisSince(start_us);
+  round.verdict = std::move(verdict);
+  if (!round.verdict.ok()) return;
   if (outcome != solver::McmfOutcome::kOptimal) {
     if (inputs.check) inputs.check();  // problem() for a DIMACS export
     round.verdict =
         absl::InternalError("the network of the round is infeasible");
-    return round;
+    return;
   }
   CheckedPlacements checked = CheckAndExtract(
-      problem, solution, *solved, flow_by_slot_, inputs.check, inputs.extract);
-  round.check_ms = checked.check_ms;
-  round.extract_ms = checked.extract_ms;
-  round.check_extract_ms = checked.wall_ms;
+      problem, solution, solved, flow_by_slot_, inputs.check, inputs.extract);
+  round.check_ms += checked.check_ms;
+  round.extract_ms += checked.extract_ms;
+  round.check_extract_ms += checked.wall_ms;
   round.verdict = std::move(checked.verdict);
-  if (!round.verdict.ok()) return round;
+  if (!round.verdict.ok()) return;
   round.total_cost = repair ? result_.total_cost : solution.total_cost;
   round.placements = std::move(checked.placements);
-  round.decisions = BuildDecisions(*solved, round.placements);
-  return round;
+}
+
+void RoundSolver::EnforceGangs(flow::FlowNetwork& solved, bool deterministic,
+                               std::span<const GangRequirement> gangs,
+                               SolvedRound& round) {
+  const TaskArcBlocker::ApplyFn apply =
+      [this, &solved, deterministic](const flow::GraphChange& change) {
+        return deterministic ? solved.Apply(change) : Apply(change);
+      };
+  // Blocking changes arcs only: task nodes, their order in the placements
+  // and their jobs stay the same across passes.
+  const std::vector<JobId> jobs = JobsOfPlacements(solved, round.placements);
+  const auto tasks_where = [&](const auto& of_job) {
+    std::vector<flow::NodeId> nodes;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (of_job(jobs[i])) nodes.push_back(round.placements[i].task_node);
+    }
+    return nodes;
+  };
+  // Tasks of other jobs than `job` on machines, and those of them placed
+  // now (0 while every other waiting task is blocked).
+  const auto others = [&](JobId job) {
+    GangTally count;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (jobs[i] == job || round.placements[i].machine_id == 0) continue;
+      ++count.on_machines;
+      count.placed_now += round.placements[i].running_on == 0;
+    }
+    return count;
+  };
+  // The gang's tasks placed plus the room other waiting work took before
+  // the hold: what the gang must absorb for holding to be of use.
+  uint32_t room_before_hold = 0;
+  bool hold_pass = false;  // the last pass was the hold's first
+  const GangRequirement* hold = nullptr;
+  for (const GangRequirement& gang : gangs) {
+    if (gang.hold && gang.need > 0) {
+      hold = &gang;
+      break;
+    }
+  }
+  TaskArcBlocker blocker;
+  std::set<JobId> withdrawn;
+  const size_t max_passes = gangs.size() + 3;
+  absl::Status status;
+  while (status.ok()) {
+    std::map<JobId, GangTally> tally =
+        TallyGangs(round.placements, jobs, gangs);
+    const bool hold_short = hold != nullptr && !Whole(*hold, tally[hold->job]);
+    const bool absorbed_room =
+        !hold_pass || tally[hold->job].placed_now >=
+                          std::min(tally[hold->job].waiting, room_before_hold);
+    hold_pass = false;
+    if (hold_short && !round.held) {
+      // Starved: the room is the gang's alone this round.
+      round.held = true;
+      room_before_hold =
+          tally[hold->job].placed_now + others(hold->job).placed_now;
+      hold_pass = true;
+      status = blocker.Block(
+          solved, tasks_where([&](JobId job) { return job != hold->job; }),
+          apply);
+    } else if (hold_short &&
+               (others(hold->job).on_machines == 0 || !absorbed_room)) {
+      // Holding would only idle the cluster: the gang had all the room and
+      // does not fit, or it cannot use the room the others lost (the
+      // network reserves that room for other request shapes). Released,
+      // and withdrawn like any gang.
+      round.held = false;
+      withdrawn.insert(hold->job);
+      hold = nullptr;
+      status = blocker.Restore(apply);
+      if (status.ok()) {
+        status = blocker.Block(solved, tasks_where([&](JobId job) {
+                                 return withdrawn.contains(job);
+                               }),
+                               apply);
+      }
+    } else {
+      const std::vector<JobId> partial = PartialGangs(gangs, tally);
+      if (partial.empty()) break;
+      const std::vector<JobId> now =
+          round.passes <= kSingleGangPasses
+              ? std::vector<JobId>{GangToWithdraw(partial, gangs, tally)}
+              : partial;
+      withdrawn.insert(now.begin(), now.end());
+      status = blocker.Block(solved, tasks_where([&](JobId job) {
+                               return std::find(now.begin(), now.end(), job) !=
+                                      now.end();
+                             }),
+                             apply);
+    }
+    if (!status.ok()) break;
+    if (round.passes >= max_passes) {
+      status = absl::InternalError(
+          absl::StrCat("gangs still partial after ", round.passes, " passes"));
+      break;
+    }
+    SolvePass(solved, deterministic, round);
+    if (!round.verdict.ok()) break;
+  }
+  if (!status.ok()) round.verdict = std::move(status);
+  round.gangs_withdrawn.assign(withdrawn.begin(), withdrawn.end());
+  // The replica goes back to what the graph manager's changes made it.
+  if (absl::Status restored = blocker.Restore(apply); !restored.ok()) {
+    Reset();
+    round.replica_lost = true;
+    round.verdict = std::move(restored);
+  }
 }
 
 }  // namespace flowsched::core

@@ -4,12 +4,16 @@
 // worker's and the simulator's common step. Mirror the changes, solve
 // (repairing the previous optimal flow, or from scratch), check the result
 // (feasible and optimal: guarantee 6) while extracting placements, and turn
-// the placements into decisions. Nothing unchecked leaves Solve.
+// the placements into decisions. Nothing unchecked leaves Solve. Gangs
+// (gang_rule.h) are placed whole or not at all within the round: a gang the
+// checked flow leaves partial is withdrawn and the round solved again, and
+// every pass's flow is checked.
 //
 // Thread-safety: none; Solve uses two threads internally (CheckAndExtract).
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "services/core/decision.h"
+#include "services/core/gang_rule.h"
 #include "services/core/incremental_mirror.h"
 #include "services/flow/flow_network.h"
 #include "services/flow/graph_change.h"
@@ -28,6 +33,9 @@ namespace flowsched::core {
 // The name that selects IncrementalMirror (repair each round, cold starts by
 // the default portfolio) rather than one from-scratch algorithm.
 inline constexpr std::string_view kIncrementalRounds = "incremental";
+// Passes of a round that withdraw one partial gang each; later passes
+// withdraw every partial gang at once (RoundSolver::Solve).
+inline constexpr uint32_t kSingleGangPasses = 8;
 
 struct SolvedRound {
   // Not OK: the solver failed, the network is infeasible or the checker
@@ -44,6 +52,10 @@ struct SolvedRound {
   double check_ms = 0;          // the checker, including its input's export
   double extract_ms = 0;        // the extraction, including the flow per slot
   double check_extract_ms = 0;  // both, side by side (what the round paid)
+  // Solves the round took: 1, plus one for each gang withdrawal and hold.
+  uint32_t passes = 0;
+  std::vector<JobId> gangs_withdrawn;  // placed none of, job id ascending
+  bool held = false;                   // room held for a starved gang
 };
 
 class RoundSolver {
@@ -63,11 +75,29 @@ class RoundSolver {
   // solver::kDeterministicSolver (or the configured one-shot algorithm) on
   // a canonical copy, so the flow is a function of the network alone, not
   // of the history of changes that built the replica.
-  SolvedRound Solve(bool deterministic);
+  //
+  // `gangs`: the round's gang jobs. After each checked pass, a gang with
+  // tasks newly placed but fewer than `need` on machines is withdrawn (its
+  // waiting tasks blocked from every machine, TaskArcBlocker) and the round
+  // solved again: one gang per pass (GangToWithdraw) for the first
+  // kSingleGangPasses, then every partial gang at once. A gang with `hold`
+  // that the first pass leaves short gets the room alone: every other
+  // waiting task is blocked for the round, so what frees up stays free
+  // until the gang fits; unless holding is of no use (the hold is then
+  // released and the gang withdrawn): it does not fit with nothing else on
+  // the machines, or it cannot take all the room the others lost (room the
+  // policy reserved for other request shapes). Each pass
+  // blocks a gang not blocked before, so there are at most gangs + 3
+  // passes. The blocked arcs are set back on the replica before Solve
+  // returns (the replica stays what the graph manager's changes made it;
+  // a failure there is reported as replica_lost). Every decision of a gang
+  // carries its marker (MarkGangDecisions).
+  SolvedRound Solve(bool deterministic,
+                    std::span<const GangRequirement> gangs = {});
 
   [[nodiscard]] const flow::FlowNetwork& network() const { return network_; }
-  // The problem and solution the last Solve checked (for DIMACS export);
-  // complete once Solve returned.
+  // The problem and solution the last Solve checked (for DIMACS export;
+  // its last pass when gangs were withdrawn); complete once Solve returned.
   [[nodiscard]] const solver::McmfProblem& problem() const {
     return result_.problem;
   }
@@ -76,6 +106,13 @@ class RoundSolver {
 
  private:
   RoundSolver() = default;
+  // One pass: solve `solved` (network_ or its canonical copy), check and
+  // extract; no decisions. Times add up in `round`.
+  void SolvePass(const flow::FlowNetwork& solved, bool deterministic,
+                 SolvedRound& round);
+  // The gang passes after the first one (see Solve).
+  void EnforceGangs(flow::FlowNetwork& solved, bool deterministic,
+                    std::span<const GangRequirement> gangs, SolvedRound& round);
 
   flow::FlowNetwork network_;
   // One-shot rounds, and deterministic rounds of an incremental solver.

@@ -15,8 +15,10 @@
 #include "flowsched/v1/rounds.pb.h"
 #include "services/bus/dead_letter_publisher.h"
 #include "services/codec/decision_codec.h"
+#include "services/codec/gang_codec.h"
 #include "services/codec/round_parts.h"
 #include "services/common/status_macros.h"
+#include "services/core/gang_requirements.h"
 #include "services/core/round_apply.h"
 #include "services/flow/policy_spec.h"
 #include "services/graph_manager/state_digest.h"
@@ -1052,6 +1054,10 @@ absl::Status GraphManager::MaybeCutRound() {
   header.set_cut_time_us(clock_.NowMicros());
   header.set_deterministic(options_.deterministic());
   header.set_solver_epoch(solver_epoch().value());
+  codec::EncodeGangs(
+      core::GangRequirementsOf(state_, StateNowMicros(),
+                               options_.gang_hold_after_ms * 1000),
+      header);
   const std::vector<flow::GraphChange> snapshot_changes =
       snapshot ? network_.SnapshotChanges() : std::vector<flow::GraphChange>{};
   const std::vector<flow::GraphChange>& changes =

@@ -59,6 +59,9 @@ struct GraphManagerOptions {
   size_t max_batch_records = 5000;
   int poll_timeout_ms = 20;
   int round_timeout_ms = 15000;
+  // Gang starvation (core/gang_requirements.h): a gang whose oldest waiting
+  // task waited this long gets free room held for it; <= 0: never.
+  int64_t gang_hold_after_ms = 60'000;
   int status_interval_ms = 200;
   // Rounds are split into records of at most this many bytes
   // (codec::SplitRound).

@@ -120,6 +120,7 @@ std::string StateDigest(const cluster::ClusterState& state,
     d.I64(job.priority);
     d.U64(job.tasks.size());
     d.U64(job.different_machines ? 1 : 0);
+    d.U64(job.min_members);
   }
   d.Bytes("machines");
   for (const auto& [id, machine] : state.machines()) {

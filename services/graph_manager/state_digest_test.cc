@@ -63,6 +63,18 @@ TEST(StateDigestTest, AnySchedulingDifferenceChangesTheDigest) {
   EXPECT_NE(StateDigest(c.state, c.network), base);
 }
 
+// Issue #32: a gang's min_members is scheduling state.
+TEST(StateDigestTest, AGangsMinMembersChangesTheDigest) {
+  World a, b;
+  for (World* w : {&a, &b}) {
+    cluster::JobSubmitted job{JobId(3), "j", 0, {}};
+    for (uint64_t t = 1; t <= 3; ++t) job.tasks.push_back({.id = TaskId(t)});
+    job.min_members = w == &a ? 0 : 3;
+    w->Apply(job, 1);
+  }
+  EXPECT_NE(StateDigest(a.state, a.network), StateDigest(b.state, b.network));
+}
+
 // Issue #31: device assignments, asks and named scalars are scheduling
 // state; two states that differ only there have different digests.
 TEST(StateDigestTest, DevicesAndScalarsChangeTheDigest) {

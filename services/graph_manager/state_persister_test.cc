@@ -96,7 +96,8 @@ TEST_F(StatePersisterTest, ConstraintsTimesAndDerivedAllocationSurvive) {
                             "job",
                             1,
                             {},
-                            /*different_machines=*/true};
+                            /*different_machines=*/true,
+                            /*min_members=*/2};
   job.tasks.push_back({.id = TaskId(1),
                        .request = {1000, 3000, 0},
                        .priority = 0,
@@ -129,6 +130,7 @@ TEST_F(StatePersisterTest, ConstraintsTimesAndDerivedAllocationSurvive) {
   EXPECT_EQ(restored_meta.policy(), "cpu-memory");
   EXPECT_EQ(restored.last_time_us(), 20'000);
   EXPECT_TRUE(restored.FindJob(JobId(1))->different_machines);
+  EXPECT_EQ(restored.FindJob(JobId(1))->min_members, 2u);
   for (uint64_t id : {1, 2}) {
     const cluster::Task& live = *state_.FindTask(TaskId(id));
     const cluster::Task& back = *restored.FindTask(TaskId(id));

@@ -89,6 +89,7 @@ std::string EncodeJob(const cluster::Job& job) {
   record.set_name(job.name);
   record.set_priority(job.priority);
   record.set_different_machines(job.different_machines);
+  record.set_min_members(job.min_members);
   return record.SerializeAsString();
 }
 
@@ -156,6 +157,7 @@ absl::StatusOr<cluster::Job> DecodeJob(std::string_view bytes) {
   job.name = record.name();
   job.priority = record.priority();
   job.different_machines = record.different_machines();
+  job.min_members = record.min_members();
   return job;
 }
 

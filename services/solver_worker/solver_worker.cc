@@ -12,6 +12,7 @@
 #include "flowsched/v1/placements.pb.h"
 #include "flowsched/v1/rounds.pb.h"
 #include "services/codec/decision_codec.h"
+#include "services/codec/gang_codec.h"
 #include "services/codec/round_codec.h"
 #include "services/common/status_macros.h"
 #include "services/core/decision_builder.h"
@@ -278,6 +279,7 @@ absl::Status SolverWorker::ApplyRound(const v1::SolverRound& round) {
   }
   synced_ = true;
   deterministic_ = round.deterministic();
+  gangs_ = codec::DecodeGangs(round);
   round_id_ = RoundId(round.round_id());
   graph_epoch_ = GraphEpoch(round.epoch());
   addressed_epoch_ = WorkerEpoch(round.solver_epoch());
@@ -303,7 +305,7 @@ void SolverWorker::RequestResync(const std::string& reason) {
 
 void SolverWorker::SolveAndPublish() {
   unsolved_ = false;
-  core::SolvedRound solved = round_solver_->Solve(deterministic_);
+  core::SolvedRound solved = round_solver_->Solve(deterministic_, gangs_);
   if (solved.replica_lost) synced_ = false;  // a snapshot rebuilds it
   metrics_.phase_solve.Observe(Seconds(solved.solve_ms));
   if (!solved.verdict.ok()) {
@@ -377,10 +379,11 @@ void SolverWorker::SolveAndPublish() {
   stats_.decisions_published += decisions.size();
   spdlog::info(
       "round {}: {} nodes, {} arcs, cost {}, {} decisions, {} placed, "
-      "solve {:.2f} ms",
+      "solve {:.2f} ms, {} passes, {} gangs withdrawn{}",
       round_id_.value(), round_solver_->network().node_count(),
       round_solver_->network().arc_count(), solved.total_cost, decisions.size(),
-      placed, solved.solve_ms);
+      placed, solved.solve_ms, solved.passes, solved.gangs_withdrawn.size(),
+      solved.held ? ", room held for a starved gang" : "");
 }
 
 void SolverWorker::MaybeUpdateLag() {

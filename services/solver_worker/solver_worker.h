@@ -136,6 +136,8 @@ class SolverWorker {
   GraphEpoch max_graph_epoch_;
   bool unsolved_ = false;
   bool deterministic_ = false;  // the last applied round asks for it
+  // The last applied round's gang jobs (SolverRound.gangs).
+  std::vector<core::GangRequirement> gangs_;
   int64_t last_resync_steady_us_ = 0;
   int resync_backoff_ms_ = 0;
   SolverWorkerStats stats_;

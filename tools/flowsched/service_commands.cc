@@ -235,6 +235,11 @@ CommandMain AddGraphManagerCommand(CLI::App& app, CommonFlags& flags) {
                   "Re-cut a round as a snapshot when its results take longer")
       ->check(CLI::Range(100, 3'600'000))
       ->capture_default_str();
+  cmd->add_option("--gang-hold-after-ms", options->gang_hold_after_ms,
+                  "Hold free room for a gang whose oldest task waited this "
+                  "long (0: never)")
+      ->check(CLI::Range(int64_t{0}, int64_t{86'400'000}))
+      ->capture_default_str();
   cmd->add_option("--cut-every-events", options->cut_every_events,
                   "Deterministic rounds: cut a round after every N events of "
                   "events partition 0 (0: rounds follow the clock)")

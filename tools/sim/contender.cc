@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "services/baselines/baseline_scheduler.h"
 #include "services/common/clock.h"
+#include "services/core/gang_requirements.h"
 #include "services/core/policy_network.h"
 #include "services/core/round_solver.h"
 #include "services/solver/dimacs.h"
@@ -68,7 +69,10 @@ class FlowContender final : public Contender {
       if (auto s = round_solver_->Apply(change); !s.ok()) return s;
     }
     const double mirror_ms = MillisSince(start);
-    core::SolvedRound solved = round_solver_->Solve(/*deterministic=*/false);
+    const std::vector<core::GangRequirement> gangs =
+        core::GangRequirementsOf(state, now_us, core::kDefaultGangHoldAfterUs);
+    core::SolvedRound solved =
+        round_solver_->Solve(/*deterministic=*/false, gangs);
     round.algorithm = solved.algorithm;
     round.solve_ms = mirror_ms + solved.solve_ms;
     round.check_ms = solved.check_ms;

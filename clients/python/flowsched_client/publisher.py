@@ -370,14 +370,17 @@ class EventPublisher:
         return spec
 
     def submit_job(self, job_id: int, tasks: Iterable, *, name: str = "",
-                   priority: int = 0, different_machines: bool = False) -> ClusterEvent:
-        """tasks: TaskSpec messages or dicts of task_spec() arguments."""
+                   priority: int = 0, different_machines: bool = False,
+                   min_members: int = 0) -> ClusterEvent:
+        """tasks: TaskSpec messages or dicts of task_spec() arguments.
+        min_members > 1: a gang, placed all-or-nothing (at least that many)."""
         event = ClusterEvent()
         j = event.job_submitted
         j.job_id = job_id
         j.name = name
         j.priority = priority
         j.different_machines = different_machines
+        j.min_members = min_members
         for task in tasks:
             spec = task if isinstance(task, events_pb2.TaskSpec) else self.task_spec(**task)
             j.tasks.append(spec)

@@ -17,6 +17,9 @@ CLI) and checks from the consumer's side, with PlacementSubscriber:
 - what the placements-only subscriber acted on equals what the graph manager
   applied according to the ledger (a ledger-confirmed subscriber).
 
+Gang checks (issue #32) live in GangTest: gangs of whole and fractional GPUs
+are placed whole or not at all, with the marker on every decision.
+
 GPU checks (issue #31) live in GpuDeviceTest: no device over-committed, whole
 devices exclusive, and every task still waiting once rounds settle fits
 nowhere, read from the ledger's applied decisions (which name the devices).
@@ -148,6 +151,19 @@ def wait_until(subscriber: PlacementSubscriber, done, what: str, timeout: float 
             raise AssertionError(f"timed out after {timeout} s waiting for {what}; "
                                  f"stats {subscriber.stats}")
         subscriber.poll(0.2)
+
+
+def poll_until_quiet(test: unittest.TestCase, subscriber: PlacementSubscriber, progress,
+                     quiet_s: float = 3.0) -> None:
+    """Polls until progress() has not changed for quiet_s (bounded by WAIT_S)."""
+    deadline = time.monotonic() + WAIT_S
+    quiet_since, seen = time.monotonic(), -1
+    while time.monotonic() - quiet_since < quiet_s:
+        test.assertLess(time.monotonic(), deadline,
+                        f"rounds did not settle; stats {subscriber.stats}")
+        subscriber.poll(0.2)
+        if progress() != seen:
+            seen, quiet_since = progress(), time.monotonic()
 
 
 class PlacementContractTest(unittest.TestCase):
@@ -491,14 +507,7 @@ class GpuDeviceTest(unittest.TestCase):
         # Rounds go on while some waiting task fits somewhere (each places at
         # least one); once quiet, every task still waiting fits nowhere.
         # Which ones wait depends on packing (GPU fragmentation, issue #32).
-        deadline = time.monotonic() + WAIT_S
-        quiet_since, seen = time.monotonic(), -1
-        while time.monotonic() - quiet_since < 3.0:
-            self.assertLess(time.monotonic(), deadline,
-                            f"rounds did not settle; stats {sub.stats}")
-            sub.poll(0.2)
-            if len(gpu_decisions) + len(placed) != seen:
-                seen, quiet_since = len(gpu_decisions) + len(placed), time.monotonic()
+        poll_until_quiet(self, sub, lambda: len(gpu_decisions) + len(placed))
         for task in set(asks) - placed:
             self.assertFalse(fits_somewhere(task),
                              f"task {task} ({asks[task]}) waits but fits; use {dict(use)}")
@@ -509,6 +518,91 @@ class GpuDeviceTest(unittest.TestCase):
         # Nothing finishes or leaves here, so no decision can go stale in a
         # race: a stale one was proposed where it did not fit.
         self.assertEqual(sub.stats.stale_decisions, 0, sub.stats)
+
+
+class GangTest(unittest.TestCase):
+    """Issue #32 item 3: gangs (JobSubmitted.min_members) asking for whole and
+    fractional GPUs. From the consumer's side (ledger-confirmed rounds): after
+    every round each gang has none or at least min_members of its tasks
+    placed, every decision of a gang carries the marker, no device is
+    over-committed, and a gang that can never fit never places a task."""
+
+    GANGS = {  # job -> (tasks, min_members, accelerator ask per task)
+        10: (4, 4, dict(count=2)),      # 8 whole GPUs
+        11: (3, 3, dict(count=1)),      # 3 whole GPUs
+        12: (4, 4, dict(milli=500)),    # 4 halves
+        13: (3, 3, dict(count=4)),      # 4 GPUs on each of 3 machines: never
+        14: (6, 4, dict(milli=250)),    # at least 4 quarters
+    }
+    SMALL = {15: (3, dict(count=1)), 16: (2, None)}  # not gangs
+
+    def test_no_partial_gang_and_no_overcommitted_device(self):
+        deployment = Deployment("cpu-memory")
+        self.addCleanup(deployment.stop)
+        deployment.start()
+        pub = EventPublisher(deployment.brokers, source="pyclient-gang-test")
+        devices = {1: [1000] * 4, 2: [1000] * 4, 3: [1000] * 2}  # 10 GPUs
+        for machine, caps in devices.items():
+            pub.add_machine(machine, task_slots=16, cpu_millis=64000,
+                            memory_bytes=128 * GIB,
+                            accelerators=[dict(count=len(caps), model="a100")])
+        asks, job_of = {}, {}
+        jobs = [(job, count, min_members, ask)
+                for job, (count, min_members, ask) in self.GANGS.items()]
+        jobs += [(job, count, 0, ask) for job, (count, ask) in self.SMALL.items()]
+        for job, count, min_members, ask in jobs:
+            tasks = []
+            for task in range(job * 100 + 1, job * 100 + count + 1):
+                asks[task], job_of[task] = ask, job
+                tasks.append(pub.task_spec(task, cpu_millis=1000, memory_bytes=GIB,
+                                           accelerator=ask))
+            pub.submit_job(job, tasks, name=f"job{job}", min_members=min_members)
+        pub.flush(WAIT_S)
+
+        use = collections.defaultdict(dict)  # (machine, device) -> task -> milli
+        where = {}  # task -> machine
+        rounds = []
+
+        def on_round(r):
+            for d in r.decisions:
+                job = job_of[d.task_id]
+                if job in self.GANGS:
+                    self.assertEqual(d.gang_job_id, job, d)
+                    self.assertEqual(d.gang_min_members, self.GANGS[job][1], d)
+                else:
+                    self.assertEqual((d.gang_job_id, d.gang_min_members), (0, 0), d)
+                self.assertEqual(d.action, ACTION.ACTION_PLACE, d)  # nothing ends
+                self.assertNotIn(d.task_id, where, d)
+                where[d.task_id] = d.machine_id
+                ask = asks[d.task_id] or {}
+                for dev, milli in zip(d.device_indices, d.device_milli):
+                    on_dev = use[(d.machine_id, dev)]
+                    if not ask.get("milli"):
+                        self.assertEqual(on_dev, {}, f"whole device not free: {d}")
+                    self.assertLessEqual(sum(on_dev.values()) + milli,
+                                         devices[d.machine_id][dev],
+                                         f"device over-committed: {d}")
+                    on_dev[d.task_id] = milli
+                self.assertEqual(len(d.device_indices),
+                                 0 if not ask else (1 if ask.get("milli") else ask["count"]), d)
+            for job, (_, min_members, _) in self.GANGS.items():
+                placed = sum(1 for t in where if job_of[t] == job)
+                self.assertTrue(placed == 0 or placed >= min_members,
+                                f"round {r.round_id}: gang {job} partial ({placed})")
+            rounds.append(r.round_id)
+
+        sub = PlacementSubscriber(deployment.brokers, "gang", on_round,
+                                  confirm_with_ledger=True)
+        self.addCleanup(sub.close)
+        poll_until_quiet(self, sub, lambda: len(where))
+        self.assertTrue(rounds, "no round delivered")
+        self.assertFalse([t for t in where if job_of[t] == 13],
+                         "a gang that never fits was placed")
+        gangs_placed = {job for t, job in job_of.items() if t in where and job in self.GANGS}
+        self.assertTrue(gangs_placed, f"no gang placed; {where}")
+        self.assertEqual(sub.stats.stale_decisions, 0, sub.stats)
+        for (machine, dev), users in use.items():
+            self.assertLessEqual(sum(users.values()), devices[machine][dev])
 
 
 if __name__ == "__main__":

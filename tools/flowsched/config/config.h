@@ -36,6 +36,7 @@ struct BrokerConfig {
 // `flowsched graph-manager`.
 struct GraphManagerConfig {
   int64_t round_timeout_ms = 15'000;
+  int64_t gang_hold_after_ms = 60'000;
   int64_t cut_every_events = 0;
   bool cut_at_ticks = false;
   bool ha = false;

@@ -30,6 +30,8 @@ TEST(ConfigDefaultsTest, ServiceFieldsMatchTheServiceOptions) {
   const graph_manager::GraphManagerOptions manager;
   EXPECT_EQ(config.policy.name, manager.policy);
   EXPECT_EQ(config.graph_manager.round_timeout_ms, manager.round_timeout_ms);
+  EXPECT_EQ(config.graph_manager.gang_hold_after_ms,
+            manager.gang_hold_after_ms);
   EXPECT_EQ(static_cast<uint64_t>(config.graph_manager.cut_every_events),
             manager.cut_every_events);
   EXPECT_EQ(config.graph_manager.cut_at_ticks, manager.cut_at_ticks);

@@ -155,6 +155,18 @@ std::vector<ConfigField> MakeFields() {
        .min = 100,
        .max = 3'600'000},
       {.section = "graph_manager",
+       .key = "gang_hold_after_ms",
+       .flag = "--gang-hold-after-ms",
+       .commands = "graph-manager",
+       .kind = K::kInt,
+       .help = "Hold free room for a gang whose oldest task waited this long "
+               "(0: never)",
+       .ref = [](Config& c) -> FieldRef {
+         return &c.graph_manager.gang_hold_after_ms;
+       },
+       .min = 0,
+       .max = 86'400'000},
+      {.section = "graph_manager",
        .key = "cut_every_events",
        .flag = "--cut-every-events",
        .commands = "graph-manager up",
