@@ -5,7 +5,9 @@
 // at the edges; services/codec converts.
 
 #include <cstdint>
+#include <vector>
 
+#include "services/cluster/cluster_types.h"
 #include "services/common/strong_id.h"
 
 namespace flowsched::core {
@@ -20,6 +22,10 @@ struct Decision {
   MachineId machine;   // the target; 0 for a preemption
   MachineId previous;  // where the task ran; 0 for a placement
   Action action = Action::kUnspecified;
+  // A placement's devices as the scheduler chose them (the GPU baselines;
+  // in-process only, not encoded on the wire). Empty: the state picks them
+  // (cluster::FitTask), as for every flow decision.
+  std::vector<cluster::DeviceShare> devices;
   bool operator==(const Decision&) const = default;
 };
 

@@ -1,0 +1,64 @@
+#pragma once
+
+// The skeleton of the FGD paper's greedy GPU schedulers (Weng et al., ATC
+// 2023; the authors' simulator scores every node, percentageOfNodesToScore
+// 100): waiting tasks one at a time in task-id order; every machine the
+// task fits (cluster::FitTask) is scored by Evaluate, which may also choose
+// the devices; the lowest cost wins, ties to the lowest machine id (the
+// Kubernetes scheduler breaks ties at random). The task is booked on a
+// scratch copy of that machine so later tasks of the round see it, and the
+// placement names its devices. A task that fits nowhere is left waiting.
+//
+// Cost per round: O(waiting x machines x Evaluate); a machine is copied
+// only when a task of the round is booked on it.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "services/baselines/baseline_scheduler.h"
+#include "services/cluster/resource_fit.h"
+
+namespace flowsched::baselines {
+
+// A scored choice: lower cost is better.
+struct NodeChoice {
+  double cost = 0;
+  // Empty: the devices FitTask picks.
+  std::vector<cluster::DeviceShare> devices;
+};
+
+class NodeScoreScheduler : public BaselineScheduler {
+ public:
+  std::vector<BaselinePlacement> Schedule(
+      const cluster::ClusterState& state) final;
+
+ protected:
+  // Called once per Schedule before any Evaluate.
+  virtual void BeginRound(const cluster::ClusterState& state) = 0;
+  // The cost of placing `task` on `machine` (which it fits: `fit` is
+  // FitTask's answer). nullopt: not a candidate.
+  virtual std::optional<NodeChoice> Evaluate(const cluster::Machine& machine,
+                                             const cluster::Task& task,
+                                             const cluster::Fit& fit) = 0;
+};
+
+// Largest capacity of any machine per dimension (the "max spec" the
+// paper's scores normalise by); at least 1 each so they divide safely.
+struct MaxSpec {
+  double cpu_millis = 1, memory_bytes = 1, device_milli = 1;
+};
+[[nodiscard]] MaxSpec ComputeMaxSpec(const cluster::ClusterState& state);
+
+// Free capacity per dimension of a machine: CPU and memory (unreported:
+// 0), and the free milli of all its devices.
+struct FreeVector {
+  double cpu_millis = 0, memory_bytes = 0, device_milli = 0;
+};
+[[nodiscard]] FreeVector ComputeFree(const cluster::Machine& machine);
+
+// A task's accelerator ask in milli: whole devices x 1000, or its fraction.
+[[nodiscard]] int64_t RequestedDeviceMilli(const cluster::TaskSpec& task);
+
+}  // namespace flowsched::baselines
