@@ -145,13 +145,15 @@ TEST(GpuBaselinesTest, PackingPrefersSharedThenUsedNodesThenEmptyOnes) {
 TEST(GpuBaselinesTest, ClusteringGroupsEqualAsks) {
   GpuState gpu;
   gpu.Machine(1, 2).Machine(2, 2).Machine(3, 2);
-  gpu.Task(1, 500).Task(2, 250).Task(3, 250).Task(4, 500).Task(5, 0, 1);
-  gpu.Run(1, 1, {{0, 500}}).Run(2, 2, {{0, 250}});
-  // 250 joins machine 2, 500 machine 1; the whole device goes to the
-  // machine without device users (tier 25) rather than beside other asks.
+  gpu.Task(1, 500).Task(2, 0, 1).Task(3, 250).Task(4, 0, 1).Task(5, 0, 2);
+  gpu.Run(1, 1, {{0, 500}}).Run(2, 2, {{0, 1000}});
+  // Any fraction joins the fractions of machine 1 (the simulator's
+  // "share-gpu" tag), a whole device the whole device of machine 2, and
+  // two whole devices, which nobody runs, the machine without device
+  // users (tier 25) rather than one with other asks.
   EXPECT_THAT(Schedule("clustering", gpu.state()),
-              ElementsAre(P(3, 2, {{0, 250}}), P(4, 1, {{0, 500}}),
-                          P(5, 3, {{0, 1000}})));
+              ElementsAre(P(3, 1, {{0, 250}}), P(4, 2, {{1, 1000}}),
+                          P(5, 3, {{0, 1000}, {1, 1000}})));
 }
 
 TEST(GpuBaselinesTest, RandomIsSeededAndSpreads) {

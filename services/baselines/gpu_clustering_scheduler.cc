@@ -5,6 +5,15 @@
 #include "services/cluster/gpu_fragmentation.h"
 
 namespace flowsched::baselines {
+namespace {
+
+// The simulator's affinity tags: "share-gpu" for any fraction, "<n>-gpu"
+// for n whole devices.
+std::pair<uint32_t, bool> AffinityOf(const cluster::AcceleratorRequest& ask) {
+  return {ask.whole, ask.milli > 0};
+}
+
+}  // namespace
 
 void GpuClusteringScheduler::BeginRound(const cluster::ClusterState& state) {
   state_ = &state;
@@ -24,8 +33,7 @@ GpuClusteringScheduler::AffinitiesOf(const cluster::Machine& machine) {
   for (TaskId id : machine.running) {
     const cluster::Task* task = state_->FindTask(id);
     if (task == nullptr || task->spec.accelerator.empty()) continue;
-    cached.distinct.emplace_back(task->spec.accelerator.whole,
-                                 task->spec.accelerator.milli);
+    cached.distinct.push_back(AffinityOf(task->spec.accelerator));
   }
   std::sort(cached.distinct.begin(), cached.distinct.end());
   cached.distinct.erase(
@@ -40,7 +48,7 @@ std::optional<NodeChoice> GpuClusteringScheduler::Evaluate(
   const cluster::AcceleratorRequest& ask = task.spec.accelerator;
   if (ask.empty()) return NodeChoice{.cost = 0};
   const std::vector<Affinity>& affinities = AffinitiesOf(machine);
-  const Affinity own(ask.whole, ask.milli);
+  const Affinity own = AffinityOf(ask);
   const bool shares = std::binary_search(affinities.begin(),
                                          affinities.end(), own);
   int64_t tier = 0;

@@ -2,8 +2,8 @@
 
 // "clustering": the FGD paper's GPU clustering baseline, scored as the
 // authors' simulator does (gpu_clustering_score.go, integer scores out of
-// 100, the highest wins), a task's "affinity" being its device ask
-// (whole devices, milli). Each machine scores 25 x (D - idle) / D for its
+// 100, the highest wins), a task's "affinity" being the simulator's tag
+// of its device ask: any fraction ("share-gpu"), or n whole devices. Each machine scores 25 x (D - idle) / D for its
 // idle milli (D: the largest machine's device milli), plus 75 when every
 // device-using task there has the task's affinity, 50 when some have it
 // among others, 25 when none uses a device, 0 otherwise. A task asking no
@@ -35,7 +35,7 @@ class GpuClusteringScheduler final : public NodeScoreScheduler {
                                      const cluster::Fit& fit) override;
 
  private:
-  using Affinity = std::pair<uint32_t, int64_t>;  // whole, milli
+  using Affinity = std::pair<uint32_t, bool>;  // whole, a fraction
   struct MachineAffinities {
     std::vector<TaskId> running;      // the running set they were read from
     std::vector<Affinity> distinct;   // sorted
