@@ -17,7 +17,8 @@ namespace flowsched::baselines {
 const std::vector<std::string_view>& BaselineNames() {
   static const std::vector<std::string_view> kNames = {
       "greedy",     "greedy-fair", "filter-score", "random", "dot-product",
-      "clustering", "packing",     "best-fit",     "fgd"};
+      "clustering", "packing",     "best-fit",     "fgd",
+      "fgd-sigmoid"};
   return kNames;
 }
 
@@ -33,8 +34,9 @@ absl::StatusOr<std::unique_ptr<BaselineScheduler>> MakeBaseline(
   if (name == "clustering") return std::make_unique<GpuClusteringScheduler>();
   if (name == "packing") return std::make_unique<GpuPackingScheduler>();
   if (name == "best-fit") return std::make_unique<BestFitScheduler>();
-  if (name == "fgd") {
-    return std::make_unique<FgdScheduler>(options.target_workload);
+  if (name == "fgd" || name == "fgd-sigmoid") {
+    return std::make_unique<FgdScheduler>(options.target_workload,
+                                          name == "fgd-sigmoid");
   }
   std::string names;
   for (std::string_view known : BaselineNames()) {

@@ -44,7 +44,8 @@ class BaselineScheduler {
 
 struct BaselineOptions {
   uint64_t seed = 1;  // "random"
-  // "fgd": the task shapes fragmentation is measured against. Empty: built
+  // "fgd", "fgd-sigmoid": the task shapes fragmentation is measured
+  // against. Empty: built
   // (cluster::TargetWorkload::Build, 95%) from the state's tasks at the
   // scheduler's first round.
   cluster::TargetWorkload target_workload;
@@ -52,7 +53,7 @@ struct BaselineOptions {
 
 // "greedy" (Quincy G), "greedy-fair" (Quincy GF), "filter-score"
 // (kube-like), or a GPU baseline of the FGD paper: "random", "dot-product",
-// "clustering", "packing", "best-fit", "fgd" (see README.md).
+// "clustering", "packing", "best-fit", "fgd", "fgd-sigmoid" (see README.md).
 // InvalidArgument for any other name.
 absl::StatusOr<std::unique_ptr<BaselineScheduler>> MakeBaseline(
     std::string_view name, const BaselineOptions& options = {});

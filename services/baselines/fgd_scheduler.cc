@@ -1,5 +1,6 @@
 #include "services/baselines/fgd_scheduler.h"
 
+#include <cmath>
 #include <vector>
 
 #include "services/cluster/resource_fit.h"
@@ -15,14 +16,19 @@ void FgdScheduler::BeginRound(const cluster::ClusterState& state) {
   built_ = true;
 }
 
+double FgdScheduler::Cost(double delta) const {
+  if (!sigmoid_score_) return delta;
+  return -std::floor(100.0 / (1.0 + std::exp(delta / 1000.0)));
+}
+
 std::optional<NodeChoice> FgdScheduler::Evaluate(
     const cluster::Machine& machine, const cluster::Task& task,
     const cluster::Fit& fit) {
   const cluster::TaskSpec& spec = task.spec;
   if (spec.accelerator.milli == 0) {
     return NodeChoice{
-        .cost = cluster::FragmentationDelta(machine, workload_, spec,
-                                            fit.devices),
+        .cost = Cost(cluster::FragmentationDelta(machine, workload_, spec,
+                                                 fit.devices)),
         .devices = fit.devices};
   }
   std::optional<NodeChoice> best;
@@ -38,10 +44,10 @@ std::optional<NodeChoice> FgdScheduler::Evaluate(
     if (!cluster::FitTaskOnDevices(machine, spec, {&share, 1}).fits()) {
       continue;
     }
-    const double delta =
-        cluster::FragmentationDelta(machine, workload_, spec, {&share, 1});
-    if (!best.has_value() || delta < best->cost) {
-      best = NodeChoice{.cost = delta, .devices = {share}};
+    const double cost = Cost(
+        cluster::FragmentationDelta(machine, workload_, spec, {&share, 1}));
+    if (!best.has_value() || cost < best->cost) {
+      best = NodeChoice{.cost = cost, .devices = {share}};
     }
   }
   return best;

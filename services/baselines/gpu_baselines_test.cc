@@ -130,6 +130,23 @@ TEST(GpuBaselinesTest, FgdChoosesTheDeviceFitTaskWouldNot) {
               ElementsAre(DeviceShare{0, 400}));
 }
 
+TEST(GpuBaselinesTest, FgdSigmoidTiesNearEqualDeltasToTheLowestMachine) {
+  GpuState gpu;
+  gpu.Machine(1, 1).Machine(2, 1).Task(1, 100).Task(2, 300);
+  gpu.Run(1, 2, {{0, 100}});
+  // Against 800-milli tasks (p = 0.05): machine 1 strands 700 (+35),
+  // machine 2 600 (+30). Exact FGD takes machine 2; the simulator's score
+  // floor(100 sigmoid(-delta / 1000)) is 49 for both, so machine 1.
+  BaselineOptions options = Workload(800);
+  cluster::TaskShape shape = options.target_workload.shapes()[0];
+  shape.popularity = 0.05;
+  options.target_workload = cluster::TargetWorkload::FromShapes({shape});
+  EXPECT_THAT(Schedule("fgd", gpu.state(), options),
+              ElementsAre(P(2, 2, {{0, 300}})));
+  EXPECT_THAT(Schedule("fgd-sigmoid", gpu.state(), options),
+              ElementsAre(P(2, 1, {{0, 300}})));
+}
+
 TEST(GpuBaselinesTest, PackingPrefersSharedThenUsedNodesThenEmptyOnes) {
   GpuState gpu;
   gpu.Machine(1, 2).Machine(2, 2).Machine(3, 2);
@@ -175,7 +192,8 @@ TEST(GpuBaselinesTest, RandomIsSeededAndSpreads) {
 
 TEST(GpuBaselinesTest, BatchesNeverOverCommitAndApplyAsNamed) {
   for (std::string_view name :
-       {"random", "dot-product", "clustering", "packing", "best-fit", "fgd"}) {
+       {"random", "dot-product", "clustering", "packing", "best-fit", "fgd",
+        "fgd-sigmoid"}) {
     GpuState gpu;
     gpu.Machine(1, 2).Machine(2, 4);
     // 6 whole devices of room; asks for 9.
