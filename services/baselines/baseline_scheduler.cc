@@ -17,8 +17,7 @@ namespace flowsched::baselines {
 const std::vector<std::string_view>& BaselineNames() {
   static const std::vector<std::string_view> kNames = {
       "greedy",     "greedy-fair", "filter-score", "random", "dot-product",
-      "clustering", "packing",     "best-fit",     "fgd",
-      "fgd-sigmoid"};
+      "clustering", "packing",     "best-fit",     "fgd",    "fgd-sigmoid"};
   return kNames;
 }
 

@@ -12,20 +12,14 @@
 
 namespace flowsched::baselines {
 
-class BestFitScheduler final : public NodeScoreScheduler {
+class BestFitScheduler final : public MaxSpecScoreScheduler {
  public:
   [[nodiscard]] std::string_view name() const override { return "best-fit"; }
 
  protected:
-  void BeginRound(const cluster::ClusterState& state) override {
-    max_ = ComputeMaxSpec(state);
-  }
   std::optional<NodeChoice> Evaluate(const cluster::Machine& machine,
                                      const cluster::Task& task,
                                      const cluster::Fit& fit) override;
-
- private:
-  MaxSpec max_;
 };
 
 }  // namespace flowsched::baselines

@@ -13,22 +13,14 @@
 
 namespace flowsched::baselines {
 
-class DotProductScheduler final : public NodeScoreScheduler {
+class DotProductScheduler final : public MaxSpecScoreScheduler {
  public:
-  [[nodiscard]] std::string_view name() const override {
-    return "dot-product";
-  }
+  [[nodiscard]] std::string_view name() const override { return "dot-product"; }
 
  protected:
-  void BeginRound(const cluster::ClusterState& state) override {
-    max_ = ComputeMaxSpec(state);
-  }
   std::optional<NodeChoice> Evaluate(const cluster::Machine& machine,
                                      const cluster::Task& task,
                                      const cluster::Fit& fit) override;
-
- private:
-  MaxSpec max_;
 };
 
 }  // namespace flowsched::baselines

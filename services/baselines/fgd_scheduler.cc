@@ -26,10 +26,9 @@ std::optional<NodeChoice> FgdScheduler::Evaluate(
     const cluster::Fit& fit) {
   const cluster::TaskSpec& spec = task.spec;
   if (spec.accelerator.milli == 0) {
-    return NodeChoice{
-        .cost = Cost(cluster::FragmentationDelta(machine, workload_, spec,
-                                                 fit.devices)),
-        .devices = fit.devices};
+    return NodeChoice{.cost = Cost(cluster::FragmentationDelta(
+                          machine, workload_, spec, fit.devices)),
+                      .devices = fit.devices};
   }
   std::optional<NodeChoice> best;
   for (uint32_t i = 0; i < machine.devices.size(); ++i) {

@@ -50,9 +50,9 @@ class GpuState {
   // Runs a task on the devices given.
   GpuState& Run(uint64_t task, uint64_t machine,
                 std::vector<DeviceShare> devices) {
-    EXPECT_THAT(state_.Place(TaskId(task), MachineId(machine), 0, changes_,
-                             devices),
-                IsOk());
+    EXPECT_THAT(
+        state_.Place(TaskId(task), MachineId(machine), 0, changes_, devices),
+        IsOk());
     return *this;
   }
   cluster::ClusterState& state() { return state_; }
@@ -191,9 +191,8 @@ TEST(GpuBaselinesTest, RandomIsSeededAndSpreads) {
 }
 
 TEST(GpuBaselinesTest, BatchesNeverOverCommitAndApplyAsNamed) {
-  for (std::string_view name :
-       {"random", "dot-product", "clustering", "packing", "best-fit", "fgd",
-        "fgd-sigmoid"}) {
+  for (std::string_view name : {"random", "dot-product", "clustering",
+                                "packing", "best-fit", "fgd", "fgd-sigmoid"}) {
     GpuState gpu;
     gpu.Machine(1, 2).Machine(2, 4);
     // 6 whole devices of room; asks for 9.

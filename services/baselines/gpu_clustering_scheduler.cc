@@ -17,8 +17,7 @@ std::pair<uint32_t, bool> AffinityOf(const cluster::AcceleratorRequest& ask) {
 
 void GpuClusteringScheduler::BeginRound(const cluster::ClusterState& state) {
   state_ = &state;
-  max_device_milli_ =
-      std::max<int64_t>(1, static_cast<int64_t>(ComputeMaxSpec(state).device_milli));
+  max_device_milli_ = static_cast<int64_t>(ComputeMaxSpec(state).device_milli);
 }
 
 const std::vector<GpuClusteringScheduler::Affinity>&
@@ -49,8 +48,8 @@ std::optional<NodeChoice> GpuClusteringScheduler::Evaluate(
   if (ask.empty()) return NodeChoice{.cost = 0};
   const std::vector<Affinity>& affinities = AffinitiesOf(machine);
   const Affinity own = AffinityOf(ask);
-  const bool shares = std::binary_search(affinities.begin(),
-                                         affinities.end(), own);
+  const bool shares =
+      std::binary_search(affinities.begin(), affinities.end(), own);
   int64_t tier = 0;
   if (shares) {
     tier = affinities.size() == 1 ? 75 : 50;

@@ -29,9 +29,8 @@ std::optional<NodeChoice> GpuPackingScheduler::Evaluate(
       unused_taken += Unused(device) ? 1 : 0;
       free_percent += device.free_milli() * 100 / cluster::kMilliPerDevice;
     }
-    score = unused_taken > 0
-                ? std::max<int64_t>(50 - unused_taken, 33)
-                : std::max<int64_t>(100 - free_percent / 10, 50);
+    score = unused_taken > 0 ? std::max<int64_t>(50 - unused_taken, 33)
+                             : std::max<int64_t>(100 - free_percent / 10, 50);
   }
   return NodeChoice{.cost = -static_cast<double>(score)};
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "services/baselines/scheduling_util.h"
+#include "services/cluster/gpu_fragmentation.h"
 
 namespace flowsched::baselines {
 
@@ -46,8 +47,8 @@ std::vector<BaselinePlacement> NodeScoreScheduler::Schedule(
   return placements;
 }
 
-MaxSpec ComputeMaxSpec(const cluster::ClusterState& state) {
-  MaxSpec spec;
+ResourceVector ComputeMaxSpec(const cluster::ClusterState& state) {
+  ResourceVector spec{1, 1, 1};
   for (const auto& [id, machine] : state.machines()) {
     spec.cpu_millis = std::max(
         spec.cpu_millis, static_cast<double>(machine.capacity.cpu_millis));
@@ -62,8 +63,8 @@ MaxSpec ComputeMaxSpec(const cluster::ClusterState& state) {
   return spec;
 }
 
-FreeVector ComputeFree(const cluster::Machine& machine) {
-  FreeVector free;
+ResourceVector ComputeFree(const cluster::Machine& machine) {
+  ResourceVector free;
   const cluster::Resources& capacity = machine.capacity;
   const cluster::Resources& allocated = machine.allocated;
   if (capacity.cpu_millis > 0) {
@@ -78,10 +79,21 @@ FreeVector ComputeFree(const cluster::Machine& machine) {
   return free;
 }
 
-int64_t RequestedDeviceMilli(const cluster::TaskSpec& task) {
+ResourceVector RequestVector(const cluster::TaskSpec& task) {
   const cluster::AcceleratorRequest& ask = task.accelerator;
-  return ask.milli > 0 ? ask.milli
-                       : static_cast<int64_t>(ask.whole) * cluster::kMilliPerDevice;
+  return {.cpu_millis = static_cast<double>(task.request.cpu_millis),
+          .memory_bytes = static_cast<double>(task.request.memory_bytes),
+          .device_milli = static_cast<double>(
+              ask.milli > 0 ? ask.milli
+                            : static_cast<int64_t>(ask.whole) *
+                                  cluster::kMilliPerDevice)};
+}
+
+ResourceVector Normalised(const ResourceVector& v,
+                          const ResourceVector& max_spec) {
+  return {.cpu_millis = v.cpu_millis / max_spec.cpu_millis,
+          .memory_bytes = v.memory_bytes / max_spec.memory_bytes,
+          .device_milli = v.device_milli / max_spec.device_milli};
 }
 
 }  // namespace flowsched::baselines

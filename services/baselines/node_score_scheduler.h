@@ -44,21 +44,36 @@ class NodeScoreScheduler : public BaselineScheduler {
                                              const cluster::Fit& fit) = 0;
 };
 
-// Largest capacity of any machine per dimension (the "max spec" the
-// paper's scores normalise by); at least 1 each so they divide safely.
-struct MaxSpec {
-  double cpu_millis = 1, memory_bytes = 1, device_milli = 1;
-};
-[[nodiscard]] MaxSpec ComputeMaxSpec(const cluster::ClusterState& state);
-
-// Free capacity per dimension of a machine: CPU and memory (unreported:
-// 0), and the free milli of all its devices.
-struct FreeVector {
+// Amounts per dimension the paper's scores read: CPU millicores, memory
+// bytes, device milli.
+struct ResourceVector {
   double cpu_millis = 0, memory_bytes = 0, device_milli = 0;
 };
-[[nodiscard]] FreeVector ComputeFree(const cluster::Machine& machine);
 
-// A task's accelerator ask in milli: whole devices x 1000, or its fraction.
-[[nodiscard]] int64_t RequestedDeviceMilli(const cluster::TaskSpec& task);
+// Largest capacity of any machine per dimension (the "max spec" the
+// paper's scores normalise by); at least 1 each so they divide safely.
+[[nodiscard]] ResourceVector ComputeMaxSpec(const cluster::ClusterState& state);
+
+// Free capacity of a machine: CPU and memory (unreported: 0), and the free
+// milli of all its devices.
+[[nodiscard]] ResourceVector ComputeFree(const cluster::Machine& machine);
+
+// A task's request: CPU, memory, and device milli (whole devices x 1000,
+// or its fraction).
+[[nodiscard]] ResourceVector RequestVector(const cluster::TaskSpec& task);
+
+// `v` with each dimension divided by `max_spec`'s.
+[[nodiscard]] ResourceVector Normalised(const ResourceVector& v,
+                                        const ResourceVector& max_spec);
+
+// A NodeScoreScheduler whose score normalises by the max spec, computed
+// once per round.
+class MaxSpecScoreScheduler : public NodeScoreScheduler {
+ protected:
+  void BeginRound(const cluster::ClusterState& state) override {
+    max_spec_ = ComputeMaxSpec(state);
+  }
+  ResourceVector max_spec_;
+};
 
 }  // namespace flowsched::baselines

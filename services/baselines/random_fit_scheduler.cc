@@ -2,8 +2,9 @@
 
 namespace flowsched::baselines {
 
-std::optional<NodeChoice> RandomFitScheduler::Evaluate(
-    const cluster::Machine&, const cluster::Task&, const cluster::Fit&) {
+std::optional<NodeChoice> RandomFitScheduler::Evaluate(const cluster::Machine&,
+                                                       const cluster::Task&,
+                                                       const cluster::Fit&) {
   return NodeChoice{.cost = std::uniform_real_distribution<double>()(rng_)};
 }
 

@@ -54,9 +54,7 @@ class TargetWorkload {
   // Shapes as given (popularities used as they are).
   [[nodiscard]] static TargetWorkload FromShapes(std::vector<TaskShape> shapes);
 
-  [[nodiscard]] const std::vector<TaskShape>& shapes() const {
-    return shapes_;
-  }
+  [[nodiscard]] const std::vector<TaskShape>& shapes() const { return shapes_; }
 
  private:
   std::vector<TaskShape> shapes_;
@@ -86,12 +84,13 @@ struct ClusterFragmentation {
   // Fragmented share of the idle milli (0 when nothing is idle) and of the
   // capacity (0 without devices).
   [[nodiscard]] double rate_of_idle() const {
-    return idle_milli == 0 ? 0 : fragmented_milli /
-                                     static_cast<double>(idle_milli);
+    return idle_milli == 0 ? 0
+                           : fragmented_milli / static_cast<double>(idle_milli);
   }
   [[nodiscard]] double rate_of_capacity() const {
-    return capacity_milli == 0 ? 0 : fragmented_milli /
-                                         static_cast<double>(capacity_milli);
+    return capacity_milli == 0
+               ? 0
+               : fragmented_milli / static_cast<double>(capacity_milli);
   }
 };
 

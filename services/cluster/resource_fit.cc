@@ -157,7 +157,8 @@ Fit FitTaskOnDevices(const Machine& machine, const TaskSpec& task,
                           ? device.free_milli() >= ask.milli &&
                                 HasFreeDeviceMemory(device, ask.memory_bytes)
                           : device.used_milli == 0 && device.tasks.empty();
-    if (!free) return Fit{.reason = absl::StrCat("no free ", DevicePhrase(ask))};
+    if (!free)
+      return Fit{.reason = absl::StrCat("no free ", DevicePhrase(ask))};
   }
   return Fit{.devices = {chosen.begin(), chosen.end()}};
 }

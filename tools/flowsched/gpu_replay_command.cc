@@ -31,8 +31,7 @@ struct GpuReplayFlags {
   std::string nodes;
   std::string pods;
   std::string seeds = "42-51";
-  std::string schedulers =
-      "random,dot-product,clustering,packing,best-fit,fgd";
+  std::string schedulers = "random,dot-product,clustering,packing,best-fit,fgd";
   uint32_t batch = 1;
   double inflate = 1.3;
   std::string solver = "incremental";

@@ -27,9 +27,9 @@ double SecondsSince(Clock::time_point start) {
 
 int64_t RequestedMilli(const cluster::TaskSpec& spec) {
   const cluster::AcceleratorRequest& ask = spec.accelerator;
-  return ask.milli > 0 ? ask.milli
-                       : static_cast<int64_t>(ask.whole) *
-                             cluster::kMilliPerDevice;
+  return ask.milli > 0
+             ? ask.milli
+             : static_cast<int64_t>(ask.whole) * cluster::kMilliPerDevice;
 }
 
 absl::StatusOr<std::unique_ptr<Contender>> MakeReplayContender(
@@ -69,10 +69,9 @@ absl::Status CheckFinalState(const cluster::ClusterState& state) {
     for (size_t i = 0; i < machine.devices.size(); ++i) {
       const cluster::Device& device = machine.devices[i];
       if (device.used_milli > device.capacity_milli || device.used_milli < 0) {
-        return absl::InternalError(
-            absl::StrCat("machine ", id.value(), " device ", i, " holds ",
-                         device.used_milli, " of ", device.capacity_milli,
-                         " milli"));
+        return absl::InternalError(absl::StrCat(
+            "machine ", id.value(), " device ", i, " holds ", device.used_milli,
+            " of ", device.capacity_milli, " milli"));
       }
     }
   }
@@ -81,9 +80,8 @@ absl::Status CheckFinalState(const cluster::ClusterState& state) {
     if (task.running()) asked += RequestedMilli(task.spec);
   }
   if (const int64_t held = HeldMilli(state); held != asked) {
-    return absl::InternalError(absl::StrCat("devices hold ", held,
-                                            " milli, running pods asked ",
-                                            asked));
+    return absl::InternalError(absl::StrCat(
+        "devices hold ", held, " milli, running pods asked ", asked));
   }
   return absl::OkStatus();
 }
@@ -106,9 +104,8 @@ std::vector<size_t> ReplayOrder(const std::vector<OpenbPod>& pods,
                                 double inflate) {
   std::vector<size_t> by_name(pods.size());
   std::iota(by_name.begin(), by_name.end(), size_t{0});
-  std::sort(by_name.begin(), by_name.end(), [&](size_t a, size_t b) {
-    return pods[a].name < pods[b].name;
-  });
+  std::sort(by_name.begin(), by_name.end(),
+            [&](size_t a, size_t b) { return pods[a].name < pods[b].name; });
   std::vector<size_t> order = by_name;
   if (pods.empty()) return order;
   std::mt19937_64 rng(seed);
@@ -144,9 +141,8 @@ absl::StatusOr<GpuReplayResult> RunGpuReplay(
   if (options.batch == 0) {
     return absl::InvalidArgumentError("batch must be at least 1");
   }
-  GpuReplayResult result{.scheduler = scheduler,
-                         .seed = options.seed,
-                         .batch = options.batch};
+  GpuReplayResult result{
+      .scheduler = scheduler, .seed = options.seed, .batch = options.batch};
   for (const OpenbNode& node : nodes) {
     result.capacity_milli +=
         static_cast<int64_t>(node.gpus) * cluster::kMilliPerDevice;
@@ -204,8 +200,8 @@ absl::StatusOr<GpuReplayResult> RunGpuReplay(
     }
     auto decided = (*contender)->Decide(state, changes, now_us);
     if (!decided.ok()) {
-      return absl::InternalError(absl::StrCat(
-          scheduler, " round ", round, ": ", decided.status().message()));
+      return absl::InternalError(absl::StrCat(scheduler, " round ", round, ": ",
+                                              decided.status().message()));
     }
     changes = {};
     result.decide_ms.push_back(decided->total_ms());
@@ -218,10 +214,10 @@ absl::StatusOr<GpuReplayResult> RunGpuReplay(
         const cluster::Task* task = state.FindTask(TaskId(j + 1));
         if (task == nullptr || task->running()) continue;
         ++result.unplaced;
-        if (auto s = state.Apply({"", now_us, "openb",
-                                  cluster::TaskKilled{JobId(j + 1),
-                                                      TaskId(j + 1)}},
-                                 now_us, changes);
+        if (auto s =
+                state.Apply({"", now_us, "openb",
+                             cluster::TaskKilled{JobId(j + 1), TaskId(j + 1)}},
+                            now_us, changes);
             !s.ok()) {
           return absl::InternalError(s.message());
         }

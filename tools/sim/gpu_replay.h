@@ -42,8 +42,8 @@ struct GpuReplayOptions {
   uint64_t seed = 42;
   double inflate = 1.3;
   uint32_t batch = 1;
-  double coverage = 0.95;          // of the target workload
-  double fragmentation_at = 0.9;   // arrived share to measure it at
+  double coverage = 0.95;              // of the target workload
+  double fragmentation_at = 0.9;       // arrived share to measure it at
   std::string solver = "incremental";  // flow contenders
   std::ostream* progress = nullptr;    // a line every progress_every_s
   double progress_every_s = 5.0;
@@ -58,7 +58,7 @@ struct GpuReplayResult {
   std::string scheduler;
   uint64_t seed = 0;
   uint32_t batch = 1;
-  uint64_t pods = 0;    // after inflation
+  uint64_t pods = 0;  // after inflation
   uint64_t placed = 0;
   uint64_t unplaced = 0;  // failed (baselines) or still waiting (flow)
   int64_t capacity_milli = 0;
@@ -75,9 +75,9 @@ struct GpuReplayResult {
 
 // The pods in arrival order (indices into `pods`, repeated for inflated
 // draws) per the protocol above. Empty `pods`: empty.
-[[nodiscard]] std::vector<size_t> ReplayOrder(
-    const std::vector<OpenbPod>& pods, int64_t capacity_milli, uint64_t seed,
-    double inflate);
+[[nodiscard]] std::vector<size_t> ReplayOrder(const std::vector<OpenbPod>& pods,
+                                              int64_t capacity_milli,
+                                              uint64_t seed, double inflate);
 
 // Requested device milli of a pod (num_gpu x gpu_milli).
 [[nodiscard]] int64_t RequestedMilli(const OpenbPod& pod);

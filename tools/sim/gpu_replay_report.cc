@@ -49,7 +49,8 @@ std::string PlotScript(const std::vector<GpuReplaySummary>& rows) {
       "plot ";
   for (size_t i = 0; i < rows.size(); ++i) {
     absl::StrAppend(&script, i == 0 ? "" : ", \\\n     ", "'",
-                    MeanStem(rows[i]), ".csv' using 1:2 with lines lw 2 title '",
+                    MeanStem(rows[i]),
+                    ".csv' using 1:2 with lines lw 2 title '",
                     rows[i].scheduler, " (B=", rows[i].batch, ")'");
   }
   return script + "\n";
@@ -137,8 +138,8 @@ std::string GpuReplayTable(const std::vector<GpuReplaySummary>& rows) {
       "{:<18} {:>5} {:>4} {:>14} {:>14} {:>14} {:>14} {:>8} {:>8} {:>8} "
       "{:>9} {:>9}\n",
       "scheduler", "batch", "runs", "unalloc@100%", "unalloc@130%",
-      "frag@90 %idle", "frag@90 %cap", "pods", "failed", "wall s",
-      "p50 ms", "p99 ms");
+      "frag@90 %idle", "frag@90 %cap", "pods", "failed", "wall s", "p50 ms",
+      "p99 ms");
   for (const GpuReplaySummary& row : rows) {
     absl::StrAppend(
         &table,
@@ -148,9 +149,9 @@ std::string GpuReplayTable(const std::vector<GpuReplaySummary>& rows) {
                     Cell(row.unallocated_at_100, 2),
                     Cell(row.unallocated_at_130, 2),
                     Cell(row.fragmentation_of_idle_at_90, 1),
-                    Cell(row.fragmentation_of_capacity_at_90, 2),
-                    row.pods.mean, row.unplaced.mean, row.wall_s.mean,
-                    row.decide_p50_ms, row.decide_p99_ms));
+                    Cell(row.fragmentation_of_capacity_at_90, 2), row.pods.mean,
+                    row.unplaced.mean, row.wall_s.mean, row.decide_p50_ms,
+                    row.decide_p99_ms));
   }
   return table;
 }
@@ -167,9 +168,9 @@ absl::Status WriteGpuReplayCsvs(const std::vector<GpuReplayResult>& results,
         continue;
       }
       last_kept = point.arrived;
-      absl::StrAppend(&csv, fmt::format("{:.3f},{:.3f}\n",
-                                        kPercent * point.arrived,
-                                        kPercent * (1 - point.allocated)));
+      absl::StrAppend(&csv,
+                      fmt::format("{:.3f},{:.3f}\n", kPercent * point.arrived,
+                                  kPercent * (1 - point.allocated)));
     }
     if (auto s = Write(absl::StrCat(dir, "/", RunStem(run), ".csv"), csv);
         !s.ok()) {

@@ -35,14 +35,29 @@ SmallTrace MakeSmallTrace() {
   for (int i = 0; i < 80; ++i) {
     std::string gpu = "1,500,";
     switch (i % 8) {
-      case 0: gpu = i % 16 == 0 ? "1,1000," : "1,700,"; break;
-      case 1: gpu = absl::StrCat("1,", 100 + 37 * i % 800, ","); break;
-      case 2: gpu = i % 32 == 2 ? "2,1000," : "1,300,"; break;
-      case 3: gpu = "0,0,"; break;
-      case 4: gpu = "1,250,T4|G3"; break;
-      case 5: gpu = absl::StrCat("1,", 300 + 11 * i % 600, ","); break;
-      case 6: gpu = i == 6 ? "8,1000," : i == 38 ? "4,1000," : "1,200,"; break;
-      default: break;
+      case 0:
+        gpu = i % 16 == 0 ? "1,1000," : "1,700,";
+        break;
+      case 1:
+        gpu = absl::StrCat("1,", 100 + 37 * i % 800, ",");
+        break;
+      case 2:
+        gpu = i % 32 == 2 ? "2,1000," : "1,300,";
+        break;
+      case 3:
+        gpu = "0,0,";
+        break;
+      case 4:
+        gpu = "1,250,T4|G3";
+        break;
+      case 5:
+        gpu = absl::StrCat("1,", 300 + 11 * i % 600, ",");
+        break;
+      case 6:
+        gpu = i == 6 ? "8,1000," : i == 38 ? "4,1000," : "1,200,";
+        break;
+      default:
+        break;
     }
     absl::StrAppend(&pods, "openb-pod-", 1000 + (i * 37) % 80, ",",
                     4000 + 500 * (i % 5), ",", 8192 * (1 + i % 3), ",", gpu,

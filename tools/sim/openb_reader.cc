@@ -52,8 +52,8 @@ class CsvRows {
     column_count_ = columns.size();
     for (const std::string& column : required) {
       if (!position_.contains(column)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            name_, ":1: no column '", column, "' in the header"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(name_, ":1: no column '", column, "' in the header"));
       }
     }
     return absl::OkStatus();
@@ -117,7 +117,8 @@ class CsvRows {
   [[nodiscard]] absl::Status Finish() const {
     if (error_count_ == 0) return absl::OkStatus();
     std::string message = absl::StrCat(error_count_, " bad rows");
-    for (const std::string& error : errors_) absl::StrAppend(&message, "\n  ", error);
+    for (const std::string& error : errors_)
+      absl::StrAppend(&message, "\n  ", error);
     if (error_count_ > errors_.size()) {
       absl::StrAppend(&message, "\n  ...");
     }
@@ -152,6 +153,22 @@ void CheckUnique(CsvRows& rows, std::set<std::string>& seen,
   }
 }
 
+// The columns every node and pod row starts with: a unique name, CPU and
+// memory (nullopt where the row's value is bad, recorded as its error).
+struct NamedResources {
+  std::string name;
+  std::optional<int64_t> cpu_milli, memory_mib;
+};
+NamedResources ReadNamedResources(CsvRows& rows, std::set<std::string>& seen,
+                                  const std::string& name_column) {
+  NamedResources out{.name = rows.Field(name_column)};
+  CheckUnique(rows, seen, out.name);
+  out.cpu_milli = rows.Count("cpu_milli");
+  out.memory_mib = rows.Count("memory_mib");
+  CheckCaps(rows, out.cpu_milli, out.memory_mib);
+  return out;
+}
+
 template <typename Record>
 absl::StatusOr<std::vector<Record>> OpenAndRead(
     const std::string& path,
@@ -167,33 +184,29 @@ absl::StatusOr<std::vector<Record>> OpenAndRead(
 absl::StatusOr<std::vector<OpenbNode>> ReadOpenbNodes(std::istream& in,
                                                       const std::string& name) {
   CsvRows rows(in, name);
-  if (auto s = rows.ReadHeader({"sn", "cpu_milli", "memory_mib", "gpu",
-                                "model"});
+  if (auto s =
+          rows.ReadHeader({"sn", "cpu_milli", "memory_mib", "gpu", "model"});
       !s.ok()) {
     return s;
   }
   std::vector<OpenbNode> nodes;
   std::set<std::string> seen;
   while (rows.Next()) {
-    OpenbNode node;
-    node.name = rows.Field("sn");
-    CheckUnique(rows, seen, node.name);
-    const auto cpu = rows.Count("cpu_milli");
-    const auto memory = rows.Count("memory_mib");
+    const NamedResources named = ReadNamedResources(rows, seen, "sn");
+    OpenbNode node{.name = named.name};
     const auto gpus = rows.Count("gpu");
-    CheckCaps(rows, cpu, memory);
     node.model = rows.Field("model");
     if (gpus.has_value()) {
       if (*gpus > kMaxOpenbDevices) {
-        rows.Error(absl::StrCat("gpu ", *gpus, " is more than ",
-                                kMaxOpenbDevices));
+        rows.Error(
+            absl::StrCat("gpu ", *gpus, " is more than ", kMaxOpenbDevices));
       } else if (*gpus > 0 && node.model.empty()) {
         rows.Error("gpu without a model");
       }
     }
     if (!rows.TakeRowOk()) continue;
-    node.cpu_milli = *cpu;
-    node.memory_mib = *memory;
+    node.cpu_milli = *named.cpu_milli;
+    node.memory_mib = *named.memory_mib;
     node.gpus = static_cast<uint32_t>(*gpus);
     nodes.push_back(std::move(node));
   }
@@ -212,14 +225,10 @@ absl::StatusOr<std::vector<OpenbPod>> ReadOpenbPods(std::istream& in,
   std::vector<OpenbPod> pods;
   std::set<std::string> seen;
   while (rows.Next()) {
-    OpenbPod pod;
-    pod.name = rows.Field("name");
-    CheckUnique(rows, seen, pod.name);
-    const auto cpu = rows.Count("cpu_milli");
-    const auto memory = rows.Count("memory_mib");
+    const NamedResources named = ReadNamedResources(rows, seen, "name");
+    OpenbPod pod{.name = named.name};
     const auto num_gpu = rows.Count("num_gpu");
     const auto gpu_milli = rows.Count("gpu_milli");
-    CheckCaps(rows, cpu, memory);
     if (num_gpu.has_value() && gpu_milli.has_value()) {
       if (*num_gpu > kMaxOpenbDevices) {
         rows.Error(absl::StrCat("num_gpu ", *num_gpu, " is more than ",
@@ -238,7 +247,8 @@ absl::StatusOr<std::vector<OpenbPod>> ReadOpenbPods(std::istream& in,
     if (const std::string& spec = rows.Field("gpu_spec"); !spec.empty()) {
       std::vector<std::string> models = absl::StrSplit(spec, '|');
       for (const std::string& model : models) {
-        if (model.empty()) rows.Error(absl::StrCat("empty model in '", spec, "'"));
+        if (model.empty())
+          rows.Error(absl::StrCat("empty model in '", spec, "'"));
       }
       pod.gpu_spec = std::move(models);
     }
@@ -254,8 +264,8 @@ absl::StatusOr<std::vector<OpenbPod>> ReadOpenbPods(std::istream& in,
       if (auto value = rows.Count(column, -1)) *field = *value;
     }
     if (!rows.TakeRowOk()) continue;
-    pod.cpu_milli = *cpu;
-    pod.memory_mib = *memory;
+    pod.cpu_milli = *named.cpu_milli;
+    pod.memory_mib = *named.memory_mib;
     pod.num_gpu = static_cast<uint32_t>(*num_gpu);
     pod.gpu_milli = *gpu_milli;
     pods.push_back(std::move(pod));
@@ -269,7 +279,8 @@ absl::StatusOr<std::vector<OpenbNode>> ReadOpenbNodeFile(
   return OpenAndRead<OpenbNode>(path, &ReadOpenbNodes);
 }
 
-absl::StatusOr<std::vector<OpenbPod>> ReadOpenbPodFile(const std::string& path) {
+absl::StatusOr<std::vector<OpenbPod>> ReadOpenbPodFile(
+    const std::string& path) {
   return OpenAndRead<OpenbPod>(path, &ReadOpenbPods);
 }
 

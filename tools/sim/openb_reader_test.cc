@@ -18,9 +18,8 @@ constexpr char kPodHeader[] =
     "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
     "creation_time,deletion_time,scheduled_time\n";
 
-absl::StatusOr<std::vector<OpenbPod>> Pods(const std::string& rows,
-                                           const std::string& header =
-                                               kPodHeader) {
+absl::StatusOr<std::vector<OpenbPod>> Pods(
+    const std::string& rows, const std::string& header = kPodHeader) {
   std::istringstream in(header + rows);
   return ReadOpenbPods(in, "pods.csv");
 }
@@ -78,7 +77,8 @@ TEST(OpenbReaderTest, EveryPodListVariantLoads) {
 
 TEST(OpenbReaderTest, EachBadRowIsAnErrorWithItsLine) {
   const std::pair<std::string, std::string> cases[] = {
-      {"p,-1,1,0,0,,LS,Running,0,1,0\n", "pods.csv:2: cpu_milli -1 is negative"},
+      {"p,-1,1,0,0,,LS,Running,0,1,0\n",
+       "pods.csv:2: cpu_milli -1 is negative"},
       {"p,x,1,0,0,,LS,Running,0,1,0\n", "pods.csv:2: cpu_milli 'x' is not"},
       {"p,1,1,2,500,,LS,Running,0,1,0\n", "a fraction (gpu_milli 500) of 2"},
       {"p,1,1,1,1001,,LS,Running,0,1,0\n", "gpu_milli 1001 is above 1000"},
@@ -92,24 +92,23 @@ TEST(OpenbReaderTest, EachBadRowIsAnErrorWithItsLine) {
       {"p,1,1,65,1000,,LS,Running,0,1,0\n", "num_gpu 65 is more than 64"},
   };
   for (const auto& [rows, why] : cases) {
-    EXPECT_THAT(Pods(rows),
-                StatusIs(absl::StatusCode::kInvalidArgument, why))
+    EXPECT_THAT(Pods(rows), StatusIs(absl::StatusCode::kInvalidArgument, why))
         << rows;
   }
   // Every bad row is reported, not just the first.
-  auto both = Pods("a,-1,1,0,0,,LS,R,0,1,0\nb,1,1,0,0,,LS,R,0,1,0\n"
-                   "c,1,1,1,0,,LS,R,0,1,0\n");
-  EXPECT_THAT(both, StatusIs(absl::StatusCode::kInvalidArgument,
-                             "2 bad rows"));
+  auto both = Pods(
+      "a,-1,1,0,0,,LS,R,0,1,0\nb,1,1,0,0,,LS,R,0,1,0\n"
+      "c,1,1,1,0,,LS,R,0,1,0\n");
+  EXPECT_THAT(both, StatusIs(absl::StatusCode::kInvalidArgument, "2 bad rows"));
   EXPECT_THAT(both.status().message(), HasSubstr("pods.csv:4:"));
 }
 
 TEST(OpenbReaderTest, HeaderAndNodeErrors) {
-  EXPECT_THAT(Pods("", ""), StatusIs(absl::StatusCode::kInvalidArgument,
-                                     "empty file"));
-  EXPECT_THAT(Pods("", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "no column 'gpu_spec'"));
+  EXPECT_THAT(Pods("", ""),
+              StatusIs(absl::StatusCode::kInvalidArgument, "empty file"));
+  EXPECT_THAT(
+      Pods("", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument, "no column 'gpu_spec'"));
   std::istringstream in(
       "sn,cpu_milli,memory_mib,gpu,model\n"
       "n0,1,1,2,\n"
