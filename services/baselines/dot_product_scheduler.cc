@@ -5,9 +5,8 @@ namespace flowsched::baselines {
 std::optional<NodeChoice> DotProductScheduler::Evaluate(
     const cluster::Machine& machine, const cluster::Task& task,
     const cluster::Fit&) {
-  const ResourceVector free = Normalised(ComputeFree(machine), max_spec_);
-  const ResourceVector request =
-      Normalised(RequestVector(task.spec), max_spec_);
+  const ResourceVector free = NormalisedFree(machine);
+  const ResourceVector request = NormalisedRequest(task.spec);
   // The largest alignment wins: the cost is its negation.
   return NodeChoice{.cost = -(free.cpu_millis * request.cpu_millis +
                               free.memory_bytes * request.memory_bytes +

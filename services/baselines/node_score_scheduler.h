@@ -73,6 +73,14 @@ class MaxSpecScoreScheduler : public NodeScoreScheduler {
   void BeginRound(const cluster::ClusterState& state) override {
     max_spec_ = ComputeMaxSpec(state);
   }
+  [[nodiscard]] ResourceVector NormalisedFree(
+      const cluster::Machine& machine) const {
+    return Normalised(ComputeFree(machine), max_spec_);
+  }
+  [[nodiscard]] ResourceVector NormalisedRequest(
+      const cluster::TaskSpec& task) const {
+    return Normalised(RequestVector(task), max_spec_);
+  }
   ResourceVector max_spec_;
 };
 
