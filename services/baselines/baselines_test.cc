@@ -80,7 +80,7 @@ BaselinePlacement P(uint64_t task, uint64_t machine) {
 }
 
 TEST(MakeBaselineTest, KnownNamesAndError) {
-  for (std::string_view name : {"greedy", "greedy-fair", "filter-score"}) {
+  for (std::string_view name : BaselineNames()) {
     auto scheduler = MakeBaseline(name);
     ASSERT_THAT(scheduler, IsOk());
     EXPECT_EQ((*scheduler)->name(), name);
@@ -137,7 +137,7 @@ TEST(GreedyTest, SkipsTasksThatDoNotFitResources) {
 // batch never hands one whole device to two tasks, and every placement of
 // the batch applies.
 TEST(BaselineDevicesTest, EveryBaselineHonoursDevicesAndScalars) {
-  for (std::string_view name : {"greedy", "greedy-fair", "filter-score"}) {
+  for (std::string_view name : BaselineNames()) {
     StateBuilder b;
     cluster::MachineAdded gpu{MachineId(1), "a", {}, 4, {}};
     gpu.accelerators = {{.count = 1, .model = "a10"}};

@@ -279,7 +279,8 @@ absl::Status ClusterState::ApplyTaskUsage(const TaskUsage& e) {
 }
 
 absl::Status ClusterState::Place(TaskId task_id, MachineId machine_id,
-                                 int64_t now_us, ChangeSet& changes) {
+                                 int64_t now_us, ChangeSet& changes,
+                                 std::span<const DeviceShare> devices) {
   SeeTime(now_us);
   auto task_it = tasks_.find(task_id);
   if (task_it == tasks_.end()) {
@@ -298,7 +299,7 @@ absl::Status ClusterState::Place(TaskId task_id, MachineId machine_id,
         absl::StrCat("place: machine ", machine_id.value(), " is gone"));
   }
   Machine& machine = machine_it->second;
-  Fit fit = FitTask(machine, task.spec);
+  Fit fit = FitTaskOnDevices(machine, task.spec, devices);
   if (!fit.fits()) {
     if (machine.free_slots() == 0) {
       return absl::FailedPreconditionError(absl::StrCat(

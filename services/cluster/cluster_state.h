@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -43,8 +44,12 @@ class ClusterState {
   // Migrate, finish, failure, kill, machine removal) releases them.
   // Each call closes the task's current waiting or running period at
   // `now_us` (Quincy's cumulative nu and theta, Task::WaitMicros/RunMicros).
+  // `devices`, if not empty, are the shares a scheduler chose (FGD picks
+  // the device): checked by FitTaskOnDevices and booked as given; empty:
+  // FitTask's choice.
   absl::Status Place(TaskId task, MachineId machine, int64_t now_us,
-                     ChangeSet& changes);
+                     ChangeSet& changes,
+                     std::span<const DeviceShare> devices = {});
   absl::Status Preempt(TaskId task, int64_t now_us, ChangeSet& changes);
   // As above at the latest time the state has seen (an event, decision or
   // AdvanceTime). Prefer the overload with an explicit time.

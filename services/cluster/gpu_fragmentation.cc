@@ -81,8 +81,8 @@ double Fragmentation(const NodeView& view, const TargetWorkload& workload) {
   if (view.idle_milli == 0) return 0;
   double sum = 0;
   for (const TaskShape& shape : workload.shapes()) {
-    sum += shape.popularity *
-           static_cast<double>(ShapeFragmentation(view, shape));
+    sum +=
+        shape.popularity * static_cast<double>(ShapeFragmentation(view, shape));
   }
   return sum;
 }
@@ -97,8 +97,9 @@ TargetWorkload TargetWorkload::Build(std::span<const TaskSpec> tasks,
   ranked.reserve(counts.size());
   for (const auto& [key, count] : counts) ranked.emplace_back(count, &key);
   // Stable: equal counts keep the map's (ascending key) order.
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::stable_sort(
+      ranked.begin(), ranked.end(),
+      [](const auto& a, const auto& b) { return a.first > b.first; });
   const double wanted = coverage * static_cast<double>(tasks.size());
   int64_t kept = 0;
   TargetWorkload workload;

@@ -15,7 +15,8 @@
 // NodeFragmentation = sum_m p_m F_n(m) (milli); a cluster's is the sum over
 // machines, and its rate the share of the idle milli that is fragmented.
 // Device memory and named scalars are not part of the measure (the trace
-// reports neither). The FGD scheduler places where the delta is least.
+// reports neither), nor devices past the 64th of a machine (the default
+// ValidationLimits::max_devices_per_machine). The FGD scheduler places where the delta is least.
 //
 // Thread-safety: pure functions; TargetWorkload is immutable once built.
 
@@ -54,9 +55,7 @@ class TargetWorkload {
   // Shapes as given (popularities used as they are).
   [[nodiscard]] static TargetWorkload FromShapes(std::vector<TaskShape> shapes);
 
-  [[nodiscard]] const std::vector<TaskShape>& shapes() const {
-    return shapes_;
-  }
+  [[nodiscard]] const std::vector<TaskShape>& shapes() const { return shapes_; }
 
  private:
   std::vector<TaskShape> shapes_;
@@ -86,12 +85,13 @@ struct ClusterFragmentation {
   // Fragmented share of the idle milli (0 when nothing is idle) and of the
   // capacity (0 without devices).
   [[nodiscard]] double rate_of_idle() const {
-    return idle_milli == 0 ? 0 : fragmented_milli /
-                                     static_cast<double>(idle_milli);
+    return idle_milli == 0 ? 0
+                           : fragmented_milli / static_cast<double>(idle_milli);
   }
   [[nodiscard]] double rate_of_capacity() const {
-    return capacity_milli == 0 ? 0 : fragmented_milli /
-                                         static_cast<double>(capacity_milli);
+    return capacity_milli == 0
+               ? 0
+               : fragmented_milli / static_cast<double>(capacity_milli);
   }
 };
 

@@ -55,15 +55,13 @@ TEST(GpuFragmentationTest, NodeFragmentationByHand) {
 
 TEST(GpuFragmentationTest, ShapesThatCannotRunCountAllIdleMilli) {
   const Machine machine = HalfUsedMachine();
-  const TargetWorkload cpu_only =
-      TargetWorkload::FromShapes({Shape({}, 1.0)});
+  const TargetWorkload cpu_only = TargetWorkload::FromShapes({Shape({}, 1.0)});
   const TargetWorkload too_much_cpu =
       TargetWorkload::FromShapes({Shape({.milli = 100}, 1.0, 9000)});
   const TargetWorkload other_model = TargetWorkload::FromShapes(
       {Shape({.milli = 100, .models = std::vector<std::string>{"B"}}, 1.0)});
-  const TargetWorkload this_model = TargetWorkload::FromShapes(
-      {Shape({.milli = 400, .models = std::vector<std::string>{"B", "A"}},
-             1.0)});
+  const TargetWorkload this_model = TargetWorkload::FromShapes({Shape(
+      {.milli = 400, .models = std::vector<std::string>{"B", "A"}}, 1.0)});
   EXPECT_DOUBLE_EQ(NodeFragmentation(machine, cpu_only), 1300);
   EXPECT_DOUBLE_EQ(NodeFragmentation(machine, too_much_cpu), 1300);
   EXPECT_DOUBLE_EQ(NodeFragmentation(machine, other_model), 1300);

@@ -130,6 +130,39 @@ Fit FitTask(const Machine& machine, const TaskSpec& task) {
   return FitDevices(machine, task.accelerator);
 }
 
+Fit FitTaskOnDevices(const Machine& machine, const TaskSpec& task,
+                     std::span<const DeviceShare> chosen) {
+  if (chosen.empty()) return FitTask(machine, task);
+  if (machine.free_slots() == 0) return Fit{.reason = "slots"};
+  if (std::string misfit = ResourceMisfit(machine, task.request);
+      !misfit.empty()) {
+    return Fit{.reason = std::move(misfit)};
+  }
+  const AcceleratorRequest& ask = task.accelerator;
+  const Fit malformed{.reason = "device choice"};
+  if (chosen.size() != ask.device_count()) return malformed;
+  for (size_t k = 0; k < chosen.size(); ++k) {
+    const DeviceShare& share = chosen[k];
+    if (share.index >= machine.devices.size() ||
+        (k > 0 && share.index <= chosen[k - 1].index)) {
+      return malformed;
+    }
+    const Device& device = machine.devices[share.index];
+    if (!ask.AcceptsModel(device.model) ||
+        !HasDeviceMemory(device, ask.memory_bytes) ||
+        share.milli != (ask.milli > 0 ? ask.milli : device.capacity_milli)) {
+      return malformed;
+    }
+    const bool free = ask.milli > 0
+                          ? device.free_milli() >= ask.milli &&
+                                HasFreeDeviceMemory(device, ask.memory_bytes)
+                          : device.used_milli == 0 && device.tasks.empty();
+    if (!free)
+      return Fit{.reason = absl::StrCat("no free ", DevicePhrase(ask))};
+  }
+  return Fit{.devices = {chosen.begin(), chosen.end()}};
+}
+
 int64_t ResourceFitCount(const Machine& machine, const Resources& request,
                          int64_t limit) {
   const Resources& capacity = machine.capacity;

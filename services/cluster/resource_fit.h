@@ -20,6 +20,7 @@
 // Thread-safety: pure functions over the arguments.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,18 @@ struct Fit {
 // Whether `task` fits on `machine` now (its running set, allocation and
 // device use as they stand), and on which devices.
 [[nodiscard]] Fit FitTask(const Machine& machine, const TaskSpec& task);
+
+// FitTask on the devices a scheduler chose instead of the ones FitTask
+// would pick (FGD chooses the device; issue #32). Empty `chosen`: exactly
+// FitTask. Otherwise the same checks (slot, resources, then the devices)
+// with the chosen shares: as many as the ask's device count, indices
+// ascending and on the machine, of an acceptable model with the device
+// memory asked, each a whole unused device (milli = its capacity) or the
+// fraction asked (milli = the ask's) on a device with that much free milli
+// and device memory. A chosen share that breaks the ask's shape is
+// "device choice"; a device in use, "no free <models> device".
+[[nodiscard]] Fit FitTaskOnDevices(const Machine& machine, const TaskSpec& task,
+                                   std::span<const DeviceShare> chosen);
 
 // How many copies of `request` (at most `limit`) fit `machine`'s free CPU,
 // memory, network and scalars by the rule FitTask applies: the count of

@@ -373,5 +373,42 @@ TEST(ResourceFitCountTest, HugeStoredValuesDoNotOverflow) {
   EXPECT_EQ(ResourceFitCount(machine, {0, INT64_MAX, 0, {}}, 10), 1);
 }
 
+TEST(FitTaskOnDevicesTest, ChosenDevicesAreCheckedByTheSameRule) {
+  Machine machine = MakeMachine({}, 4, {{.count = 2, .model = "a"}});
+  Place(machine, Ask(1, {}, Fraction(300)));  // device 0: 300 used
+  const TaskSpec fraction = Ask(2, {}, Fraction(400));
+  EXPECT_EQ(FitTaskOnDevices(machine, fraction, {}).devices,
+            FitTask(machine, fraction).devices);
+  const std::vector<DeviceShare> on_one{{1, 400}};
+  EXPECT_THAT(FitTaskOnDevices(machine, fraction, on_one).devices,
+              ElementsAre(DeviceShare{1, 400}));
+  EXPECT_EQ(
+      FitTaskOnDevices(machine, fraction, std::vector<DeviceShare>{{1, 300}})
+          .reason,
+      "device choice");
+  EXPECT_EQ(
+      FitTaskOnDevices(machine, fraction, std::vector<DeviceShare>{{2, 400}})
+          .reason,
+      "device choice");
+  const TaskSpec big = Ask(3, {}, Fraction(800));
+  EXPECT_EQ(
+      FitTaskOnDevices(machine, big, std::vector<DeviceShare>{{0, 800}}).reason,
+      "no free device");
+  const TaskSpec whole = Ask(4, {}, Whole(1));
+  EXPECT_EQ(
+      FitTaskOnDevices(machine, whole, std::vector<DeviceShare>{{0, 1000}})
+          .reason,
+      "no free device");
+  EXPECT_TRUE(
+      FitTaskOnDevices(machine, whole, std::vector<DeviceShare>{{1, 1000}})
+          .fits());
+  const TaskSpec two = Ask(5, {}, Whole(2, std::vector<std::string>{"a"}));
+  EXPECT_EQ(FitTaskOnDevices(machine, two,
+                             std::vector<DeviceShare>{{1, 1000}, {1, 1000}})
+                .reason,
+            "device choice");
+  EXPECT_EQ(FitTaskOnDevices(machine, Ask(6), on_one).reason, "device choice");
+}
+
 }  // namespace
 }  // namespace flowsched::cluster

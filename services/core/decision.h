@@ -5,7 +5,9 @@
 // at the edges; services/codec converts.
 
 #include <cstdint>
+#include <vector>
 
+#include "services/cluster/cluster_types.h"
 #include "services/common/strong_id.h"
 
 namespace flowsched::core {
@@ -23,6 +25,10 @@ struct Decision {
   // The gang marker: the job's min_members when it is a gang (> 1), else 0
   // (gang_rule.h; v1::PlacementDecision.gang_job_id and gang_min_members).
   uint32_t gang_min_members = 0;
+  // A placement's devices as the scheduler chose them (the GPU baselines;
+  // in-process only, not encoded on the wire). Empty: the state picks them
+  // (cluster::FitTask), as for every flow decision.
+  std::vector<cluster::DeviceShare> devices;
   bool operator==(const Decision&) const = default;
 };
 

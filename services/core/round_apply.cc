@@ -78,7 +78,8 @@ AppliedRound ApplyRound(std::span<const Decision> decisions,
     switch (d.action) {
       case Action::kPlace:
         return state.Place(d.task, d.machine,
-                           start_time ? start_time(d.task) : now_us, changes);
+                           start_time ? start_time(d.task) : now_us, changes,
+                           d.devices);
       case Action::kPreempt:
         return state.Preempt(d.task, now_us, changes);
       case Action::kMigrate:

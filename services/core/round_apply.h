@@ -12,7 +12,9 @@
 // decided again next round. A decision that does not apply (the task or
 // machine is gone, the machine is full) is stale and changes nothing.
 // Devices are the state's to choose: the solver's network bounds how many
-// tasks fit, the state picks which devices each applied task holds.
+// tasks fit, the state picks which devices each applied task holds; a
+// placement naming its devices (Decision::devices) gets exactly those, or
+// is stale.
 //
 // Gangs stay whole here too: when a placement of a gang job (Job::gang())
 // goes stale and the job then runs fewer than min(min_members, live tasks),

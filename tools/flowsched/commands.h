@@ -26,6 +26,7 @@ CommandMain AddDemoCommand(CLI::App& app, CommonFlags& flags);
 CommandMain AddSolveCommand(CLI::App& app, CommonFlags& flags);
 CommandMain AddCompareCommand(CLI::App& app, CommonFlags& flags);
 CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& flags);
+CommandMain AddGpuReplayCommand(CLI::App& app, CommonFlags& flags);
 CommandMain AddBenchCommand(CLI::App& app, CommonFlags& flags);
 // `bench e2e`, added to the `bench` subcommand by AddBenchCommand (both the
 // LEMON build and its stub): the callback to run when `app` was parsed.

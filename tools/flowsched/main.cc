@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
       {"solve", AddSolveCommand(app, flags)},
       {"compare", AddCompareCommand(app, flags)},
       {"simulate", AddSimulateCommand(app, flags)},
+      {"gpu-replay", AddGpuReplayCommand(app, flags)},
       {"bench", AddBenchCommand(app, flags)},
       {"policy", AddPolicyCommand(app, flags)},
       {"explain", AddExplainCommand(app, flags)},

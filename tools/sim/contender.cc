@@ -29,8 +29,8 @@ class BaselineContender final : public Contender {
     round.algorithm = std::string(scheduler_->name());
     const int64_t start = SteadyMicros();
     for (const auto& p : scheduler_->Schedule(state)) {
-      round.decisions.push_back(
-          {p.task, JobId(), p.machine, MachineId(), core::Action::kPlace});
+      round.decisions.push_back({p.task, JobId(), p.machine, MachineId(),
+                                 core::Action::kPlace, p.devices});
     }
     round.solve_ms = MillisSince(start);
     return round;
@@ -126,6 +126,11 @@ absl::StatusOr<std::unique_ptr<Contender>> MakeContender(
         absl::StrCat(baseline.status().message(), "; or flow:<policy>"));
   }
   return std::make_unique<BaselineContender>(std::move(*baseline));
+}
+
+std::unique_ptr<Contender> MakeBaselineContender(
+    std::unique_ptr<baselines::BaselineScheduler> baseline) {
+  return std::make_unique<BaselineContender>(std::move(baseline));
 }
 
 AppliedDecisions ApplyDecisions(const RoundDecisions& round,

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "services/baselines/baseline_scheduler.h"
 #include "services/cluster/change_set.h"
 #include "services/cluster/cluster_state.h"
 #include "services/common/strong_id.h"
@@ -55,7 +56,7 @@ class Contender {
 };
 
 // "flow:<policy>" (any flow::PolicyNames() entry) or a baseline name
-// ("greedy", "greedy-fair", "filter-score"). `solver` is
+// (baselines::BaselineNames(), default options). `solver` is
 // core::kIncrementalRounds or a solver::SolverNames() entry.
 // `export_dir`, if not empty, receives the network of each of the first
 // `export_rounds` rounds of a flow contender as DIMACS
@@ -63,6 +64,12 @@ class Contender {
 absl::StatusOr<std::unique_ptr<Contender>> MakeContender(
     const std::string& name, const std::string& solver,
     const std::string& export_dir = "", uint32_t export_rounds = 0);
+
+// A baseline built by the caller (baselines::MakeBaseline with options: a
+// seed, FGD's target workload) as a contender. Its placements keep the
+// devices the baseline named (core::Decision::devices).
+std::unique_ptr<Contender> MakeBaselineContender(
+    std::unique_ptr<baselines::BaselineScheduler> baseline);
 
 struct AppliedDecisions {
   std::vector<std::pair<TaskId, MachineId>> placed;  // incl. migrated to

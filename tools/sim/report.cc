@@ -263,25 +263,33 @@ std::string WritePlots(const std::vector<SimResult>& results,
     return "no plots: nothing was placed after time 0 and no flow round was "
            "timed";
   }
-  if (!OnPath("gnuplot")) {
-    return fmt::format(
-        "gnuplot not found: install it (Debian: gnuplot-nox) and run "
-        "`cd {} && gnuplot plots.gp`",
-        dir);
-  }
-  // The script names its CSVs relative to `dir`.
-  if (dir.find('\'') != std::string::npos) {
-    return "not running gnuplot: the output directory name has a quote";
-  }
-  const std::string command =
-      fmt::format("cd '{}' && gnuplot plots.gp 2>&1", dir);
-  if (std::system(command.c_str()) != 0) {  // NOLINT(cert-env33-c): fixed
-    return fmt::format("gnuplot failed; rerun `cd {} && gnuplot plots.gp`",
-                       dir);
+  if (std::string problem = RunGnuplot(dir, "plots.gp"); !problem.empty()) {
+    return problem;
   }
   std::string line = "plots:";
   for (const std::string& png : drawn) line += " " + png;
   return line;
+}
+
+std::string RunGnuplot(const std::string& dir, const std::string& script) {
+  if (!OnPath("gnuplot")) {
+    return fmt::format(
+        "gnuplot not found: install it (Debian: gnuplot-nox) and run "
+        "`cd {} && gnuplot {}`",
+        dir, script);
+  }
+  // The script names its CSVs relative to `dir`.
+  if (dir.find('\'') != std::string::npos ||
+      script.find('\'') != std::string::npos) {
+    return "not running gnuplot: the output directory name has a quote";
+  }
+  const std::string command =
+      fmt::format("cd '{}' && gnuplot '{}' 2>&1", dir, script);
+  if (std::system(command.c_str()) != 0) {  // NOLINT(cert-env33-c): fixed
+    return fmt::format("gnuplot failed; rerun `cd {} && gnuplot {}`", dir,
+                       script);
+  }
+  return {};
 }
 
 }  // namespace flowsched::sim

@@ -59,4 +59,8 @@ std::string SummaryTable(const std::vector<Summary>& rows);
 std::string WritePlots(const std::vector<SimResult>& results,
                        const std::string& dir);
 
+// Runs gnuplot on `script` inside `dir`. Empty when it ran; otherwise a line
+// for the user (gnuplot missing or failed, and how to run it by hand).
+std::string RunGnuplot(const std::string& dir, const std::string& script);
+
 }  // namespace flowsched::sim
