@@ -30,7 +30,7 @@ class BaselineContender final : public Contender {
     const int64_t start = SteadyMicros();
     for (const auto& p : scheduler_->Schedule(state)) {
       round.decisions.push_back({p.task, JobId(), p.machine, MachineId(),
-                                 core::Action::kPlace, p.devices});
+                                 core::Action::kPlace, 0, p.devices});
     }
     round.solve_ms = MillisSince(start);
     return round;

@@ -205,6 +205,7 @@ absl::StatusOr<GpuReplayResult> RunGpuReplay(
     }
     changes = {};
     result.decide_ms.push_back(decided->total_ms());
+    result.solve_ms.push_back(decided->solve_ms);
     const AppliedDecisions applied =
         ApplyDecisions(*decided, state, now_us, changes);
     result.placed += applied.placed.size();

@@ -66,7 +66,8 @@ struct GpuReplayResult {
   // At the first batch with arrived >= fragmentation_at; nullopt if none.
   std::optional<cluster::ClusterFragmentation> fragmentation;
   double wall_s = 0;
-  std::vector<double> decide_ms;  // per round
+  std::vector<double> decide_ms;  // per round: sync, solve, check, extract
+  std::vector<double> solve_ms;   // per round: the solve (or Schedule) alone
 
   // 1 - allocated at the first point with arrived >= `arrived`; NaN if the
   // run never got there.

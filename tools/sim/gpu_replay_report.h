@@ -33,6 +33,7 @@ struct GpuReplaySummary {
   MeanSd pods, unplaced;
   MeanSd wall_s;
   double decide_p50_ms = 0, decide_p99_ms = 0;  // over every run's rounds
+  double solve_p50_ms = 0;                      // the solve alone
 };
 
 // One summary per (scheduler, batch), in first-seen order.
