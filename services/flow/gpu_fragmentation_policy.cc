@@ -151,17 +151,9 @@ absl::Status GpuFragmentationPolicy::Sync(const cluster::ChangeSet& changes,
   FLOWSCHED_RETURN_IF_ERROR(SyncChangedTasks(
       widened ? *widened : changes, state, builder,
       [&](const cluster::Task& task, NodeId node, const TaskEnds& ends) {
-        std::vector<DesiredArc> arcs;
-        if (task.running()) {
-          arcs.push_back({ends.machine, 1, 0, {}});
-          arcs.push_back({ends.job, 1, params_.preemption_cost, {}});
-        } else {
-          FLOWSCHED_ASSIGN_OR_RETURN(const NodeId shape,
-                                     ShapeNodeOf(task, state, class_nodes));
-          arcs.push_back({shape, 1, 0, {}});
-          arcs.push_back({ends.job, 1, params_.unscheduled_cost, {}});
-        }
-        return builder.SetOutArcs(node, arcs);
+        return SetShapeTaskArcs(task, state, class_nodes, node, ends,
+                                params_.unscheduled_cost,
+                                params_.preemption_cost, builder);
       }));
 
   // A gate per machine where a waiting task fits; an arc to it from each

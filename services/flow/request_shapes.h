@@ -33,6 +33,7 @@
 #include "services/cluster/cluster_state.h"
 #include "services/common/strong_id.h"
 #include "services/flow/network_builder.h"
+#include "services/flow/policy_walk.h"
 
 namespace flowsched::flow {
 
@@ -157,6 +158,18 @@ std::map<std::string, NodeId> EnsureShapeNodes(
 absl::StatusOr<NodeId> ShapeNodeOf(const cluster::Task& task,
                                    const cluster::ClusterState& state,
                                    const std::map<std::string, NodeId>& nodes);
+
+// Sets the out-arcs of `task`'s node under a policy that routes waiting
+// tasks through their shape's class: a running task to its machine (0) and
+// its job's unscheduled aggregator (`preemption_cost`); a waiting one to
+// its class (0) and that aggregator (`unscheduled_cost`). Internal as
+// ShapeNodeOf.
+absl::Status SetShapeTaskArcs(const cluster::Task& task,
+                              const cluster::ClusterState& state,
+                              const std::map<std::string, NodeId>& class_nodes,
+                              NodeId node, const TaskEnds& ends,
+                              int64_t unscheduled_cost, int64_t preemption_cost,
+                              NetworkBuilder& builder);
 
 // Gives each class exactly `arcs[key]` as out-arcs (none if absent) and
 // removes the class aggregators of shapes no longer waiting.
