@@ -51,19 +51,11 @@ absl::Status CpuMemoryPolicy::Sync(const cluster::ChangeSet& changes,
   FLOWSCHED_RETURN_IF_ERROR(SyncJobsToSink(changes, state, builder));
 
   // Shapes of the waiting tasks, in key order (deterministic).
-  const std::optional<cluster::ChangeSet> widened =
-      waiting_.Track(changes, state);
-  const std::vector<RequestShape> shapes = waiting_.Shapes(state);
-  const std::map<std::string, NodeId> class_nodes =
-      EnsureShapeNodes(shapes, builder);
-
-  FLOWSCHED_RETURN_IF_ERROR(SyncChangedTasks(
-      widened ? *widened : changes, state, builder,
-      [&](const cluster::Task& task, NodeId node, const TaskEnds& ends) {
-        return SetShapeTaskArcs(task, state, class_nodes, node, ends,
-                                params_.unscheduled_cost,
-                                params_.preemption_cost, builder);
-      }));
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      const ShapeClasses classes,
+      SyncShapeClasses(waiting_, changes, state, params_.unscheduled_cost,
+                       params_.preemption_cost, builder));
+  const std::vector<RequestShape>& shapes = classes.shapes;
 
   // Class -> machine arcs by reservation (request_shapes.h).
   std::map<std::string, std::vector<DesiredArc>> class_arcs;
@@ -99,7 +91,7 @@ absl::Status CpuMemoryPolicy::Sync(const cluster::ChangeSet& changes,
         });
   }
   // Classes without waiting tasks go (their in-arcs went with the tasks).
-  FLOWSCHED_RETURN_IF_ERROR(SetShapeArcs(class_nodes, class_arcs, builder));
+  FLOWSCHED_RETURN_IF_ERROR(SetShapeArcs(classes.nodes, class_arcs, builder));
   return DrainTasksAtSink(builder);
 }
 

@@ -141,20 +141,11 @@ absl::Status GpuFragmentationPolicy::Sync(const cluster::ChangeSet& changes,
   FLOWSCHED_RETURN_IF_ERROR(SyncJobsToSink(changes, state, builder));
   const bool workload_rebuilt = RefreshWorkload(state);
 
-  const std::optional<cluster::ChangeSet> widened =
-      waiting_.Track(changes, state);
-  const std::vector<RequestShape> shapes = waiting_.Shapes(state);
-  UpdatePrices(changes, state, shapes, workload_rebuilt);
-  const std::map<std::string, NodeId> class_nodes =
-      EnsureShapeNodes(shapes, builder);
-
-  FLOWSCHED_RETURN_IF_ERROR(SyncChangedTasks(
-      widened ? *widened : changes, state, builder,
-      [&](const cluster::Task& task, NodeId node, const TaskEnds& ends) {
-        return SetShapeTaskArcs(task, state, class_nodes, node, ends,
-                                params_.unscheduled_cost,
-                                params_.preemption_cost, builder);
-      }));
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      const ShapeClasses classes,
+      SyncShapeClasses(waiting_, changes, state, params_.unscheduled_cost,
+                       params_.preemption_cost, builder));
+  UpdatePrices(changes, state, classes.shapes, workload_rebuilt);
 
   // A gate per machine where a waiting task fits; an arc to it from each
   // shape that fits, at the shape's price there.
@@ -177,7 +168,7 @@ absl::Status GpuFragmentationPolicy::Sync(const cluster::ChangeSet& changes,
       arcs.push_back({gates.at(machine), 1, price, {}});
     }
   }
-  FLOWSCHED_RETURN_IF_ERROR(SetShapeArcs(class_nodes, class_arcs, builder));
+  FLOWSCHED_RETURN_IF_ERROR(SetShapeArcs(classes.nodes, class_arcs, builder));
   RemoveAggregatorsExcept(NodeKind::kRack, live_gates, builder);
   return DrainTasksAtSink(builder);
 }

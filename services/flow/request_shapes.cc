@@ -349,23 +349,30 @@ absl::StatusOr<NodeId> ShapeNodeOf(const cluster::Task& task,
   return it->second;
 }
 
-absl::Status SetShapeTaskArcs(const cluster::Task& task,
-                              const cluster::ClusterState& state,
-                              const std::map<std::string, NodeId>& class_nodes,
-                              NodeId node, const TaskEnds& ends,
-                              int64_t unscheduled_cost, int64_t preemption_cost,
-                              NetworkBuilder& builder) {
-  std::vector<DesiredArc> arcs;
-  if (task.running()) {
-    arcs.push_back({ends.machine, 1, 0, {}});
-    arcs.push_back({ends.job, 1, preemption_cost, {}});
-  } else {
-    FLOWSCHED_ASSIGN_OR_RETURN(const NodeId shape,
-                               ShapeNodeOf(task, state, class_nodes));
-    arcs.push_back({shape, 1, 0, {}});
-    arcs.push_back({ends.job, 1, unscheduled_cost, {}});
-  }
-  return builder.SetOutArcs(node, arcs);
+absl::StatusOr<ShapeClasses> SyncShapeClasses(
+    ShapeIndex& index, const cluster::ChangeSet& changes,
+    const cluster::ClusterState& state, int64_t unscheduled_cost,
+    int64_t preemption_cost, NetworkBuilder& builder) {
+  const std::optional<cluster::ChangeSet> widened = index.Track(changes, state);
+  ShapeClasses classes;
+  classes.shapes = index.Shapes(state);
+  classes.nodes = EnsureShapeNodes(classes.shapes, builder);
+  FLOWSCHED_RETURN_IF_ERROR(SyncChangedTasks(
+      widened ? *widened : changes, state, builder,
+      [&](const cluster::Task& task, NodeId node, const TaskEnds& ends) {
+        std::vector<DesiredArc> arcs;
+        if (task.running()) {
+          arcs.push_back({ends.machine, 1, 0, {}});
+          arcs.push_back({ends.job, 1, preemption_cost, {}});
+        } else {
+          FLOWSCHED_ASSIGN_OR_RETURN(const NodeId shape,
+                                     ShapeNodeOf(task, state, classes.nodes));
+          arcs.push_back({shape, 1, 0, {}});
+          arcs.push_back({ends.job, 1, unscheduled_cost, {}});
+        }
+        return builder.SetOutArcs(node, arcs);
+      }));
+  return classes;
 }
 
 absl::Status SetShapeArcs(const std::map<std::string, NodeId>& nodes,

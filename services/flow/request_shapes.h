@@ -159,17 +159,23 @@ absl::StatusOr<NodeId> ShapeNodeOf(const cluster::Task& task,
                                    const cluster::ClusterState& state,
                                    const std::map<std::string, NodeId>& nodes);
 
-// Sets the out-arcs of `task`'s node under a policy that routes waiting
-// tasks through their shape's class: a running task to its machine (0) and
-// its job's unscheduled aggregator (`preemption_cost`); a waiting one to
-// its class (0) and that aggregator (`unscheduled_cost`). Internal as
-// ShapeNodeOf.
-absl::Status SetShapeTaskArcs(const cluster::Task& task,
-                              const cluster::ClusterState& state,
-                              const std::map<std::string, NodeId>& class_nodes,
-                              NodeId node, const TaskEnds& ends,
-                              int64_t unscheduled_cost, int64_t preemption_cost,
-                              NetworkBuilder& builder);
+// The classes of the waiting tasks' shapes, key order.
+struct ShapeClasses {
+  std::vector<RequestShape> shapes;
+  std::map<std::string, NodeId> nodes;  // shape key -> class node
+};
+
+// The task side of a policy that routes every waiting task through its
+// shape's class: keeps `index` in step (ShapeIndex::Track), makes a class
+// node per shape, and sets the arcs of each task `changes` names (all
+// waiting tasks on the index's first call): a running task to its machine
+// (0) and its job's unscheduled aggregator (`preemption_cost`), a waiting
+// one to its class (0) and that aggregator (`unscheduled_cost`). Internal
+// as ShapeNodeOf.
+absl::StatusOr<ShapeClasses> SyncShapeClasses(
+    ShapeIndex& index, const cluster::ChangeSet& changes,
+    const cluster::ClusterState& state, int64_t unscheduled_cost,
+    int64_t preemption_cost, NetworkBuilder& builder);
 
 // Gives each class exactly `arcs[key]` as out-arcs (none if absent) and
 // removes the class aggregators of shapes no longer waiting.
