@@ -17,14 +17,14 @@
 namespace flowsched::flow {
 namespace {
 
-// The gate aggregator of a machine (kind kRack: this policy has no racks,
-// and shape classes own kEquivalenceClass).
 // Resolution of the first-fit tie-break: the score is scaled by it, so the
 // rank only orders machines of equal score.
 constexpr int64_t kRankRange = 10'000;
 // A price meaning "no task of the shape fits the machine".
 constexpr int64_t kNoFit = std::numeric_limits<int64_t>::min();
 
+// The gate aggregator of a machine (kind kRack: this policy has no racks,
+// and shape classes own kEquivalenceClass).
 uint64_t GateKey(MachineId machine) {
   return NetworkBuilder::StableKey(
       absl::StrCat("gpu-fgd-gate|", machine.value()));
@@ -50,13 +50,14 @@ bool GpuFragmentationPolicy::RefreshWorkload(
 void GpuFragmentationPolicy::UpdatePrices(
     const cluster::ChangeSet& changes, const cluster::ClusterState& state,
     const std::vector<RequestShape>& shapes, bool workload_rebuilt) {
-  bool machines_moved =
+  // A machine that came or went shifts the ranks of the others.
+  bool reprice_all =
       workload_rebuilt || rank_.size() != state.machines().size();
   for (MachineId id : changes.machines) {
-    machines_moved = machines_moved || !rank_.contains(id) ||
-                     state.FindMachine(id) == nullptr;
+    reprice_all =
+        reprice_all || !rank_.contains(id) || state.FindMachine(id) == nullptr;
   }
-  if (machines_moved) {
+  if (reprice_all) {
     prices_.clear();
     rank_.clear();
     const auto count = static_cast<int64_t>(state.machines().size());
