@@ -9,12 +9,10 @@
 // already tried give the same delta and are skipped); whole devices take
 // FitTask's devices (all unused devices of a model are alike).
 //
-// "fgd-sigmoid" ranks by the authors' simulator's integer score instead
-// (fgd_score.go): floor(100 x sigmoid(-delta / 1000)), the highest wins,
-// ties as above. Deltas within a few tens of milli then tie and go to the
-// lowest machine id, a packing tie-break the exact ranking lacks
-// (docs/2026-11-27-gpu-replay.md: it is what reproduces the paper's
-// numbers).
+// "fgd-sigmoid" ranks by the authors' simulator's integer score instead:
+// floor(100 x sigmoid(-delta / 1000)), the highest wins, ties as above, so
+// deltas within a few tens of milli tie and go to the lowest machine id (a
+// packing tie-break the exact ranking lacks).
 //
 // Cost per task: O(machines x devices x shapes x devices).
 

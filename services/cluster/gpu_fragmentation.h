@@ -16,7 +16,8 @@
 // machines, and its rate the share of the idle milli that is fragmented.
 // Device memory and named scalars are not part of the measure (the trace
 // reports neither), nor devices past the 64th of a machine (the default
-// ValidationLimits::max_devices_per_machine). The FGD scheduler places where the delta is least.
+// ValidationLimits::max_devices_per_machine). The FGD scheduler places where
+// the delta is least.
 //
 // Thread-safety: pure functions; TargetWorkload is immutable once built.
 

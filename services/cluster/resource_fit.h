@@ -64,8 +64,7 @@ struct Fit {
 // tasks with this request that FitTask would accept one after another,
 // slots and devices aside.
 [[nodiscard]] int64_t ResourceFitCount(const Machine& machine,
-                                       const Resources& request,
-                                       int64_t limit);
+                                       const Resources& request, int64_t limit);
 
 // Adds `sign` times `r` to `to` (every dimension; scalars that reach 0 are
 // dropped, so equal allocations compare equal).

@@ -44,11 +44,8 @@ absl::Status CpuMemoryPolicy::Sync(const cluster::ChangeSet& changes,
                                    const cluster::ClusterState& state,
                                    const SyncContext& /*context*/,
                                    NetworkBuilder& builder) {
-  builder.EnsureSink();
-
   // Machines: slots to the sink (running tasks arrive directly).
-  FLOWSCHED_RETURN_IF_ERROR(SyncAllMachinesToSink(changes, state, builder));
-  FLOWSCHED_RETURN_IF_ERROR(SyncJobsToSink(changes, state, builder));
+  FLOWSCHED_RETURN_IF_ERROR(SyncMachinesAndJobsToSink(changes, state, builder));
 
   // Shapes of the waiting tasks, in key order (deterministic).
   FLOWSCHED_ASSIGN_OR_RETURN(

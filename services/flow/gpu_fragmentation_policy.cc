@@ -137,9 +137,8 @@ absl::Status GpuFragmentationPolicy::Sync(const cluster::ChangeSet& changes,
                                           const cluster::ClusterState& state,
                                           const SyncContext& /*context*/,
                                           NetworkBuilder& builder) {
-  builder.EnsureSink();
-  FLOWSCHED_RETURN_IF_ERROR(SyncAllMachinesToSink(changes, state, builder));
-  FLOWSCHED_RETURN_IF_ERROR(SyncJobsToSink(changes, state, builder));
+  // Machines: slots to the sink (running tasks arrive directly).
+  FLOWSCHED_RETURN_IF_ERROR(SyncMachinesAndJobsToSink(changes, state, builder));
   const bool workload_rebuilt = RefreshWorkload(state);
 
   FLOWSCHED_ASSIGN_OR_RETURN(

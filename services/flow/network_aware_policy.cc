@@ -29,9 +29,8 @@ absl::Status NetworkAwarePolicy::Sync(const cluster::ChangeSet& changes,
                                       const cluster::ClusterState& state,
                                       const SyncContext& /*context*/,
                                       NetworkBuilder& builder) {
-  builder.EnsureSink();
-  FLOWSCHED_RETURN_IF_ERROR(SyncAllMachinesToSink(changes, state, builder));
-  FLOWSCHED_RETURN_IF_ERROR(SyncJobsToSink(changes, state, builder));
+  // Machines: slots to the sink (running tasks arrive directly).
+  FLOWSCHED_RETURN_IF_ERROR(SyncMachinesAndJobsToSink(changes, state, builder));
 
   // Request aggregators of the waiting tasks: request -> waiting count.
   std::map<int64_t, int64_t> waiting;

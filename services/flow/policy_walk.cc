@@ -68,6 +68,13 @@ absl::Status SyncChangedTasks(
   return absl::OkStatus();
 }
 
+absl::Status SyncMachinesAndJobsToSink(const cluster::ChangeSet& changes,
+                                       const cluster::ClusterState& state,
+                                       NetworkBuilder& builder) {
+  FLOWSCHED_RETURN_IF_ERROR(SyncAllMachinesToSink(changes, state, builder));
+  return SyncJobsToSink(changes, state, builder);
+}
+
 void RemoveAggregatorsExcept(NodeKind kind, const std::set<uint64_t>& live,
                              NetworkBuilder& builder) {
   for (uint64_t key : builder.AggregatorKeys(kind)) {

@@ -28,6 +28,12 @@ absl::Status SyncAllMachinesToSink(const cluster::ChangeSet& changes,
                                    const cluster::ClusterState& state,
                                    NetworkBuilder& builder);
 
+// The start of a policy whose tasks reach machines through aggregators:
+// SyncAllMachinesToSink, then SyncJobsToSink.
+absl::Status SyncMachinesAndJobsToSink(const cluster::ChangeSet& changes,
+                                       const cluster::ClusterState& state,
+                                       NetworkBuilder& builder);
+
 // The nodes a task's arcs lead to.
 struct TaskEnds {
   NodeId job = kNoNode;      // its job's unscheduled aggregator

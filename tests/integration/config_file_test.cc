@@ -1,7 +1,7 @@
 // `flowsched up --config FILE` runs the local deployment the file
-// describes: data directory, policy (with a parameter) and solver workers from the file, and
-// the services it starts read the same file (FLOWSCHED_CONFIG); `status`
-// and `down` find it through the file too.
+// describes: data directory, policy (with a parameter) and solver workers from
+// the file, and the services it starts read the same file (FLOWSCHED_CONFIG);
+// `status` and `down` find it through the file too.
 
 #include <unistd.h>
 

@@ -1,8 +1,8 @@
 #pragma once
 
-// The FGD paper's replay of the openb trace (Weng et al., ATC 2023; the
-// authors' simulator, see docs/2026-11-27-gpu-replay.md), on the project's
-// cluster state and fit rule (cluster::FitTask, per-device milli).
+// The FGD paper's replay of the openb trace (Weng et al., ATC 2023, as the
+// authors' simulator runs it), on the project's cluster state and fit rule
+// (cluster::FitTask, per-device milli).
 //
 // Protocol: every node is a machine (ToMachineAdded). The pods are sorted
 // by name; then inflated: while the requested milli of all pods is below

@@ -91,8 +91,8 @@ Summary Summarise(const SimResult& result) {
   s.rack = Fraction(result.locality.rack, total);
   s.cross = Fraction(result.locality.remote, total);
   s.cross_bytes = result.locality.remote;
-  s.warmup_cross = Fraction(result.warmup_locality.remote,
-                            result.warmup_locality.total());
+  s.warmup_cross =
+      Fraction(result.warmup_locality.remote, result.warmup_locality.total());
   s.sim_s = static_cast<double>(result.sim_end_us) / 1e6;
   s.wall_s = result.wall_s;
   s.busy_s = result.busy_s;
@@ -129,13 +129,14 @@ absl::Status WriteSchedulerCsvs(const SimResult& result,
     out << fmt::format(
         "{},{:.6f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{},{},{},{},{},"
         "{:.4f},{:.4f},{:.4f},{}\n",
-        r.round, static_cast<double>(r.start_us) / 1e6, r.runtime_ms,
-        r.sync_ms, r.solve_ms, r.check_ms, r.extract_ms, r.algorithm,
-        r.waiting, r.running, r.placed, r.preempted, r.migrated, r.stale,
-        r.slot_utilisation, r.cpu_utilisation, r.fairness, r.warmup ? 1 : 0);
+        r.round, static_cast<double>(r.start_us) / 1e6, r.runtime_ms, r.sync_ms,
+        r.solve_ms, r.check_ms, r.extract_ms, r.algorithm, r.waiting, r.running,
+        r.placed, r.preempted, r.migrated, r.stale, r.slot_utilisation,
+        r.cpu_utilisation, r.fairness, r.warmup ? 1 : 0);
   }
   out.close();
-  if (!out) return absl::UnavailableError("cannot write " + stem + "_rounds.csv");
+  if (!out)
+    return absl::UnavailableError("cannot write " + stem + "_rounds.csv");
   return absl::OkStatus();
 }
 
@@ -156,14 +157,14 @@ absl::Status WriteSummaryCsv(const std::vector<Summary>& rows,
         "{:.3f},{:.3f},{:.3f},{:.4f}\n",
         s.scheduler, s.rounds, s.placed, s.unplaced, s.latency_ms.p50,
         s.latency_ms.p90, s.latency_ms.p99, s.latency_ms.max, s.round_ms.mean,
-        s.round_ms.p99, s.round_ms.max, s.mean_waiting,
-        s.mean_slot_utilisation, s.mean_cpu_utilisation, s.preempted,
-        s.migrated, s.local, s.rack, s.cross, s.cross_bytes, s.mean_fairness,
-        s.sim_s, s.wall_s, s.busy_s, s.sim_per_wall(), s.warmup_s,
-        s.warmup_cross);
+        s.round_ms.p99, s.round_ms.max, s.mean_waiting, s.mean_slot_utilisation,
+        s.mean_cpu_utilisation, s.preempted, s.migrated, s.local, s.rack,
+        s.cross, s.cross_bytes, s.mean_fairness, s.sim_s, s.wall_s, s.busy_s,
+        s.sim_per_wall(), s.warmup_s, s.warmup_cross);
   }
   out.close();
-  if (!out) return absl::UnavailableError("cannot write " + dir + "/summary.csv");
+  if (!out)
+    return absl::UnavailableError("cannot write " + dir + "/summary.csv");
   return absl::OkStatus();
 }
 
@@ -172,8 +173,8 @@ std::string SummaryTable(const std::vector<Summary>& rows) {
       "{:<22} {:>6} {:>7} {:>5} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>6} "
       "{:>5} {:>5} {:>6} {:>6} {:>6} {:>5} {:>8}\n",
       "scheduler", "rounds", "placed", "unpl", "p50_ms", "p90_ms", "p99_ms",
-      "max_ms", "rnd_ms", "rnd_max", "util", "preem", "migr", "local",
-      "rack", "cross", "jain", "sim/wall");
+      "max_ms", "rnd_ms", "rnd_max", "util", "preem", "migr", "local", "rack",
+      "cross", "jain", "sim/wall");
   for (const Summary& s : rows) {
     table += fmt::format(
         "{:<22} {:>6} {:>7} {:>5} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} "
@@ -181,9 +182,9 @@ std::string SummaryTable(const std::vector<Summary>& rows) {
         "{:>5.1f}% {:>5.2f} {:>8.1f}\n",
         s.scheduler, s.rounds, s.placed, s.unplaced, s.latency_ms.p50,
         s.latency_ms.p90, s.latency_ms.p99, s.latency_ms.max, s.round_ms.mean,
-        s.round_ms.max, 100 * s.mean_slot_utilisation, s.preempted,
-        s.migrated, 100 * s.local, 100 * s.rack, 100 * s.cross,
-        s.mean_fairness, s.sim_per_wall());
+        s.round_ms.max, 100 * s.mean_slot_utilisation, s.preempted, s.migrated,
+        100 * s.local, 100 * s.rack, 100 * s.cross, s.mean_fairness,
+        s.sim_per_wall());
   }
   return table;
 }

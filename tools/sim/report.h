@@ -46,7 +46,8 @@ std::string FileStem(const std::string& scheduler);
 
 // <stem>_latency.csv (one row per placed task), <stem>_latency_cdf.csv,
 // <stem>_rounds.csv (one row per round).
-absl::Status WriteSchedulerCsvs(const SimResult& result, const std::string& dir);
+absl::Status WriteSchedulerCsvs(const SimResult& result,
+                                const std::string& dir);
 // summary.csv: one row per scheduler.
 absl::Status WriteSummaryCsv(const std::vector<Summary>& rows,
                              const std::string& dir);

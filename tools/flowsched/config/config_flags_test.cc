@@ -152,9 +152,9 @@ TEST(ConfigFlagsTest, PolicyParametersTravelAsOneSpec) {
   Config config = *file;
   EXPECT_THAT(OverlayGivenFlags(config, root, *show), IsEmpty());
   EXPECT_EQ(config.policy.name, "cpu-memory");
-  EXPECT_THAT(config.policy.parameters,
-              ElementsAre(std::pair<const std::string, double>("util_scale",
-                                                               2000)));
+  EXPECT_THAT(
+      config.policy.parameters,
+      ElementsAre(std::pair<const std::string, double>("util_scale", 2000)));
 }
 
 TEST(ConfigFlagsTest, OverlayRefusesBadFlagValuesWithThePath) {
