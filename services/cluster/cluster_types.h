@@ -189,6 +189,13 @@ struct Job {
   // the job was submitted with (the decoder refuses that).
   uint32_t min_members = 0;
   [[nodiscard]] bool gang() const { return min_members > 1; }
+  // The members a gang must have on machines: min_members, or every task
+  // left when fewer are (0 for a job that is no gang).
+  [[nodiscard]] uint32_t gang_need() const {
+    if (!gang()) return 0;
+    const auto live = static_cast<uint32_t>(tasks.size());
+    return min_members < live ? min_members : live;
+  }
   // Tasks of this job placed on a machine; kept by ClusterState (not
   // persisted: RestoreTask rebuilds it), so fair-share policies need not
   // visit every task each round.

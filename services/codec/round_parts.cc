@@ -14,17 +14,21 @@ std::vector<v1::SolverRound> SplitRound(
   base.clear_changes();
   base.clear_part();
   base.clear_part_count();
-  const size_t base_bytes = base.ByteSizeLong();
+  // The gang list travels with part 0 only (the assembler keeps part 0's
+  // fields), so it is not repeated in every part.
+  v1::SolverRound rest = base;
+  rest.clear_gangs();
+  const size_t rest_bytes = rest.ByteSizeLong();
   std::vector<v1::SolverRound> parts(1, base);
-  size_t part_bytes = base_bytes;
+  size_t part_bytes = base.ByteSizeLong();
   for (const flow::GraphChange& change : changes) {
     v1::GraphChange encoded;
     EncodeChange(change, encoded);
     const size_t change_bytes = encoded.ByteSizeLong() + 8;
     if (part_bytes + change_bytes > max_record_bytes &&
         parts.back().changes_size() > 0) {
-      parts.push_back(base);
-      part_bytes = base_bytes;
+      parts.push_back(rest);
+      part_bytes = rest_bytes;
     }
     *parts.back().add_changes() = std::move(encoded);
     part_bytes += change_bytes;

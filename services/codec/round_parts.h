@@ -4,7 +4,8 @@
 // (SolverRound.part / part_count) in the one rounds partition: the graph
 // manager cuts it (SplitRound), the solver worker puts it together again
 // (RoundAssembler). Every part repeats the round's header (round id, epochs,
-// snapshot, base round); the changes are cut between parts in order.
+// snapshot, base round) but for the gang list, which part 0 alone carries;
+// the changes are cut between parts in order.
 // Parts are published one after the other by one producer, so a reader sees
 // them in order; a missing part means the round is lost (its graph manager
 // died mid-publication, or the reader started in the middle), never that it

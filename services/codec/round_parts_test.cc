@@ -93,6 +93,32 @@ TEST(SplitRoundTest, PartsAreNumberedAndRepeatTheHeader) {
   EXPECT_EQ(carried, Encoded(Changes(2000)));  // all of them, in order
 }
 
+// The gang list travels once, with part 0, and the assembled round has it.
+TEST(SplitRoundTest, GangsTravelWithPartZeroOnly) {
+  v1::SolverRound header = Header(7, 3);
+  for (uint64_t job = 1; job <= 50; ++job) {
+    v1::GangRequirement* gang = header.add_gangs();
+    gang->set_job_id(job);
+    gang->set_min_members(4);
+    gang->set_need(4);
+  }
+  const auto parts = SplitRound(header, Changes(2000), 4096);
+  ASSERT_GT(parts.size(), 2u);
+  EXPECT_EQ(parts[0].gangs_size(), 50);
+  RoundAssembler assembler;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) {
+      EXPECT_EQ(parts[i].gangs_size(), 0) << i;
+    }
+    EXPECT_LE(parts[i].SerializeAsString().size(), 4096u);
+    assembler.Add(parts[i]);
+  }
+  const v1::SolverRound whole = assembler.TakeRound();
+  ASSERT_EQ(whole.gangs_size(), 50);
+  EXPECT_EQ(whole.gangs(49).job_id(), 50u);
+  EXPECT_EQ(whole.changes_size(), 2000);
+}
+
 TEST(SplitRoundTest, SmallAndEmptyRoundsAreOneRecord) {
   for (size_t count : {size_t{0}, size_t{3}}) {
     const auto parts = SplitRound(Header(7, 3), Changes(count), 512 * 1024);

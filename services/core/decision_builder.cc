@@ -3,18 +3,14 @@
 #include "absl/strings/str_cat.h"
 
 namespace flowsched::core {
-namespace {
-
-uint64_t JobOfTask(const flow::FlowNetwork& network, flow::NodeId task) {
+JobId JobOfTask(const flow::FlowNetwork& network, flow::NodeId task) {
   uint64_t job = 0;
   network.ForEachOutArc(task, [&](const flow::ArcView& arc) {
     const flow::NodeData& dst = network.node(arc.dst);
     if (dst.kind == flow::NodeKind::kJobUnscheduled) job = dst.entity_id;
   });
-  return job;
+  return JobId(job);
 }
-
-}  // namespace
 
 std::vector<Decision> BuildDecisions(
     const flow::FlowNetwork& network,
@@ -24,7 +20,7 @@ std::vector<Decision> BuildDecisions(
     if (p.machine_id == p.running_on) continue;
     Decision d;
     d.task = TaskId(p.task_id);
-    d.job = JobId(JobOfTask(network, p.task_node));
+    d.job = JobOfTask(network, p.task_node);
     d.machine = MachineId(p.machine_id);
     d.previous = MachineId(p.running_on);
     if (p.running_on == 0) {

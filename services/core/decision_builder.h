@@ -16,6 +16,10 @@
 
 namespace flowsched::core {
 
+// The job of a task node: the entity of its arc to a kJobUnscheduled node
+// (0 if it has none). O(out-arcs of the task).
+JobId JobOfTask(const flow::FlowNetwork& network, flow::NodeId task);
+
 // `network` supplies each task's job (through its unscheduled aggregator).
 std::vector<Decision> BuildDecisions(
     const flow::FlowNetwork& network,

@@ -61,8 +61,7 @@ std::vector<GangRequirement> GangRequirementsOf(
   for (const auto& [id, job] : state.jobs()) {
     if (!job.gang() || job.tasks.empty()) continue;
     GangRequirement gang{.job = id, .min_members = job.min_members};
-    const auto live = static_cast<uint32_t>(job.tasks.size());
-    gang.need = std::min(job.min_members, live);
+    gang.need = job.gang_need();
     if (job.running >= gang.need) gang.need = 0;
     if (gang.need > 0 && hold_after_us > 0) {
       int64_t oldest = now_us;

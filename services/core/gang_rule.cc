@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include "services/core/decision_builder.h"
+
 namespace flowsched::core {
 namespace {
 
@@ -21,12 +23,7 @@ std::vector<JobId> JobsOfPlacements(
     const std::vector<flow::TaskPlacement>& placements) {
   std::vector<JobId> jobs(placements.size());
   for (size_t i = 0; i < placements.size(); ++i) {
-    network.ForEachOutArc(placements[i].task_node, [&](const flow::ArcView& a) {
-      const flow::NodeData& dst = network.node(a.dst);
-      if (dst.kind == flow::NodeKind::kJobUnscheduled) {
-        jobs[i] = JobId(dst.entity_id);
-      }
-    });
+    jobs[i] = JobOfTask(network, placements[i].task_node);
   }
   return jobs;
 }

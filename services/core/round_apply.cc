@@ -36,8 +36,7 @@ void WithdrawBrokenGangs(std::span<const Decision> decisions,
     const cluster::Task* task = state.FindTask(d.task);
     const cluster::Job* job = task ? state.FindJob(task->job) : nullptr;
     if (job == nullptr || !job->gang()) continue;
-    const auto live = static_cast<uint32_t>(job->tasks.size());
-    if (job->running < std::min(job->min_members, live)) broken.insert(job->id);
+    if (job->running < job->gang_need()) broken.insert(job->id);
   }
   if (broken.empty()) return;
   for (DecisionOutcome& outcome : round.outcomes) {
