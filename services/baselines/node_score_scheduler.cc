@@ -83,10 +83,7 @@ ResourceVector RequestVector(const cluster::TaskSpec& task) {
   const cluster::AcceleratorRequest& ask = task.accelerator;
   return {.cpu_millis = static_cast<double>(task.request.cpu_millis),
           .memory_bytes = static_cast<double>(task.request.memory_bytes),
-          .device_milli = static_cast<double>(
-              ask.milli > 0 ? ask.milli
-                            : static_cast<int64_t>(ask.whole) *
-                                  cluster::kMilliPerDevice)};
+          .device_milli = static_cast<double>(ask.total_milli())};
 }
 
 ResourceVector Normalised(const ResourceVector& v,

@@ -101,6 +101,11 @@ struct AcceleratorRequest {
   std::optional<std::vector<std::string>> models;
   [[nodiscard]] bool empty() const { return whole == 0 && milli == 0; }
   [[nodiscard]] uint32_t device_count() const { return milli > 0 ? 1 : whole; }
+  // Device milli asked for in all: the fraction, or whole devices of
+  // kMilliPerDevice each.
+  [[nodiscard]] int64_t total_milli() const {
+    return milli > 0 ? milli : int64_t{whole} * kMilliPerDevice;
+  }
   [[nodiscard]] bool AcceptsModel(const std::string& model) const {
     if (!models.has_value()) return true;
     for (const std::string& m : *models) {

@@ -21,6 +21,8 @@ constexpr int64_t kGiB = int64_t{1} << 30;
 // A cluster, its network under gpu-fgd, and rounds solved and applied.
 class GpuCluster {
  public:
+  explicit GpuCluster(GpuFragmentationParams params = {})
+      : params_(params), policy_(params) {}
   void Apply(cluster::EventBody body) {
     ASSERT_THAT(state_.Apply(ClusterEvent{"e", 1, "t", body}, 1, changes_),
                 IsOk());
@@ -68,6 +70,7 @@ class GpuCluster {
   cluster::ChangeSet changes_;
   FlowNetwork network_;
   NetworkBuilder builder_{network_};
+  GpuFragmentationParams params_;
   GpuFragmentationPolicy policy_;
 };
 
@@ -116,6 +119,7 @@ TEST_F(GpuFragmentationPolicyTest, PlacesOnlyWhereTheTaskFits) {
 // task fits any machine.
 class RandomGpuCluster : public GpuCluster {
  public:
+  using GpuCluster::GpuCluster;
   // A cluster of 2-7 machines with 0-4 GPUs and 5-44 tasks, each CPU-only,
   // 1-4 whole GPUs or a fraction of one.
   void Build(uint32_t seed) {
@@ -146,7 +150,7 @@ class RandomGpuCluster : public GpuCluster {
   void ExpectEqualToAFreshBuild() const {
     FlowNetwork scratch;
     NetworkBuilder scratch_builder(scratch);
-    GpuFragmentationPolicy fresh;
+    GpuFragmentationPolicy fresh(params_);
     cluster::ChangeSet everything;
     for (const auto& [id, job] : state_.jobs()) everything.jobs.insert(id);
     for (const auto& [id, m] : state_.machines()) {
@@ -175,9 +179,13 @@ class RandomGpuCluster : public GpuCluster {
 // task fits any machine. After every round the network equals a fresh
 // policy's build of the same state (the cached prices are never stale).
 TEST(GpuFragmentationPolicyRandomTest, NeverOvercommitsAndFillsUp) {
-  for (uint32_t seed = 1; seed <= 30; ++seed) {
+  // The default prices, exact deltas (negative costs too), and the score
+  // without the first-fit tie-break.
+  const GpuFragmentationParams variants[] = {
+      {}, {.score_levels = 0}, {.score_levels = 100, .first_fit = 0}};
+  for (uint32_t seed = 1; seed <= 90; ++seed) {
     SCOPED_TRACE(seed);
-    RandomGpuCluster cluster;
+    RandomGpuCluster cluster(variants[seed % 3]);
     cluster.Build(seed);
     int rounds = 0;
     while (cluster.Round() > 0) {

@@ -3,6 +3,7 @@
 // policy, on the project's fit rule; see tools/sim/gpu_replay.h and
 // docs/2026-11-27-gpu-replay.md.
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -52,7 +53,14 @@ absl::StatusOr<std::vector<uint64_t>> ParseSeeds(const std::string& text) {
       return absl::InvalidArgumentError(fmt::format(
           "--seeds '{}': want a list of seeds or ranges like 42-51", text));
     }
-    for (uint64_t seed = first; seed <= last; ++seed) seeds.push_back(seed);
+    for (uint64_t seed = first;; ++seed) {  // `last` may be the largest value
+      if (std::find(seeds.begin(), seeds.end(), seed) != seeds.end()) {
+        return absl::InvalidArgumentError(
+            fmt::format("--seeds '{}': seed {} is given twice", text, seed));
+      }
+      seeds.push_back(seed);
+      if (seed == last) break;
+    }
   }
   return seeds;
 }

@@ -26,10 +26,7 @@ double SecondsSince(Clock::time_point start) {
 }
 
 int64_t RequestedMilli(const cluster::TaskSpec& spec) {
-  const cluster::AcceleratorRequest& ask = spec.accelerator;
-  return ask.milli > 0
-             ? ask.milli
-             : static_cast<int64_t>(ask.whole) * cluster::kMilliPerDevice;
+  return spec.accelerator.total_milli();
 }
 
 absl::StatusOr<std::unique_ptr<Contender>> MakeReplayContender(
@@ -128,7 +125,9 @@ std::vector<size_t> ReplayOrder(const std::vector<OpenbPod>& pods,
       const size_t k =
           std::uniform_int_distribution<size_t>(0, order.size() - 1)(rng);
       total -= RequestedMilli(pods[order[k]]);
-      order.erase(order.begin() + static_cast<std::ptrdiff_t>(k));
+      // The order is shuffled next: swap-and-pop keeps this linear.
+      order[k] = order.back();
+      order.pop_back();
     }
   }
   std::shuffle(order.begin(), order.end(), rng);
@@ -140,6 +139,9 @@ absl::StatusOr<GpuReplayResult> RunGpuReplay(
     const std::string& scheduler, const GpuReplayOptions& options) {
   if (options.batch == 0) {
     return absl::InvalidArgumentError("batch must be at least 1");
+  }
+  if (pods.empty()) {
+    return absl::InvalidArgumentError("the pod list has no pods");
   }
   GpuReplayResult result{
       .scheduler = scheduler, .seed = options.seed, .batch = options.batch};

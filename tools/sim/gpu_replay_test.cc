@@ -134,11 +134,16 @@ TEST(GpuReplayTest, FlowContenderKeepsUnplacedPodsWaiting) {
 TEST(GpuReplayTest, BadArguments) {
   const SmallTrace trace = MakeSmallTrace();
   EXPECT_THAT(RunGpuReplay(trace.nodes, trace.pods, "nope", {}),
-              StatusIs(absl::StatusCode::kInvalidArgument, ""));
-  EXPECT_THAT(RunGpuReplay(trace.nodes, trace.pods, "fgd", {.batch = 0}),
-              StatusIs(absl::StatusCode::kInvalidArgument, ""));
-  EXPECT_THAT(RunGpuReplay({}, trace.pods, "fgd", {}),
-              StatusIs(absl::StatusCode::kInvalidArgument, ""));
+              StatusIs(absl::StatusCode::kInvalidArgument, "nope"));
+  EXPECT_THAT(
+      RunGpuReplay(trace.nodes, trace.pods, "fgd", {.batch = 0}),
+      StatusIs(absl::StatusCode::kInvalidArgument, "batch must be at least 1"));
+  EXPECT_THAT(
+      RunGpuReplay({}, trace.pods, "fgd", {}),
+      StatusIs(absl::StatusCode::kInvalidArgument, "the node list has no GPU"));
+  EXPECT_THAT(
+      RunGpuReplay(trace.nodes, {}, "fgd", {}),
+      StatusIs(absl::StatusCode::kInvalidArgument, "the pod list has no pods"));
 }
 
 }  // namespace
