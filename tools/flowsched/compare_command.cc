@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_split.h"
 #include "fmt/format.h"
 #include "services/cluster/cluster_state.h"
 #include "services/cluster/event_decoder.h"
@@ -110,8 +109,8 @@ CommandMain AddCompareCommand(CLI::App& app, CommonFlags& /*flags*/) {
   auto options = std::make_shared<Options>();
   cmd->add_option("file", options->file, "Event log (JSON lines)")->required();
   cmd->add_option("--schedulers", options->schedulers,
-                  "Comma-separated: flow:<policy>, greedy, greedy-fair, "
-                  "filter-score")
+                  "Comma-separated: flow:<policy>[:key=value,...], greedy, "
+                  "greedy-fair, filter-score, or another baseline")
       ->capture_default_str();
   cmd->add_option("--round-every", options->round_every,
                   "Events between scheduling rounds")
@@ -122,6 +121,16 @@ CommandMain AddCompareCommand(CLI::App& app, CommonFlags& /*flags*/) {
       ->check(CLI::Range(0.0, 86'400.0))
       ->capture_default_str();
   return [options]() {
+    const std::vector<std::string> names =
+        sim::SplitContenderList(options->schedulers);
+    for (const std::string& name : names) {
+      // Every name is checked before the replay, not when its turn comes.
+      auto made = sim::MakeContender(name, std::string(solver::kDefaultSolver));
+      if (!made.ok()) {
+        std::cerr << "flowsched compare: " << made.status().message() << "\n";
+        return 2;
+      }
+    }
     std::ifstream in(options->file);
     if (!in) {
       std::cerr << "flowsched compare: cannot open " << options->file << "\n";
@@ -137,8 +146,7 @@ CommandMain AddCompareCommand(CLI::App& app, CommonFlags& /*flags*/) {
                "scheduler", "rounds", "placed", "waiting", "rejected",
                "sched_ms", "local", "rack", "remote");
     int exit_code = 0;
-    for (const std::string& name :
-         std::vector<std::string>(absl::StrSplit(options->schedulers, ','))) {
+    for (const std::string& name : names) {
       auto contender =
           sim::MakeContender(name, std::string(solver::kDefaultSolver));
       if (!contender.ok()) {

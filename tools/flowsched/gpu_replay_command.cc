@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "fmt/format.h"
 #include "tools/flowsched/commands.h"
+#include "tools/sim/contender.h"
 #include "tools/sim/gpu_replay.h"
 #include "tools/sim/gpu_replay_report.h"
 #include "tools/sim/report.h"
@@ -86,6 +87,19 @@ int Run(const GpuReplayFlags& flags) {
     std::cerr << "flowsched gpu-replay: " << seeds.status().message() << "\n";
     return 2;
   }
+  const std::vector<std::string> schedulers =
+      sim::SplitContenderList(flags.schedulers);
+  if (schedulers.empty()) {
+    std::cerr << "flowsched gpu-replay: --schedulers names none\n";
+    return 2;
+  }
+  for (const std::string& scheduler : schedulers) {
+    // Every name is checked before the first run, not when its turn comes.
+    if (auto made = sim::MakeContender(scheduler, flags.solver); !made.ok()) {
+      std::cerr << "flowsched gpu-replay: " << made.status().message() << "\n";
+      return 2;
+    }
+  }
   auto nodes = sim::ReadOpenbNodeFile(nodes_path);
   if (!nodes.ok()) {
     std::cerr << "flowsched gpu-replay: " << nodes.status().message() << "\n";
@@ -98,8 +112,6 @@ int Run(const GpuReplayFlags& flags) {
   }
   std::cerr << fmt::format("gpu-replay: {} nodes ({}), {} pods ({})\n",
                            nodes->size(), nodes_path, pods->size(), pods_path);
-  const std::vector<std::string> schedulers =
-      absl::StrSplit(flags.schedulers, ',', absl::SkipEmpty());
   std::vector<sim::GpuReplayResult> results;
   const size_t total = schedulers.size() * seeds->size();
   for (const std::string& scheduler : schedulers) {
@@ -165,7 +177,8 @@ CommandMain AddGpuReplayCommand(CLI::App& app, CommonFlags& /*flags*/) {
       ->capture_default_str();
   cmd->add_option("--schedulers", f->schedulers,
                   "Comma-separated: random, dot-product, clustering, packing, "
-                  "best-fit, fgd, or flow:<policy>")
+                  "best-fit, fgd, fgd-sigmoid, or "
+                  "flow:<policy>[:key=value,...]")
       ->capture_default_str();
   cmd->add_option("--batch", f->batch,
                   "Pods per arrival batch, one scheduling round each (1: the "

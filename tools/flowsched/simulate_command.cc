@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_split.h"
 #include "fmt/format.h"
 #include "tools/flowsched/commands.h"
+#include "tools/sim/contender.h"
 #include "tools/sim/locality_floor.h"
 #include "tools/sim/report.h"
 #include "tools/sim/simulator.h"
@@ -292,9 +292,8 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
     std::vector<std::string> schedulers;
     if (o->policy != "none") schedulers.push_back("flow:" + o->policy);
     if (o->baselines != "none") {
-      for (const std::string& b :
-           std::vector<std::string>(absl::StrSplit(o->baselines, ','))) {
-        if (!b.empty()) schedulers.push_back(b);
+      for (std::string& b : sim::SplitContenderList(o->baselines)) {
+        schedulers.push_back(std::move(b));
       }
     }
     const sim::SimOptions options{

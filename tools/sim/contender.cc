@@ -128,6 +128,27 @@ absl::StatusOr<std::unique_ptr<Contender>> MakeContender(
   return std::make_unique<BaselineContender>(std::move(*baseline));
 }
 
+std::vector<std::string> SplitContenderList(std::string_view list) {
+  std::vector<std::string> names;
+  size_t begin = 0;
+  while (begin <= list.size()) {
+    size_t end = list.find(',', begin);
+    if (end == std::string_view::npos) end = list.size();
+    const std::string_view piece = list.substr(begin, end - begin);
+    begin = end + 1;
+    if (piece.empty()) continue;
+    const bool continues =
+        !names.empty() && piece.find('=') != std::string_view::npos &&
+        piece.rfind("flow:", 0) != 0 && names.back().rfind("flow:", 0) == 0;
+    if (continues) {
+      names.back().append(",").append(piece);
+    } else {
+      names.emplace_back(piece);
+    }
+  }
+  return names;
+}
+
 std::unique_ptr<Contender> MakeBaselineContender(
     std::unique_ptr<baselines::BaselineScheduler> baseline) {
   return std::make_unique<BaselineContender>(std::move(baseline));

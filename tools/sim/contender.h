@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -64,6 +65,12 @@ class Contender {
 absl::StatusOr<std::unique_ptr<Contender>> MakeContender(
     const std::string& name, const std::string& solver,
     const std::string& export_dir = "", uint32_t export_rounds = 0);
+
+// A comma-separated list of contender names. Policy parameters are
+// comma-separated too, so a piece holding '=' that does not start with
+// "flow:" continues the flow policy before it: "fgd,flow:gpu-fgd:a=1,b=2" is
+// {"fgd", "flow:gpu-fgd:a=1,b=2"}. Empty pieces are skipped.
+std::vector<std::string> SplitContenderList(std::string_view list);
 
 // A baseline built by the caller (baselines::MakeBaseline with options: a
 // seed, FGD's target workload) as a contender. Its placements keep the
