@@ -5,11 +5,8 @@ namespace flowsched::baselines {
 std::optional<NodeChoice> BestFitScheduler::Evaluate(
     const cluster::Machine& machine, const cluster::Task& task,
     const cluster::Fit&) {
-  const ResourceVector free = NormalisedFree(machine);
-  const ResourceVector request = NormalisedRequest(task.spec);
-  return NodeChoice{.cost = (free.cpu_millis - request.cpu_millis) +
-                            (free.memory_bytes - request.memory_bytes) +
-                            (free.device_milli - request.device_milli)};
+  return NodeChoice{
+      .cost = cluster::BestFitLeftover(machine, task.spec, max_spec_)};
 }
 
 }  // namespace flowsched::baselines

@@ -17,7 +17,8 @@ std::pair<uint32_t, bool> AffinityOf(const cluster::AcceleratorRequest& ask) {
 
 void GpuClusteringScheduler::BeginRound(const cluster::ClusterState& state) {
   state_ = &state;
-  max_device_milli_ = static_cast<int64_t>(ComputeMaxSpec(state).device_milli);
+  max_device_milli_ =
+      static_cast<int64_t>(cluster::ComputeMaxSpec(state).device_milli);
 }
 
 const std::vector<GpuClusteringScheduler::Affinity>&

@@ -19,6 +19,7 @@
 
 #include "services/baselines/baseline_scheduler.h"
 #include "services/cluster/resource_fit.h"
+#include "services/cluster/resource_vector.h"
 
 namespace flowsched::baselines {
 
@@ -44,42 +45,22 @@ class NodeScoreScheduler : public BaselineScheduler {
                                              const cluster::Fit& fit) = 0;
 };
 
-// Amounts per dimension the paper's scores read: CPU millicores, memory
-// bytes, device milli.
-struct ResourceVector {
-  double cpu_millis = 0, memory_bytes = 0, device_milli = 0;
-};
-
-// Largest capacity of any machine per dimension (the "max spec" the
-// paper's scores normalise by); at least 1 each so they divide safely.
-[[nodiscard]] ResourceVector ComputeMaxSpec(const cluster::ClusterState& state);
-
-// Free capacity of a machine: CPU and memory (unreported: 0), and the free
-// milli of all its devices.
-[[nodiscard]] ResourceVector ComputeFree(const cluster::Machine& machine);
-
-// A task's request: CPU, memory, and device milli (whole devices x 1000,
-// or its fraction).
-[[nodiscard]] ResourceVector RequestVector(const cluster::TaskSpec& task);
-
-// `v` with each dimension divided by `max_spec`'s.
-[[nodiscard]] ResourceVector Normalised(const ResourceVector& v,
-                                        const ResourceVector& max_spec);
+using cluster::ResourceVector;
 
 // A NodeScoreScheduler whose score normalises by the max spec, computed
 // once per round.
 class MaxSpecScoreScheduler : public NodeScoreScheduler {
  protected:
   void BeginRound(const cluster::ClusterState& state) override {
-    max_spec_ = ComputeMaxSpec(state);
+    max_spec_ = cluster::ComputeMaxSpec(state);
   }
   [[nodiscard]] ResourceVector NormalisedFree(
       const cluster::Machine& machine) const {
-    return Normalised(ComputeFree(machine), max_spec_);
+    return cluster::Normalised(cluster::ComputeFree(machine), max_spec_);
   }
   [[nodiscard]] ResourceVector NormalisedRequest(
       const cluster::TaskSpec& task) const {
-    return Normalised(RequestVector(task), max_spec_);
+    return cluster::Normalised(cluster::RequestVector(task), max_spec_);
   }
   ResourceVector max_spec_;
 };

@@ -99,6 +99,8 @@ struct AcceleratorRequest {
   int64_t memory_bytes = 0;  // device memory needed on each device
   // Acceptable models; nullopt: any model (never an empty list).
   std::optional<std::vector<std::string>> models;
+  // Preferred models (soft; empty: no preference), each acceptable.
+  std::vector<std::string> preferred_models;
   [[nodiscard]] bool empty() const { return whole == 0 && milli == 0; }
   [[nodiscard]] uint32_t device_count() const { return milli > 0 ? 1 : whole; }
   // Device milli asked for in all: the fraction, or whole devices of
@@ -109,6 +111,12 @@ struct AcceleratorRequest {
   [[nodiscard]] bool AcceptsModel(const std::string& model) const {
     if (!models.has_value()) return true;
     for (const std::string& m : *models) {
+      if (m == model) return true;
+    }
+    return false;
+  }
+  [[nodiscard]] bool PrefersModel(const std::string& model) const {
+    for (const std::string& m : preferred_models) {
       if (m == model) return true;
     }
     return false;

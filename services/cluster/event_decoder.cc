@@ -155,6 +155,25 @@ absl::StatusOr<AcceleratorRequest> DecodeAcceleratorRequest(
       ask.models->push_back(model);
     }
   }
+  const auto& preferred = message.preferred_models();
+  if (static_cast<uint64_t>(preferred.size()) > limits.max_accelerator_models) {
+    return bad(absl::StrCat(preferred.size(),
+                            " preferred models; the limit is ",
+                            limits.max_accelerator_models));
+  }
+  for (const std::string& model : preferred) {
+    if (model.empty()) return bad("preferred_models lists an empty model");
+    FLOWSCHED_RETURN_IF_ERROR(
+        CheckString("task.accelerator.preferred_models", model, limits));
+    if (!ask.AcceptsModel(model)) {
+      return bad(absl::StrCat("preferred model '", model,
+                              "' is not among the acceptable models"));
+    }
+    if (ask.PrefersModel(model)) {
+      return bad(absl::StrCat("preferred model '", model, "' is listed twice"));
+    }
+    ask.preferred_models.push_back(model);
+  }
   return ask;
 }
 

@@ -467,6 +467,44 @@ TEST_F(EventDecoderTest, RejectsImpossibleAcceleratorAsks) {
   }
 }
 
+// Preferred models are kept in their order; each must be acceptable under
+// the model list (any, without one), non-empty and listed once.
+TEST_F(EventDecoderTest, PreferredModels) {
+  const auto with = [](std::vector<std::string> acceptable,
+                       std::vector<std::string> preferred) {
+    v1::ClusterEvent e = JobEvent(1, 1);
+    auto* ask =
+        e.mutable_job_submitted()->mutable_tasks(0)->mutable_accelerator();
+    ask->set_count(1);
+    for (const std::string& m : acceptable)
+      ask->mutable_models()->add_models(m);
+    for (const std::string& m : preferred) ask->add_preferred_models(m);
+    return e;
+  };
+  auto job = decoder_.FromProto(with({}, {"h100", "a10"}));
+  ASSERT_THAT(job, IsOk());
+  EXPECT_EQ(std::get<JobSubmitted>(job->body).tasks[0].accelerator,
+            (AcceleratorRequest{
+                .whole = 1,
+                .preferred_models = std::vector<std::string>{"h100", "a10"}}));
+  EXPECT_THAT(decoder_.FromProto(with({"a10", "t4"}, {"t4"})).status(), IsOk());
+  const std::vector<std::pair<v1::ClusterEvent, std::string>> bad = {
+      {with({"a10"}, {"t4"}),
+       "preferred model 't4' is not among the acceptable models"},
+      {with({}, {"a10", "a10"}), "preferred model 'a10' is listed twice"},
+      {with({}, {""}), "preferred_models lists an empty model"},
+      {with({}, std::vector<std::string>(17, "m")),
+       "17 preferred models; the limit is 16"},
+      {with({}, {std::string(300, 'm')}),
+       "task.accelerator.preferred_models is 300"},
+  };
+  for (const auto& [event, reason] : bad) {
+    EXPECT_THAT(decoder_.FromProto(event),
+                StatusIs(absl::StatusCode::kInvalidArgument, reason))
+        << reason;
+  }
+}
+
 TEST_F(EventDecoderTest, RejectsBadScalarsAndDeviceGroups) {
   const auto with_scalar = [](const std::string& name, int64_t amount) {
     v1::ClusterEvent e = JobEvent(1, 1);

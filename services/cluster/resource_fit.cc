@@ -46,6 +46,8 @@ Fit FitDevices(const Machine& machine, const AcceleratorRequest& ask) {
   uint32_t of_model = 0;
   uint32_t with_memory = 0;
   if (ask.milli == 0) {
+    // Free devices of a preferred model first, then the others.
+    std::vector<DeviceShare> others;
     for (uint32_t i = 0; i < machine.devices.size(); ++i) {
       const Device& device = machine.devices[i];
       if (!ask.AcceptsModel(device.model)) continue;
@@ -53,13 +55,22 @@ Fit FitDevices(const Machine& machine, const AcceleratorRequest& ask) {
       if (!HasDeviceMemory(device, ask.memory_bytes)) continue;
       ++with_memory;
       if (device.used_milli != 0 || !device.tasks.empty()) continue;
-      if (fit.devices.size() < needed) {
-        fit.devices.push_back({i, device.capacity_milli});
-      }
+      const bool preferred =
+          ask.preferred_models.empty() || ask.PrefersModel(device.model);
+      (preferred ? fit.devices : others).push_back({i, device.capacity_milli});
     }
+    for (size_t k = 0; k < others.size() && fit.devices.size() < needed; ++k) {
+      fit.devices.push_back(others[k]);
+    }
+    if (fit.devices.size() > needed) fit.devices.resize(needed);
+    std::sort(fit.devices.begin(), fit.devices.end(),
+              [](const DeviceShare& a, const DeviceShare& b) {
+                return a.index < b.index;
+              });
   } else {
     const Device* best = nullptr;
     uint32_t best_index = 0;
+    bool best_preferred = false;
     for (uint32_t i = 0; i < machine.devices.size(); ++i) {
       const Device& device = machine.devices[i];
       if (!ask.AcceptsModel(device.model)) continue;
@@ -70,10 +81,15 @@ Fit FitDevices(const Machine& machine, const AcceleratorRequest& ask) {
           !HasFreeDeviceMemory(device, ask.memory_bytes)) {
         continue;
       }
-      // Strictly less: ties keep the lowest index.
-      if (best == nullptr || device.free_milli() < best->free_milli()) {
+      // A preferred model first; then strictly less free milli, so ties
+      // keep the lowest index.
+      const bool preferred = ask.PrefersModel(device.model);
+      if (best == nullptr || (preferred && !best_preferred) ||
+          (preferred == best_preferred &&
+           device.free_milli() < best->free_milli())) {
         best = &device;
         best_index = i;
+        best_preferred = preferred;
       }
     }
     if (best != nullptr) fit.devices.push_back({best_index, ask.milli});

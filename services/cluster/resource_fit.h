@@ -15,7 +15,8 @@
 // of an acceptable model that nobody uses (and that have the device memory
 // asked for, where they report it). A fraction: best fit, the acceptable
 // device with the least free milli that still holds it (and its device
-// memory), ties to the lowest index.
+// memory), ties to the lowest index. With preferred models, devices of
+// those models come first by the same rule, the others after them.
 //
 // Thread-safety: pure functions over the arguments.
 

@@ -172,6 +172,36 @@ TEST(FitTaskTest, FractionsGoToTheFullestDeviceThatHoldsThem) {
   EXPECT_TRUE(WithinCapacity(machine));
 }
 
+// Devices of a preferred model come first (by the same rule among them);
+// the others serve what the preferred ones cannot.
+TEST(FitTaskTest, PreferredModelsAreChosenFirst) {
+  Machine machine = MakeMachine(
+      {}, 10, {{.count = 2, .model = "t4"}, {.count = 2, .model = "a10"}});
+  AcceleratorRequest prefer_a10 = Whole(1);
+  prefer_a10.preferred_models = {"a10"};
+  EXPECT_THAT(Place(machine, Ask(1, {}, prefer_a10)),
+              ElementsAre(DeviceShare{2, 1000}));
+  // Three devices: the free a10 (3) and the lowest t4 (0), index order.
+  AcceleratorRequest three = Whole(3);
+  three.preferred_models = {"a10"};
+  EXPECT_THAT(FitTask(machine, Ask(2, {}, three)).devices,
+              ElementsAre(DeviceShare{0, 1000}, DeviceShare{1, 1000},
+                          DeviceShare{3, 1000}));
+  // A fraction: the a10 with room, although the t4s are fuller.
+  Place(machine, Ask(3, {}, Fraction(800)));  // device 0 (fullest, lowest)
+  AcceleratorRequest slice = Fraction(100);
+  slice.preferred_models = {"a10"};
+  EXPECT_THAT(Place(machine, Ask(4, {}, slice)),
+              ElementsAre(DeviceShare{3, 100}));
+  // No a10 left with room for 950: a t4 serves it.
+  Place(machine, Ask(5, {}, Fraction(900)));  // device 3 now holds 1000
+  AcceleratorRequest big_slice = Fraction(950);
+  big_slice.preferred_models = {"a10"};
+  EXPECT_THAT(Place(machine, Ask(6, {}, big_slice)),
+              ElementsAre(DeviceShare{1, 950}));
+  EXPECT_TRUE(WithinCapacity(machine));
+}
+
 TEST(FitTaskTest, DeviceMemoryBoundsWholeDevicesAndFractions) {
   const int64_t kGiB = int64_t{1} << 30;
   Machine machine =

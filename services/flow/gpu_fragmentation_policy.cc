@@ -50,9 +50,14 @@ bool GpuFragmentationPolicy::RefreshWorkload(
 void GpuFragmentationPolicy::UpdatePrices(
     const cluster::ChangeSet& changes, const cluster::ClusterState& state,
     const std::vector<RequestShape>& shapes, bool workload_rebuilt) {
-  // A machine that came or went shifts the ranks of the others.
-  bool reprice_all =
-      workload_rebuilt || rank_.size() != state.machines().size();
+  // A machine that came or went shifts the ranks of the others; a new
+  // largest capacity, best_fit's normalisation.
+  const cluster::ResourceVector max_spec = cluster::ComputeMaxSpec(state);
+  bool reprice_all = workload_rebuilt ||
+                     rank_.size() != state.machines().size() ||
+                     max_spec.cpu_millis != max_spec_.cpu_millis ||
+                     max_spec.memory_bytes != max_spec_.memory_bytes ||
+                     max_spec.device_milli != max_spec_.device_milli;
   for (MachineId id : changes.machines) {
     reprice_all =
         reprice_all || !rank_.contains(id) || state.FindMachine(id) == nullptr;
@@ -60,6 +65,7 @@ void GpuFragmentationPolicy::UpdatePrices(
   if (reprice_all) {
     prices_.clear();
     rank_.clear();
+    max_spec_ = max_spec;
     const auto count = static_cast<int64_t>(state.machines().size());
     int64_t index = 0;
     for (const auto& entry : state.machines()) {
@@ -100,14 +106,31 @@ int64_t GpuFragmentationPolicy::PlacementCost(
     const std::vector<cluster::DeviceShare>& devices, int64_t rank) const {
   const double delta =
       cluster::FragmentationDelta(machine, workload_, shape.ask, devices);
+  // The most-allocated and model terms, in score levels (or whole GPUs).
+  double terms = 0;
+  if (params_.best_fit > 0) {
+    terms += params_.best_fit *
+             cluster::BestFitLeftover(machine, shape.ask, max_spec_);
+  }
+  const cluster::AcceleratorRequest& ask = shape.ask.accelerator;
+  if (params_.model_affinity > 0 && !ask.preferred_models.empty() &&
+      !devices.empty()) {
+    size_t other = 0;
+    for (const cluster::DeviceShare& share : devices) {
+      other += ask.PrefersModel(machine.devices[share.index].model) ? 0 : 1;
+    }
+    terms += params_.model_affinity * static_cast<double>(other) /
+             static_cast<double>(devices.size());
+  }
   if (params_.score_levels == 0) {
-    return static_cast<int64_t>(std::llround(delta));
+    return static_cast<int64_t>(
+        std::llround(delta + terms * cluster::kMilliPerDevice));
   }
   const double levels = static_cast<double>(params_.score_levels);
   const auto score = static_cast<int64_t>(
       std::floor(levels / (1.0 + std::exp(delta / 1000.0))));
   return (params_.score_levels - score) * kRankRange +
-         (params_.first_fit != 0 ? rank : 0);
+         std::llround(terms * kRankRange) + (params_.first_fit != 0 ? rank : 0);
 }
 
 int64_t GpuFragmentationPolicy::Price(const cluster::Machine& machine,

@@ -26,7 +26,14 @@
 // so deltas that the score cannot tell apart (among them every large one)
 // tie, and with `first_fit` a tie goes to the machine earliest in id
 // order (a packing rule; the authors' simulator breaks ties the same way).
-// With L = 0 the price is delta F itself. Every machine's arcs are priced
+// With L = 0 the price is delta F itself. A `best_fit` weight W adds the
+// paper's BestFit measure (cluster::BestFitLeftover: what the machine keeps
+// free of CPU, memory and GPU after the task, each over the largest
+// machine's, summed) times W score levels, or W whole GPUs of delta F when
+// L = 0: the most-allocated machine wins among near-equal fragmentation
+// scores. A task with preferred models pays `model_affinity` levels (or
+// whole GPUs) times the share of its devices that are of another model.
+// Every machine's arcs are priced
 // again when it changes, so a machine's costs follow it as it fills. Waiting
 // costs more than any placement: a round places a task on every machine
 // where some waiting task fits.
@@ -42,6 +49,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "services/cluster/gpu_fragmentation.h"
+#include "services/cluster/resource_vector.h"
 #include "services/flow/request_shapes.h"
 #include "services/flow/scheduling_policy.h"
 
@@ -52,6 +60,12 @@ struct GpuFragmentationParams {
   int64_t score_levels = 100;
   // 1: ties of the score go to the machine earliest in id order.
   int64_t first_fit = 1;
+  // Weight of the most-allocated term (0: none), in score levels, or in
+  // whole GPUs of delta F when score_levels is 0.
+  double best_fit = 0.5;
+  // Cost, in the same unit, of a task's devices all being of a model it
+  // does not prefer (AcceleratorRequest::preferred_models).
+  double model_affinity = 10;
   // Above any placement's cost.
   int64_t unscheduled_cost = 100'000'000;
   int64_t preemption_cost = 100'000'000;
@@ -110,6 +124,8 @@ class GpuFragmentationPolicy final : public SchedulingPolicy {
   absl::flat_hash_map<std::string, std::map<MachineId, int64_t>> prices_;
   // Each machine's position in id order scaled to [0, kRankRange).
   absl::flat_hash_map<MachineId, int64_t> rank_;
+  // The largest machine's capacities (best_fit normalises by them).
+  cluster::ResourceVector max_spec_;
 };
 
 }  // namespace flowsched::flow

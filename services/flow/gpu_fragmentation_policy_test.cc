@@ -27,10 +27,11 @@ class GpuCluster {
     ASSERT_THAT(state_.Apply(ClusterEvent{"e", 1, "t", body}, 1, changes_),
                 IsOk());
   }
-  void AddMachine(uint64_t id, uint32_t gpus, int64_t cpu = 64'000) {
+  void AddMachine(uint64_t id, uint32_t gpus, int64_t cpu = 64'000,
+                  const std::string& model = "G") {
     cluster::MachineAdded added{
         MachineId(id), "r", {cpu, 256 * kGiB, 0}, 64, {}, {}};
-    if (gpus > 0) added.accelerators.push_back({.count = gpus, .model = "G"});
+    if (gpus > 0) added.accelerators.push_back({.count = gpus, .model = model});
     Apply(added);
   }
   static cluster::TaskSpec Gpu(uint64_t id, uint32_t whole, int64_t milli,
@@ -94,6 +95,58 @@ TEST_F(GpuFragmentationPolicyTest, FillsTheHoleThatAWholeGpuTaskCannotUse) {
   Sync();
   ASSERT_EQ(Round(), 1);
   EXPECT_EQ(MachineOf(3), MachineId(1));
+}
+
+// Whole-GPU tasks only, so no placement fragments anything and every
+// machine scores the same: first fit takes machine 1 (the lowest id), the
+// most-allocated term machine 2, which already runs two of its four GPUs.
+TEST(GpuFragmentationBestFitTest, TheFullerMachineWinsEqualScores) {
+  for (const double best_fit : {0.0, 2.0}) {
+    SCOPED_TRACE(best_fit);
+    struct Cluster : GpuCluster {
+      using GpuCluster::GpuCluster;
+      void Run() {
+        AddMachine(1, 4);
+        AddMachine(2, 4);
+        Submit(1, {Gpu(1, 1, 0), Gpu(2, 1, 0)});
+        ASSERT_THAT(state_.Place(TaskId(1), MachineId(2), 1, changes_), IsOk());
+        ASSERT_THAT(state_.Place(TaskId(2), MachineId(2), 1, changes_), IsOk());
+        Sync();
+        Submit(2, {Gpu(3, 1, 0)});
+        Sync();
+        ASSERT_EQ(Round(), 1);
+      }
+    } cluster(GpuFragmentationParams{.best_fit = best_fit});
+    cluster.Run();
+    EXPECT_EQ(cluster.MachineOf(3), MachineId(best_fit > 0 ? 2 : 1));
+  }
+}
+
+// Two equal machines but for their GPU model: a task that prefers H goes to
+// machine 2 although first fit would take machine 1; without the term (or
+// without a preference) machine 1.
+TEST(GpuFragmentationModelAffinityTest, APreferredModelWinsEqualScores) {
+  for (const double affinity : {0.0, 10.0}) {
+    for (const bool prefers : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << affinity << " " << prefers);
+      struct Cluster : GpuCluster {
+        using GpuCluster::GpuCluster;
+        void Run(bool prefers_h) {
+          AddMachine(1, 2, 64'000, "G");
+          AddMachine(2, 2, 64'000, "H");
+          cluster::TaskSpec task = Gpu(1, 1, 0);
+          if (prefers_h) task.accelerator.preferred_models = {"H"};
+          Submit(1, {task});
+          Sync();
+          ASSERT_EQ(Round(), 1);
+        }
+      } cluster(
+          GpuFragmentationParams{.best_fit = 0, .model_affinity = affinity});
+      cluster.Run(prefers);
+      EXPECT_EQ(cluster.MachineOf(1),
+                MachineId(affinity > 0 && prefers ? 2 : 1));
+    }
+  }
 }
 
 TEST_F(GpuFragmentationPolicyTest, PlacesOnlyWhereTheTaskFits) {

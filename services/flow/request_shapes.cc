@@ -33,6 +33,15 @@ std::string AcceleratorText(const cluster::AcceleratorRequest& ask) {
     }
     text.push_back(']');
   }
+  if (!ask.preferred_models.empty()) {
+    // Preferences change the price, not the fit; in the order given.
+    text.append("|prefer[");
+    for (const std::string& model : ask.preferred_models) {
+      AppendName(text, model);
+      text.push_back(',');
+    }
+    text.push_back(']');
+  }
   return text;
 }
 

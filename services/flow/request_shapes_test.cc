@@ -258,6 +258,31 @@ TEST(RequestShapesTest, NamesCannotImitateTheKeysSeparators) {
             ShapeKey(*state.FindTask(TaskId(2)), state));
 }
 
+// Preferred models make a shape of their own (they change gpu-fgd's price),
+// in the order given; none keeps the key it always had.
+TEST(RequestShapesTest, PreferredModelsAreInTheKey) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  cluster::JobSubmitted job;
+  job.job = JobId(1);
+  job.name = "j";
+  for (uint64_t id = 1; id <= 3; ++id) {
+    cluster::TaskSpec spec = Ask(id, 0, 0, 0);
+    spec.accelerator.milli = 500;
+    job.tasks.push_back(spec);
+  }
+  job.tasks[1].accelerator.preferred_models = {"a10"};
+  job.tasks[2].accelerator.preferred_models = {"t4"};
+  ASSERT_THAT(state.Apply(Event(job), 0, changes), IsOk());
+  const auto key = [&](uint64_t id) {
+    return ShapeKey(*state.FindTask(TaskId(id)), state);
+  };
+  EXPECT_EQ(key(1).find("|prefer["), std::string::npos);
+  EXPECT_NE(key(2).find("|prefer[3#a10,]"), std::string::npos);
+  EXPECT_NE(key(1), key(2));
+  EXPECT_NE(key(2), key(3));
+}
+
 // A different-machines job whose tasks share no model fits no device.
 TEST(RequestShapesTest, ADifferentMachinesJobWithoutACommonModelWaits) {
   cluster::ClusterState state;

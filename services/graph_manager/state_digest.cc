@@ -84,6 +84,13 @@ void Accelerator(Digester& d, const cluster::AcceleratorRequest& ask) {
   if (ask.models.has_value()) {
     for (const std::string& model : *ask.models) d.Bytes(model);
   }
+  // Only when set, so digests of states without preferences stay as they
+  // were.
+  if (!ask.preferred_models.empty()) {
+    d.Bytes("preferred_models");
+    d.U64(ask.preferred_models.size());
+    for (const std::string& model : ask.preferred_models) d.Bytes(model);
+  }
 }
 
 void Shares(Digester& d, const std::vector<cluster::DeviceShare>& shares) {

@@ -186,7 +186,8 @@ TEST_F(StatePersisterTest, ScalarsDevicesAndAssignmentsSurvive) {
   job.tasks.push_back(
       task(1, {.milli = 300,
                .memory_bytes = 4,
-               .models = std::vector<std::string>{"a10", "h100"}}));
+               .models = std::vector<std::string>{"a10", "h100"},
+               .preferred_models = {"h100"}}));
   job.tasks.push_back(task(2, {.milli = 600}));
   job.tasks.push_back(task(3, {.whole = 1}));
   job.tasks.push_back(task(4, {.whole = 1}));  // waits: no device is free

@@ -34,6 +34,9 @@ void ToProto(const cluster::AcceleratorRequest& ask,
     v1::AcceleratorModels* models = out.mutable_models();
     for (const std::string& model : *ask.models) models->add_models(model);
   }
+  for (const std::string& model : ask.preferred_models) {
+    out.add_preferred_models(model);
+  }
 }
 cluster::AcceleratorRequest FromProto(const v1::AcceleratorRequest& ask) {
   cluster::AcceleratorRequest out;
@@ -47,6 +50,8 @@ cluster::AcceleratorRequest FromProto(const v1::AcceleratorRequest& ask) {
     out.models.emplace(ask.models().models().begin(),
                        ask.models().models().end());
   }
+  out.preferred_models.assign(ask.preferred_models().begin(),
+                              ask.preferred_models().end());
   return out;
 }
 

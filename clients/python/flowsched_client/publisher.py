@@ -152,6 +152,26 @@ def _check_task(task) -> None:
                 if not model:
                     raise InvalidEventError(f"{owner}: accelerator.models lists an empty model")
                 _check_string("accelerator model", model)
+        _check_preferred_models(owner, a)
+
+
+def _check_preferred_models(owner: str, a) -> None:
+    if len(a.preferred_models) > MAX_ACCELERATOR_MODELS:
+        raise InvalidEventError(
+            f"{owner}: {len(a.preferred_models)} preferred models; the limit is "
+            f"{MAX_ACCELERATOR_MODELS}")
+    acceptable = set(a.models.models) if a.HasField("models") else None
+    seen = set()
+    for model in a.preferred_models:
+        if not model:
+            raise InvalidEventError(f"{owner}: accelerator.preferred_models lists an empty model")
+        _check_string("accelerator model", model)
+        if acceptable is not None and model not in acceptable:
+            raise InvalidEventError(
+                f"{owner}: preferred model '{model}' is not among the acceptable models")
+        if model in seen:
+            raise InvalidEventError(f"{owner}: preferred model '{model}' is listed twice")
+        seen.add(model)
 
 
 def validate_event(event: ClusterEvent) -> None:
@@ -351,7 +371,7 @@ class EventPublisher:
                   preferred_labels: Mapping[str, str] | None = None,
                   accelerator: Mapping | None = None):
         """A TaskSpec. accelerator: a dict of AcceleratorRequest fields
-        (count, milli, memory_bytes, models=[...])."""
+        (count, milli, memory_bytes, models=[...], preferred_models=[...])."""
         spec = events_pb2.TaskSpec(task_id=task_id, priority=priority)
         _fill_resources(spec.request, cpu_millis, memory_bytes, network_bytes_per_sec)
         spec.required_labels.update(required_labels or {})
@@ -359,6 +379,7 @@ class EventPublisher:
         if accelerator is not None:
             ask = dict(accelerator)
             models = ask.pop("models", None)
+            spec.accelerator.preferred_models.extend(ask.pop("preferred_models", []))
             for key, value in ask.items():
                 setattr(spec.accelerator, key, value)
             if models is not None:

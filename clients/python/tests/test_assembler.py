@@ -298,11 +298,18 @@ class PublisherValidationTest(unittest.TestCase):
         # Impossible accelerator asks, as the graph manager's decoder has them.
         for ask, message in [(dict(models=[], count=1), "present but empty"),
                              (dict(milli=1000), "not below 1000"),
-                             (dict(count=-1), "negative")]:
+                             (dict(count=-1), "negative"),
+                             (dict(count=1, models=["a10"], preferred_models=["t4"]),
+                              "not among the acceptable models"),
+                             (dict(count=1, preferred_models=["a10", "a10"]),
+                              "listed twice"),
+                             (dict(count=1, preferred_models=[""]), "empty model")]:
             with self.subTest(ask=ask):
                 with self.assertRaisesRegex(InvalidEventError, message):
                     pub.submit_job(1, [dict(task_id=1, accelerator=ask)])
         self.assertEqual(pub._producer.produced, [])
+        spec = pub.task_spec(2, accelerator=dict(count=1, preferred_models=["a10"]))
+        self.assertEqual(list(spec.accelerator.preferred_models), ["a10"])
         pub.add_machine(3, task_slots=2, cpu_millis=1000)
         pub.set_policy("cpu-memory")
         (topic, first), (_, second) = pub._producer.produced
