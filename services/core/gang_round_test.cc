@@ -84,6 +84,7 @@ class GangRoundTest
       adopted_ = true;
     }
     EXPECT_THAT(policy_.Sync(changes_, state_, now_us), IsOk());
+    EXPECT_THAT(policy_.Refresh(state_, now_us), IsOk());
     changes_.Clear();
     for (const flow::GraphChange& change : policy_.network().TakeChanges()) {
       EXPECT_THAT(round_solver_->Apply(change), IsOk());
@@ -103,6 +104,30 @@ class GangRoundTest
         ApplyRound(solved.decisions, state_, now_us, changes_);
     EXPECT_EQ(applied.applied, solved.decisions.size());
     return solved;
+  }
+
+  // `count` machines of 8 slots and 8 a100 GPUs.
+  void GpuMachines(uint64_t count) {
+    for (uint64_t m = 1; m <= count; ++m) {
+      cluster::MachineAdded added{
+          MachineId(m), "r", {64'000, 1LL << 40, 0}, 8, {}};
+      added.accelerators = {{.count = 8, .model = "a100"}};
+      Event(added, 0);
+    }
+  }
+  // Job `job` of `tasks` tasks of `gpus` whole GPUs each.
+  void GpuJob(uint64_t job, uint64_t tasks, uint32_t gpus, uint32_t min_members,
+              int64_t now_us = 0) {
+    cluster::JobSubmitted submitted;
+    submitted.job = JobId(job);
+    submitted.min_members = min_members;
+    for (uint64_t t = 1; t <= tasks; ++t) {
+      cluster::TaskSpec& spec = submitted.tasks.emplace_back();
+      spec.id = TaskId(job * 100 + t);
+      spec.request.cpu_millis = 1000;
+      spec.accelerator.whole = gpus;
+    }
+    Event(submitted, now_us);
   }
 
   // Tasks of `job` on machines.
@@ -226,27 +251,9 @@ TEST_P(GangRoundTest, AStarvedGangThatCannotFitAtAllDoesNotHoldTheCluster) {
 // room would idle it for nothing.
 TEST_P(GangRoundTest, AHoldNeverIdlesRoomTheGangCannotUse) {
   policy_name_ = "cpu-memory";
-  for (uint64_t m = 1; m <= 2; ++m) {
-    cluster::MachineAdded added{
-        MachineId(m), "r", {64'000, 1LL << 40, 0}, 8, {}};
-    added.accelerators = {{.count = 8, .model = "a100"}};
-    Event(added, 0);
-  }
-  const auto gpu_job = [&](uint64_t job, uint64_t tasks, uint32_t gpus,
-                           uint32_t min_members) {
-    cluster::JobSubmitted submitted;
-    submitted.job = JobId(job);
-    submitted.min_members = min_members;
-    for (uint64_t t = 1; t <= tasks; ++t) {
-      cluster::TaskSpec& spec = submitted.tasks.emplace_back();
-      spec.id = TaskId(job * 100 + t);
-      spec.request.cpu_millis = 1000;
-      spec.accelerator.whole = gpus;
-    }
-    Event(submitted, 0);
-  };
-  gpu_job(1, 2, 8, 2);  // the gang needs both machines whole
-  gpu_job(2, 1, 1, 0);
+  GpuMachines(2);
+  GpuJob(1, 2, 8, 2);  // the gang needs both machines whole
+  GpuJob(2, 1, 1, 0);
   force_hold_ = true;
   const SolvedRound round = Round(1);
   // The reservation gives one machine to each shape, so the gang cannot
@@ -257,6 +264,35 @@ TEST_P(GangRoundTest, AHoldNeverIdlesRoomTheGangCannotUse) {
   EXPECT_FALSE(round.held);
   EXPECT_EQ(round.passes, 3u);
   EXPECT_EQ(round.gangs_withdrawn, std::vector<JobId>{JobId(1)});
+}
+
+// The same cluster under cpu-memory's starvation rule (a shape waiting
+// past the hold age is offered every machine's room first): small GPU
+// tasks that keep arriving take one machine's devices from the gang until
+// it has waited that long; then its shape has both machines reserved and
+// the gang is placed whole while the newest small task waits.
+TEST_P(GangRoundTest, UnderCpuMemoryAStarvingGangHasItsRoomReserved) {
+  policy_name_ = "cpu-memory:gang_first_after_s=1";  // kHoldAfterUs
+  GpuMachines(2);
+  GpuJob(1, 2, 8, 2);
+  GpuJob(2, 1, 1, 0);
+  Round(1);
+  EXPECT_EQ(Running(1), 0u);
+  EXPECT_EQ(Running(2), 1u);
+  // Before the age, the small work that replaces job 2 wins again.
+  Finish(2, 500'000);
+  GpuJob(3, 1, 1, 0, 500'000);
+  Round(500'000);
+  EXPECT_EQ(Running(1), 0u);
+  EXPECT_EQ(Running(3), 1u);
+  Finish(3, kHoldAfterUs + 1);
+  GpuJob(4, 1, 1, 0, kHoldAfterUs + 1);
+  const SolvedRound round = Round(kHoldAfterUs + 1);
+  // Whole in the first pass: the room was reserved for it, so the hold
+  // had nothing to take back.
+  EXPECT_EQ(round.passes, 1u);
+  EXPECT_EQ(Running(1), 2u);
+  EXPECT_EQ(Running(4), 0u);
 }
 
 TEST_P(GangRoundTest, OnlyTheLongestWaitingGangThatCouldFitHolds) {

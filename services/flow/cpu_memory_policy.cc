@@ -42,7 +42,7 @@ std::string CpuMemoryPolicy::ClassText(const cluster::Task& task,
 
 absl::Status CpuMemoryPolicy::Sync(const cluster::ChangeSet& changes,
                                    const cluster::ClusterState& state,
-                                   const SyncContext& /*context*/,
+                                   const SyncContext& context,
                                    NetworkBuilder& builder) {
   // Machines: slots to the sink (running tasks arrive directly).
   FLOWSCHED_RETURN_IF_ERROR(SyncMachinesAndJobsToSink(changes, state, builder));
@@ -52,8 +52,29 @@ absl::Status CpuMemoryPolicy::Sync(const cluster::ChangeSet& changes,
       const ShapeClasses classes,
       SyncShapeClasses(waiting_, changes, state, params_.unscheduled_cost,
                        params_.preemption_cost, builder));
-  const std::vector<RequestShape>& shapes = classes.shapes;
+  FLOWSCHED_RETURN_IF_ERROR(
+      Reserve(state, classes.shapes, classes.nodes, context.now_us, builder));
+  return DrainTasksAtSink(builder);
+}
 
+absl::Status CpuMemoryPolicy::Refresh(const cluster::ClusterState& state,
+                                      const SyncContext& context,
+                                      NetworkBuilder& builder) {
+  const std::vector<RequestShape> shapes = waiting_.Shapes(state);
+  if (StarvingFirst(shapes, context.now_us, params_.gang_first_after_s)
+          .Keys(shapes) == starving_) {
+    return absl::OkStatus();
+  }
+  return Reserve(state, shapes, EnsureShapeNodes(shapes, builder),
+                 context.now_us, builder);
+}
+
+absl::Status CpuMemoryPolicy::Reserve(
+    const cluster::ClusterState& state, const std::vector<RequestShape>& shapes,
+    const std::map<std::string, NodeId>& nodes, int64_t now_us,
+    NetworkBuilder& builder) {
+  StarvingFirst starving(shapes, now_us, params_.gang_first_after_s);
+  starving_ = starving.Keys(shapes);
   // Class -> machine arcs by reservation (request_shapes.h).
   std::map<std::string, std::vector<DesiredArc>> class_arcs;
   size_t machine_index = 0;
@@ -61,8 +82,13 @@ absl::Status CpuMemoryPolicy::Sync(const cluster::ChangeSet& changes,
     // Not a structured binding: clang 14 cannot capture one in a lambda.
     const cluster::Machine& machine = entry.second;
     const NodeId machine_node = builder.FindMachineNode(entry.first);
+    // A copy: reservations on this machine may close a starving shape.
+    const std::vector<size_t> first(starving.open().begin(),
+                                    starving.open().end());
     ReserveMachine(
-        machine, state, shapes, machine_index++, [&](size_t i, int64_t n) {
+        machine, state, shapes, machine_index++,
+        [&](size_t i, int64_t n) {
+          starving.Reserved(i, n);
           const RequestShape& shape = shapes[i];
           const int64_t discount =
               shape.preferred.empty() ||
@@ -85,11 +111,11 @@ absl::Status CpuMemoryPolicy::Sync(const cluster::ChangeSet& changes,
                  LoadCost(machine, request, k, params_.util_scale) - discount});
           }
           class_arcs[shape.key].push_back(std::move(arc));
-        });
+        },
+        nullptr, first);
   }
   // Classes without waiting tasks go (their in-arcs went with the tasks).
-  FLOWSCHED_RETURN_IF_ERROR(SetShapeArcs(classes.nodes, class_arcs, builder));
-  return DrainTasksAtSink(builder);
+  return SetShapeArcs(nodes, class_arcs, builder);
 }
 
 }  // namespace flowsched::flow

@@ -29,6 +29,14 @@
 // task fits somewhere: repeated rounds reach a state where every waiting
 // task fits no machine.
 //
+// Gangs: a shape holding a gang member that has waited
+// `gang_first_after_s` is offered every machine's room before the others,
+// until its waiting tasks have room (StarvingFirst), so newer work cannot
+// keep taking the room a gang needs whole; the round solver's hold
+// (core/gang_requirements.h, the same default age) keeps the rest off it.
+// Refresh, before each round, redoes the reservations when that set of
+// shapes changed.
+//
 // Running tasks never move: preempting one frees nothing in the same round
 // (capacities come from the current allocation), so it would never pay.
 //
@@ -56,6 +64,9 @@ struct CpuMemoryParams {
   // Discount on machines that match a preferred selector, in cost units
   // (half a fully loaded machine by default).
   int64_t preferred_discount = 500;
+  // Seconds a gang member waits before its shape gets first offer of
+  // every machine's room (0: never).
+  double gang_first_after_s = 60;
 };
 
 class CpuMemoryPolicy final : public SchedulingPolicy {
@@ -67,15 +78,30 @@ class CpuMemoryPolicy final : public SchedulingPolicy {
                     const cluster::ClusterState& state,
                     const SyncContext& context,
                     NetworkBuilder& builder) override;
+  [[nodiscard]] bool time_dependent() const override {
+    return params_.gang_first_after_s > 0;
+  }
+  absl::Status Refresh(const cluster::ClusterState& state,
+                       const SyncContext& context,
+                       NetworkBuilder& builder) override;
 
   // The class key of a waiting task (exposed for tests and explanations).
   static std::string ClassText(const cluster::Task& task,
                                const cluster::ClusterState& state);
 
  private:
+  // Reserves every machine's room among `shapes` (starving ones first) and
+  // sets the class arcs.
+  absl::Status Reserve(const cluster::ClusterState& state,
+                       const std::vector<RequestShape>& shapes,
+                       const std::map<std::string, NodeId>& nodes,
+                       int64_t now_us, NetworkBuilder& builder);
+
   CpuMemoryParams params_;
   // The waiting tasks by request shape (a fresh policy indexes all once).
   ShapeIndex waiting_;
+  // Keys of the shapes the last reservation offered first.
+  std::vector<std::string> starving_;
 };
 
 }  // namespace flowsched::flow

@@ -20,9 +20,10 @@ constexpr int64_t kGiB = int64_t{1} << 30;
 
 class CpuMemoryPolicyTest : public ::testing::Test {
  protected:
-  void Apply(cluster::EventBody body) {
-    ASSERT_THAT(state_.Apply(ClusterEvent{"e", 1, "t", body}, 1, changes_),
-                IsOk());
+  void Apply(cluster::EventBody body, int64_t now_us = 1) {
+    ASSERT_THAT(
+        state_.Apply(ClusterEvent{"e", now_us, "t", body}, now_us, changes_),
+        IsOk());
   }
   void AddMachine(uint64_t id, int64_t cpu, int64_t mem_gib, uint32_t slots,
                   std::map<std::string, std::string> labels = {}) {
@@ -105,6 +106,51 @@ TEST_F(CpuMemoryPolicyTest, ReservationKeepsClassesFromJointlyOvercommitting) {
   EXPECT_EQ(state_.FindMachine(MachineId(2))->allocated.cpu_millis, 4000);
   // The classes are gone with their waiting tasks.
   EXPECT_TRUE(builder_.AggregatorKeys(NodeKind::kEquivalenceClass).empty());
+}
+
+// The cluster above with B a gang submitted 30 s before A. At first the
+// rotation gives m1 to A and m2 to B. Once B has waited 60 s (the default
+// gang_first_after_s), a Refresh with no change but the clock offers B every
+// machine first: B reserves both, A none.
+TEST_F(CpuMemoryPolicyTest, AWaitingGangIsOfferedEveryMachineFirst) {
+  constexpr int64_t kSecond = 1'000'000;
+  AddMachine(1, 4000, 16, 8);
+  AddMachine(2, 4000, 16, 8);
+  cluster::JobSubmitted gang{
+      JobId(2), "g", 0, {Task(4, 2000, 1), Task(5, 2000, 1)}};
+  gang.min_members = 2;
+  Apply(gang);
+  Apply(cluster::JobSubmitted{JobId(1),
+                              "j",
+                              0,
+                              {Task(1, 1000, 1), Task(2, 1000, 1),
+                               Task(3, 1000, 1)}},
+        30 * kSecond);
+  ASSERT_THAT(
+      policy_.Sync(changes_, state_, SyncContext{30 * kSecond}, builder_),
+      IsOk());
+  changes_.Clear();
+  ASSERT_TRUE(policy_.time_dependent());
+  const NodeId a = Class(1);
+  const NodeId b = Class(4);
+  const auto arcs = [&]() {
+    return std::vector<bool>{network_.FindArc(a, M(1)).has_value(),
+                             network_.FindArc(a, M(2)).has_value(),
+                             network_.FindArc(b, M(1)).has_value(),
+                             network_.FindArc(b, M(2)).has_value()};
+  };
+  EXPECT_EQ(arcs(), (std::vector<bool>{true, false, false, true}));
+  ASSERT_THAT(policy_.Refresh(state_, SyncContext{60 * kSecond}, builder_),
+              IsOk());
+  EXPECT_EQ(arcs(), (std::vector<bool>{true, false, false, true}));
+  ASSERT_THAT(policy_.Refresh(state_, SyncContext{61 * kSecond + 1}, builder_),
+              IsOk());
+  EXPECT_EQ(arcs(), (std::vector<bool>{false, false, true, true}));
+  // B's two tasks spread (each machine's second costs more); A waits.
+  Round();
+  EXPECT_EQ(state_.FindMachine(MachineId(1))->allocated.cpu_millis, 2000);
+  EXPECT_EQ(state_.FindMachine(MachineId(2))->allocated.cpu_millis, 2000);
+  EXPECT_FALSE(state_.FindTask(TaskId(1))->running());
 }
 
 // Utilisation balances across dimensions: m1 has memory to spare and m2

@@ -16,8 +16,8 @@ namespace flowsched::flow {
 
 absl::Status LoadSpreadingPolicy::SyncShapeArcs(
     const cluster::ClusterState& state, const std::vector<RequestShape>& shapes,
-    const std::map<std::string, NodeId>& class_nodes,
-    NetworkBuilder& builder) const {
+    const std::map<std::string, NodeId>& class_nodes, int64_t now_us,
+    NetworkBuilder& builder) {
   // A shape's class gets arcs to its cheapest machines with room only:
   // enough for its waiting tasks several times over. Arcs to every machine
   // would be rebuilt each round (a new shape per arrival at 12,500
@@ -32,15 +32,21 @@ absl::Status LoadSpreadingPolicy::SyncShapeArcs(
         std::max(params_.min_shape_machines,
                  params_.shape_machines_per_task * shapes[i].waiting));
   }
+  StarvingFirst starving(shapes, now_us, params_.gang_first_after_s);
+  starving_ = starving.Keys(shapes);
   std::map<std::string, std::vector<DesiredArc>> class_arcs;
   const auto wanted = [&](size_t i) { return wanted_machines[i] > 0; };
   for (const cluster::Machine* machine : MachinesLeastLoadedFirst(state)) {
     if (open_shapes == 0) break;
     const NodeId machine_node = builder.FindMachineNode(machine->id);
     const auto running = static_cast<int64_t>(machine->running.size());
+    // A copy: reservations on this machine may close a starving shape.
+    const std::vector<size_t> first(starving.open().begin(),
+                                    starving.open().end());
     ReserveMachine(
         *machine, state, shapes, static_cast<size_t>(machine->id.value()),
         [&](size_t i, int64_t n) {
+          starving.Reserved(i, n);
           // The k-th new task on the machine costs what X's k-th free
           // slot piece costs: per_task_cost * (running + k - 1).
           const int64_t pieces =
@@ -54,14 +60,26 @@ absl::Status LoadSpreadingPolicy::SyncShapeArcs(
           class_arcs[shapes[i].key].push_back(std::move(arc));
           if (--wanted_machines[i] == 0) --open_shapes;
         },
-        wanted);
+        wanted, first);
   }
   return SetShapeArcs(class_nodes, class_arcs, builder);
 }
 
+absl::Status LoadSpreadingPolicy::Refresh(const cluster::ClusterState& state,
+                                          const SyncContext& context,
+                                          NetworkBuilder& builder) {
+  const std::vector<RequestShape> shapes = waiting_for_room_.Shapes(state);
+  if (StarvingFirst(shapes, context.now_us, params_.gang_first_after_s)
+          .Keys(shapes) == starving_) {
+    return absl::OkStatus();
+  }
+  return SyncShapeArcs(state, shapes, EnsureShapeNodes(shapes, builder),
+                       context.now_us, builder);
+}
+
 absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
                                        const cluster::ClusterState& state,
-                                       const SyncContext& /*context*/,
+                                       const SyncContext& context,
                                        NetworkBuilder& builder) {
   FlowNetwork& network = builder.network();
   const NodeId sink = builder.EnsureSink();
@@ -125,7 +143,8 @@ absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
         }
         return builder.SetOutArcs(node, arcs);
       }));
-  FLOWSCHED_RETURN_IF_ERROR(SyncShapeArcs(state, shapes, class_nodes, builder));
+  FLOWSCHED_RETURN_IF_ERROR(
+      SyncShapeArcs(state, shapes, class_nodes, context.now_us, builder));
   return DrainTasksAtSink(builder);
 }
 

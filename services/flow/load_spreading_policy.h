@@ -65,6 +65,9 @@ struct LoadSpreadingParams {
   // only: max(min_shape_machines, shape_machines_per_task * waiting tasks).
   int64_t min_shape_machines = 16;
   int64_t shape_machines_per_task = 4;
+  // Seconds a gang member waits before its shape gets first offer of
+  // every machine's room (0: never; cpu_memory_policy.h says why).
+  double gang_first_after_s = 60;
 };
 
 class LoadSpreadingPolicy final : public SchedulingPolicy {
@@ -79,19 +82,29 @@ class LoadSpreadingPolicy final : public SchedulingPolicy {
                     const cluster::ClusterState& state,
                     const SyncContext& context,
                     NetworkBuilder& builder) override;
+  [[nodiscard]] bool time_dependent() const override {
+    return params_.gang_first_after_s > 0;
+  }
+  // Redoes the class arcs when the set of shapes offered first changed.
+  absl::Status Refresh(const cluster::ClusterState& state,
+                       const SyncContext& context,
+                       NetworkBuilder& builder) override;
 
  private:
-  // Class -> machine arcs: each machine's reservation per shape, priced
-  // like X's free-slot pieces; classes without waiting tasks go.
+  // Class -> machine arcs: each machine's reservation per shape (waiting
+  // gangs' first, StarvingFirst), priced like X's free-slot pieces; classes
+  // without waiting tasks go.
   absl::Status SyncShapeArcs(const cluster::ClusterState& state,
                              const std::vector<RequestShape>& shapes,
                              const std::map<std::string, NodeId>& class_nodes,
-                             NetworkBuilder& builder) const;
+                             int64_t now_us, NetworkBuilder& builder);
 
   LoadSpreadingParams params_;
   // Waiting tasks that AsksForRoom by shape, so a round's shapes cost what
   // changed, not a walk over every task.
   ShapeIndex waiting_for_room_;
+  // Keys of the shapes the last reservation offered first.
+  std::vector<std::string> starving_;
 };
 
 }  // namespace flowsched::flow

@@ -97,6 +97,8 @@ std::vector<Tunable<LoadSpreadingParams>> LoadSpreadingTunables() {
             "least machines a request shape's class reaches"),
       Field("shape_machines_per_task", &P::shape_machines_per_task, 1, 1e3,
             "machines a request shape's class reaches per waiting task"),
+      Field("gang_first_after_s", &P::gang_first_after_s, 0, 86'400,
+            "seconds a gang waits before its shape is offered room first"),
   };
 }
 
@@ -111,6 +113,8 @@ std::vector<Tunable<CpuMemoryParams>> CpuMemoryTunables() {
             "cost of a running task leaving its machine"),
       Field("preferred_discount", &P::preferred_discount, 0, kMaxUnitCost,
             "discount on machines matching the preferred labels"),
+      Field("gang_first_after_s", &P::gang_first_after_s, 0, 86'400,
+            "seconds a gang waits before its shape is offered room first"),
   };
 }
 

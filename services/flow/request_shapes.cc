@@ -1,6 +1,8 @@
 #include "services/flow/request_shapes.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <set>
 #include <utility>
@@ -117,12 +119,18 @@ std::string ShapeKey(const cluster::Task& task,
 
 namespace {
 
+bool InGang(const cluster::Task& task, const cluster::ClusterState& state) {
+  const cluster::Job* job = state.FindJob(task.job);
+  return job != nullptr && job->gang();
+}
+
 void AddToShape(const cluster::Task& task, const cluster::ClusterState& state,
                 std::map<std::string, RequestShape>& shapes) {
   std::string key = ShapeKey(task, state);
   RequestShape& shape = shapes[key];
   if (shape.waiting == 0) {
     shape.key = std::move(key);
+    shape.waiting_since_us = WaitingSince(task);
     shape.ask = task.spec;
     shape.ask.input.clear();
     shape.preferred = task.spec.preferred_labels;
@@ -133,6 +141,11 @@ void AddToShape(const cluster::Task& task, const cluster::ClusterState& state,
   } else if (shape.different_machines_job.value() != 0) {
     Cover(shape.ask, task.spec);
     if (shape.preferred != task.spec.preferred_labels) shape.preferred.clear();
+  }
+  shape.waiting_since_us = std::min(shape.waiting_since_us, WaitingSince(task));
+  if (InGang(task, state)) {
+    shape.gang_waiting_since_us =
+        std::min(shape.gang_waiting_since_us, WaitingSince(task));
   }
   ++shape.waiting;
 }
@@ -161,30 +174,39 @@ std::vector<RequestShape> WaitingShapes(
 void ShapeIndex::Update(TaskId id, const cluster::Task* task, bool keep,
                         const cluster::ClusterState& state) {
   auto it = key_of_.find(id);
+  const auto leave = [&](const Entry& entry) {
+    auto members = members_.find(entry.key);
+    members->second.tasks.erase(id);
+    members->second.by_since.erase({entry.since, id});
+    members->second.gang_by_since.erase({entry.since, id});
+    if (members->second.tasks.empty()) members_.erase(members);
+  };
   if (keep && task != nullptr) {
-    std::string key = ShapeKey(*task, state);
+    Entry entry{ShapeKey(*task, state), WaitingSince(*task),
+                InGang(*task, state)};
     if (it != key_of_.end()) {
-      if (it->second == key) return;
-      auto old = members_.find(it->second);
-      old->second.erase(id);
-      if (old->second.empty()) members_.erase(old);
-      it->second = key;
+      if (it->second.key == entry.key && it->second.since == entry.since) {
+        return;
+      }
+      leave(it->second);
+      it->second = entry;
     } else {
-      key_of_.emplace(id, key);
+      key_of_.emplace(id, entry);
     }
-    members_[key].insert(id);
+    Members& members = members_[entry.key];
+    members.tasks.insert(id);
+    members.by_since.insert({entry.since, id});
+    if (entry.gang) members.gang_by_since.insert({entry.since, id});
     return;
   }
   if (it == key_of_.end()) return;
-  auto members = members_.find(it->second);
-  members->second.erase(id);
-  if (members->second.empty()) members_.erase(members);
+  leave(it->second);
   key_of_.erase(it);
 }
 
 const std::string* ShapeIndex::KeyOf(TaskId id) const {
   auto it = key_of_.find(id);
-  return it == key_of_.end() ? nullptr : &it->second;
+  return it == key_of_.end() ? nullptr : &it->second.key;
 }
 
 std::optional<cluster::ChangeSet> ShapeIndex::Track(
@@ -215,7 +237,8 @@ std::vector<RequestShape> ShapeIndex::Shapes(
     const cluster::ClusterState& state) const {
   std::vector<RequestShape> out;
   out.reserve(members_.size());
-  for (const auto& [key, tasks] : members_) {
+  for (const auto& [key, members] : members_) {
+    const std::set<TaskId>& tasks = members.tasks;
     std::map<std::string, RequestShape> one;
     for (TaskId id : tasks) {
       const cluster::Task* task = state.FindTask(id);
@@ -227,9 +250,33 @@ std::vector<RequestShape> ShapeIndex::Shapes(
         break;
       }
     }
-    if (!one.empty()) out.push_back(std::move(one.begin()->second));
+    if (one.empty()) continue;
+    out.push_back(std::move(one.begin()->second));
+    out.back().waiting_since_us = members.by_since.begin()->first;
+    out.back().gang_waiting_since_us =
+        members.gang_by_since.empty() ? std::numeric_limits<int64_t>::max()
+                                      : members.gang_by_since.begin()->first;
   }
   return out;
+}
+
+int64_t WaitingSince(const cluster::Task& task) {
+  return task.wait_start_us - task.wait_us_total;
+}
+
+std::vector<size_t> StarvingShapes(const std::vector<RequestShape>& shapes,
+                                   int64_t now_us, double after_s) {
+  std::vector<size_t> starving;
+  if (!(after_s > 0)) return starving;
+  const auto after_us = static_cast<int64_t>(std::llround(after_s * 1e6));
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const int64_t since = shapes[i].gang_waiting_since_us;
+    if (since <= now_us && now_us - since >= after_us) starving.push_back(i);
+  }
+  std::stable_sort(starving.begin(), starving.end(), [&](size_t a, size_t b) {
+    return shapes[a].gang_waiting_since_us < shapes[b].gang_waiting_since_us;
+  });
+  return starving;
 }
 
 bool AsksForRoom(const cluster::Task& task,
@@ -244,18 +291,51 @@ bool AsksForRoom(const cluster::Task& task,
   return job != nullptr && job->different_machines;
 }
 
+StarvingFirst::StarvingFirst(const std::vector<RequestShape>& shapes,
+                             int64_t now_us, double after_s)
+    : starving_(StarvingShapes(shapes, now_us, after_s)), open_(starving_) {
+  for (size_t i : starving_) left_[i] = shapes[i].waiting;
+}
+
+void StarvingFirst::Reserved(size_t shape, int64_t n) {
+  auto it = left_.find(shape);
+  if (it == left_.end() || it->second <= 0) return;
+  it->second -= n;
+  if (it->second <= 0) {
+    open_.erase(std::find(open_.begin(), open_.end(), shape));
+  }
+}
+
+std::vector<std::string> StarvingFirst::Keys(
+    const std::vector<RequestShape>& shapes) const {
+  std::vector<std::string> keys;
+  keys.reserve(starving_.size());
+  for (size_t i : starving_) keys.push_back(shapes[i].key);
+  return keys;
+}
+
 void ReserveMachine(const cluster::Machine& machine,
                     const cluster::ClusterState& state,
                     const std::vector<RequestShape>& shapes, size_t rotation,
                     const std::function<void(size_t, int64_t)>& reserved,
-                    const std::function<bool(size_t)>& wanted) {
+                    const std::function<bool(size_t)>& wanted,
+                    std::span<const size_t> first) {
   if (shapes.empty()) return;
+  size_t f = 0;
   size_t j = 0;
+  const auto is_first = [&](size_t index) {
+    return std::find(first.begin(), first.end(), index) != first.end();
+  };
   MachineRoom(machine).Offer(
       state, shapes,
       [&]() -> std::optional<size_t> {
+        while (f < first.size()) {
+          const size_t index = first[f++];
+          if (!wanted || wanted(index)) return index;
+        }
         while (j < shapes.size()) {
           const size_t index = (rotation + j++) % shapes.size();
+          if (is_first(index)) continue;
           if (!wanted || wanted(index)) return index;
         }
         return std::nullopt;

@@ -21,10 +21,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -43,6 +46,49 @@ struct RequestShape {
   std::map<std::string, std::string> preferred;  // empty if they differ
   JobId different_machines_job;  // non-zero: the job's own shape
   int64_t waiting = 0;
+  // WaitingSince of its longest-waiting task, and of its longest-waiting
+  // gang member (Job::gang(); INT64_MAX without one).
+  int64_t waiting_since_us = 0;
+  int64_t gang_waiting_since_us = std::numeric_limits<int64_t>::max();
+};
+
+// When `task` would have started waiting had it waited without a break:
+// its WaitMicros(now) is now minus this while it waits. Fixed while it
+// waits, so a shape's oldest task is kept, not searched for.
+int64_t WaitingSince(const cluster::Task& task);
+
+// The shapes holding a gang member that has waited `after_s` seconds or
+// more at `now_us` (none when after_s <= 0), longest waiting first:
+// policies offer them a machine's room before the others (ReserveMachine's
+// `first`), so a gang that keeps losing the room to newer, smaller work
+// gets it once it has waited that long (the round solver's hold then keeps
+// the rest off it: core/gang_requirements.h). Only gangs: for other work,
+// first offer to whatever waited longest crowds many small tasks out
+// behind a few big ones.
+std::vector<size_t> StarvingShapes(const std::vector<RequestShape>& shapes,
+                                   int64_t now_us, double after_s);
+
+// The starving shapes as one reservation pass offers them: first, each
+// until room for all its waiting tasks is reserved across the machines,
+// then like any other shape. So a starving shape takes the room it needs
+// and no more: the rest goes round as before.
+class StarvingFirst {
+ public:
+  StarvingFirst(const std::vector<RequestShape>& shapes, int64_t now_us,
+                double after_s);
+  // The starving shapes still short of room, longest waiting first: the
+  // next ReserveMachine's `first`.
+  [[nodiscard]] std::span<const size_t> open() const { return open_; }
+  // Counts `n` tasks of `shape` reserved (any shape; others are ignored).
+  void Reserved(size_t shape, int64_t n);
+  // The keys of every starving shape (to tell when the set changes).
+  [[nodiscard]] std::vector<std::string> Keys(
+      const std::vector<RequestShape>& shapes) const;
+
+ private:
+  std::vector<size_t> starving_;
+  std::vector<size_t> open_;
+  absl::flat_hash_map<size_t, int64_t> left_;
 };
 
 // Whether `task` asks for any resource, device or required label, or
@@ -90,11 +136,19 @@ class ShapeIndex {
       const std::function<bool(const cluster::Task&)>& include = nullptr);
 
  private:
+  struct Entry {
+    std::string key;
+    int64_t since = 0;  // WaitingSince
+    bool gang = false;  // of a gang job
+  };
+  struct Members {
+    std::set<TaskId> tasks;
+    std::set<std::pair<int64_t, TaskId>> by_since;       // oldest first
+    std::set<std::pair<int64_t, TaskId>> gang_by_since;  // gang members
+  };
   bool tracking_ = false;
-
- private:
-  absl::flat_hash_map<TaskId, std::string> key_of_;
-  std::map<std::string, std::set<TaskId>> members_;
+  absl::flat_hash_map<TaskId, Entry> key_of_;
+  std::map<std::string, Members> members_;
 };
 
 // Reserves `machine`'s free room among `shapes`, starting at shape
@@ -102,7 +156,8 @@ class ShapeIndex {
 // with n > 0 tasks reserved. Honours free slots, every resource and device
 // (the rule of cluster::FitTask), required labels and the
 // different-machines rule. Shapes that `wanted` (if given) refuses get
-// nothing here.
+// nothing here. The shapes in `first` (indices) are offered before the
+// rotation, in their order (StarvingShapes).
 //
 // Any order works: the reserved tasks fit the machine together in
 // whatever order the graph manager applies them. Plain resources add up
@@ -120,7 +175,8 @@ void ReserveMachine(const cluster::Machine& machine,
                     const cluster::ClusterState& state,
                     const std::vector<RequestShape>& shapes, size_t rotation,
                     const std::function<void(size_t, int64_t)>& reserved,
-                    const std::function<bool(size_t)>& wanted = nullptr);
+                    const std::function<bool(size_t)>& wanted = nullptr,
+                    std::span<const size_t> first = {});
 // A machine's free room as reservations use it up, for callers that offer
 // it in several passes (the rule and its bounds as ReserveMachine's).
 class MachineRoom {

@@ -283,6 +283,56 @@ TEST(RequestShapesTest, PreferredModelsAreInTheKey) {
   EXPECT_NE(key(2), key(3));
 }
 
+// Shapes whose gang members waited `after` are offered first, longest
+// waiting first (a shape without one never is), each until its waiting
+// tasks have room; a machine with room for one device task gives it to the
+// first of them, whatever the rotation says.
+TEST(RequestShapesTest, WaitingGangsAreOfferedFirst) {
+  std::vector<RequestShape> shapes(4);
+  shapes[0].gang_waiting_since_us = 5'000'000;
+  shapes[1].gang_waiting_since_us = 1'000'000;
+  shapes[2].gang_waiting_since_us = 9'000'000;
+  shapes[3].waiting_since_us = 0;  // waited longest, but holds no gang
+  EXPECT_EQ(StarvingShapes(shapes, 10'000'000, 5.0),
+            (std::vector<size_t>{1, 0}));
+  EXPECT_EQ(StarvingShapes(shapes, 10'000'000, 9.5), std::vector<size_t>{});
+  EXPECT_EQ(StarvingShapes(shapes, 10'000'000, 0), std::vector<size_t>{});
+  shapes[0].waiting = 3;
+  shapes[1].waiting = 1;
+  StarvingFirst pass(shapes, 10'000'000, 5.0);
+  EXPECT_THAT(pass.open(), ::testing::ElementsAre(1, 0));
+  pass.Reserved(1, 1);
+  pass.Reserved(2, 5);  // not starving: no effect
+  pass.Reserved(0, 2);
+  EXPECT_THAT(pass.open(), ::testing::ElementsAre(0));
+  pass.Reserved(0, 1);
+  EXPECT_THAT(pass.open(), ::testing::IsEmpty());
+  EXPECT_EQ(pass.Keys(shapes).size(), 2u);
+
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  ASSERT_THAT(state.Apply(Event(Machine(1, 4, 8000, 1)), 0, changes), IsOk());
+  cluster::JobSubmitted job;
+  job.job = JobId(1);
+  job.name = "j";
+  job.tasks = {Ask(1, 0, 1, 0), Ask(2, 0, 0, 500)};
+  ASSERT_THAT(state.Apply(Event(job), 0, changes), IsOk());
+  const std::vector<RequestShape> waiting = WaitingShapes(state);
+  ASSERT_EQ(waiting.size(), 2u);
+  const auto reserved_for = [&](size_t rotation, std::vector<size_t> first) {
+    std::vector<size_t> got;
+    ReserveMachine(
+        state.machines().at(MachineId(1)), state, waiting, rotation,
+        [&](size_t i, int64_t) { got.push_back(i); }, nullptr, first);
+    return got;
+  };
+  // One device: the rotation's shape gets it, unless another comes first.
+  EXPECT_EQ(reserved_for(0, {}), std::vector<size_t>{0});
+  EXPECT_EQ(reserved_for(1, {}), std::vector<size_t>{1});
+  EXPECT_EQ(reserved_for(0, {1}), std::vector<size_t>{1});
+  EXPECT_EQ(reserved_for(1, {0}), std::vector<size_t>{0});
+}
+
 // A different-machines job whose tasks share no model fits no device.
 TEST(RequestShapesTest, ADifferentMachinesJobWithoutACommonModelWaits) {
   cluster::ClusterState state;
@@ -378,6 +428,7 @@ TEST(RequestShapesTest, ShapeIndexMatchesAFullScan) {
   ShapeIndex index;
   uint64_t next_task = 1;
   for (uint64_t step = 1; step <= 60; ++step) {
+    const auto now = static_cast<int64_t>(step) * 1000;
     cluster::ChangeSet touched;
     const int what = static_cast<int>(random() % 3);
     if (what == 0 || state.tasks().empty()) {
@@ -385,21 +436,28 @@ TEST(RequestShapesTest, ShapeIndexMatchesAFullScan) {
       job.job = JobId(step);
       job.name = "j";
       job.different_machines = random() % 4 == 0;
+      job.min_members = random() % 3 == 0 ? 2 : 0;
       for (int t = 0; t < 3; ++t) {
         job.tasks.push_back(
             Ask(next_task++, static_cast<int64_t>(random() % 3) * 500,
                 random() % 3 == 0 ? 1 : 0, random() % 3 == 1 ? 250 : 0));
       }
-      ASSERT_THAT(state.Apply(Event(job), 0, touched), IsOk());
+      ASSERT_THAT(state.Apply(Event(job), now, touched), IsOk());
     } else {
       auto it = state.tasks().begin();
       std::advance(it, static_cast<ptrdiff_t>(random() % state.tasks().size()));
       const TaskId id = it->first;
       if (what == 1 && !it->second.running()) {
-        state.Place(id, MachineId(random() % 3 + 1), 0, touched).IgnoreError();
+        state.Place(id, MachineId(random() % 3 + 1), now, touched)
+            .IgnoreError();
+      } else if (what == 1) {
+        // A running task fails: it waits again, its earlier wait kept.
+        ASSERT_THAT(state.Apply(Event(cluster::TaskFailed{it->second.job, id}),
+                                now, touched),
+                    IsOk());
       } else {
         ASSERT_THAT(
-            state.Apply(Event(cluster::TaskFinished{it->second.job, id}), 0,
+            state.Apply(Event(cluster::TaskFinished{it->second.job, id}), now,
                         touched),
             IsOk());
       }
@@ -416,6 +474,10 @@ TEST(RequestShapesTest, ShapeIndexMatchesAFullScan) {
       EXPECT_EQ(kept[i].waiting, scanned[i].waiting) << kept[i].key;
       EXPECT_EQ(kept[i].ask.request, scanned[i].ask.request) << kept[i].key;
       EXPECT_EQ(kept[i].ask.accelerator, scanned[i].ask.accelerator);
+      EXPECT_EQ(kept[i].waiting_since_us, scanned[i].waiting_since_us)
+          << kept[i].key;
+      EXPECT_EQ(kept[i].gang_waiting_since_us, scanned[i].gang_waiting_since_us)
+          << kept[i].key;
     }
   }
 }
