@@ -55,8 +55,12 @@ double BestFitLeftover(const Machine& machine, const TaskSpec& task,
                        const ResourceVector& max_spec) {
   const ResourceVector free = Normalised(ComputeFree(machine), max_spec);
   const ResourceVector request = Normalised(RequestVector(task), max_spec);
-  return (free.cpu_millis - request.cpu_millis) +
-         (free.memory_bytes - request.memory_bytes) +
+  // A dimension the machine does not report (capacity 0) does not bound
+  // it (FitTask), so it leaves nothing and owes nothing here.
+  const Resources& capacity = machine.capacity;
+  return (capacity.cpu_millis > 0 ? free.cpu_millis - request.cpu_millis : 0) +
+         (capacity.memory_bytes > 0 ? free.memory_bytes - request.memory_bytes
+                                    : 0) +
          (free.device_milli - request.device_milli);
 }
 

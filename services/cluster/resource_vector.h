@@ -32,7 +32,8 @@ struct ResourceVector {
 
 // The paper's BestFit measure: what `machine` would have left of each
 // dimension after `task`, normalised by `max_spec`, summed (0 for a
-// machine the task fills exactly; at most 3).
+// machine the task fills exactly; at most 3; never negative where the task
+// fits). CPU or memory the machine does not report counts 0.
 [[nodiscard]] double BestFitLeftover(const Machine& machine,
                                      const TaskSpec& task,
                                      const ResourceVector& max_spec);

@@ -30,6 +30,9 @@ TEST(ResourceVectorTest, BestFitLeftoverIsTheNormalisedRemainder) {
   small.devices[0].used_milli = 1000;
   small.devices[1].used_milli = 500;
   EXPECT_DOUBLE_EQ(BestFitLeftover(small, task, max_spec), 0);
+  // Unreported CPU and memory (capacity 0) count nothing either way.
+  Machine unreported = MachineWith(0, 0, 2);
+  EXPECT_DOUBLE_EQ(BestFitLeftover(unreported, task, max_spec), 0.375);
 }
 
 }  // namespace

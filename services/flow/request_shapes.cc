@@ -204,6 +204,17 @@ void ShapeIndex::Update(TaskId id, const cluster::Task* task, bool keep,
   key_of_.erase(it);
 }
 
+bool ShapeIndex::GangWaitedPast(int64_t now_us, double after_s) const {
+  if (!(after_s > 0)) return false;
+  const auto after_us = static_cast<int64_t>(std::llround(after_s * 1e6));
+  for (const auto& [key, members] : members_) {
+    if (members.gang_by_since.empty()) continue;
+    const int64_t since = members.gang_by_since.begin()->first;
+    if (since <= now_us && now_us - since >= after_us) return true;
+  }
+  return false;
+}
+
 const std::string* ShapeIndex::KeyOf(TaskId id) const {
   auto it = key_of_.find(id);
   return it == key_of_.end() ? nullptr : &it->second.key;

@@ -122,6 +122,9 @@ class ShapeIndex {
   [[nodiscard]] std::vector<RequestShape> Shapes(
       const cluster::ClusterState& state) const;
   [[nodiscard]] size_t size() const { return key_of_.size(); }
+  // Whether an indexed gang member has waited `after_s` seconds at
+  // `now_us` (StarvingShapes' test, without building the shapes).
+  [[nodiscard]] bool GangWaitedPast(int64_t now_us, double after_s) const;
   // The key `id` is indexed under; null if it is not in the index.
   [[nodiscard]] const std::string* KeyOf(TaskId id) const;
 

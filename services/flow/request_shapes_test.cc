@@ -468,6 +468,10 @@ TEST(RequestShapesTest, ShapeIndexMatchesAFullScan) {
     }
     const std::vector<RequestShape> kept = index.Shapes(state);
     const std::vector<RequestShape> scanned = WaitingShapes(state);
+    for (const double after_s : {0.005, 0.02}) {
+      EXPECT_EQ(index.GangWaitedPast(now, after_s),
+                !StarvingShapes(kept, now, after_s).empty());
+    }
     ASSERT_EQ(kept.size(), scanned.size()) << "step " << step;
     for (size_t i = 0; i < kept.size(); ++i) {
       EXPECT_EQ(kept[i].key, scanned[i].key);
