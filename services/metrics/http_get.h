@@ -1,7 +1,8 @@
 #pragma once
 
-// Tests only: one HTTP/1.0 GET to 127.0.0.1:<port>, reading the response
-// until the server closes the connection.
+// Tests and `bench e2e`'s scraper only: one HTTP/1.0 GET to
+// 127.0.0.1:<port>, reading the response until the server closes the
+// connection.
 
 #include <string>
 

@@ -97,6 +97,21 @@ TEST(BenchE2eTest, SigtermRestart) {
   ExpectCompleteRun(row);
 }
 
+// With the endpoints on and scraped every 0.2 s (the broker, the graph
+// manager across its restart, the solver worker), as for measuring what
+// metrics cost: the run is as complete, and the scrapes were answered.
+TEST(BenchE2eTest, ScrapedMetrics) {
+  const auto row = RunBench("scraped",
+                            "--restart term --metrics-address 127.0.0.1:0 "
+                            "--scrape-every 0.2");
+  ExpectCompleteRun(row);
+  EXPECT_EQ(Number(row, "scrape_every_s"), 0.2);
+  EXPECT_GE(Number(row, "scrapes"), 10);
+  EXPECT_GT(Number(row, "scrape_mean_kib"), 1);
+  EXPECT_GT(Number(row, "steady_manager_cpu_s"), 0);
+  EXPECT_GT(Number(row, "steady_worker_cpu_s"), 0);
+}
+
 TEST(BenchE2eTest, SigkillRestart) {
   const auto row = RunBench("kill", "--restart kill --policy cpu-memory");
   EXPECT_EQ(row.at("restart_signal"), "kill");

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -22,6 +23,7 @@
 #include "services/bus/producer.h"
 #include "services/common/status_macros.h"
 #include "services/graph_manager/status_report.h"
+#include "tools/e2e/metrics_scraper.h"
 #include "tools/e2e/placement_watcher.h"
 #include "tools/flowsched/event_submitter.h"
 #include "tools/flowsched/lifecycle.h"
@@ -89,6 +91,9 @@ class Bench {
   std::string StatusPath() const { return flags_.data_dir + "/status.json"; }
   std::string ManagerPidPath() const {
     return flags_.data_dir + "/pids/graph-manager.pid";
+  }
+  std::string WorkerPidPath() const {
+    return flags_.data_dir + "/pids/solver-worker.pid";
   }
 
   absl::StatusOr<GraphManagerStatus> ReadStatus() const {
@@ -339,6 +344,12 @@ class Bench {
     fmt::print(progress_, "steady state: {:.0f} events/s for {:.0f} s\n",
                options_.churn_per_s, options_.duration_s);
     std::uniform_int_distribution<uint64_t> pick_job(1, result.jobs);
+    FLOWSCHED_ASSIGN_OR_RETURN(const pid_t manager,
+                               tools::ReadPidFile(ManagerPidPath()));
+    FLOWSCHED_ASSIGN_OR_RETURN(const pid_t worker,
+                               tools::ReadPidFile(WorkerPidPath()));
+    const double manager_cpu_at_start = CpuSeconds(manager);
+    const double worker_cpu_at_start = CpuSeconds(worker);
     const SteadyTime start = Clock::now();
     SteadyTime next_report = start + std::chrono::seconds(1);
     uint64_t produced = 0;
@@ -386,6 +397,8 @@ class Bench {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     const SteadyTime end = Clock::now();
+    result.steady_manager_cpu_s = CpuSeconds(manager) - manager_cpu_at_start;
+    result.steady_worker_cpu_s = CpuSeconds(worker) - worker_cpu_at_start;
     FLOWSCHED_RETURN_IF_ERROR(producer_->Flush(60'000));
     for (const CompletedRound& round : watcher_->rounds()) {
       if (round.seen >= start && round.seen <= end) ++result.rounds;
@@ -483,6 +496,11 @@ absl::StatusOr<E2eResult> RunE2eBench(const tools::CommonFlags& flags,
     return absl::InvalidArgumentError(absl::StrCat(
         "--restart must be term, kill or none, not ", options.restart_signal));
   }
+  if (options.scrape_every_s > 0 && flags.metrics_address.empty()) {
+    return absl::InvalidArgumentError(
+        "--scrape-every needs the services' metrics endpoints: add "
+        "--metrics-address 127.0.0.1:0");
+  }
   E2eResult result;
   result.machines = options.machines;
   result.slots = options.slots;
@@ -509,9 +527,24 @@ absl::StatusOr<E2eResult> RunE2eBench(const tools::CommonFlags& flags,
   result.restart_signal = options.restart_signal;
   absl::Status status;
   {
+    std::optional<MetricsScraper> scraper;
+    if (options.scrape_every_s > 0) {
+      scraper.emplace(flags.data_dir, options.scrape_every_s);
+    }
     // The bench (and its consumer thread) ends before the services stop.
     Bench bench(flags, options, progress);
     status = bench.Run(result);
+    if (scraper.has_value()) {
+      const ScrapeTotals totals = scraper->Stop();
+      result.scrape_every_s = options.scrape_every_s;
+      result.scrapes = totals.scrapes;
+      result.scrape_failures = totals.failures;
+      if (totals.scrapes > 0) {
+        const auto n = static_cast<double>(totals.scrapes);
+        result.scrape_mean_ms = totals.total_ms / n;
+        result.scrape_mean_kib = static_cast<double>(totals.bytes) / 1024 / n;
+      }
+    }
   }
   if (!keep_running) {
     absl::Status stopped = tools::StopServices(flags);

@@ -33,6 +33,9 @@ struct E2eOptions {
   std::string restart_signal = "term";  // term, kill or none
   int phase_timeout_s = 600;  // give up on any one wait after this long
   uint64_t seed = 1;
+  // > 0: scrape every service's /metrics this often, as Prometheus would
+  // (needs the common flag --metrics-address); 0: no scraping.
+  double scrape_every_s = 0;
 };
 
 // Runs on a fresh deployment in flags.data_dir (the caller prepares the

@@ -70,6 +70,15 @@ void PrintTable(const E2eResult& r, std::ostream& out) {
       fmt::format("{:.1f} ms / {:.1f} ms", r.solve_p50_ms,
                   r.round_trip_p50_ms));
   row("events rejected", fmt::format("{}", r.events_rejected));
+  row("CPU in the window: manager / worker",
+      fmt::format("{:.2f} s / {:.2f} s", r.steady_manager_cpu_s,
+                  r.steady_worker_cpu_s));
+  if (r.scrape_every_s > 0) {
+    row("/metrics scrapes (whole run)",
+        fmt::format("{} every {:.1f} s, {} failed, mean {:.1f} ms, {:.0f} KiB",
+                    r.scrapes, r.scrape_every_s, r.scrape_failures,
+                    r.scrape_mean_ms, r.scrape_mean_kib));
+  }
   if (r.restart_signal != "none") {
     fmt::print(out, "restart (SIG{} with the full state)\n",
                r.restart_signal == "kill" ? "KILL" : "TERM");
@@ -93,12 +102,15 @@ absl::Status WriteCsv(const E2eResult& r, const std::string& path) {
          "latency_max_ms,latency_mean_ms,unplaced,rounds,rounds_per_s,"
          "solve_p50_ms,round_trip_p50_ms,events_rejected,restart_signal,"
          "restart_tasks,restart_stop_ms,restart_ready_ms,"
-         "restart_ready_cpu_ms,restart_next_round_ms\n";
+         "restart_ready_cpu_ms,restart_next_round_ms,steady_manager_cpu_s,"
+         "steady_worker_cpu_s,scrape_every_s,scrapes,scrape_failures,"
+         "scrape_mean_ms,scrape_mean_kib\n";
   out << fmt::format(
       "{},{},{},{},{:.4f},{:.1f},{:.1f},{},{},{},{:.0f},{:.0f},{:.3f},{:.3f},{:"
       ".3f},"
       "{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{:.3f},{:.3f},"
-      "{:.3f},{},{},{},{:.1f},{:.1f},{:.1f},{:.1f}\n",
+      "{:.3f},{},{},{},{:.1f},{:.1f},{:.1f},{:.1f},{:.3f},{:.3f},{:.1f},{},{},"
+      "{:.3f},{:.1f}\n",
       r.machines, r.slots, r.jobs, r.tasks, r.utilisation, r.churn_per_s,
       r.duration_s, r.policy, r.algorithm, r.burst_events,
       r.produce_events_per_s, r.ingest_events_per_s, r.ingest_seconds,
@@ -107,7 +119,9 @@ absl::Status WriteCsv(const E2eResult& r, const std::string& path) {
       r.latency.p99_ms, r.latency.max_ms, r.latency.mean_ms, r.unplaced,
       r.rounds, r.rounds_per_s, r.solve_p50_ms, r.round_trip_p50_ms,
       r.events_rejected, r.restart_signal, r.restart_tasks, r.restart_stop_ms,
-      r.restart_ready_ms, r.restart_ready_cpu_ms, r.restart_next_round_ms);
+      r.restart_ready_ms, r.restart_ready_cpu_ms, r.restart_next_round_ms,
+      r.steady_manager_cpu_s, r.steady_worker_cpu_s, r.scrape_every_s,
+      r.scrapes, r.scrape_failures, r.scrape_mean_ms, r.scrape_mean_kib);
   out.flush();
   if (!out.good()) {
     return absl::UnavailableError(absl::StrCat("cannot write ", path));

@@ -52,6 +52,17 @@ struct E2eResult {
   double solve_p50_ms = 0;       // graph manager status, whole run
   double round_trip_p50_ms = 0;  // graph manager status, whole run
   uint64_t events_rejected = 0;
+  // CPU seconds the graph manager and the solver worker spent in the steady
+  // window: what metrics (or anything else) cost them, whatever the
+  // neighbours do.
+  double steady_manager_cpu_s = 0;
+  double steady_worker_cpu_s = 0;
+  // Scrapes of the services' /metrics over the whole run (scrape_every_s).
+  double scrape_every_s = 0;
+  uint64_t scrapes = 0;
+  uint64_t scrape_failures = 0;  // a service restarting, say
+  double scrape_mean_ms = 0;
+  double scrape_mean_kib = 0;
   // Restart with the full state.
   std::string restart_signal;  // "term", "kill" or "none"
   uint64_t restart_tasks = 0;  // tasks the restarted graph manager restored
