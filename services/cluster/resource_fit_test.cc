@@ -181,7 +181,7 @@ TEST(FitTaskTest, PreferredModelsAreChosenFirst) {
   prefer_a10.preferred_models = {"a10"};
   EXPECT_THAT(Place(machine, Ask(1, {}, prefer_a10)),
               ElementsAre(DeviceShare{2, 1000}));
-  // Three devices: the free a10 (3) and the lowest t4 (0), index order.
+  // Three devices: the free a10 (3), then both t4s (0, 1); index order.
   AcceleratorRequest three = Whole(3);
   three.preferred_models = {"a10"};
   EXPECT_THAT(FitTask(machine, Ask(2, {}, three)).devices,

@@ -61,7 +61,8 @@ absl::Status CpuMemoryPolicy::Refresh(const cluster::ClusterState& state,
                                       const SyncContext& context,
                                       NetworkBuilder& builder) {
   if (starving_.empty() &&
-      !waiting_.GangWaitedPast(context.now_us, params_.gang_first_after_s)) {
+      !waiting_.GangWaitedPast(state, context.now_us,
+                               params_.gang_first_after_s)) {
     return absl::OkStatus();  // the common case, without building shapes
   }
   const std::vector<RequestShape> shapes = waiting_.Shapes(state);

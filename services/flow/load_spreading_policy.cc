@@ -68,8 +68,9 @@ absl::Status LoadSpreadingPolicy::SyncShapeArcs(
 absl::Status LoadSpreadingPolicy::Refresh(const cluster::ClusterState& state,
                                           const SyncContext& context,
                                           NetworkBuilder& builder) {
-  if (starving_.empty() && !waiting_for_room_.GangWaitedPast(
-                               context.now_us, params_.gang_first_after_s)) {
+  if (starving_.empty() &&
+      !waiting_for_room_.GangWaitedPast(state, context.now_us,
+                                        params_.gang_first_after_s)) {
     return absl::OkStatus();  // the common case, without building shapes
   }
   const std::vector<RequestShape> shapes = waiting_for_room_.Shapes(state);

@@ -36,9 +36,11 @@ std::string AcceleratorText(const cluster::AcceleratorRequest& ask) {
     text.push_back(']');
   }
   if (!ask.preferred_models.empty()) {
-    // Preferences change the price, not the fit; in the order given.
+    // Preferences change the price, not the fit; a set, so sorted.
+    std::vector<std::string> preferred = ask.preferred_models;
+    std::sort(preferred.begin(), preferred.end());
     text.append("|prefer[");
-    for (const std::string& model : ask.preferred_models) {
+    for (const std::string& model : preferred) {
       AppendName(text, model);
       text.push_back(',');
     }
@@ -69,6 +71,8 @@ void Cover(cluster::TaskSpec& into, const cluster::TaskSpec& other) {
       a.milli = whole > 0 ? 0 : std::max(a.milli, b.milli);
       a.whole = whole;
       a.memory_bytes = std::max(a.memory_bytes, b.memory_bytes);
+      // Preferences only price: kept where the tasks agree.
+      if (a.preferred_models != b.preferred_models) a.preferred_models.clear();
       if (b.models.has_value()) {
         if (!a.models.has_value()) {
           a.models = b.models;
@@ -124,13 +128,44 @@ bool InGang(const cluster::Task& task, const cluster::ClusterState& state) {
   return job != nullptr && job->gang();
 }
 
+// The job of a gang member if that gang still needs members, else null.
+const cluster::Job* NeedyGang(TaskId id, const cluster::ClusterState& state) {
+  const cluster::Task* task = state.FindTask(id);
+  if (task == nullptr) return nullptr;
+  const cluster::Job* job = state.FindJob(task->job);
+  if (job == nullptr || !job->gang() || job->running >= job->gang_need()) {
+    return nullptr;
+  }
+  return job;
+}
+
+// Sets `shape`'s gang fields from its waiting gang members, given as
+// (wait start, task) oldest first.
+template <typename Members>
+void SetGangFields(const Members& gang_members,
+                   const cluster::ClusterState& state, RequestShape& shape) {
+  shape.gang_waiting_since_us = std::numeric_limits<int64_t>::max();
+  shape.gang_missing = 0;
+  std::map<JobId, int64_t> waiting;  // needy gang -> its members here
+  std::map<JobId, int64_t> needed;   // needy gang -> members it lacks
+  for (const auto& [since, id] : gang_members) {
+    const cluster::Job* job = NeedyGang(id, state);
+    if (job == nullptr) continue;
+    shape.gang_waiting_since_us = std::min(shape.gang_waiting_since_us, since);
+    ++waiting[job->id];
+    needed[job->id] = job->gang_need() - job->running;
+  }
+  for (const auto& [job, count] : waiting) {
+    shape.gang_missing += std::min(count, needed[job]);
+  }
+}
+
 void AddToShape(const cluster::Task& task, const cluster::ClusterState& state,
                 std::map<std::string, RequestShape>& shapes) {
   std::string key = ShapeKey(task, state);
   RequestShape& shape = shapes[key];
   if (shape.waiting == 0) {
     shape.key = std::move(key);
-    shape.waiting_since_us = WaitingSince(task);
     shape.ask = task.spec;
     shape.ask.input.clear();
     shape.preferred = task.spec.preferred_labels;
@@ -141,11 +176,6 @@ void AddToShape(const cluster::Task& task, const cluster::ClusterState& state,
   } else if (shape.different_machines_job.value() != 0) {
     Cover(shape.ask, task.spec);
     if (shape.preferred != task.spec.preferred_labels) shape.preferred.clear();
-  }
-  shape.waiting_since_us = std::min(shape.waiting_since_us, WaitingSince(task));
-  if (InGang(task, state)) {
-    shape.gang_waiting_since_us =
-        std::min(shape.gang_waiting_since_us, WaitingSince(task));
   }
   ++shape.waiting;
 }
@@ -164,9 +194,16 @@ std::vector<RequestShape> WaitingShapes(
     const cluster::ClusterState& state,
     const std::function<bool(const cluster::Task&)>& include) {
   std::map<std::string, RequestShape> shapes;
+  std::map<std::string, std::set<std::pair<int64_t, TaskId>>> gang_members;
   for (const auto& [id, task] : state.tasks()) {
     if (task.running() || (include && !include(task))) continue;
     AddToShape(task, state, shapes);
+    if (InGang(task, state)) {
+      gang_members[ShapeKey(task, state)].insert({task.wait_start_us, id});
+    }
+  }
+  for (auto& [key, shape] : shapes) {
+    SetGangFields(gang_members[key], state, shape);
   }
   return InKeyOrder(shapes);
 }
@@ -177,12 +214,11 @@ void ShapeIndex::Update(TaskId id, const cluster::Task* task, bool keep,
   const auto leave = [&](const Entry& entry) {
     auto members = members_.find(entry.key);
     members->second.tasks.erase(id);
-    members->second.by_since.erase({entry.since, id});
     members->second.gang_by_since.erase({entry.since, id});
     if (members->second.tasks.empty()) members_.erase(members);
   };
   if (keep && task != nullptr) {
-    Entry entry{ShapeKey(*task, state), WaitingSince(*task),
+    Entry entry{ShapeKey(*task, state), task->wait_start_us,
                 InGang(*task, state)};
     if (it != key_of_.end()) {
       if (it->second.key == entry.key && it->second.since == entry.since) {
@@ -195,7 +231,6 @@ void ShapeIndex::Update(TaskId id, const cluster::Task* task, bool keep,
     }
     Members& members = members_[entry.key];
     members.tasks.insert(id);
-    members.by_since.insert({entry.since, id});
     if (entry.gang) members.gang_by_since.insert({entry.since, id});
     return;
   }
@@ -204,13 +239,15 @@ void ShapeIndex::Update(TaskId id, const cluster::Task* task, bool keep,
   key_of_.erase(it);
 }
 
-bool ShapeIndex::GangWaitedPast(int64_t now_us, double after_s) const {
+bool ShapeIndex::GangWaitedPast(const cluster::ClusterState& state,
+                                int64_t now_us, double after_s) const {
   if (!(after_s > 0)) return false;
   const auto after_us = static_cast<int64_t>(std::llround(after_s * 1e6));
   for (const auto& [key, members] : members_) {
-    if (members.gang_by_since.empty()) continue;
-    const int64_t since = members.gang_by_since.begin()->first;
-    if (since <= now_us && now_us - since >= after_us) return true;
+    for (const auto& [since, id] : members.gang_by_since) {
+      if (since > now_us || now_us - since < after_us) break;  // younger on
+      if (NeedyGang(id, state) != nullptr) return true;
+    }
   }
   return false;
 }
@@ -263,16 +300,9 @@ std::vector<RequestShape> ShapeIndex::Shapes(
     }
     if (one.empty()) continue;
     out.push_back(std::move(one.begin()->second));
-    out.back().waiting_since_us = members.by_since.begin()->first;
-    out.back().gang_waiting_since_us =
-        members.gang_by_since.empty() ? std::numeric_limits<int64_t>::max()
-                                      : members.gang_by_since.begin()->first;
+    SetGangFields(members.gang_by_since, state, out.back());
   }
   return out;
-}
-
-int64_t WaitingSince(const cluster::Task& task) {
-  return task.wait_start_us - task.wait_us_total;
 }
 
 std::vector<size_t> StarvingShapes(const std::vector<RequestShape>& shapes,
@@ -305,7 +335,7 @@ bool AsksForRoom(const cluster::Task& task,
 StarvingFirst::StarvingFirst(const std::vector<RequestShape>& shapes,
                              int64_t now_us, double after_s)
     : starving_(StarvingShapes(shapes, now_us, after_s)), open_(starving_) {
-  for (size_t i : starving_) left_[i] = shapes[i].waiting;
+  for (size_t i : starving_) left_[i] = shapes[i].gang_missing;
 }
 
 void StarvingFirst::Reserved(size_t shape, int64_t n) {
@@ -334,8 +364,12 @@ void ReserveMachine(const cluster::Machine& machine,
   if (shapes.empty()) return;
   size_t f = 0;
   size_t j = 0;
+  // Few shapes come first, usually none: a sorted copy to skip them in
+  // the rotation by binary search.
+  std::vector<size_t> skip(first.begin(), first.end());
+  std::sort(skip.begin(), skip.end());
   const auto is_first = [&](size_t index) {
-    return std::find(first.begin(), first.end(), index) != first.end();
+    return std::binary_search(skip.begin(), skip.end(), index);
   };
   MachineRoom(machine).Offer(
       state, shapes,

@@ -46,19 +46,18 @@ struct RequestShape {
   std::map<std::string, std::string> preferred;  // empty if they differ
   JobId different_machines_job;  // non-zero: the job's own shape
   int64_t waiting = 0;
-  // WaitingSince of its longest-waiting task, and of its longest-waiting
-  // gang member (Job::gang(); INT64_MAX without one).
-  int64_t waiting_since_us = 0;
+  // Its waiting members of gangs that still need members (a job's
+  // gang_need above its running count): the start of the longest current
+  // waiting period among them (Task::wait_start_us, the hold's measure in
+  // core/gang_requirements.h; INT64_MAX without one), and how many of them
+  // those gangs still need.
   int64_t gang_waiting_since_us = std::numeric_limits<int64_t>::max();
+  int64_t gang_missing = 0;
 };
 
-// When `task` would have started waiting had it waited without a break:
-// its WaitMicros(now) is now minus this while it waits. Fixed while it
-// waits, so a shape's oldest task is kept, not searched for.
-int64_t WaitingSince(const cluster::Task& task);
-
-// The shapes holding a gang member that has waited `after_s` seconds or
-// more at `now_us` (none when after_s <= 0), longest waiting first:
+// The shapes holding a member of a gang that still needs members and has
+// waited `after_s` seconds or more at `now_us` (none when after_s <= 0),
+// longest waiting first:
 // policies offer them a machine's room before the others (ReserveMachine's
 // `first`), so a gang that keeps losing the room to newer, smaller work
 // gets it once it has waited that long (the round solver's hold then keeps
@@ -69,9 +68,10 @@ std::vector<size_t> StarvingShapes(const std::vector<RequestShape>& shapes,
                                    int64_t now_us, double after_s);
 
 // The starving shapes as one reservation pass offers them: first, each
-// until room for all its waiting tasks is reserved across the machines,
-// then like any other shape. So a starving shape takes the room it needs
-// and no more: the rest goes round as before.
+// until room for the gang members it holds that are still needed
+// (gang_missing) is reserved across the machines, then like any other
+// shape. So a starving gang takes the room it needs and no more: the rest
+// goes round as before.
 class StarvingFirst {
  public:
   StarvingFirst(const std::vector<RequestShape>& shapes, int64_t now_us,
@@ -122,9 +122,11 @@ class ShapeIndex {
   [[nodiscard]] std::vector<RequestShape> Shapes(
       const cluster::ClusterState& state) const;
   [[nodiscard]] size_t size() const { return key_of_.size(); }
-  // Whether an indexed gang member has waited `after_s` seconds at
-  // `now_us` (StarvingShapes' test, without building the shapes).
-  [[nodiscard]] bool GangWaitedPast(int64_t now_us, double after_s) const;
+  // Whether an indexed member of a gang that still needs members has
+  // waited `after_s` seconds at `now_us` (StarvingShapes' test, without
+  // building the shapes).
+  [[nodiscard]] bool GangWaitedPast(const cluster::ClusterState& state,
+                                    int64_t now_us, double after_s) const;
   // The key `id` is indexed under; null if it is not in the index.
   [[nodiscard]] const std::string* KeyOf(TaskId id) const;
 
@@ -141,13 +143,13 @@ class ShapeIndex {
  private:
   struct Entry {
     std::string key;
-    int64_t since = 0;  // WaitingSince
-    bool gang = false;  // of a gang job
+    int64_t since = 0;  // Task::wait_start_us
+    bool gang = false;  // of a gang job (whether it still needs members is
+                        // read from the state when asked)
   };
   struct Members {
     std::set<TaskId> tasks;
-    std::set<std::pair<int64_t, TaskId>> by_since;       // oldest first
-    std::set<std::pair<int64_t, TaskId>> gang_by_since;  // gang members
+    std::set<std::pair<int64_t, TaskId>> gang_by_since;  // oldest first
   };
   bool tracking_ = false;
   absl::flat_hash_map<TaskId, Entry> key_of_;

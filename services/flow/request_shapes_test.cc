@@ -292,13 +292,13 @@ TEST(RequestShapesTest, WaitingGangsAreOfferedFirst) {
   shapes[0].gang_waiting_since_us = 5'000'000;
   shapes[1].gang_waiting_since_us = 1'000'000;
   shapes[2].gang_waiting_since_us = 9'000'000;
-  shapes[3].waiting_since_us = 0;  // waited longest, but holds no gang
+  shapes[3].waiting = 5;  // holds no gang that needs members
   EXPECT_EQ(StarvingShapes(shapes, 10'000'000, 5.0),
             (std::vector<size_t>{1, 0}));
   EXPECT_EQ(StarvingShapes(shapes, 10'000'000, 9.5), std::vector<size_t>{});
   EXPECT_EQ(StarvingShapes(shapes, 10'000'000, 0), std::vector<size_t>{});
-  shapes[0].waiting = 3;
-  shapes[1].waiting = 1;
+  shapes[0].gang_missing = 3;
+  shapes[1].gang_missing = 1;
   StarvingFirst pass(shapes, 10'000'000, 5.0);
   EXPECT_THAT(pass.open(), ::testing::ElementsAre(1, 0));
   pass.Reserved(1, 1);
@@ -331,6 +331,40 @@ TEST(RequestShapesTest, WaitingGangsAreOfferedFirst) {
   EXPECT_EQ(reserved_for(1, {}), std::vector<size_t>{1});
   EXPECT_EQ(reserved_for(0, {1}), std::vector<size_t>{1});
   EXPECT_EQ(reserved_for(1, {0}), std::vector<size_t>{0});
+}
+
+// A gang of three needing two: its waiting members make its shape starve
+// (two still needed) until two run; then the third is ordinary work.
+TEST(RequestShapesTest, AGangWithItsMembersRunningNoLongerStarves) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  ASSERT_THAT(state.Apply(Event(Machine(1, 4, 8000, 0)), 0, changes), IsOk());
+  cluster::JobSubmitted gang;
+  gang.job = JobId(1);
+  gang.name = "g";
+  gang.min_members = 2;
+  gang.tasks = {Ask(1, 100, 0, 0), Ask(2, 100, 0, 0), Ask(3, 100, 0, 0)};
+  ASSERT_THAT(state.Apply(Event(gang), 0, changes), IsOk());
+  ShapeIndex index;
+  index.Track(changes, state);
+  constexpr int64_t kLater = 10'000'000;
+  std::vector<RequestShape> shapes = index.Shapes(state);
+  ASSERT_EQ(shapes.size(), 1u);
+  EXPECT_EQ(shapes[0].gang_missing, 2);
+  EXPECT_EQ(shapes[0].gang_waiting_since_us, 0);
+  EXPECT_EQ(StarvingShapes(shapes, kLater, 1.0), std::vector<size_t>{0});
+  EXPECT_TRUE(index.GangWaitedPast(state, kLater, 1.0));
+  cluster::ChangeSet placed;
+  ASSERT_THAT(state.Place(TaskId(1), MachineId(1), 1, placed), IsOk());
+  ASSERT_THAT(state.Place(TaskId(2), MachineId(1), 1, placed), IsOk());
+  index.Track(placed, state);
+  shapes = index.Shapes(state);
+  ASSERT_EQ(shapes.size(), 1u);
+  EXPECT_EQ(shapes[0].waiting, 1);
+  EXPECT_EQ(shapes[0].gang_missing, 0);
+  EXPECT_TRUE(StarvingShapes(shapes, kLater, 1.0).empty());
+  EXPECT_FALSE(index.GangWaitedPast(state, kLater, 1.0));
+  EXPECT_EQ(WaitingShapes(state)[0].gang_missing, 0);
 }
 
 // A different-machines job whose tasks share no model fits no device.
@@ -469,7 +503,7 @@ TEST(RequestShapesTest, ShapeIndexMatchesAFullScan) {
     const std::vector<RequestShape> kept = index.Shapes(state);
     const std::vector<RequestShape> scanned = WaitingShapes(state);
     for (const double after_s : {0.005, 0.02}) {
-      EXPECT_EQ(index.GangWaitedPast(now, after_s),
+      EXPECT_EQ(index.GangWaitedPast(state, now, after_s),
                 !StarvingShapes(kept, now, after_s).empty());
     }
     ASSERT_EQ(kept.size(), scanned.size()) << "step " << step;
@@ -478,8 +512,7 @@ TEST(RequestShapesTest, ShapeIndexMatchesAFullScan) {
       EXPECT_EQ(kept[i].waiting, scanned[i].waiting) << kept[i].key;
       EXPECT_EQ(kept[i].ask.request, scanned[i].ask.request) << kept[i].key;
       EXPECT_EQ(kept[i].ask.accelerator, scanned[i].ask.accelerator);
-      EXPECT_EQ(kept[i].waiting_since_us, scanned[i].waiting_since_us)
-          << kept[i].key;
+      EXPECT_EQ(kept[i].gang_missing, scanned[i].gang_missing) << kept[i].key;
       EXPECT_EQ(kept[i].gang_waiting_since_us, scanned[i].gang_waiting_since_us)
           << kept[i].key;
     }

@@ -52,11 +52,12 @@ class SchedulingPolicy {
     return Sync(changes, state, SyncContext{state.last_time_us()}, builder);
   }
 
-  // True if arc costs change with time alone. The graph manager then calls
-  // Refresh right before it cuts each round.
+  // True if arcs (their costs, or the room reserved on them) change with
+  // time alone. The graph manager then calls Refresh right before it cuts
+  // each round.
   [[nodiscard]] virtual bool time_dependent() const { return false; }
 
-  // Re-prices every time-dependent arc at `context.now_us`. Only real
+  // Re-derives every time-dependent arc at `context.now_us`. Only real
   // changes are recorded, so a refresh with nothing to re-price is free.
   // REQUIRES: the network is in sync with `state` (Sync ran for every
   // change).

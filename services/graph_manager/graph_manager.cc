@@ -1022,10 +1022,12 @@ void GraphManager::CheckRoundTimeout() {
 }
 
 absl::StatusOr<std::vector<flow::GraphChange>> GraphManager::RefreshPrices() {
-  // Time-dependent prices (Quincy's wait and run costs) are brought up to
-  // date right before the cut. Only when a round is due anyway: re-pricing
-  // alone never triggers a round, which would otherwise follow round after
-  // round while anything waits (deterministic runs add Ticks for that).
+  // Time-dependent parts of the network (Quincy's wait and run costs; the
+  // shape-reserving policies' first offer to a gang waiting past its age)
+  // are brought up to date right before the cut. Only when a round is due
+  // anyway: re-pricing alone never triggers a round, which would otherwise
+  // follow round after round while anything waits (deterministic runs add Ticks
+  // for that).
   if (!policy_network_.policy().time_dependent()) {
     return std::vector<flow::GraphChange>{};
   }

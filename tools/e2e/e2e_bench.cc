@@ -397,8 +397,16 @@ class Bench {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     const SteadyTime end = Clock::now();
-    result.steady_manager_cpu_s = CpuSeconds(manager) - manager_cpu_at_start;
-    result.steady_worker_cpu_s = CpuSeconds(worker) - worker_cpu_at_start;
+    const double manager_cpu_at_end = CpuSeconds(manager);
+    const double worker_cpu_at_end = CpuSeconds(worker);
+    if (std::min({manager_cpu_at_start, worker_cpu_at_start, manager_cpu_at_end,
+                  worker_cpu_at_end}) < 0) {
+      return absl::FailedPreconditionError(
+          "cannot read the services' CPU time from /proc: did one exit "
+          "during the steady state?");
+    }
+    result.steady_manager_cpu_s = manager_cpu_at_end - manager_cpu_at_start;
+    result.steady_worker_cpu_s = worker_cpu_at_end - worker_cpu_at_start;
     FLOWSCHED_RETURN_IF_ERROR(producer_->Flush(60'000));
     for (const CompletedRound& round : watcher_->rounds()) {
       if (round.seen >= start && round.seen <= end) ++result.rounds;
@@ -495,6 +503,10 @@ absl::StatusOr<E2eResult> RunE2eBench(const tools::CommonFlags& flags,
       options.restart_signal != "none") {
     return absl::InvalidArgumentError(absl::StrCat(
         "--restart must be term, kill or none, not ", options.restart_signal));
+  }
+  if (options.scrape_every_s != 0 && options.scrape_every_s < 0.05) {
+    return absl::InvalidArgumentError(
+        "--scrape-every is 0 (no scraping) or at least 0.05 s");
   }
   if (options.scrape_every_s > 0 && flags.metrics_address.empty()) {
     return absl::InvalidArgumentError(

@@ -75,7 +75,7 @@ void PrintTable(const E2eResult& r, std::ostream& out) {
                   r.steady_worker_cpu_s));
   if (r.scrape_every_s > 0) {
     row("/metrics scrapes (whole run)",
-        fmt::format("{} every {:.1f} s, {} failed, mean {:.1f} ms, {:.0f} KiB",
+        fmt::format("{} every {:g} s, {} failed, mean {:.1f} ms, {:.0f} KiB",
                     r.scrapes, r.scrape_every_s, r.scrape_failures,
                     r.scrape_mean_ms, r.scrape_mean_kib));
   }
@@ -109,7 +109,7 @@ absl::Status WriteCsv(const E2eResult& r, const std::string& path) {
       "{},{},{},{},{:.4f},{:.1f},{:.1f},{},{},{},{:.0f},{:.0f},{:.3f},{:.3f},{:"
       ".3f},"
       "{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{:.3f},{:.3f},"
-      "{:.3f},{},{},{},{:.1f},{:.1f},{:.1f},{:.1f},{:.3f},{:.3f},{:.1f},{},{},"
+      "{:.3f},{},{},{},{:.1f},{:.1f},{:.1f},{:.1f},{:.3f},{:.3f},{:g},{},{},"
       "{:.3f},{:.1f}\n",
       r.machines, r.slots, r.jobs, r.tasks, r.utilisation, r.churn_per_s,
       r.duration_s, r.policy, r.algorithm, r.burst_events,

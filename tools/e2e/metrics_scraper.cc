@@ -1,5 +1,6 @@
 #include "tools/e2e/metrics_scraper.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -37,7 +38,8 @@ void MetricsScraper::Loop() {
     lock.unlock();
     ScrapeAll();
     lock.lock();
-    next += period;
+    // Never catch up with back-to-back scrapes after a slow one.
+    next = std::max(next + period, std::chrono::steady_clock::now());
     wake_.wait_until(lock, next, [this] { return stop_; });
   }
 }

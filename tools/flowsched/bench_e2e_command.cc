@@ -110,9 +110,10 @@ BenchSubcommand AddBenchE2eCommand(CLI::App& bench, CommonFlags& flags,
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Workload seed")->capture_default_str();
   cmd->add_option("--scrape-every", o.scrape_every_s,
-                  "Scrape every service's /metrics this often, in seconds, as "
-                  "Prometheus would (needs --metrics-address 127.0.0.1:0); "
-                  "0: no scraping. Set a run with it against one without "
+                  "Scrape every service's /metrics this often, in seconds "
+                  "(at least 0.05), as Prometheus would (needs "
+                  "--metrics-address 127.0.0.1:0); 0: no scraping. Set a run "
+                  "with it against one without "
                   "--metrics-address to see what metrics cost")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();

@@ -123,6 +123,10 @@ CommandMain AddCompareCommand(CLI::App& app, CommonFlags& /*flags*/) {
   return [options]() {
     const std::vector<std::string> names =
         sim::SplitContenderList(options->schedulers);
+    if (names.empty()) {
+      std::cerr << "flowsched compare: --schedulers names none\n";
+      return 2;
+    }
     for (const std::string& name : names) {
       // Every name is checked before the replay, not when its turn comes.
       auto made = sim::MakeContender(name, std::string(solver::kDefaultSolver));
