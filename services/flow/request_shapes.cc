@@ -22,29 +22,25 @@ void AppendName(std::string& key, const std::string& name) {
   absl::StrAppend(&key, name.size(), "#", name);
 }
 
+// Appends `names` sorted (a set), length-prefixed, between `open` and ']'.
+void AppendNameSet(std::string& text, const char* open,
+                   std::vector<std::string> names) {
+  std::sort(names.begin(), names.end());
+  text.append(open);
+  for (const std::string& name : names) {
+    AppendName(text, name);
+    text.push_back(',');
+  }
+  text.push_back(']');
+}
+
 std::string AcceleratorText(const cluster::AcceleratorRequest& ask) {
   std::string text = absl::StrCat("|acc=", ask.whole, "x", ask.milli, "m",
                                   ask.memory_bytes, "b");
-  if (ask.models.has_value()) {
-    std::vector<std::string> models = *ask.models;
-    std::sort(models.begin(), models.end());
-    text.push_back('[');
-    for (const std::string& model : models) {
-      AppendName(text, model);
-      text.push_back(',');
-    }
-    text.push_back(']');
-  }
+  if (ask.models.has_value()) AppendNameSet(text, "[", *ask.models);
+  // Preferences change the price, not the fit.
   if (!ask.preferred_models.empty()) {
-    // Preferences change the price, not the fit; a set, so sorted.
-    std::vector<std::string> preferred = ask.preferred_models;
-    std::sort(preferred.begin(), preferred.end());
-    text.append("|prefer[");
-    for (const std::string& model : preferred) {
-      AppendName(text, model);
-      text.push_back(',');
-    }
-    text.push_back(']');
+    AppendNameSet(text, "|prefer[", ask.preferred_models);
   }
   return text;
 }

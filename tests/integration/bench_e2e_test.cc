@@ -34,8 +34,8 @@ std::map<std::string, std::string> RunBench(const std::string& name,
   const std::string command =
       std::string(FLOWSCHED_BINARY) + " bench e2e --data-dir " + dir.string() +
       " --machines 100 --slots 12 --tasks 1000 --churn 200 --duration 3 "
-      "--timeout 60 --csv " + csv + " " + extra + " > " + dir.string() +
-      ".out 2>&1";
+      "--timeout 60 --csv " +
+      csv + " " + extra + " > " + dir.string() + ".out 2>&1";
   EXPECT_EQ(std::system(command.c_str()), 0) << command;
   std::ifstream out(dir.string() + ".out");
   std::stringstream printed;

@@ -35,13 +35,13 @@ struct E2eResult {
   // Ingest burst: `burst_events` TaskSubmitted records produced while the
   // graph manager was stopped, then applied after it started.
   uint64_t burst_events = 0;
-  double produce_events_per_s = 0;   // the harness's producer, for reference
-  double ingest_events_per_s = 0;    // graph manager, from its status reports
-  double ingest_seconds = 0;         // first status to all applied (bound)
+  double produce_events_per_s = 0;  // the harness's producer, for reference
+  double ingest_events_per_s = 0;   // graph manager, from its status reports
+  double ingest_seconds = 0;        // first status to all applied (bound)
   // The graph manager's CPU time from its start to all applied (includes
   // rounds cut meanwhile): a rate that does not depend on the neighbours.
   double ingest_cpu_seconds = 0;
-  double burst_placed_seconds = 0;   // graph manager ready to all placed
+  double burst_placed_seconds = 0;  // graph manager ready to all placed
   // Steady state.
   uint64_t arrivals = 0;
   uint64_t completions = 0;
@@ -64,11 +64,11 @@ struct E2eResult {
   double scrape_mean_ms = 0;
   double scrape_mean_kib = 0;
   // Restart with the full state.
-  std::string restart_signal;  // "term", "kill" or "none"
-  uint64_t restart_tasks = 0;  // tasks the restarted graph manager restored
-  double restart_stop_ms = 0;  // signal to exit
+  std::string restart_signal;   // "term", "kill" or "none"
+  uint64_t restart_tasks = 0;   // tasks the restarted graph manager restored
+  double restart_stop_ms = 0;   // signal to exit
   double restart_ready_ms = 0;  // spawn to status.json of the new process
-  double restart_ready_cpu_ms = 0;  // its CPU time when it was ready
+  double restart_ready_cpu_ms = 0;   // its CPU time when it was ready
   double restart_next_round_ms = 0;  // spawn to its first complete round
 };
 

@@ -39,7 +39,8 @@ void CountLocality(const cluster::ClusterState& state, Outcome& outcome) {
       continue;
     }
     ++outcome.placed;
-    const sim::LocalityBytes bytes = sim::InputLocality(state, task, task.machine);
+    const sim::LocalityBytes bytes =
+        sim::InputLocality(state, task, task.machine);
     outcome.local += bytes.local;
     outcome.rack += bytes.rack;
     outcome.remote += bytes.remote;
@@ -48,7 +49,8 @@ void CountLocality(const cluster::ClusterState& state, Outcome& outcome) {
 
 // Events without a time are spaced `step_us` apart: time-dependent costs
 // (Quincy's waiting time) need time to pass between rounds.
-Outcome Replay(const std::string& name, std::unique_ptr<sim::Contender> contender,
+Outcome Replay(const std::string& name,
+               std::unique_ptr<sim::Contender> contender,
                const std::vector<v1::ClusterEvent>& events, size_t round_every,
                int64_t step_us) {
   Outcome outcome{.name = name};
@@ -154,12 +156,13 @@ CommandMain AddCompareCommand(CLI::App& app, CommonFlags& /*flags*/) {
       auto contender =
           sim::MakeContender(name, std::string(solver::kDefaultSolver));
       if (!contender.ok()) {
-        std::cerr << "flowsched compare: " << contender.status().message() << "\n";
+        std::cerr << "flowsched compare: " << contender.status().message()
+                  << "\n";
         return 2;
       }
-      const Outcome o =
-          Replay(name, std::move(*contender), parsed.events, options->round_every,
-                 static_cast<int64_t>(options->seconds_per_event * 1e6));
+      const Outcome o = Replay(
+          name, std::move(*contender), parsed.events, options->round_every,
+          static_cast<int64_t>(options->seconds_per_event * 1e6));
       if (!o.error.empty()) {
         std::cerr << "flowsched compare: " << name << ": " << o.error << "\n";
         exit_code = 1;
@@ -167,7 +170,8 @@ CommandMain AddCompareCommand(CLI::App& app, CommonFlags& /*flags*/) {
       }
       const double total = static_cast<double>(o.local + o.rack + o.remote);
       auto pct = [&](int64_t v) {
-        return total > 0 ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(v) / total)
+        return total > 0 ? fmt::format("{:.1f}%",
+                                       100.0 * static_cast<double>(v) / total)
                          : std::string("-");
       };
       fmt::print("{:<26} {:>7} {:>8} {:>8} {:>9} {:>10.1f} {:>7} {:>7} {:>7}\n",
