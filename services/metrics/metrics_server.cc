@@ -26,6 +26,13 @@ bool Reply(mg_connection* conn, int status, std::string_view reason,
   return true;
 }
 
+}  // namespace
+
+// Named, not anonymous: MetricsServer::Handlers holds these by value, and a
+// member of a type with internal linkage is -Wsubobject-linkage once this
+// file is compiled as part of a unity batch.
+namespace internal {
+
 class MetricsHandler : public CivetHandler {
  public:
   explicit MetricsHandler(const prometheus::Registry& registry)
@@ -63,14 +70,14 @@ class ReadyHandler : public CivetHandler {
   const std::atomic<bool>& ready_;
 };
 
-}  // namespace
+}  // namespace internal
 
 struct MetricsServer::Handlers {
   Handlers(const prometheus::Registry& registry, const std::atomic<bool>& ready)
       : metrics(registry), ready_handler(ready) {}
-  MetricsHandler metrics;
-  HealthHandler health;
-  ReadyHandler ready_handler;
+  internal::MetricsHandler metrics;
+  internal::HealthHandler health;
+  internal::ReadyHandler ready_handler;
   // Last: stopped before the handlers it calls are destroyed.
   std::unique_ptr<CivetServer> server;
 };
