@@ -15,13 +15,13 @@
 #include "services/common/status_macros.h"
 #include "services/solver/feasibility.h"
 #include "services/solver/int128.h"
+#include "services/solver/no_index.h"
 #include "services/solver/problem_validator.h"
 #include "services/solver/solution_cost.h"
 
 namespace flowsched::solver {
 namespace {
 
-constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 constexpr int64_t kUnranked = std::numeric_limits<int64_t>::max();
 
 // Scaled costs, (n + 1) * max|cost|, must stay at or below this, and so
@@ -55,16 +55,17 @@ int64_t FloorDiv(int64_t a, int64_t b) {
 // Residual arcs in CSR order (a node's outgoing arcs are contiguous, which
 // is what push, relabel and both price heuristics scan); `mate` is the O(1)
 // link to the paired arc in the other direction.
-struct ResidualArc {
+struct CostScalingArc {
   int64_t residual = 0;
   int64_t cost = 0;  // original cost * scale_; negated on the reverse arc
   uint32_t head = 0;
   uint32_t mate = 0;
 };
 
-class Workspace {
+class CostScalingWorkspace {
  public:
-  Workspace(const McmfProblem& problem, const CostScalingOptions& options)
+  CostScalingWorkspace(const McmfProblem& problem,
+                       const CostScalingOptions& options)
       : problem_(problem), options_(options) {}
 
   // Bounds checks, residual graph, zero flow, excess = supply, zero prices.
@@ -95,11 +96,11 @@ class Workspace {
   absl::StatusOr<McmfSolution> ExtractSolution();
 
  private:
-  int64_t ReducedCost(uint32_t tail, const ResidualArc& arc) const {
+  int64_t ReducedCost(uint32_t tail, const CostScalingArc& arc) const {
     return arc.cost + price_[tail] - price_[arc.head];
   }
   void PushFlow(uint32_t tail, uint32_t a, int64_t delta) {
-    ResidualArc& arc = arcs_[a];
+    CostScalingArc& arc = arcs_[a];
     arc.residual -= delta;
     arcs_[arc.mate].residual += delta;
     mate_open_[a] = 1;
@@ -130,7 +131,7 @@ class Workspace {
   int64_t max_abs_cost_ = 0;
 
   std::vector<uint32_t> first_out_;  // node_count_ + 1 offsets into arcs_
-  std::vector<ResidualArc> arcs_;
+  std::vector<CostScalingArc> arcs_;
   std::vector<uint32_t> forward_arc_;  // input arc -> residual arc
   // mate_open_[a]: the paired arc of a has residual capacity. The global
   // update walks arcs into a node as the mates of its own arcs; this copy
@@ -161,14 +162,14 @@ class Workspace {
   std::vector<std::pair<int64_t, uint32_t>> overflow_;  // ranks beyond buckets
 
   // Price refinement scratch: distances, the arc tail each distance came
-  // from (kNone: the virtual source) and stamps for the cycle check.
+  // from (kNoIndex: the virtual source) and stamps for the cycle check.
   std::vector<int64_t> distance_;
   std::vector<uint32_t> parent_;
   std::vector<uint32_t> walk_stamp_;
   bool ParentsHaveCycle();
 };
 
-absl::Status Workspace::Init() {
+absl::Status CostScalingWorkspace::Init() {
   node_count_ = problem_.node_count;
   const size_t arc_count = problem_.arcs.size();
   for (const McmfArc& arc : problem_.arcs) {
@@ -194,14 +195,14 @@ absl::Status Workspace::Init() {
   // Counting sort by tail in input order: the layout, and so the whole run,
   // is a pure function of the input.
   std::vector<uint32_t> next(first_out_.begin(), first_out_.end() - 1);
-  arcs_.assign(2 * arc_count, ResidualArc{});
+  arcs_.assign(2 * arc_count, CostScalingArc{});
   forward_arc_.assign(arc_count, 0);
   for (size_t i = 0; i < arc_count; ++i) {
     const McmfArc& arc = problem_.arcs[i];
     const uint32_t fwd = next[arc.src]++;
     const uint32_t rev = next[arc.dst]++;
-    arcs_[fwd] = ResidualArc{arc.capacity, arc.cost * scale_, arc.dst, rev};
-    arcs_[rev] = ResidualArc{0, -arc.cost * scale_, arc.src, fwd};
+    arcs_[fwd] = CostScalingArc{arc.capacity, arc.cost * scale_, arc.dst, rev};
+    arcs_[rev] = CostScalingArc{0, -arc.cost * scale_, arc.src, fwd};
     forward_arc_[i] = fwd;
   }
   mate_open_.assign(arcs_.size(), 0);
@@ -215,7 +216,7 @@ absl::Status Workspace::Init() {
   return absl::OkStatus();
 }
 
-void Workspace::SetFlow(const std::vector<int64_t>& flow) {
+void CostScalingWorkspace::SetFlow(const std::vector<int64_t>& flow) {
   for (size_t i = 0; i < problem_.arcs.size(); ++i) {
     const McmfArc& arc = problem_.arcs[i];
     const int64_t f = std::clamp<int64_t>(flow[i], 0, arc.capacity);
@@ -224,7 +225,8 @@ void Workspace::SetFlow(const std::vector<int64_t>& flow) {
   }
 }
 
-bool Workspace::SetPotentials(const std::vector<int64_t>& potentials) {
+bool CostScalingWorkspace::SetPotentials(
+    const std::vector<int64_t>& potentials) {
   if (node_count_ == 0) return true;
   const auto [lo, hi] = std::minmax_element(potentials.begin(), potentials.end());
   // An optimum's potentials can be chosen with spread <= n * max|cost|;
@@ -242,7 +244,7 @@ bool Workspace::SetPotentials(const std::vector<int64_t>& potentials) {
   return true;
 }
 
-int64_t Workspace::WarmEpsilon() {
+int64_t CostScalingWorkspace::WarmEpsilon() {
   if (options_.price_refinement) PriceRefine(1);
   int64_t violation = 1;
   for (uint32_t u = 0; u < node_count_; ++u) {
@@ -270,7 +272,7 @@ int64_t Workspace::WarmEpsilon() {
   return std::min(std::max(epsilon, violation), cold);
 }
 
-absl::Status Workspace::Optimize(int64_t start_epsilon, bool warm) {
+absl::Status CostScalingWorkspace::Optimize(int64_t start_epsilon, bool warm) {
   update_threshold_ =
       options_.global_update_frequency > 0
           ? static_cast<uint64_t>(options_.global_update_frequency *
@@ -300,7 +302,7 @@ absl::Status Workspace::Optimize(int64_t start_epsilon, bool warm) {
   return absl::OkStatus();
 }
 
-absl::Status Workspace::NormalizePrices() {
+absl::Status CostScalingWorkspace::NormalizePrices() {
   if (node_count_ == 0) return absl::OkStatus();
   const auto [lo, hi] = std::minmax_element(price_.begin(), price_.end());
   const int64_t top = *hi;
@@ -311,7 +313,7 @@ absl::Status Workspace::NormalizePrices() {
   return absl::OkStatus();
 }
 
-absl::Status Workspace::Refine(int64_t epsilon) {
+absl::Status CostScalingWorkspace::Refine(int64_t epsilon) {
   if (options_.stop != nullptr && options_.stop->load(std::memory_order_relaxed)) {
     return absl::CancelledError("cost scaling stopped by its caller");
   }
@@ -319,7 +321,7 @@ absl::Status Workspace::Refine(int64_t epsilon) {
   // reduced cost in [-epsilon, 0) may stay, they are merely admissible.
   for (uint32_t u = 0; u < node_count_; ++u) {
     for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
-      const ResidualArc& arc = arcs_[a];
+      const CostScalingArc& arc = arcs_[a];
       if (arc.residual > 0 && ReducedCost(u, arc) < -epsilon) {
         PushFlow(u, a, arc.residual);
       }
@@ -361,7 +363,7 @@ absl::Status Workspace::Refine(int64_t epsilon) {
   return absl::OkStatus();
 }
 
-absl::Status Workspace::Discharge(uint32_t u, int64_t epsilon) {
+absl::Status CostScalingWorkspace::Discharge(uint32_t u, int64_t epsilon) {
   // Full discharge (Goldberg's FIFO variant as in CS2): push along admissible
   // arcs (residual, reduced cost < 0) from the current arc on; relabel when
   // none is left. Only a relabel of u changes which of u's arcs are
@@ -379,9 +381,9 @@ absl::Status Workspace::Discharge(uint32_t u, int64_t epsilon) {
     // arc this scan pushes on is either saturated (no longer residual) or
     // ends the discharge.
     int64_t best = std::numeric_limits<int64_t>::min();
-    uint32_t best_arc = kNone;
+    uint32_t best_arc = kNoIndex;
     for (; a < end; ++a) {
-      ResidualArc& arc = arcs_[a];
+      CostScalingArc& arc = arcs_[a];
       if (arc.residual == 0 || arc.head == u) continue;
       const int64_t candidate = price_[arc.head] - arc.cost;
       if (price_u >= candidate) {  // reduced cost cost + p[u] - p[v] >= 0
@@ -412,8 +414,9 @@ absl::Status Workspace::Discharge(uint32_t u, int64_t epsilon) {
   return absl::OkStatus();
 }
 
-bool Workspace::Relabel(uint32_t u, int64_t epsilon, uint32_t scanned_from,
-                        int64_t best, uint32_t best_arc) {
+bool CostScalingWorkspace::Relabel(uint32_t u, int64_t epsilon,
+                                   uint32_t scanned_from, int64_t best,
+                                   uint32_t best_arc) {
   // price[u] = max over residual arcs (price[v] - c) - epsilon: the largest
   // drop that keeps u's arcs epsilon-optimal, after which the maximising arc
   // is admissible (reduced cost -epsilon) and becomes the current arc.
@@ -421,7 +424,7 @@ bool Workspace::Relabel(uint32_t u, int64_t epsilon, uint32_t scanned_from,
   // (best, best_arc) is the maximum over the arcs from scanned_from on; the
   // arcs before it are read here, and on a tie the earlier arc wins.
   for (uint32_t a = first_out_[u]; a < scanned_from; ++a) {
-    const ResidualArc& arc = arcs_[a];
+    const CostScalingArc& arc = arcs_[a];
     if (arc.residual == 0 || arc.head == u) continue;
     const int64_t candidate = price_[arc.head] - arc.cost;
     if (candidate > best || (candidate == best && best_arc > a)) {
@@ -429,14 +432,14 @@ bool Workspace::Relabel(uint32_t u, int64_t epsilon, uint32_t scanned_from,
       best_arc = a;
     }
   }
-  if (best_arc == kNone) return false;
+  if (best_arc == kNoIndex) return false;
   price_[u] = best - epsilon;
   current_arc_[u] = best_arc;
   ++relabels_since_update_;
   return true;
 }
 
-absl::Status Workspace::GlobalUpdate(int64_t epsilon) {
+absl::Status CostScalingWorkspace::GlobalUpdate(int64_t epsilon) {
   // Goldberg's global price update ("set relabel"): a bucket-based Dijkstra
   // backwards from the deficit nodes where an arc (v, u) has length
   // floor(rc(v, u) / epsilon) + 1 >= 0 in units of epsilon; every node's
@@ -454,7 +457,7 @@ absl::Status Workspace::GlobalUpdate(int64_t epsilon) {
   // saturate there: level + step stays below 2^62 without overflow.
   const int64_t rank_limit = kPriceFloor / epsilon + 1;
   if (bucket_first_.size() < size_t{cap} + 1) {
-    bucket_first_.assign(size_t{cap} + 1, kNone);
+    bucket_first_.assign(size_t{cap} + 1, kNoIndex);
   }
   bucket_next_.resize(node_count_);
   bucket_prev_.resize(node_count_);
@@ -465,18 +468,19 @@ absl::Status Workspace::GlobalUpdate(int64_t epsilon) {
   uint32_t top_bucket = 0;  // highest bucket used, for the reset below
   auto insert = [this, &top_bucket](uint32_t v, uint32_t r) {
     top_bucket = std::max(top_bucket, r);
-    bucket_prev_[v] = kNone;
+    bucket_prev_[v] = kNoIndex;
     bucket_next_[v] = bucket_first_[r];
-    if (bucket_first_[r] != kNone) bucket_prev_[bucket_first_[r]] = v;
+    if (bucket_first_[r] != kNoIndex) bucket_prev_[bucket_first_[r]] = v;
     bucket_first_[r] = v;
   };
   auto remove = [this](uint32_t v, uint32_t r) {
-    if (bucket_prev_[v] != kNone) {
+    if (bucket_prev_[v] != kNoIndex) {
       bucket_next_[bucket_prev_[v]] = bucket_next_[v];
     } else {
       bucket_first_[r] = bucket_next_[v];
     }
-    if (bucket_next_[v] != kNone) bucket_prev_[bucket_next_[v]] = bucket_prev_[v];
+    if (bucket_next_[v] != kNoIndex)
+      bucket_prev_[bucket_next_[v]] = bucket_prev_[v];
   };
   size_t excess_left = 0;
   for (uint32_t v = 0; v < node_count_; ++v) {
@@ -517,7 +521,7 @@ absl::Status Workspace::GlobalUpdate(int64_t epsilon) {
   int64_t level = 0;
   for (; level <= cap && excess_left > 0; ++level) {
     const auto bucket = static_cast<uint32_t>(level);
-    while (bucket_first_[bucket] != kNone && excess_left > 0) {
+    while (bucket_first_[bucket] != kNoIndex && excess_left > 0) {
       const uint32_t u = bucket_first_[bucket];
       remove(u, bucket);
       scan(u, level);
@@ -537,7 +541,7 @@ absl::Status Workspace::GlobalUpdate(int64_t epsilon) {
   const int64_t stop = level;
   // Clear only the buckets this update used; unsettled nodes may remain.
   std::fill(bucket_first_.begin(), bucket_first_.begin() + top_bucket + 1,
-            kNone);
+            kNoIndex);
   for (uint32_t v = 0; v < node_count_; ++v) {
     const int64_t r = settled_[v] ? rank_[v] : std::min(stop, rank_[v]);
     if (r >= rank_limit || price_[v] - r * epsilon < -kPriceFloor) {
@@ -549,7 +553,7 @@ absl::Status Workspace::GlobalUpdate(int64_t epsilon) {
   return absl::OkStatus();
 }
 
-bool Workspace::PriceRefine(int64_t epsilon) {
+bool CostScalingWorkspace::PriceRefine(int64_t epsilon) {
   // Goldberg's price refinement: look for prices that make the current flow
   // epsilon-optimal without moving flow, i.e. integer d <= 0 with
   // d[v] <= d[u] + floor(rc(u, v) / epsilon) + 1 on every residual arc (d is
@@ -562,7 +566,7 @@ bool Workspace::PriceRefine(int64_t epsilon) {
   std::vector<uint8_t> in_queue(node_count_, 0);
   for (uint32_t u = 0; u < node_count_; ++u) {
     for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
-      const ResidualArc& arc = arcs_[a];
+      const CostScalingArc& arc = arcs_[a];
       if (arc.residual == 0) continue;
       // floor(rc / epsilon) + 1 < 0 exactly when rc < -epsilon.
       if (ReducedCost(u, arc) < -epsilon) {
@@ -581,7 +585,7 @@ bool Workspace::PriceRefine(int64_t epsilon) {
   // load the refinements of the first phases all meet a negative cycle, and
   // without the check each ran into the work cap (~4 m arc scans, ~5 ms of
   // a ~90 ms solve) before giving up.
-  parent_.assign(node_count_, kNone);
+  parent_.assign(node_count_, kNoIndex);
   size_t scans_until_check = node_count_;
   const size_t work_cap = 4 * arcs_.size() + node_count_;
   size_t work = 0;
@@ -593,7 +597,7 @@ bool Workspace::PriceRefine(int64_t epsilon) {
     in_queue[u] = 0;
     const int64_t du = distance_[u];
     for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
-      const ResidualArc& arc = arcs_[a];
+      const CostScalingArc& arc = arcs_[a];
       if (arc.residual == 0 || arc.head == u) continue;
       const int64_t rc = ReducedCost(u, arc);
       // A length is >= 1 when rc >= 0: skip the division when that cannot
@@ -626,23 +630,23 @@ bool Workspace::PriceRefine(int64_t epsilon) {
   return true;
 }
 
-bool Workspace::ParentsHaveCycle() {
+bool CostScalingWorkspace::ParentsHaveCycle() {
   // Walks every parent chain once: a walk that meets a node stamped by
   // itself closed a cycle; one that meets an older walk's node or the
   // virtual source stops. Each node is stamped once, so O(n).
-  walk_stamp_.assign(node_count_, kNone);
+  walk_stamp_.assign(node_count_, kNoIndex);
   for (uint32_t start = 0; start < node_count_; ++start) {
     uint32_t v = start;
-    while (v != kNone && walk_stamp_[v] == kNone) {
+    while (v != kNoIndex && walk_stamp_[v] == kNoIndex) {
       walk_stamp_[v] = start;
       v = parent_[v];
     }
-    if (v != kNone && walk_stamp_[v] == start) return true;
+    if (v != kNoIndex && walk_stamp_[v] == start) return true;
   }
   return false;
 }
 
-absl::Status Workspace::ExactPotentials() {
+absl::Status CostScalingWorkspace::ExactPotentials() {
   // The flow is 1-optimal for costs scaled by S = n + 1, so every residual
   // cycle (at most n arcs) costs more than -n / (n + 1) > -1 in original
   // units, i.e. >= 0: the flow is optimal and the residual network has no
@@ -669,7 +673,7 @@ absl::Status Workspace::ExactPotentials() {
     in_queue[u] = 0;
     const int64_t lu = label[u];
     for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
-      const ResidualArc& arc = arcs_[a];
+      const CostScalingArc& arc = arcs_[a];
       if (arc.residual == 0) continue;
       // label[v] <= label[u] + c means c + label[u] - label[v] >= 0.
       const int64_t candidate = lu + arc.cost / scale_;
@@ -694,7 +698,7 @@ absl::Status Workspace::ExactPotentials() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<McmfSolution> Workspace::ExtractSolution() {
+absl::StatusOr<McmfSolution> CostScalingWorkspace::ExtractSolution() {
   FLOWSCHED_RETURN_IF_ERROR(ExactPotentials());
   FLOWSCHED_ASSIGN_OR_RETURN(
       McmfSolution solution,
@@ -708,8 +712,9 @@ absl::StatusOr<McmfSolution> Workspace::ExtractSolution() {
   return solution;
 }
 
-absl::StatusOr<McmfSolution> Finish(Workspace& workspace, int64_t start_epsilon,
-                                    bool warm, std::string_view name) {
+absl::StatusOr<McmfSolution> Finish(CostScalingWorkspace& workspace,
+                                    int64_t start_epsilon, bool warm,
+                                    std::string_view name) {
   McmfSolution solution;
   const Feasibility feasibility =
       CheckFeasibility(workspace.problem(), workspace.options().stop);
@@ -733,7 +738,7 @@ absl::StatusOr<McmfSolution> CostScaling::Solve(const McmfProblem& problem) {
   if (options_.alpha < 2) {
     return absl::InvalidArgumentError("cost_scaling: alpha must be >= 2");
   }
-  Workspace workspace(problem, options_);
+  CostScalingWorkspace workspace(problem, options_);
   FLOWSCHED_RETURN_IF_ERROR(workspace.Init());
   return Finish(workspace, workspace.ColdEpsilon(), /*warm=*/false, name());
 }
@@ -749,7 +754,7 @@ absl::StatusOr<McmfSolution> CostScaling::SolveFrom(
   if (options_.alpha < 2) {
     return absl::InvalidArgumentError("cost_scaling: alpha must be >= 2");
   }
-  Workspace workspace(problem, options_);
+  CostScalingWorkspace workspace(problem, options_);
   FLOWSCHED_RETURN_IF_ERROR(workspace.Init());
   workspace.SetFlow(flow);
   workspace.SetPotentials(potentials);

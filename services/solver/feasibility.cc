@@ -3,15 +3,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <vector>
 
+#include "services/solver/no_index.h"
+
 namespace flowsched::solver {
-namespace {
-
-constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
-
-}  // namespace
 
 bool HasFeasibleFlow(const McmfProblem& problem) {
   return CheckFeasibility(problem, nullptr) == Feasibility::kFeasible;
@@ -66,7 +62,7 @@ Feasibility CheckFeasibility(const McmfProblem& problem,
     }
     if (roots.empty()) return Feasibility::kFeasible;
     if (stopped()) return Feasibility::kStopped;
-    std::fill(level.begin(), level.end(), kNone);
+    std::fill(level.begin(), level.end(), kNoIndex);
     queue = roots;
     for (uint32_t v : roots) level[v] = 0;
     bool reached = false;
@@ -79,7 +75,7 @@ Feasibility CheckFeasibility(const McmfProblem& problem,
       }
       for (uint32_t a = first_out[u]; a < first_out[u + 1]; ++a) {
         const uint32_t v = head[a];
-        if (residual[a] > 0 && level[v] == kNone) {
+        if (residual[a] > 0 && level[v] == kNoIndex) {
           level[v] = level[u] + 1;
           queue.push_back(v);
         }
@@ -114,7 +110,8 @@ Feasibility CheckFeasibility(const McmfProblem& problem,
         const uint32_t end = first_out[u + 1];
         for (; a < end; ++a) {
           const uint32_t v = head[a];
-          if (residual[a] > 0 && level[v] != kNone && level[v] == level[u] + 1) {
+          if (residual[a] > 0 && level[v] != kNoIndex &&
+              level[v] == level[u] + 1) {
             break;
           }
         }
@@ -124,7 +121,7 @@ Feasibility CheckFeasibility(const McmfProblem& problem,
           u = head[a];
           continue;
         }
-        level[u] = kNone;  // dead end for the rest of this phase
+        level[u] = kNoIndex;  // dead end for the rest of this phase
         if (path.empty()) break;
         path.pop_back();
         u = path.empty() ? root : head[path.back()];

@@ -17,7 +17,7 @@ namespace {
 
 // fmt 9 cannot format Int128 portably; the values printed here are sums
 // that usually fit int64, and saturating keeps the message readable if not.
-std::string Int128ToString(Int128 value) {
+std::string SaturatingInt128ToString(Int128 value) {
   if (value > std::numeric_limits<int64_t>::max()) return "> 2^63";
   if (value < std::numeric_limits<int64_t>::min()) return "< -2^63";
   return std::to_string(static_cast<int64_t>(value));
@@ -66,13 +66,13 @@ absl::Status CheckOptimalFlow(const McmfProblem& problem,
           "complementary slackness fails on arc {} ({} -> {}): flow {} < "
           "capacity {} but reduced cost {} < 0",
           i, arc.src, arc.dst, flow, arc.capacity,
-          Int128ToString(reduced_cost)));
+          SaturatingInt128ToString(reduced_cost)));
     }
     if (flow > 0 && reduced_cost > 0) {
       return absl::InternalError(fmt::format(
           "complementary slackness fails on arc {} ({} -> {}): flow {} > 0 "
           "but reduced cost {} > 0",
-          i, arc.src, arc.dst, flow, Int128ToString(reduced_cost)));
+          i, arc.src, arc.dst, flow, SaturatingInt128ToString(reduced_cost)));
     }
   }
   for (uint32_t v = 0; v < problem.node_count; ++v) {
@@ -80,13 +80,13 @@ absl::Status CheckOptimalFlow(const McmfProblem& problem,
       return absl::InternalError(fmt::format(
           "flow conservation fails at node {}: outflow - inflow = {} but "
           "supply is {}",
-          v, Int128ToString(balance[v]), problem.supply[v]));
+          v, SaturatingInt128ToString(balance[v]), problem.supply[v]));
     }
   }
   if (total_cost != solution.total_cost) {
     return absl::InternalError(
         fmt::format("total_cost is {} but the flow costs {}",
-                    solution.total_cost, Int128ToString(total_cost)));
+                    solution.total_cost, SaturatingInt128ToString(total_cost)));
   }
   return absl::OkStatus();
 }

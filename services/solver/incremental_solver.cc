@@ -26,11 +26,11 @@ namespace {
 // per-operation checks. Potentials drift because the partial-Dijkstra update
 // moves only settled nodes (Hapi digest 1.2): down when the search grows from
 // the excess nodes, up when it grows back from the deficits.
-constexpr int64_t kMaxCostSpan = int64_t{1} << 59;
+constexpr int64_t kMaxIncrementalCostSpan = int64_t{1} << 59;
 constexpr int64_t kPotentialLimit = int64_t{1} << 60;
 // Excesses are sums of up to degree-many capacities (<= 2^40 each); a node
 // beyond 2^62 cannot be represented safely and makes Solve fail.
-constexpr int64_t kMaxExcess = int64_t{1} << 62;
+constexpr int64_t kMaxIncrementalExcess = int64_t{1} << 62;
 // SearchSide::kAuto grows a Dijkstra backwards once the excess nodes
 // outnumber the deficit nodes this many times, or their residual arcs the
 // deficits' arcs. Measured on the 12,500-machine Quincy simulation at 1x:
@@ -127,7 +127,8 @@ void IncrementalSolver::MarkFresh(uint32_t v) {
 void IncrementalSolver::AddExcess(uint32_t v, int64_t delta) {
   // |delta| <= 2^41 and |excess| <= 2^62 before the call, so no overflow.
   excess_[v] += delta;
-  if (excess_[v] > kMaxExcess || excess_[v] < -kMaxExcess) overflow_ = true;
+  if (excess_[v] > kMaxIncrementalExcess || excess_[v] < -kMaxIncrementalExcess)
+    overflow_ = true;
   if (excess_[v] != 0) MarkActive(v);
 }
 
@@ -1020,7 +1021,8 @@ int64_t IncrementalSolver::PairUnits(uint32_t root, bool backward,
   // included once it has lent.
   // The sink lends without limit otherwise; an excess near the int64
   // bound would make the round fail with OutOfRange (AddExcess).
-  const bool sink_lends = sink_ != kNoNode && excess_[sink_] > -kMaxExcess / 2;
+  const bool sink_lends =
+      sink_ != kNoNode && excess_[sink_] > -kMaxIncrementalExcess / 2;
   const auto pairs_with = [&](uint32_t w) {
     return backward ? ((w == sink_ && sink_lends) || excess_[w] > 0)
                     : excess_[w] < 0;
@@ -1354,7 +1356,7 @@ absl::StatusOr<IncrementalResult> IncrementalSolver::Solve() {
         "supplies sum to {} instead of 0", static_cast<long long>(supply_sum_)));
   }
   if (static_cast<Int128>(max_abs_cost_) * (Int128{node_limit_} + 1) >
-      kMaxCostSpan) {
+      kMaxIncrementalCostSpan) {
     return absl::OutOfRangeError(fmt::format(
         "node_count {} times max |cost| {} exceeds 2^59; potentials could "
         "overflow int64",

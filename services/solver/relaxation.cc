@@ -14,6 +14,7 @@
 #include "services/common/status_macros.h"
 #include "services/solver/feasibility.h"
 #include "services/solver/int128.h"
+#include "services/solver/no_index.h"
 #include "services/solver/problem_validator.h"
 #include "services/solver/solution_cost.h"
 
@@ -35,7 +36,6 @@ bool RelaxationStalled(Int128 remaining, Int128 window_start, Int128 initial,
 
 namespace {
 
-constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 constexpr int64_t kInfinite = std::numeric_limits<int64_t>::max();
 
 // Prices start at 0 and only rise. Keeping them at or below 2^61 keeps every
@@ -44,7 +44,7 @@ constexpr int64_t kInfinite = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMaxPrice = int64_t{1} << 61;
 // (n + 1) * max|cost| must stay below this, as for SSP: a feasible problem's
 // optimal prices fit well within the price guard then.
-constexpr Int128 kMaxCostSpan = Int128{1} << 61;
+constexpr Int128 kMaxRelaxationCostSpan = Int128{1} << 61;
 // The stop flag, the budget and the progress windows are checked once per
 // this much work: a queue pop or a multinode step counts 1, and the arcs a
 // node scan or a price rise reads count one each. Counting iterations alone
@@ -63,17 +63,18 @@ int64_t ThreadCpuNs() {
 // Residual arcs in CSR order with the reduced cost stored per arc (RELAX-IV
 // keeps rc, not prices, on arcs): scans test "balanced" without touching the
 // head's price, and a price rise already visits every arc whose rc changes.
-struct ResidualArc {
+struct RelaxationArc {
   int64_t residual = 0;
   int64_t rc = 0;  // cost - p[tail] + p[head]; negated on the mate
   uint32_t head = 0;
   uint32_t mate = 0;
 };
 
-class Workspace {
+class RelaxationWorkspace {
  public:
-  Workspace(const McmfProblem& problem, const RelaxationOptions& options,
-            const std::atomic<bool>* stop)
+  RelaxationWorkspace(const McmfProblem& problem,
+                      const RelaxationOptions& options,
+                      const std::atomic<bool>* stop)
       : problem_(problem), options_(options), stop_(stop) {}
 
   // Bounds checks, residual graph, zero prices (or the warm start's),
@@ -93,7 +94,7 @@ class Workspace {
     }
   }
   void Push(uint32_t tail, uint32_t a, int64_t delta) {
-    ResidualArc& arc = arcs_[a];
+    RelaxationArc& arc = arcs_[a];
     arc.residual -= delta;
     arcs_[arc.mate].residual += delta;
     surplus_[tail] -= delta;
@@ -178,7 +179,7 @@ class Workspace {
   bool infeasible_ = false;
 
   std::vector<uint32_t> first_out_;  // node_count_ + 1 offsets into arcs_
-  std::vector<ResidualArc> arcs_;
+  std::vector<RelaxationArc> arcs_;
   std::vector<uint32_t> forward_arc_;  // input arc -> residual arc
   std::vector<int64_t> surplus_;       // supply + inflow - outflow
   std::vector<int64_t> price_;         // published as potentials
@@ -207,14 +208,15 @@ class Workspace {
   size_t frontier_back_head_ = 0;
 };
 
-absl::Status Workspace::Init(const RelaxationWarmStart* warm) {
+absl::Status RelaxationWorkspace::Init(const RelaxationWarmStart* warm) {
   node_count_ = problem_.node_count;
   const size_t arc_count = problem_.arcs.size();
   int64_t max_abs_cost = 0;
   for (const McmfArc& arc : problem_.arcs) {
     max_abs_cost = std::max(max_abs_cost, arc.cost < 0 ? -arc.cost : arc.cost);
   }
-  if ((static_cast<Int128>(node_count_) + 1) * max_abs_cost > kMaxCostSpan) {
+  if ((static_cast<Int128>(node_count_) + 1) * max_abs_cost >
+      kMaxRelaxationCostSpan) {
     return absl::OutOfRangeError(fmt::format(
         "relaxation: (node_count {} + 1) times max |cost| {} exceeds 2^61; "
         "prices could overflow int64",
@@ -231,7 +233,7 @@ absl::Status Workspace::Init(const RelaxationWarmStart* warm) {
   // Counting sort by tail in input order: the layout, and so the whole run,
   // is a pure function of the input.
   std::vector<uint32_t> next(first_out_.begin(), first_out_.end() - 1);
-  arcs_.assign(2 * arc_count, ResidualArc{});
+  arcs_.assign(2 * arc_count, RelaxationArc{});
   forward_arc_.assign(arc_count, 0);
   surplus_.assign(problem_.supply.begin(), problem_.supply.end());
   sink_side_.assign(node_count_, 0);
@@ -257,8 +259,8 @@ absl::Status Workspace::Init(const RelaxationWarmStart* warm) {
     const uint32_t fwd = next[arc.src]++;
     const uint32_t rev = next[arc.dst]++;
     const int64_t rc = arc.cost - price_[arc.src] + price_[arc.dst];
-    arcs_[fwd] = ResidualArc{arc.capacity, rc, arc.dst, rev};
-    arcs_[rev] = ResidualArc{0, -rc, arc.src, fwd};
+    arcs_[fwd] = RelaxationArc{arc.capacity, rc, arc.dst, rev};
+    arcs_[rev] = RelaxationArc{0, -rc, arc.src, fwd};
     forward_arc_[i] = fwd;
     // Complementary slackness: an arc with negative reduced cost carries
     // its capacity, one with positive reduced cost nothing, a balanced
@@ -282,11 +284,11 @@ absl::Status Workspace::Init(const RelaxationWarmStart* warm) {
   queued_.assign(node_count_, 0);
   label_stamp_.assign(node_count_, 0);
   scan_stamp_.assign(node_count_, 0);
-  pred_.assign(node_count_, kNone);
+  pred_.assign(node_count_, kNoIndex);
   return absl::OkStatus();
 }
 
-absl::StatusOr<McmfOutcome> Workspace::Run() {
+absl::StatusOr<McmfOutcome> RelaxationWorkspace::Run() {
   initial_surplus_ = PositiveSurplus();
   window_start_surplus_ = initial_surplus_;
   if (options_.stall_window_ns > 0) {
@@ -329,7 +331,7 @@ absl::StatusOr<McmfOutcome> Workspace::Run() {
   return McmfOutcome::kOptimal;
 }
 
-absl::StatusOr<bool> Workspace::SingleNode(uint32_t s) {
+absl::StatusOr<bool> RelaxationWorkspace::SingleNode(uint32_t s) {
   // Coordinate ascent on p[s]. The dual's slope in p[s] is surplus[s] minus
   // the residual capacity of balanced (rc == 0) arcs out of s; while it is
   // >= 0 (RELAX-IV takes degenerate steps too), saturate those arcs and raise
@@ -344,7 +346,7 @@ absl::StatusOr<bool> Workspace::SingleNode(uint32_t s) {
     Int128 balanced = 0;
     int64_t step = kInfinite;
     for (uint32_t a = begin; a < end; ++a) {
-      const ResidualArc& arc = arcs_[a];
+      const RelaxationArc& arc = arcs_[a];
       if (arc.residual == 0 || arc.head == s) continue;
       if (arc.rc == 0) {
         balanced += arc.residual;
@@ -362,7 +364,7 @@ absl::StatusOr<bool> Workspace::SingleNode(uint32_t s) {
     FLOWSCHED_RETURN_IF_ERROR(CheckPrice(price_[s], step));
     price_[s] += step;
     for (uint32_t a = begin; a < end; ++a) {
-      ResidualArc& arc = arcs_[a];
+      RelaxationArc& arc = arcs_[a];
       if (arc.head == s) continue;
       if (arc.rc == 0 && arc.residual > 0) Push(s, a, arc.residual);
       arc.rc -= step;
@@ -371,7 +373,7 @@ absl::StatusOr<bool> Workspace::SingleNode(uint32_t s) {
   }
   if (infeasible_) return false;
   for (uint32_t a = begin; a < end && surplus_[s] > 0; ++a) {
-    const ResidualArc& arc = arcs_[a];
+    const RelaxationArc& arc = arcs_[a];
     if (arc.rc != 0 || arc.residual == 0 || arc.head == s ||
         surplus_[arc.head] >= 0) {
       continue;
@@ -381,7 +383,7 @@ absl::StatusOr<bool> Workspace::SingleNode(uint32_t s) {
   return surplus_[s] < initial;
 }
 
-void Workspace::Label(uint32_t v, uint32_t pred_arc) {
+void RelaxationWorkspace::Label(uint32_t v, uint32_t pred_arc) {
   label_stamp_[v] = stamp_;
   pred_[v] = pred_arc;
   if (surplus_[v] < 0) {
@@ -393,7 +395,7 @@ void Workspace::Label(uint32_t v, uint32_t pred_arc) {
   }
 }
 
-uint32_t Workspace::PopFrontier() {
+uint32_t RelaxationWorkspace::PopFrontier() {
   if (!frontier_front_.empty()) {
     const uint32_t v = frontier_front_.back();
     frontier_front_.pop_back();
@@ -402,10 +404,10 @@ uint32_t Workspace::PopFrontier() {
   if (frontier_back_head_ < frontier_back_.size()) {
     return frontier_back_[frontier_back_head_++];
   }
-  return kNone;
+  return kNoIndex;
 }
 
-void Workspace::ClearFrontier() {
+void RelaxationWorkspace::ClearFrontier() {
   for (uint32_t v : frontier_front_) label_stamp_[v] = 0;
   for (size_t i = frontier_back_head_; i < frontier_back_.size(); ++i) {
     label_stamp_[frontier_back_[i]] = 0;
@@ -415,7 +417,7 @@ void Workspace::ClearFrontier() {
   frontier_back_head_ = 0;
 }
 
-bool Workspace::Augment(uint32_t s, Int128& surplus_s, Int128& delx) {
+bool RelaxationWorkspace::Augment(uint32_t s, Int128& surplus_s, Int128& delx) {
   // Flow along the tree from s to every labelled deficit found, each as far
   // as the path, s's surplus and the deficit allow. Tree arcs are balanced,
   // so complementary slackness is kept. A target outside S takes the flow
@@ -431,7 +433,7 @@ bool Workspace::Augment(uint32_t s, Int128& surplus_s, Int128& delx) {
     }
     if (dx <= 0) continue;
     for (uint32_t v = t; v != s; v = Tail(pred_[v])) {
-      ResidualArc& arc = arcs_[pred_[v]];
+      RelaxationArc& arc = arcs_[pred_[v]];
       arc.residual -= dx;
       arcs_[arc.mate].residual += dx;
     }
@@ -458,7 +460,7 @@ bool Workspace::Augment(uint32_t s, Int128& surplus_s, Int128& delx) {
   return moved;
 }
 
-absl::Status Workspace::RaiseSet(int64_t step, Int128& delx) {
+absl::Status RelaxationWorkspace::RaiseSet(int64_t step, Int128& delx) {
   // Raise the prices of S by `step`. Balanced arcs leaving S would get a
   // negative rc, so they are saturated first (flow leaves S: delx units);
   // arcs inside S keep their rc. Arcs whose rc drops to 0 become the new
@@ -471,7 +473,7 @@ absl::Status Workspace::RaiseSet(int64_t step, Int128& delx) {
   for (uint32_t i : members_) {
     price_[i] += step;
     for (uint32_t a = first_out_[i]; a < first_out_[i + 1]; ++a) {
-      ResidualArc& arc = arcs_[a];
+      RelaxationArc& arc = arcs_[a];
       const uint32_t j = arc.head;
       if (j == i || scan_stamp_[j] == stamp_) continue;
       if (arc.rc == 0 && arc.residual > 0) Push(i, a, arc.residual);
@@ -492,7 +494,7 @@ absl::Status Workspace::RaiseSet(int64_t step, Int128& delx) {
   return absl::OkStatus();
 }
 
-absl::Status Workspace::Multinode(uint32_t s) {
+absl::Status RelaxationWorkspace::Multinode(uint32_t s) {
   // Grow S (the scanned set) from s through balanced residual arcs. delx is
   // the residual capacity of balanced arcs from S to outside; the ascent of
   // raising all prices in S is surplus(S) - delx. When it is >= 0 the prices
@@ -508,7 +510,7 @@ absl::Status Workspace::Multinode(uint32_t s) {
   targets_.clear();
   ClearFrontier();
   label_stamp_[s] = stamp_;
-  pred_[s] = kNone;
+  pred_[s] = kNoIndex;
   frontier_front_.push_back(s);
   Int128 surplus_s = 0;  // surplus of S
   Int128 delx = 0;
@@ -522,7 +524,7 @@ absl::Status Workspace::Multinode(uint32_t s) {
       int64_t step = kInfinite;
       for (uint32_t i : members_) {
         for (uint32_t a = first_out_[i]; a < first_out_[i + 1]; ++a) {
-          const ResidualArc& arc = arcs_[a];
+          const RelaxationArc& arc = arcs_[a];
           if (arc.residual == 0 || arc.rc == 0 || arc.head == i ||
               scan_stamp_[arc.head] == stamp_) {
             continue;
@@ -547,7 +549,7 @@ absl::Status Workspace::Multinode(uint32_t s) {
       }
     }
     const uint32_t i = PopFrontier();
-    if (i == kNone) {
+    if (i == kNoIndex) {
       // After an augmentation, unfilled deficits stay labelled but
       // unscanned, so the frontier can run dry with delx > 0: the iteration
       // made progress, end it. Without one, an empty frontier means delx ==
@@ -562,7 +564,7 @@ absl::Status Workspace::Multinode(uint32_t s) {
     work_ += first_out_[i + 1] - first_out_[i];  // the scan below
     surplus_s += surplus_[i];
     for (uint32_t a = first_out_[i]; a < first_out_[i + 1]; ++a) {
-      const ResidualArc& arc = arcs_[a];
+      const RelaxationArc& arc = arcs_[a];
       const uint32_t j = arc.head;
       if (arc.rc != 0 || j == i) continue;
       if (scan_stamp_[j] == stamp_) {
@@ -585,7 +587,7 @@ absl::Status Workspace::Multinode(uint32_t s) {
   }
 }
 
-absl::StatusOr<McmfSolution> Workspace::ExtractSolution() const {
+absl::StatusOr<McmfSolution> RelaxationWorkspace::ExtractSolution() const {
   FLOWSCHED_ASSIGN_OR_RETURN(
       McmfSolution solution,
       SolutionFromResiduals(problem_, [this](size_t i) {
@@ -603,7 +605,7 @@ absl::StatusOr<McmfSolution> Relaxation::SolveFrom(
   if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) {
     return absl::CancelledError("relaxation: stopped by the caller");
   }
-  Workspace workspace(problem, options_, stop_);
+  RelaxationWorkspace workspace(problem, options_, stop_);
   FLOWSCHED_RETURN_IF_ERROR(workspace.Init(&start));
   McmfSolution solution;
   FLOWSCHED_ASSIGN_OR_RETURN(const McmfOutcome outcome, workspace.Run());
@@ -619,7 +621,7 @@ absl::StatusOr<McmfSolution> Relaxation::Solve(const McmfProblem& problem) {
   if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) {
     return absl::CancelledError("relaxation: stopped by the caller");
   }
-  Workspace workspace(problem, options_, stop_);
+  RelaxationWorkspace workspace(problem, options_, stop_);
   FLOWSCHED_RETURN_IF_ERROR(workspace.Init());
   McmfSolution solution;
   // The relaxation method assumes feasibility (an infeasible problem shows

@@ -18,11 +18,11 @@
 namespace flowsched::solver {
 namespace {
 
-constexpr int64_t kInfinity = std::numeric_limits<int64_t>::max();
+constexpr int64_t kInfiniteDistance = std::numeric_limits<int64_t>::max();
 
 // Potentials stay within node_count * max|cost| of each other and drift by at
-// most that much in total (see Workspace::UpdatePotentials), so requiring the
-// product to stay below 2^61 keeps every reduced cost and distance label
+// most that much in total (see SspWorkspace::UpdatePotentials), so requiring
+// the product to stay below 2^61 keeps every reduced cost and distance label
 // inside int64 without per-operation checks.
 constexpr int64_t kMaxPotentialSpan = int64_t{1} << 61;
 
@@ -30,16 +30,16 @@ constexpr int64_t kMaxPotentialSpan = int64_t{1} << 61;
 // contiguous) rather than as an i / i^1 forward-star list, because Dijkstra
 // and the DFS scan a node's arcs sequentially and a CSR block is one or two
 // cache lines; `mate` replaces the i^1 pairing.
-struct ResidualArc {
+struct SspArc {
   int64_t residual = 0;  // remaining capacity
   int64_t cost = 0;      // original cost; negated on the reverse arc
   uint32_t head = 0;
   uint32_t mate = 0;  // index of the paired arc in the other direction
 };
 
-class Workspace {
+class SspWorkspace {
  public:
-  explicit Workspace(const McmfProblem& problem) : problem_(problem) {}
+  explicit SspWorkspace(const McmfProblem& problem) : problem_(problem) {}
 
   // Returns kOptimal / kInfeasible, or OutOfRange if the numbers could
   // overflow int64.
@@ -54,7 +54,8 @@ class Workspace {
 
   // Multi-source Dijkstra on reduced costs from every node with excess.
   // Stops at the first deficit node popped and returns its distance D, or
-  // kInfinity if no deficit node is reachable (the problem is infeasible).
+  // kInfiniteDistance if no deficit node is reachable (the problem is
+  // infeasible).
   int64_t ShortestDistances();
   void UpdatePotentials(int64_t bound);
 
@@ -63,7 +64,7 @@ class Workspace {
   bool BlockingFlow();
   void TouchForDfs(uint32_t v);
 
-  int64_t ReducedCost(uint32_t tail, const ResidualArc& arc) const {
+  int64_t ReducedCost(uint32_t tail, const SspArc& arc) const {
     return arc.cost + potential_[tail] - potential_[arc.head];
   }
 
@@ -72,7 +73,7 @@ class Workspace {
 
   // Residual network.
   std::vector<uint32_t> first_out_;  // node_count_ + 1 offsets into arcs_
-  std::vector<ResidualArc> arcs_;
+  std::vector<SspArc> arcs_;
   std::vector<uint32_t> forward_arc_;  // input arc index -> residual arc
   std::vector<int64_t> excess_;        // > 0 excess, < 0 deficit
   // Internal potential pi with reduced cost c + pi[u] - pi[v] >= 0 on every
@@ -96,7 +97,7 @@ class Workspace {
   std::vector<uint32_t> path_;  // residual arcs from the root
 };
 
-void Workspace::BuildResidualGraph() {
+void SspWorkspace::BuildResidualGraph() {
   node_count_ = problem_.node_count;
   const size_t arc_count = problem_.arcs.size();
   first_out_.assign(size_t{node_count_} + 1, 0);
@@ -110,19 +111,19 @@ void Workspace::BuildResidualGraph() {
   // Counting sort by tail, in input order, so the layout (and therefore the
   // whole run) is a pure function of the input.
   std::vector<uint32_t> next(first_out_.begin(), first_out_.end() - 1);
-  arcs_.assign(2 * arc_count, ResidualArc{});
+  arcs_.assign(2 * arc_count, SspArc{});
   forward_arc_.assign(arc_count, 0);
   for (size_t i = 0; i < arc_count; ++i) {
     const McmfArc& arc = problem_.arcs[i];
     const uint32_t fwd = next[arc.src]++;
     const uint32_t rev = next[arc.dst]++;
-    arcs_[fwd] = ResidualArc{arc.capacity, arc.cost, arc.dst, rev};
-    arcs_[rev] = ResidualArc{0, -arc.cost, arc.src, fwd};
+    arcs_[fwd] = SspArc{arc.capacity, arc.cost, arc.dst, rev};
+    arcs_[rev] = SspArc{0, -arc.cost, arc.src, fwd};
     forward_arc_[i] = fwd;
   }
 }
 
-absl::Status Workspace::SaturateNegativeArcs() {
+absl::Status SspWorkspace::SaturateNegativeArcs() {
   // Saturating every negative arc leaves only non-negative-cost residual
   // arcs, so zero potentials are a valid start for Dijkstra. Excess is summed
   // in Int128 because many large arcs may end at one node.
@@ -130,7 +131,7 @@ absl::Status Workspace::SaturateNegativeArcs() {
   for (size_t i = 0; i < problem_.arcs.size(); ++i) {
     const McmfArc& arc = problem_.arcs[i];
     if (arc.cost >= 0 || arc.capacity == 0) continue;
-    ResidualArc& fwd = arcs_[forward_arc_[i]];
+    SspArc& fwd = arcs_[forward_arc_[i]];
     arcs_[fwd.mate].residual += fwd.residual;
     fwd.residual = 0;
     excess[arc.src] -= arc.capacity;
@@ -151,7 +152,7 @@ absl::Status Workspace::SaturateNegativeArcs() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<McmfOutcome> Workspace::Run() {
+absl::StatusOr<McmfOutcome> SspWorkspace::Run() {
   int64_t max_abs_cost = 0;
   for (const McmfArc& arc : problem_.arcs) {
     max_abs_cost = std::max(max_abs_cost, arc.cost < 0 ? -arc.cost : arc.cost);
@@ -168,7 +169,7 @@ absl::StatusOr<McmfOutcome> Workspace::Run() {
   FLOWSCHED_RETURN_IF_ERROR(SaturateNegativeArcs());
 
   potential_.assign(node_count_, 0);
-  dist_.assign(node_count_, kInfinity);
+  dist_.assign(node_count_, kInfiniteDistance);
   pass_stamp_.assign(node_count_, 0);
   current_arc_.assign(node_count_, 0);
   dfs_state_.assign(node_count_, kFresh);
@@ -177,7 +178,7 @@ absl::StatusOr<McmfOutcome> Workspace::Run() {
     std::erase_if(excess_nodes_, [this](uint32_t v) { return excess_[v] == 0; });
     if (excess_nodes_.empty()) return McmfOutcome::kOptimal;
     const int64_t bound = ShortestDistances();
-    if (bound == kInfinity) return McmfOutcome::kInfeasible;
+    if (bound == kInfiniteDistance) return McmfOutcome::kInfeasible;
     UpdatePotentials(bound);
     if (!BlockingFlow()) {
       // Cannot happen: Dijkstra just proved a zero-reduced-cost path exists
@@ -188,7 +189,7 @@ absl::StatusOr<McmfOutcome> Workspace::Run() {
   }
 }
 
-int64_t Workspace::ShortestDistances() {
+int64_t SspWorkspace::ShortestDistances() {
   // A binary heap with lazy deletion; (distance, node) pairs make ties break
   // by node index, keeping runs deterministic.
   const auto cmp = std::greater<std::pair<int64_t, uint32_t>>();
@@ -199,7 +200,7 @@ int64_t Workspace::ShortestDistances() {
     heap_.emplace_back(0, v);
   }
   std::make_heap(heap_.begin(), heap_.end(), cmp);
-  int64_t bound = kInfinity;
+  int64_t bound = kInfiniteDistance;
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), cmp);
     const auto [d, u] = heap_.back();
@@ -211,11 +212,11 @@ int64_t Workspace::ShortestDistances() {
       break;
     }
     for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
-      const ResidualArc& arc = arcs_[a];
+      const SspArc& arc = arcs_[a];
       if (arc.residual == 0) continue;
       const int64_t nd = d + ReducedCost(u, arc);
       if (nd < dist_[arc.head]) {
-        if (dist_[arc.head] == kInfinity) touched_.push_back(arc.head);
+        if (dist_[arc.head] == kInfiniteDistance) touched_.push_back(arc.head);
         dist_[arc.head] = nd;
         heap_.emplace_back(nd, arc.head);
         std::push_heap(heap_.begin(), heap_.end(), cmp);
@@ -225,7 +226,7 @@ int64_t Workspace::ShortestDistances() {
   return bound;
 }
 
-void Workspace::UpdatePotentials(int64_t bound) {
+void SspWorkspace::UpdatePotentials(int64_t bound) {
   // The textbook update pi[v] += min(dist[v], bound) moves every unsettled
   // node by `bound`; subtracting `bound` from all nodes changes no reduced
   // cost, so only settled nodes (dist <= bound) need touching. Every
@@ -234,12 +235,12 @@ void Workspace::UpdatePotentials(int64_t bound) {
   for (uint32_t v : settled_) {
     potential_[v] += dist_[v] - bound;
   }
-  for (uint32_t v : touched_) dist_[v] = kInfinity;
+  for (uint32_t v : touched_) dist_[v] = kInfiniteDistance;
   settled_.clear();
   touched_.clear();
 }
 
-void Workspace::TouchForDfs(uint32_t v) {
+void SspWorkspace::TouchForDfs(uint32_t v) {
   if (pass_stamp_[v] != pass_) {
     pass_stamp_[v] = pass_;
     current_arc_[v] = first_out_[v];
@@ -247,7 +248,7 @@ void Workspace::TouchForDfs(uint32_t v) {
   }
 }
 
-bool Workspace::BlockingFlow() {
+bool SspWorkspace::BlockingFlow() {
   // Iterative DFS with current-arc pointers over admissible arcs (residual
   // capacity and zero reduced cost). Zero-cost cycles make the admissible
   // graph cyclic, so arcs into nodes already on the path are skipped; that
@@ -290,7 +291,7 @@ bool Workspace::BlockingFlow() {
       uint32_t a = current_arc_[u];
       const uint32_t end = first_out_[u + 1];
       for (; a < end; ++a) {
-        const ResidualArc& arc = arcs_[a];
+        const SspArc& arc = arcs_[a];
         if (arc.residual == 0 || ReducedCost(u, arc) != 0) continue;
         TouchForDfs(arc.head);
         if (dfs_state_[arc.head] == kFresh) break;
@@ -315,7 +316,7 @@ bool Workspace::BlockingFlow() {
   return moved;
 }
 
-absl::StatusOr<McmfSolution> Workspace::ExtractSolution() const {
+absl::StatusOr<McmfSolution> SspWorkspace::ExtractSolution() const {
   FLOWSCHED_ASSIGN_OR_RETURN(
       McmfSolution solution,
       SolutionFromResiduals(problem_, [this](size_t i) {
@@ -333,7 +334,7 @@ absl::StatusOr<McmfSolution> Workspace::ExtractSolution() const {
 absl::StatusOr<McmfSolution> SuccessiveShortestPath::Solve(
     const McmfProblem& problem) {
   FLOWSCHED_RETURN_IF_ERROR(ValidateProblem(problem));
-  Workspace workspace(problem);
+  SspWorkspace workspace(problem);
   FLOWSCHED_ASSIGN_OR_RETURN(const McmfOutcome outcome, workspace.Run());
   McmfSolution solution;
   if (outcome == McmfOutcome::kOptimal) {
