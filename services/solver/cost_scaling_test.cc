@@ -21,8 +21,8 @@ using ::testing::IsEmpty;
 
 // Checks the certificate and compares outcome and cost with LEMON's
 // NetworkSimplex. Returns the solution (empty on error) for chaining.
-McmfSolution ExpectMatchesLemon(const McmfProblem& problem,
-                                const absl::StatusOr<McmfSolution>& solution) {
+McmfSolution ExpectCostScalingMatchesLemon(
+    const McmfProblem& problem, const absl::StatusOr<McmfSolution>& solution) {
   EXPECT_THAT(solution, IsOk());
   if (!solution.ok()) return {};
   const testgen::LemonResult lemon = testgen::SolveWithLemon(problem);
@@ -40,10 +40,10 @@ McmfSolution ExpectMatchesLemon(const McmfProblem& problem,
   return *solution;
 }
 
-McmfOutcome SolveAndCompare(const McmfProblem& problem,
-                            CostScalingOptions options = {}) {
+McmfOutcome CostScalingSolveAndCompare(const McmfProblem& problem,
+                                       CostScalingOptions options = {}) {
   CostScaling solver(options);
-  return ExpectMatchesLemon(problem, solver.Solve(problem)).outcome;
+  return ExpectCostScalingMatchesLemon(problem, solver.Solve(problem)).outcome;
 }
 
 TEST(CostScalingTest, NameAndRegistry) {
@@ -56,9 +56,9 @@ TEST(CostScalingTest, Infeasible) {
   problem.node_count = 2;
   problem.supply = {3, -3};
   problem.arcs = {{.src = 0, .dst = 1, .capacity = 2, .cost = 7}};
-  EXPECT_EQ(SolveAndCompare(problem), McmfOutcome::kInfeasible);
+  EXPECT_EQ(CostScalingSolveAndCompare(problem), McmfOutcome::kInfeasible);
   problem.arcs.clear();
-  EXPECT_EQ(SolveAndCompare(problem), McmfOutcome::kInfeasible);
+  EXPECT_EQ(CostScalingSolveAndCompare(problem), McmfOutcome::kInfeasible);
 }
 
 TEST(CostScalingTest, Errors) {
@@ -105,7 +105,8 @@ TEST(CostScalingTest, LargeCostsOnManyNodes) {
                .max_capacity = 1'000,
                .min_cost = -kMaxArcCost,
                .max_cost = kMaxArcCost});
-    EXPECT_EQ(SolveAndCompare(problem), McmfOutcome::kOptimal) << seed;
+    EXPECT_EQ(CostScalingSolveAndCompare(problem), McmfOutcome::kOptimal)
+        << seed;
   }
   // Potentials spread over 2^44.3 in original units, 2^58.6 scaled. (Its
   // optimum is plain; LEMON's NetworkSimplex takes seconds on long paths.)
@@ -132,7 +133,7 @@ TEST(CostScalingTest, LargeButRepresentableNumbers) {
       {.src = 1, .dst = 2, .capacity = int64_t{1} << 30, .cost = -kMaxArcCost},
       {.src = 1, .dst = 2, .capacity = kMaxArcCapacity, .cost = 5},
       {.src = 0, .dst = 2, .capacity = kMaxArcCapacity, .cost = 2000}};
-  SolveAndCompare(problem);
+  CostScalingSolveAndCompare(problem);
 }
 
 TEST(CostScalingTest, Deterministic) {
@@ -142,7 +143,7 @@ TEST(CostScalingTest, Deterministic) {
 }
 
 // Correctness must not depend on the tuning knobs: vary them with the seed.
-CostScalingOptions OptionsForSeed(uint64_t seed) {
+CostScalingOptions CostScalingOptionsForSeed(uint64_t seed) {
   CostScalingOptions options;
   options.alpha = 2 + static_cast<int64_t>(seed % 4) * 5;
   options.global_update_frequency =
@@ -152,43 +153,44 @@ CostScalingOptions OptionsForSeed(uint64_t seed) {
 }
 
 // The shared property tests (solver_conformance.h).
-const testgen::SolveFn kSolve = [](const McmfProblem& problem, uint64_t seed) {
-    return CostScaling(OptionsForSeed(seed)).Solve(problem);
-  };
+const testgen::SolveFn kCostScalingSolve = [](const McmfProblem& problem,
+                                              uint64_t seed) {
+  return CostScaling(CostScalingOptionsForSeed(seed)).Solve(problem);
+};
 
 TEST(CostScalingTest, CornerCases) {
-  testgen::ExpectCornerCasesSolved(kSolve);
+  testgen::ExpectCornerCasesSolved(kCostScalingSolve);
 }
 
 TEST(CostScalingTest, MatchesLemonOnRandomFeasibleNetworks) {
-  testgen::ExpectMatchesLemonOnRandomFeasibleNetworks(kSolve);
+  testgen::ExpectMatchesLemonOnRandomFeasibleNetworks(kCostScalingSolve);
 }
 
 TEST(CostScalingTest, MatchesLemonFeasibilityOnRandomSupplies) {
-  testgen::ExpectMatchesLemonFeasibilityOnRandomSupplies(kSolve);
+  testgen::ExpectMatchesLemonFeasibilityOnRandomSupplies(kCostScalingSolve);
 }
 
 TEST(CostScalingTest, MatchesLemonOnSchedulingNetworks) {
-  testgen::ExpectMatchesLemonOnSchedulingNetworks(kSolve);
+  testgen::ExpectMatchesLemonOnSchedulingNetworks(kCostScalingSolve);
 }
 
 TEST(CostScalingTest, MatchesLemonOnCappedSchedulingNetworks) {
-  testgen::ExpectMatchesLemonOnCappedSchedulingNetworks(kSolve);
+  testgen::ExpectMatchesLemonOnCappedSchedulingNetworks(kCostScalingSolve);
 }
 
 TEST(CostScalingTest, MatchesLemonOnLargeSchedulingNetwork) {
-  testgen::ExpectMatchesLemonOnLargeSchedulingNetwork(kSolve);
+  testgen::ExpectMatchesLemonOnLargeSchedulingNetwork(kCostScalingSolve);
 }
 
 TEST(CostScalingTest, MatchesLemonOnChains) {
-  testgen::ExpectMatchesLemonOnChains(kSolve);
+  testgen::ExpectMatchesLemonOnChains(kCostScalingSolve);
 }
 
 TEST(CostScalingTest, SolveFromFallsBackOnSizeMismatch) {
   const McmfProblem problem = testgen::SchedulingNetwork(
       3, {.task_count = 100, .job_count = 3, .machine_count = 10});
   CostScaling solver;
-  ExpectMatchesLemon(problem, solver.SolveFrom(problem, {1, 2}, {}));
+  ExpectCostScalingMatchesLemon(problem, solver.SolveFrom(problem, {1, 2}, {}));
 }
 
 TEST(CostScalingTest, SolveFromArbitraryStart) {
@@ -207,8 +209,8 @@ TEST(CostScalingTest, SolveFromArbitraryStart) {
       p = seed % 2 == 0 ? static_cast<int64_t>(rng() % 2001) - 1000
                         : static_cast<int64_t>(rng() >> 2) - (int64_t{1} << 61);
     }
-    ExpectMatchesLemon(problem,
-                       CostScaling().SolveFrom(problem, flow, potentials));
+    ExpectCostScalingMatchesLemon(
+        problem, CostScaling().SolveFrom(problem, flow, potentials));
   }
 }
 
@@ -294,7 +296,8 @@ TEST(CostScalingTest, SolveFromMatchesFromScratchOverIncrementalChanges) {
     }
     absl::StatusOr<McmfSolution> warm =
         solver.SolveFrom(net.problem, previous->flow, previous->potentials);
-    const McmfSolution checked = ExpectMatchesLemon(net.problem, warm);
+    const McmfSolution checked =
+        ExpectCostScalingMatchesLemon(net.problem, warm);
     ASSERT_EQ(checked.outcome, McmfOutcome::kOptimal);
     absl::StatusOr<McmfSolution> cold = solver.Solve(net.problem);
     ASSERT_THAT(cold, IsOk());
@@ -359,10 +362,12 @@ TEST(CostScalingTest, ContendedLoadSpreadingNewJob) {
   const McmfProblem before = LoadSpreadingNetwork(400, 12, 5000, false);
   const McmfProblem after = LoadSpreadingNetwork(400, 12, 5000, true);
   CostScaling solver;
-  const McmfSolution base = ExpectMatchesLemon(before, solver.Solve(before));
+  const McmfSolution base =
+      ExpectCostScalingMatchesLemon(before, solver.Solve(before));
   ASSERT_EQ(base.outcome, McmfOutcome::kOptimal);
-  const McmfSolution cold = ExpectMatchesLemon(after, solver.Solve(after));
-  const McmfSolution warm = ExpectMatchesLemon(
+  const McmfSolution cold =
+      ExpectCostScalingMatchesLemon(after, solver.Solve(after));
+  const McmfSolution warm = ExpectCostScalingMatchesLemon(
       after, solver.SolveFrom(after, base.flow, base.potentials));
   EXPECT_EQ(cold.total_cost, warm.total_cost);
 }

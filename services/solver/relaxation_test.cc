@@ -23,8 +23,8 @@ using ::testing::IsEmpty;
 
 // Checks the certificate and compares outcome and cost with LEMON's
 // NetworkSimplex. Returns the solution (empty on error) for chaining.
-McmfSolution ExpectMatchesLemon(const McmfProblem& problem,
-                                const absl::StatusOr<McmfSolution>& solution) {
+McmfSolution ExpectRelaxationMatchesLemon(
+    const McmfProblem& problem, const absl::StatusOr<McmfSolution>& solution) {
   EXPECT_THAT(solution, IsOk());
   if (!solution.ok()) return {};
   const testgen::LemonResult lemon = testgen::SolveWithLemon(problem);
@@ -42,14 +42,14 @@ McmfSolution ExpectMatchesLemon(const McmfProblem& problem,
   return *solution;
 }
 
-McmfOutcome SolveAndCompare(const McmfProblem& problem,
-                            RelaxationOptions options = {}) {
+McmfOutcome RelaxationSolveAndCompare(const McmfProblem& problem,
+                                      RelaxationOptions options = {}) {
   Relaxation solver(options);
-  return ExpectMatchesLemon(problem, solver.Solve(problem)).outcome;
+  return ExpectRelaxationMatchesLemon(problem, solver.Solve(problem)).outcome;
 }
 
 // Correctness must not depend on the tuning knobs.
-RelaxationOptions OptionsForSeed(uint64_t seed) {
+RelaxationOptions RelaxationOptionsForSeed(uint64_t seed) {
   RelaxationOptions options;
   options.single_node_passes = static_cast<int>(seed % 4);
   options.arc_prioritisation = seed % 3 != 2;
@@ -66,9 +66,9 @@ TEST(RelaxationTest, Infeasible) {
   problem.node_count = 2;
   problem.supply = {3, -3};
   problem.arcs = {{.src = 0, .dst = 1, .capacity = 2, .cost = 7}};
-  EXPECT_EQ(SolveAndCompare(problem), McmfOutcome::kInfeasible);
+  EXPECT_EQ(RelaxationSolveAndCompare(problem), McmfOutcome::kInfeasible);
   problem.arcs.clear();
-  EXPECT_EQ(SolveAndCompare(problem), McmfOutcome::kInfeasible);
+  EXPECT_EQ(RelaxationSolveAndCompare(problem), McmfOutcome::kInfeasible);
 }
 
 TEST(RelaxationTest, Errors) {
@@ -88,7 +88,7 @@ TEST(RelaxationTest, LargeButRepresentableNumbers) {
       {.src = 1, .dst = 2, .capacity = int64_t{1} << 30, .cost = -kMaxArcCost},
       {.src = 1, .dst = 2, .capacity = kMaxArcCapacity, .cost = 5},
       {.src = 0, .dst = 2, .capacity = kMaxArcCapacity, .cost = 2000}};
-  SolveAndCompare(problem);
+  RelaxationSolveAndCompare(problem);
 }
 
 TEST(RelaxationTest, Deterministic) {
@@ -98,20 +98,21 @@ TEST(RelaxationTest, Deterministic) {
 }
 
 // The shared property tests (solver_conformance.h).
-const testgen::SolveFn kSolve = [](const McmfProblem& problem, uint64_t seed) {
-    return Relaxation(OptionsForSeed(seed)).Solve(problem);
-  };
+const testgen::SolveFn kRelaxationSolve = [](const McmfProblem& problem,
+                                             uint64_t seed) {
+  return Relaxation(RelaxationOptionsForSeed(seed)).Solve(problem);
+};
 
 TEST(RelaxationTest, CornerCases) {
-  testgen::ExpectCornerCasesSolved(kSolve);
+  testgen::ExpectCornerCasesSolved(kRelaxationSolve);
 }
 
 TEST(RelaxationTest, MatchesLemonOnRandomFeasibleNetworks) {
-  testgen::ExpectMatchesLemonOnRandomFeasibleNetworks(kSolve);
+  testgen::ExpectMatchesLemonOnRandomFeasibleNetworks(kRelaxationSolve);
 }
 
 TEST(RelaxationTest, MatchesLemonFeasibilityOnRandomSupplies) {
-  testgen::ExpectMatchesLemonFeasibilityOnRandomSupplies(kSolve);
+  testgen::ExpectMatchesLemonFeasibilityOnRandomSupplies(kRelaxationSolve);
 }
 
 // Without the up-front max flow (the portfolio's setting, with a budget)
@@ -130,7 +131,7 @@ TEST(RelaxationTest, WithoutTheMaxFlowInfeasibilityCostsTheBudget) {
     shape.max_capacity = 10;
     shape.min_cost = -20;
     const McmfProblem problem = testgen::RandomSupplyNetwork(seed, shape, 4);
-    RelaxationOptions options = OptionsForSeed(seed);
+    RelaxationOptions options = RelaxationOptionsForSeed(seed);
     options.check_feasibility = false;
     options.cpu_budget_ns = 2'000'000;
     options.extend_below_surplus_fraction = 0;
@@ -145,7 +146,8 @@ TEST(RelaxationTest, WithoutTheMaxFlowInfeasibilityCostsTheBudget) {
       }
       continue;
     }
-    if (ExpectMatchesLemon(problem, solution).outcome == McmfOutcome::kInfeasible) {
+    if (ExpectRelaxationMatchesLemon(problem, solution).outcome ==
+        McmfOutcome::kInfeasible) {
       ++cut;
     }
   }
@@ -154,26 +156,26 @@ TEST(RelaxationTest, WithoutTheMaxFlowInfeasibilityCostsTheBudget) {
 }
 
 TEST(RelaxationTest, MatchesLemonOnSchedulingNetworks) {
-  testgen::ExpectMatchesLemonOnSchedulingNetworks(kSolve);
+  testgen::ExpectMatchesLemonOnSchedulingNetworks(kRelaxationSolve);
 }
 
 TEST(RelaxationTest, MatchesLemonOnCappedSchedulingNetworks) {
-  testgen::ExpectMatchesLemonOnCappedSchedulingNetworks(kSolve);
+  testgen::ExpectMatchesLemonOnCappedSchedulingNetworks(kRelaxationSolve);
 }
 
 TEST(RelaxationTest, MatchesLemonOnLargeSchedulingNetwork) {
-  testgen::ExpectMatchesLemonOnLargeSchedulingNetwork(kSolve);
+  testgen::ExpectMatchesLemonOnLargeSchedulingNetwork(kRelaxationSolve);
 }
 
 TEST(RelaxationTest, MatchesLemonOnChains) {
-  testgen::ExpectMatchesLemonOnChains(kSolve);
+  testgen::ExpectMatchesLemonOnChains(kRelaxationSolve);
 }
 
 // Firmament figure 9 (same construction as cost_scaling_test.cc): a
 // load-spreading cluster (convex X -> machine arcs) already running tasks,
 // and one new job of `new_tasks` tasks contending for the remaining slots.
-McmfProblem LoadSpreadingNetwork(uint32_t machines, int64_t slots,
-                                 uint32_t new_tasks) {
+McmfProblem LoadSpreadingNetworkWithNewJob(uint32_t machines, int64_t slots,
+                                           uint32_t new_tasks) {
   constexpr int64_t kPerTaskCost = 10;
   constexpr int64_t kUnscheduledCost = 100'000;
   constexpr int64_t kPreemptionCost = 200'000;
@@ -221,9 +223,9 @@ McmfProblem LoadSpreadingNetwork(uint32_t machines, int64_t slots,
 }
 
 TEST(RelaxationTest, ContendedLoadSpreadingNewJob) {
-  const McmfProblem problem = LoadSpreadingNetwork(400, 12, 5000);
+  const McmfProblem problem = LoadSpreadingNetworkWithNewJob(400, 12, 5000);
   const McmfSolution solution =
-      ExpectMatchesLemon(problem, Relaxation().Solve(problem));
+      ExpectRelaxationMatchesLemon(problem, Relaxation().Solve(problem));
   EXPECT_EQ(solution.outcome, McmfOutcome::kOptimal);
 }
 
@@ -236,17 +238,17 @@ TEST(RelaxationTest, StopFlagSetBeforeSolve) {
   EXPECT_THAT(solver.Solve(problem), StatusIs(absl::StatusCode::kCancelled, "stopped"));
   // Clearing the flag (or detaching it) lets the same instance solve again.
   stop = false;
-  ExpectMatchesLemon(problem, solver.Solve(problem));
+  ExpectRelaxationMatchesLemon(problem, solver.Solve(problem));
   stop = true;
   solver.set_stop_flag(nullptr);
-  ExpectMatchesLemon(problem, solver.Solve(problem));
+  ExpectRelaxationMatchesLemon(problem, solver.Solve(problem));
 }
 
 TEST(RelaxationTest, StopFlagCancelsARunningSolve) {
   // A contended network that takes relaxation many iterations; another
   // thread raises the flag once the solve has started. No timing is
   // asserted: if the solve wins the race it must simply be correct.
-  const McmfProblem problem = LoadSpreadingNetwork(1000, 12, 12000);
+  const McmfProblem problem = LoadSpreadingNetworkWithNewJob(1000, 12, 12000);
   std::atomic<bool> stop{false};
   std::atomic<bool> started{false};
   Relaxation solver;
@@ -267,15 +269,16 @@ TEST(RelaxationTest, StopFlagCancelsARunningSolve) {
 }
 
 TEST(RelaxationTest, GivesUpPastItsCpuBudget) {
-  const McmfProblem problem = LoadSpreadingNetwork(400, 12, 5000);
+  const McmfProblem problem = LoadSpreadingNetworkWithNewJob(400, 12, 5000);
   RelaxationOptions options;
   options.cpu_budget_ns = 1;
   EXPECT_THAT(Relaxation(options).Solve(problem),
               StatusIs(absl::StatusCode::kDeadlineExceeded, "CPU budget"));
   options.cpu_budget_ns = 0;  // no limit
-  EXPECT_EQ(ExpectMatchesLemon(problem, Relaxation(options).Solve(problem))
-                .outcome,
-            McmfOutcome::kOptimal);
+  EXPECT_EQ(
+      ExpectRelaxationMatchesLemon(problem, Relaxation(options).Solve(problem))
+          .outcome,
+      McmfOutcome::kOptimal);
 }
 
 // The budget is extended once when a solve is nearly done: 1% of the
@@ -328,7 +331,7 @@ TEST(RelaxationTest, AnExtendedSolveFinishesExact) {
       continue;
     }
     ++rescued;
-    ExpectMatchesLemon(problem, extended);
+    ExpectRelaxationMatchesLemon(problem, extended);
   }
   EXPECT_GT(rescued, 0) << "no solve finished only thanks to the extension";
 }
@@ -382,7 +385,7 @@ TEST(RelaxationTest, AStalledSolveGivesUpAndNeverAnswersWrong) {
           Relaxation(options).Solve(problem);
       if (windowed.ok()) {
         ++finished;
-        ExpectMatchesLemon(problem, windowed);
+        ExpectRelaxationMatchesLemon(problem, windowed);
         continue;
       }
       ++stalled;
@@ -390,7 +393,7 @@ TEST(RelaxationTest, AStalledSolveGivesUpAndNeverAnswersWrong) {
                                      "progress stalled"))
           << tasks << " tasks, utilisation " << utilisation;
       options.stall_window_ns = 0;
-      ExpectMatchesLemon(problem, Relaxation(options).Solve(problem));
+      ExpectRelaxationMatchesLemon(problem, Relaxation(options).Solve(problem));
     }
   }
   EXPECT_GT(stalled, 0);
@@ -416,14 +419,13 @@ TEST(RelaxationWarmStartTest, ShortOrEmptyStartsAndFarApartPrices) {
   const McmfProblem problem =
       testgen::SchedulingNetwork(7, testgen::SchedulingOptions{});
   // An empty start is a cold start without the up-front max flow.
-  ExpectMatchesLemon(problem, Relaxation().SolveFrom(problem, {}));
+  ExpectRelaxationMatchesLemon(problem, Relaxation().SolveFrom(problem, {}));
   // A start for fewer arcs and nodes (new ones since): the rest start at 0.
   testgen::WarmStartPoint start = testgen::PerturbedOptimum(problem, 7);
   start.flow.resize(start.flow.size() / 2);
   start.potentials.resize(start.potentials.size() / 2);
-  ExpectMatchesLemon(problem,
-                     Relaxation().SolveFrom(problem, {start.flow,
-                                                      start.potentials}));
+  ExpectRelaxationMatchesLemon(
+      problem, Relaxation().SolveFrom(problem, {start.flow, start.potentials}));
   // Prices too far apart to shift safely are refused, not wrapped.
   std::vector<int64_t> wide(problem.node_count, 0);
   wide[0] = int64_t{1} << 61;

@@ -23,7 +23,7 @@ using ::flowsched::testing::StatusIs;
 using ::testing::IsEmpty;
 
 // Correctness must not depend on the repair's tuning knobs.
-IncrementalOptions OptionsForSeed(uint64_t seed) {
+IncrementalOptions ScratchOptionsForSeed(uint64_t seed) {
   IncrementalOptions options;
   if (seed % 5 == 1) {
     options.dijkstra_stop = IncrementalOptions::DijkstraStop::kFirstDeficit;
@@ -37,8 +37,9 @@ IncrementalOptions OptionsForSeed(uint64_t seed) {
   return options;
 }
 
-const testgen::SolveFn kSolve = [](const McmfProblem& problem, uint64_t seed) {
-  return ScratchIncremental(OptionsForSeed(seed)).Solve(problem);
+const testgen::SolveFn kScratchIncrementalSolve = [](const McmfProblem& problem,
+                                                     uint64_t seed) {
+  return ScratchIncremental(ScratchOptionsForSeed(seed)).Solve(problem);
 };
 
 TEST(ScratchIncrementalTest, NameAndRegistry) {
@@ -60,11 +61,12 @@ TEST(ScratchIncrementalTest, InfeasibleCarriesNoFlow) {
 }
 
 TEST(ScratchIncrementalTest, Errors) {
-  testgen::ExpectRejectsUnbalancedAndOverflowing(kSolve, "total cost");
+  testgen::ExpectRejectsUnbalancedAndOverflowing(kScratchIncrementalSolve,
+                                                 "total cost");
 }
 
 TEST(ScratchIncrementalTest, Deterministic) {
-  testgen::ExpectDeterministic(kSolve);
+  testgen::ExpectDeterministic(kScratchIncrementalSolve);
 }
 
 // Load is SetSupply and SetArc in index order with each list laid out at
@@ -138,7 +140,8 @@ TEST(ScratchIncrementalTest, WholePopulationWaiting) {
                .rack_count = 10,
                .utilisation = 0.8 + 0.1 * static_cast<double>(seed),
                .max_preferences = 6});
-    EXPECT_EQ(testgen::ExpectMatchesLemon(problem, kSolve(problem, seed)),
+    EXPECT_EQ(testgen::ExpectMatchesLemon(
+                  problem, kScratchIncrementalSolve(problem, seed)),
               McmfOutcome::kOptimal)
         << seed;
   }
@@ -154,38 +157,41 @@ TEST(ScratchIncrementalTest, LoadsALongChainOfNewNodes) {
                                                         .shortcuts = 20'000,
                                                         .max_hop = 50,
                                                         .endpoints = 4});
-  const absl::StatusOr<McmfSolution> solution = kSolve(problem, 0);
+  const absl::StatusOr<McmfSolution> solution =
+      kScratchIncrementalSolve(problem, 0);
   ASSERT_THAT(solution, IsOk());
   ASSERT_EQ(solution->outcome, McmfOutcome::kOptimal);
   EXPECT_THAT(CheckOptimalFlow(problem, *solution), IsOk());
 }
 
 TEST(ScratchIncrementalTest, CornerCases) {
-  testgen::ExpectCornerCasesSolved(kSolve);
+  testgen::ExpectCornerCasesSolved(kScratchIncrementalSolve);
 }
 
 TEST(ScratchIncrementalTest, MatchesLemonOnRandomFeasibleNetworks) {
-  testgen::ExpectMatchesLemonOnRandomFeasibleNetworks(kSolve);
+  testgen::ExpectMatchesLemonOnRandomFeasibleNetworks(kScratchIncrementalSolve);
 }
 
 TEST(ScratchIncrementalTest, MatchesLemonFeasibilityOnRandomSupplies) {
-  testgen::ExpectMatchesLemonFeasibilityOnRandomSupplies(kSolve);
+  testgen::ExpectMatchesLemonFeasibilityOnRandomSupplies(
+      kScratchIncrementalSolve);
 }
 
 TEST(ScratchIncrementalTest, MatchesLemonOnSchedulingNetworks) {
-  testgen::ExpectMatchesLemonOnSchedulingNetworks(kSolve);
+  testgen::ExpectMatchesLemonOnSchedulingNetworks(kScratchIncrementalSolve);
 }
 
 TEST(ScratchIncrementalTest, MatchesLemonOnCappedSchedulingNetworks) {
-  testgen::ExpectMatchesLemonOnCappedSchedulingNetworks(kSolve);
+  testgen::ExpectMatchesLemonOnCappedSchedulingNetworks(
+      kScratchIncrementalSolve);
 }
 
 TEST(ScratchIncrementalTest, MatchesLemonOnLargeSchedulingNetwork) {
-  testgen::ExpectMatchesLemonOnLargeSchedulingNetwork(kSolve);
+  testgen::ExpectMatchesLemonOnLargeSchedulingNetwork(kScratchIncrementalSolve);
 }
 
 TEST(ScratchIncrementalTest, MatchesLemonOnChains) {
-  testgen::ExpectMatchesLemonOnChains(kSolve);
+  testgen::ExpectMatchesLemonOnChains(kScratchIncrementalSolve);
 }
 
 TEST(ScratchIncrementalTest, StopFlagSetBeforeSolve) {

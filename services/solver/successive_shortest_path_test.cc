@@ -20,7 +20,7 @@ using ::testing::IsEmpty;
 
 // Solves with SSP, checks the certificate, and compares outcome and cost
 // with LEMON. Returns our outcome so callers can count cases.
-McmfOutcome SolveAndCompare(const McmfProblem& problem) {
+McmfOutcome SspSolveAndCompare(const McmfProblem& problem) {
   SuccessiveShortestPath solver;
   absl::StatusOr<McmfSolution> solution = solver.Solve(problem);
   EXPECT_THAT(solution, IsOk());
@@ -71,7 +71,7 @@ TEST(SuccessiveShortestPathTest, ZeroSupplyNodesOnly) {
   EXPECT_EQ(solution.outcome, McmfOutcome::kOptimal);
   EXPECT_THAT(solution.flow, ElementsAre(0, 0));
   EXPECT_EQ(solution.total_cost, 0);
-  SolveAndCompare(problem);
+  SspSolveAndCompare(problem);
 
   problem.arcs.clear();
   EXPECT_EQ(SolveOrDie(problem).potentials.size(), 3u);
@@ -93,14 +93,14 @@ TEST(SuccessiveShortestPathTest, SingleArcTooSmallIsInfeasible) {
   problem.node_count = 2;
   problem.supply = {3, -3};
   problem.arcs = {{.src = 0, .dst = 1, .capacity = 2, .cost = 7}};
-  EXPECT_EQ(SolveAndCompare(problem), McmfOutcome::kInfeasible);
+  EXPECT_EQ(SspSolveAndCompare(problem), McmfOutcome::kInfeasible);
 }
 
 TEST(SuccessiveShortestPathTest, SupplyWithoutArcsIsInfeasible) {
   McmfProblem problem;
   problem.node_count = 2;
   problem.supply = {1, -1};
-  EXPECT_EQ(SolveAndCompare(problem), McmfOutcome::kInfeasible);
+  EXPECT_EQ(SspSolveAndCompare(problem), McmfOutcome::kInfeasible);
 }
 
 TEST(SuccessiveShortestPathTest, ParallelArcsFillCheapestFirst) {
@@ -129,7 +129,7 @@ TEST(SuccessiveShortestPathTest, SelfLoops) {
   EXPECT_EQ(solution.flow[1], 4);  // a negative loop is worth saturating
   EXPECT_EQ(solution.flow[2], 1);
   EXPECT_EQ(solution.total_cost, -11);
-  SolveAndCompare(problem);
+  SspSolveAndCompare(problem);
 }
 
 TEST(SuccessiveShortestPathTest, NegativeCostsAndCycles) {
@@ -144,7 +144,7 @@ TEST(SuccessiveShortestPathTest, NegativeCostsAndCycles) {
                   {.src = 0, .dst = 1, .capacity = 2, .cost = 2},
                   {.src = 2, .dst = 4, .capacity = 2, .cost = 2},
                   {.src = 0, .dst = 4, .capacity = 2, .cost = 1}};
-  SolveAndCompare(problem);
+  SspSolveAndCompare(problem);
 }
 
 TEST(SuccessiveShortestPathTest, RejectsInvalidProblem) {
@@ -177,7 +177,7 @@ TEST(SuccessiveShortestPathTest, LargeButRepresentableNumbers) {
       {.src = 1, .dst = 2, .capacity = int64_t{1} << 30, .cost = -kMaxArcCost},
       {.src = 1, .dst = 2, .capacity = kMaxArcCapacity, .cost = 5},
       {.src = 0, .dst = 2, .capacity = kMaxArcCapacity, .cost = 2000}};
-  SolveAndCompare(problem);
+  SspSolveAndCompare(problem);
 }
 
 TEST(SuccessiveShortestPathTest, Deterministic) {
@@ -191,36 +191,37 @@ TEST(SuccessiveShortestPathTest, Deterministic) {
 }
 
 // The shared property tests (solver_conformance.h).
-const testgen::SolveFn kSolve = [](const McmfProblem& problem, uint64_t /*seed*/) {
-    return SuccessiveShortestPath().Solve(problem);
-  };
+const testgen::SolveFn kSspSolve = [](const McmfProblem& problem,
+                                      uint64_t /*seed*/) {
+  return SuccessiveShortestPath().Solve(problem);
+};
 
 TEST(SuccessiveShortestPathTest, CornerCases) {
-  testgen::ExpectCornerCasesSolved(kSolve);
+  testgen::ExpectCornerCasesSolved(kSspSolve);
 }
 
 TEST(SuccessiveShortestPathTest, MatchesLemonOnRandomFeasibleNetworks) {
-  testgen::ExpectMatchesLemonOnRandomFeasibleNetworks(kSolve);
+  testgen::ExpectMatchesLemonOnRandomFeasibleNetworks(kSspSolve);
 }
 
 TEST(SuccessiveShortestPathTest, MatchesLemonFeasibilityOnRandomSupplies) {
-  testgen::ExpectMatchesLemonFeasibilityOnRandomSupplies(kSolve);
+  testgen::ExpectMatchesLemonFeasibilityOnRandomSupplies(kSspSolve);
 }
 
 TEST(SuccessiveShortestPathTest, MatchesLemonOnSchedulingNetworks) {
-  testgen::ExpectMatchesLemonOnSchedulingNetworks(kSolve);
+  testgen::ExpectMatchesLemonOnSchedulingNetworks(kSspSolve);
 }
 
 TEST(SuccessiveShortestPathTest, MatchesLemonOnCappedSchedulingNetworks) {
-  testgen::ExpectMatchesLemonOnCappedSchedulingNetworks(kSolve);
+  testgen::ExpectMatchesLemonOnCappedSchedulingNetworks(kSspSolve);
 }
 
 TEST(SuccessiveShortestPathTest, MatchesLemonOnLargeSchedulingNetwork) {
-  testgen::ExpectMatchesLemonOnLargeSchedulingNetwork(kSolve);
+  testgen::ExpectMatchesLemonOnLargeSchedulingNetwork(kSspSolve);
 }
 
 TEST(SuccessiveShortestPathTest, MatchesLemonOnChains) {
-  testgen::ExpectMatchesLemonOnChains(kSolve);
+  testgen::ExpectMatchesLemonOnChains(kSspSolve);
 }
 
 }  // namespace
