@@ -16,4 +16,8 @@ int64_t SteadyMicros() {
       .count();
 }
 
+double SteadyMillisSince(int64_t start_us) {
+  return static_cast<double>(SteadyMicros() - start_us) / 1000.0;
+}
+
 }  // namespace flowsched

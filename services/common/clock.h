@@ -22,4 +22,7 @@ class SystemClock final : public Clock {
 // Steady (monotonic) microseconds, for measuring durations.
 [[nodiscard]] int64_t SteadyMicros();
 
+// Milliseconds elapsed since `start_us`, an earlier SteadyMicros() reading.
+[[nodiscard]] double SteadyMillisSince(int64_t start_us);
+
 }  // namespace flowsched

@@ -8,13 +8,6 @@
 #include "services/solver/flow_checker.h"
 
 namespace flowsched::core {
-namespace {
-
-double MillisSince(int64_t start_us) {
-  return static_cast<double>(SteadyMicros() - start_us) / 1000.0;
-}
-
-}  // namespace
 
 CheckedPlacements CheckAndExtract(
     const solver::McmfProblem& problem, const solver::McmfSolution& solution,
@@ -28,7 +21,7 @@ CheckedPlacements CheckAndExtract(
     const int64_t check_start = SteadyMicros();
     if (prepare_check) prepare_check();
     checked = solver::CheckOptimalFlow(problem, solution);
-    out.check_ms = MillisSince(check_start);
+    out.check_ms = SteadyMillisSince(check_start);
   };
   // A process out of threads still checks, one step after the other,
   // instead of dying on the exception.
@@ -41,9 +34,9 @@ CheckedPlacements CheckAndExtract(
   if (prepare_extract) prepare_extract();
   absl::StatusOr<std::vector<flow::TaskPlacement>> extracted =
       flow::ExtractPlacements(network, flow_by_slot);
-  out.extract_ms = MillisSince(start);
+  out.extract_ms = SteadyMillisSince(start);
   if (checker.joinable()) checker.join();
-  out.wall_ms = MillisSince(start);
+  out.wall_ms = SteadyMillisSince(start);
   if (!checked.ok()) {
     out.verdict = std::move(checked);
   } else if (!extracted.ok()) {

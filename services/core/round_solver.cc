@@ -37,10 +37,6 @@ flow::FlowNetwork CanonicalCopy(const flow::FlowNetwork& network) {
   return canonical;
 }
 
-double MillisSince(int64_t start_us) {
-  return static_cast<double>(SteadyMicros() - start_us) / 1000.0;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<RoundSolver>> RoundSolver::Create(
@@ -143,7 +139,7 @@ void RoundSolver::SolvePass(const flow::FlowNetwork& solved, bool deterministic,
       }
     }
   }
-  round.solve_ms += MillisSince(start_us);
+  round.solve_ms += SteadyMillisSince(start_us);
   round.verdict = std::move(verdict);
   if (!round.verdict.ok()) return;
   if (outcome != solver::McmfOutcome::kOptimal) {

@@ -14,10 +14,6 @@
 namespace flowsched::sim {
 namespace {
 
-double MillisSince(int64_t start_us) {
-  return static_cast<double>(SteadyMicros() - start_us) / 1000.0;
-}
-
 class BaselineContender final : public Contender {
  public:
   explicit BaselineContender(std::unique_ptr<baselines::BaselineScheduler> s)
@@ -32,7 +28,7 @@ class BaselineContender final : public Contender {
       round.decisions.push_back({p.task, JobId(), p.machine, MachineId(),
                                  core::Action::kPlace, 0, p.devices});
     }
-    round.solve_ms = MillisSince(start);
+    round.solve_ms = SteadyMillisSince(start);
     return round;
   }
 
@@ -61,14 +57,14 @@ class FlowContender final : public Contender {
     int64_t start = SteadyMicros();
     if (auto s = policy_.Sync(changes, state, now_us); !s.ok()) return s;
     if (auto s = policy_.Refresh(state, now_us); !s.ok()) return s;
-    round.sync_ms = MillisSince(start);
+    round.sync_ms = SteadyMillisSince(start);
 
     // Mirroring the changes is the worker's part of the round's solve.
     start = SteadyMicros();
     for (const flow::GraphChange& change : policy_.network().TakeChanges()) {
       if (auto s = round_solver_->Apply(change); !s.ok()) return s;
     }
-    const double mirror_ms = MillisSince(start);
+    const double mirror_ms = SteadyMillisSince(start);
     const std::vector<core::GangRequirement> gangs =
         core::GangRequirementsOf(state, now_us, core::kDefaultGangHoldAfterUs);
     core::SolvedRound solved =
