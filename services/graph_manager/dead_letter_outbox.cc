@@ -9,8 +9,8 @@
 namespace flowsched::graph_manager {
 namespace {
 
-std::vector<OutboxMessage> Messages(const v1::DeadLetter& letter,
-                                    std::string bytes) {
+std::vector<OutboxMessage> DeadLetterMessages(const v1::DeadLetter& letter,
+                                              std::string bytes) {
   std::vector<OutboxMessage> messages;
   messages.push_back({bus::kAnyPartition, bus::DeadLetterPartitionKey(letter),
                       std::move(bytes)});
@@ -27,7 +27,7 @@ OutboxEntry DeadLetterOutbox::Stage(uint64_t seq, const v1::DeadLetter& letter,
                                     storage::StateBatch& batch) {
   std::string bytes = letter.SerializeAsString();
   Outbox::Stage(seq, bytes, batch);
-  return {seq, Messages(letter, std::move(bytes))};
+  return {seq, DeadLetterMessages(letter, std::move(bytes))};
 }
 
 absl::StatusOr<uint64_t> DeadLetterOutbox::RepublishPending(
@@ -40,7 +40,7 @@ absl::StatusOr<uint64_t> DeadLetterOutbox::RepublishPending(
         if (!letter.ParseFromString(std::string(stored))) {
           return absl::DataLossError("the letter does not parse");
         }
-        return Messages(letter, std::string(stored));
+        return DeadLetterMessages(letter, std::string(stored));
       });
 }
 

@@ -15,8 +15,8 @@ constexpr int32_t kLedgerPartition = 0;
 
 // A record as produced: slices of at most the broker's message size, each
 // carrying seq and the writer's epoch (ledger_parts.h).
-std::vector<OutboxMessage> Messages(std::string bytes, uint64_t seq,
-                                    GraphEpoch epoch) {
+std::vector<OutboxMessage> LedgerMessages(std::string bytes, uint64_t seq,
+                                          GraphEpoch epoch) {
   std::vector<OutboxMessage> messages;
   for (std::string& part : SplitLedgerRecord(std::move(bytes), seq, epoch)) {
     messages.push_back({kLedgerPartition, "ledger", std::move(part)});
@@ -34,8 +34,8 @@ OutboxEntry LedgerPublisher::Stage(const v1::LedgerRecord& record,
                                    storage::StateBatch& batch) {
   std::string bytes = record.SerializeAsString();
   Outbox::Stage(record.seq(), bytes, batch);
-  return {record.seq(),
-          Messages(std::move(bytes), record.seq(), GraphEpoch(record.epoch()))};
+  return {record.seq(), LedgerMessages(std::move(bytes), record.seq(),
+                                       GraphEpoch(record.epoch()))};
 }
 
 absl::Status LedgerPublisher::RepublishPending(
@@ -48,8 +48,8 @@ absl::Status LedgerPublisher::RepublishPending(
                if (!record.ParseFromString(std::string(stored))) {
                  return absl::DataLossError("the record does not parse");
                }
-               return Messages(std::string(stored), seq,
-                               GraphEpoch(record.epoch()));
+               return LedgerMessages(std::string(stored), seq,
+                                     GraphEpoch(record.epoch()));
              })
       .status();
 }

@@ -91,7 +91,7 @@ class OutboxTest : public ::testing::Test {
   std::string dir_;
 };
 
-v1::LedgerRecord Record(uint64_t seq) {
+v1::LedgerRecord RecordWithSeq(uint64_t seq) {
   v1::LedgerRecord record;
   record.set_seq(seq);
   record.set_epoch(1);
@@ -109,13 +109,14 @@ TEST_F(OutboxTest, LedgerRecordsStagedBeforeACrashArePublished) {
     std::vector<OutboxEntry> staged;
     for (uint64_t seq : {1, 2}) {
       storage::StateBatch batch;
-      staged.push_back(publisher.Stage(Record(seq), batch));
+      staged.push_back(publisher.Stage(RecordWithSeq(seq), batch));
       ASSERT_TRUE(store->Commit(std::move(batch)).ok());
     }
     // What will be produced is the record as stored, in one message.
     EXPECT_EQ(staged[0].seq, 1u);
     ASSERT_EQ(staged[0].messages.size(), 1u);
-    EXPECT_EQ(staged[0].messages[0].value, Record(1).SerializeAsString());
+    EXPECT_EQ(staged[0].messages[0].value,
+              RecordWithSeq(1).SerializeAsString());
     publisher.Publish(std::move(staged[0]));
     EXPECT_EQ(PendingCount(*store), 2u);
   }
@@ -134,7 +135,7 @@ TEST_F(OutboxTest, LedgerRecordsStagedBeforeACrashArePublished) {
   EXPECT_EQ(history.max_seq(), 2u);
   // Acknowledged copies go with the next batch; record 3's stays.
   storage::StateBatch batch;
-  publisher.Stage(Record(3), batch);
+  publisher.Stage(RecordWithSeq(3), batch);
   publisher.StageAcknowledged(batch);
   ASSERT_TRUE(store->Commit(std::move(batch)).ok());
   EXPECT_EQ(PendingCount(*store), 1u);
