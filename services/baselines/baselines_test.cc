@@ -12,6 +12,7 @@
 #include "services/baselines/filter_score_scheduler.h"
 #include "services/baselines/greedy_scheduler.h"
 #include "services/baselines/scheduling_util.h"
+#include "services/common/byte_units.h"
 #include "services/common/status_matchers.h"
 
 namespace flowsched::baselines {
@@ -26,8 +27,6 @@ using cluster::ClusterState;
 using cluster::DataLocality;
 using cluster::Resources;
 using cluster::TaskSpec;
-
-constexpr int64_t kGiB = int64_t{1} << 30;
 
 class StateBuilder {
  public:

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "services/baselines/baseline_scheduler.h"
 #include "services/cluster/resource_fit.h"
+#include "services/common/byte_units.h"
 #include "services/common/status_matchers.h"
 
 namespace flowsched::baselines {
@@ -19,8 +20,6 @@ using ::testing::ElementsAre;
 
 using cluster::DeviceShare;
 using cluster::TaskSpec;
-
-constexpr int64_t kGiB = int64_t{1} << 30;
 
 // Machines of 32 cores, 128 GiB and `devices` devices of model "G".
 class GpuState {

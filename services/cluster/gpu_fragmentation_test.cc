@@ -4,11 +4,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "services/common/byte_units.h"
 
 namespace flowsched::cluster {
 namespace {
-
-constexpr int64_t kGiB = int64_t{1} << 30;
 
 // 8 cores, 16 GiB, two devices of model "A"; device 0 has 700 milli used.
 Machine HalfUsedMachine() {
@@ -36,7 +35,7 @@ TargetWorkload ThreeShapes() {
                                      Shape({.whole = 2}, 0.2)});
 }
 
-TaskSpec Fraction(uint64_t id, int64_t milli) {
+TaskSpec FractionalTask(uint64_t id, int64_t milli) {
   TaskSpec task;
   task.id = TaskId(id);
   task.request = {.cpu_millis = 500, .memory_bytes = kGiB};
@@ -74,7 +73,7 @@ TEST(GpuFragmentationTest, ShapesThatCannotRunCountAllIdleMilli) {
 TEST(GpuFragmentationTest, DeltaOfEachDeviceChoiceByHand) {
   const Machine machine = HalfUsedMachine();
   const TargetWorkload workload = ThreeShapes();
-  const TaskSpec task = Fraction(7, 200);
+  const TaskSpec task = FractionalTask(7, 200);
   // On device 0 (free 100 / 1000): 0.5*100 + 0.3*100 + 0.2*1100 = 300.
   EXPECT_DOUBLE_EQ(FragmentationDelta(machine, workload, task,
                                       std::vector<DeviceShare>{{0, 200}}),
@@ -98,15 +97,15 @@ TEST(GpuFragmentationTest, DeltaCountsCpuAndSlots) {
   cpu_task.request.cpu_millis = 5000;  // leaves 3,000: the shape cannot run
   EXPECT_DOUBLE_EQ(FragmentationDelta(machine, workload, cpu_task, {}), 1300);
   machine.task_slots = 1;
-  EXPECT_DOUBLE_EQ(FragmentationDelta(machine, workload, Fraction(3, 1), {}),
-                   1300);
+  EXPECT_DOUBLE_EQ(
+      FragmentationDelta(machine, workload, FractionalTask(3, 1), {}), 1300);
 }
 
 TEST(GpuFragmentationTest, BuildKeepsTheMostPopularShapesAndRenormalises) {
   std::vector<TaskSpec> tasks;
-  for (uint64_t i = 0; i < 6; ++i) tasks.push_back(Fraction(i, 500));
-  for (uint64_t i = 6; i < 9; ++i) tasks.push_back(Fraction(i, 250));
-  tasks.push_back(Fraction(9, 100));
+  for (uint64_t i = 0; i < 6; ++i) tasks.push_back(FractionalTask(i, 500));
+  for (uint64_t i = 6; i < 9; ++i) tasks.push_back(FractionalTask(i, 250));
+  tasks.push_back(FractionalTask(9, 100));
   const TargetWorkload ninety = TargetWorkload::Build(tasks, 0.9);
   ASSERT_EQ(ninety.shapes().size(), 2u);
   EXPECT_EQ(ninety.shapes()[0].accelerator.milli, 500);

@@ -8,6 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "services/common/byte_units.h"
 
 namespace flowsched::cluster {
 namespace {
@@ -203,7 +204,6 @@ TEST(FitTaskTest, PreferredModelsAreChosenFirst) {
 }
 
 TEST(FitTaskTest, DeviceMemoryBoundsWholeDevicesAndFractions) {
-  const int64_t kGiB = int64_t{1} << 30;
   Machine machine =
       MakeMachine({}, 10,
                   {{.count = 1, .model = "t4", .memory_bytes = 16 * kGiB},

@@ -1,11 +1,10 @@
 #include "services/cluster/resource_vector.h"
 
 #include "gtest/gtest.h"
+#include "services/common/byte_units.h"
 
 namespace flowsched::cluster {
 namespace {
-
-constexpr int64_t kGiB = int64_t{1} << 30;
 
 Machine MachineWith(int64_t cpu, int64_t memory, uint32_t gpus) {
   Machine machine;

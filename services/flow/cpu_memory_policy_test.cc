@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "services/common/byte_units.h"
 #include "services/common/status_matchers.h"
 #include "services/flow/constraints.h"
 #include "services/flow/policy_test_util.h"
@@ -15,8 +16,6 @@ namespace {
 using cluster::ClusterEvent;
 using cluster::Resources;
 using ::flowsched::testing::IsOk;
-
-constexpr int64_t kGiB = int64_t{1} << 30;
 
 class CpuMemoryPolicyTest : public ::testing::Test {
  protected:
@@ -125,9 +124,9 @@ TEST_F(CpuMemoryPolicyTest, AWaitingGangIsOfferedEveryMachineFirst) {
                               0,
                               {Task(1, 1000, 1), Task(2, 1000, 1),
                                Task(3, 1000, 1)}},
-        30 * kSecond);
+        30 * kSecondUs);
   ASSERT_THAT(
-      policy_.Sync(changes_, state_, SyncContext{30 * kSecond}, builder_),
+      policy_.Sync(changes_, state_, SyncContext{30 * kSecondUs}, builder_),
       IsOk());
   changes_.Clear();
   ASSERT_TRUE(policy_.time_dependent());
@@ -140,11 +139,12 @@ TEST_F(CpuMemoryPolicyTest, AWaitingGangIsOfferedEveryMachineFirst) {
                              network_.FindArc(b, M(2)).has_value()};
   };
   EXPECT_EQ(arcs(), (std::vector<bool>{true, false, false, true}));
-  ASSERT_THAT(policy_.Refresh(state_, SyncContext{60 * kSecond}, builder_),
+  ASSERT_THAT(policy_.Refresh(state_, SyncContext{60 * kSecondUs}, builder_),
               IsOk());
   EXPECT_EQ(arcs(), (std::vector<bool>{true, false, false, true}));
-  ASSERT_THAT(policy_.Refresh(state_, SyncContext{61 * kSecond + 1}, builder_),
-              IsOk());
+  ASSERT_THAT(
+      policy_.Refresh(state_, SyncContext{61 * kSecondUs + 1}, builder_),
+      IsOk());
   EXPECT_EQ(arcs(), (std::vector<bool>{false, false, true, true}));
   // B's two tasks spread (each machine's second costs more); A waits.
   Round();

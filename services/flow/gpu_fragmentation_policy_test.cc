@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/cluster/resource_fit.h"
+#include "services/common/byte_units.h"
 #include "services/common/status_matchers.h"
 #include "services/flow/policy_test_util.h"
 
@@ -15,8 +16,6 @@ namespace {
 
 using cluster::ClusterEvent;
 using ::flowsched::testing::IsOk;
-
-constexpr int64_t kGiB = int64_t{1} << 30;
 
 // A cluster, its network under gpu-fgd, and rounds solved and applied.
 class GpuCluster {

@@ -2,6 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "services/common/byte_units.h"
 #include "services/common/status_matchers.h"
 #include "services/flow/policy_test_util.h"
 
@@ -10,8 +11,6 @@ namespace {
 
 using cluster::ClusterEvent;
 using ::flowsched::testing::IsOk;
-
-constexpr int64_t kMiB = int64_t{1} << 20;
 
 // Figure 6c's setting: 10G links (1250 MiB/s); m1 already uses 600 MiB/s,
 // m2 100 MiB/s. Tasks 1 and 2 request 650 MiB/s, task 3 100 MiB/s.

@@ -13,7 +13,7 @@ namespace {
 using ::flowsched::testing::IsOk;
 using ::flowsched::testing::StatusIs;
 
-cluster::ClusterEvent Event(cluster::EventBody body) {
+cluster::ClusterEvent WalkEvent(cluster::EventBody body) {
   return cluster::ClusterEvent{"e", 0, "test", std::move(body)};
 }
 
@@ -24,7 +24,7 @@ class PolicyWalkTest : public ::testing::Test {
     machine.machine = MachineId(1);
     machine.rack = "r";
     machine.task_slots = 3;
-    ASSERT_THAT(state_.Apply(Event(machine), 0, changes_), IsOk());
+    ASSERT_THAT(state_.Apply(WalkEvent(machine), 0, changes_), IsOk());
     cluster::JobSubmitted job;
     job.job = JobId(1);
     job.name = "j";
@@ -33,7 +33,7 @@ class PolicyWalkTest : public ::testing::Test {
       spec.id = TaskId(t);
       job.tasks.push_back(spec);
     }
-    ASSERT_THAT(state_.Apply(Event(job), 0, changes_), IsOk());
+    ASSERT_THAT(state_.Apply(WalkEvent(job), 0, changes_), IsOk());
     ASSERT_THAT(state_.Place(TaskId(2), MachineId(1), 0, changes_), IsOk());
   }
   // Jobs, machines, tasks, sink: the order every policy follows.
@@ -75,10 +75,11 @@ TEST_F(PolicyWalkTest, EntitiesGoneFromTheStateLeaveTheNetwork) {
   ASSERT_THAT(Walk(), IsOk());
   cluster::ChangeSet gone;
   ASSERT_THAT(
-      state_.Apply(Event(cluster::TaskFinished{JobId(1), TaskId(1)}), 1, gone),
+      state_.Apply(WalkEvent(cluster::TaskFinished{JobId(1), TaskId(1)}), 1,
+                   gone),
       IsOk());
   ASSERT_THAT(
-      state_.Apply(Event(cluster::MachineRemoved{MachineId(1)}), 1, gone),
+      state_.Apply(WalkEvent(cluster::MachineRemoved{MachineId(1)}), 1, gone),
       IsOk());
   changes_ = gone;
   ASSERT_THAT(Walk(), IsOk());

@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/cluster/resource_fit.h"
+#include "services/common/byte_units.h"
 #include "services/common/status_matchers.h"
 #include "services/flow/policy_test_util.h"
 #include "services/solver/int128.h"
@@ -24,7 +25,6 @@ using cluster::ClusterEvent;
 using cluster::DataLocality;
 using ::flowsched::testing::IsOk;
 
-constexpr int64_t kMiB = int64_t{1} << 20;
 constexpr int64_t kSecond = 1'000'000;
 
 // Two racks of two one-slot computers: r1 = {m1, m2}, r2 = {m3, m4}.
