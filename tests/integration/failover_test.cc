@@ -25,7 +25,8 @@
 namespace flowsched::testing {
 namespace {
 
-constexpr uint64_t kMachines = 24, kSlots = 4, kTasksPerJob = 8;
+constexpr uint64_t kFailoverMachines = 24, kFailoverSlots = 4,
+                   kFailoverTasksPerJob = 8;
 
 class FailoverTest : public PipelineTest {
  protected:
@@ -67,12 +68,13 @@ class FailoverTest : public PipelineTest {
   uint64_t SubmitJobs(uint64_t jobs) {
     CommandResult generated = Flowsched(absl::StrCat(
         "generate --what jobs --jobs ", jobs, " --tasks-per-job ",
-        kTasksPerJob, " --first-job-id ", next_job_, " --first-task-id ",
-        (next_job_ - 1) * kTasksPerJob + 1, " --seed ", next_job_));
+        kFailoverTasksPerJob, " --first-job-id ", next_job_,
+        " --first-task-id ", (next_job_ - 1) * kFailoverTasksPerJob + 1,
+        " --seed ", next_job_));
     EXPECT_EQ(generated.exit_code, 0) << generated.err;
     next_job_ += jobs;
     Submit(generated.out);
-    return jobs * kTasksPerJob;
+    return jobs * kFailoverTasksPerJob;
   }
 
   static std::function<bool(const v1::GraphManagerStatus&)> AllPlaced(
@@ -95,8 +97,9 @@ TEST_F(FailoverTest, StandbyTakesOverAndTheOldInstanceIsFenced) {
   WaitForStatusIn(second_dir(), [](const auto& s) { return s.role() == "standby"; },
           30, "the second graph manager standby");
 
-  CommandResult machines = Flowsched(absl::StrCat(
-      "generate --what machines --machines ", kMachines, " --slots ", kSlots));
+  CommandResult machines =
+      Flowsched(absl::StrCat("generate --what machines --machines ",
+                             kFailoverMachines, " --slots ", kFailoverSlots));
   ASSERT_EQ(machines.exit_code, 0);
   Submit(machines.out);
   uint64_t submitted = SubmitJobs(4);
@@ -186,7 +189,7 @@ TEST_F(FailoverTest, StandbyTakesOverAndTheOldInstanceIsFenced) {
   }
   EXPECT_EQ(count, submitted);
   for (const auto& [m, n] : per_machine) {
-    EXPECT_LE(n, kSlots) << "machine " << m << " over capacity";
+    EXPECT_LE(n, kFailoverSlots) << "machine " << m << " over capacity";
   }
 }
 

@@ -15,7 +15,7 @@
 namespace flowsched::sim {
 namespace {
 
-constexpr int64_t kBlock = int64_t{256} << 20;
+constexpr int64_t kBlockBytes = int64_t{256} << 20;
 
 SimMachine Machine(uint64_t id, std::string rack) {
   return SimMachine{.id = id, .rack = std::move(rack)};
@@ -32,7 +32,7 @@ SimTask Task(uint64_t id, std::vector<cluster::DataLocality> input,
 }
 
 cluster::DataLocality On(uint64_t machine, int64_t blocks) {
-  return {.machine = MachineId(machine), .bytes = blocks * kBlock};
+  return {.machine = MachineId(machine), .bytes = blocks * kBlockBytes};
 }
 
 // The floor of `w` with one slot per machine, in blocks.
@@ -42,8 +42,8 @@ void ExpectFloor(const Workload& w, uint64_t tasks, uint64_t placed,
   ASSERT_TRUE(floor.ok()) << floor.status();
   EXPECT_EQ(floor->tasks, tasks);
   EXPECT_EQ(floor->placed, placed);
-  EXPECT_EQ(floor->input_bytes, input_blocks * kBlock);
-  EXPECT_EQ(floor->cross_rack_bytes, cross_blocks * kBlock);
+  EXPECT_EQ(floor->input_bytes, input_blocks * kBlockBytes);
+  EXPECT_EQ(floor->cross_rack_bytes, cross_blocks * kBlockBytes);
   EXPECT_DOUBLE_EQ(floor->cross_rack_share(),
                    static_cast<double>(cross_blocks) / input_blocks);
 }
@@ -65,9 +65,9 @@ TEST(LocalityFloorTest, CountsOnlyWhatARackCanHoldAtTimeZero) {
   w.machines = {Machine(1, "a"), Machine(2, "b"), Machine(3, "c")};
   w.machines[2].add_us = 5;  // not there at time 0: its blocks are remote
   w.tasks = {
-      Task(1, {cluster::DataLocality{.rack = "b", .bytes = 2 * kBlock}},
-           3 * kBlock),     // 1 block nowhere: at best 1 across
-      Task(2, {On(3, 4)}),  // only on the absent machine: 4 across
+      Task(1, {cluster::DataLocality{.rack = "b", .bytes = 2 * kBlockBytes}},
+           3 * kBlockBytes),  // 1 block nowhere: at best 1 across
+      Task(2, {On(3, 4)}),    // only on the absent machine: 4 across
   };
   SimTask later = Task(3, {On(1, 5)});
   later.submit_us = 10;

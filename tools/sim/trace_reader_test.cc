@@ -10,13 +10,14 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr char kTraceDir[] = FLOWSCHED_SOURCE_DIR "/tests/data/google_trace_tiny";
+constexpr char kTinyTraceDir[] =
+    FLOWSCHED_SOURCE_DIR "/tests/data/google_trace_tiny";
 
 TEST(TraceReaderTest, ReadsTheTinyTrace) {
   TraceReader reader(TraceOptions{.machines_per_rack = 4});
   ASSERT_TRUE(reader
-                  .ReadFiles(std::string(kTraceDir) + "/machine_events.csv",
-                             std::string(kTraceDir) + "/task_events.csv")
+                  .ReadFiles(std::string(kTinyTraceDir) + "/machine_events.csv",
+                             std::string(kTinyTraceDir) + "/task_events.csv")
                   .ok());
   const Workload w = reader.Build();
   EXPECT_EQ(reader.stats().skipped, 0u);
