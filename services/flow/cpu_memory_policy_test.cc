@@ -112,7 +112,7 @@ TEST_F(CpuMemoryPolicyTest, ReservationKeepsClassesFromJointlyOvercommitting) {
 // gang_first_after_s), a Refresh with no change but the clock offers B every
 // machine first: B reserves both, A none.
 TEST_F(CpuMemoryPolicyTest, AWaitingGangIsOfferedEveryMachineFirst) {
-  constexpr int64_t kSecond = 1'000'000;
+  constexpr int64_t kSecondUs = 1'000'000;
   AddMachine(1, 4000, 16, 8);
   AddMachine(2, 4000, 16, 8);
   cluster::JobSubmitted gang{
