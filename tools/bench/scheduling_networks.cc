@@ -36,6 +36,20 @@ uint32_t PopMin(std::vector<uint32_t>& heap) {
 
 }  // namespace
 
+std::string JobSizesName(JobSizes sizes) {
+  switch (sizes) {
+    case JobSizes::kUniform:
+      return "uniform";
+    case JobSizes::kGeometric:
+      return "geometric";
+    case JobSizes::kHeavyTailed:
+      return "pareto";
+    case JobSizes::kFixed:
+      return "fixed";
+  }
+  return "?";
+}
+
 std::string ShapeName(NetworkShape shape) {
   return shape == NetworkShape::kQuincy ? "quincy" : "load-spreading";
 }
@@ -45,6 +59,33 @@ std::string ShapeName(NetworkShape shape) {
 int64_t ClusterNetwork::Uniform(int64_t lo, int64_t hi) {
   const uint64_t span = static_cast<uint64_t>(hi - lo) + 1;
   return lo + static_cast<int64_t>(rng_() % span);
+}
+
+double ClusterNetwork::UnitReal() {
+  return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+}
+
+int64_t ClusterNetwork::DrawJobSize() {
+  const int64_t mean = std::max<uint32_t>(1, shape_.mean_tasks_per_job);
+  switch (shape_.job_sizes) {
+    case JobSizes::kUniform:
+      return Uniform(1, 2 * mean - 1);
+    case JobSizes::kGeometric: {
+      if (mean == 1) return 1;
+      const double p = 1.0 / static_cast<double>(mean);
+      return 1 + static_cast<int64_t>(std::log1p(-UnitReal()) / std::log1p(-p));
+    }
+    case JobSizes::kHeavyTailed: {
+      // Pareto with shape a has mean a * x_min / (a - 1) = 11 x_min.
+      constexpr double kShape = 1.1;
+      const double x_min = std::max(1.0, static_cast<double>(mean) / 11.0);
+      const double size = x_min * std::pow(1.0 - UnitReal(), -1.0 / kShape);
+      return std::clamp<int64_t>(static_cast<int64_t>(size), 1, 50 * mean);
+    }
+    case JobSizes::kFixed:
+      return mean;
+  }
+  return mean;
 }
 
 ClusterNetwork::ClusterNetwork(const ClusterShape& shape,
@@ -111,12 +152,11 @@ ClusterNetwork::ClusterNetwork(const ClusterShape& shape,
     runs[i - 1] = runs[j];
     runs[j] = tmp;
   }
-  const int64_t max_job = 2 * int64_t{std::max<uint32_t>(1, shape_.mean_tasks_per_job)} - 1;
   uint64_t next_slot = 0;
   uint64_t created = 0;
   while (created < task_count) {
     const uint32_t job = AddJob();
-    const auto size = std::min<uint64_t>(static_cast<uint64_t>(Uniform(1, max_job)),
+    const auto size = std::min<uint64_t>(static_cast<uint64_t>(DrawJobSize()),
                                          task_count - created);
     for (uint64_t i = 0; i < size; ++i, ++created) {
       AddTask(job, runs[created] ? int64_t{slot_machine[next_slot++]} : -1);
@@ -272,9 +312,12 @@ void ClusterNetwork::BuildTaskArcs(Task& task) {
   const Job& job = jobs_[task.job];
   const bool running = task.machine >= 0;
   if (shape_.shape == NetworkShape::kLoadSpreading) {
-    task.arcs.push_back(AllocArc(
-        {.src = task.node, .dst = job.node, .capacity = 1,
-         .cost = running ? kLsPreemptionCost : kLsUnscheduledCost}));
+    task.arcs.push_back(
+        AllocArc({.src = task.node,
+                  .dst = job.node,
+                  .capacity = 1,
+                  .cost = shape_.cost_scale *
+                          (running ? kLsPreemptionCost : kLsUnscheduledCost)}));
     const uint32_t target =
         running ? machines_[static_cast<size_t>(task.machine)].node
                 : kClusterAggregator;
@@ -284,24 +327,36 @@ void ClusterNetwork::BuildTaskArcs(Task& task) {
   }
   // Quincy (SOSP 2009 section 4.2, appendix) with omega = 0.5, psi = 1,
   // xi = 2 folded into the random data-transfer costs.
+  // Costs are drawn at scale 1 and multiplied, so cost_scale changes no
+  // draw.
+  const int64_t scale = shape_.cost_scale;
   const int64_t upsilon = job.unscheduled_base + Uniform(0, 500);
   const int64_t alpha = Uniform(300, 1200);
-  task.arcs.push_back(AllocArc(
-      {.src = task.node, .dst = job.node, .capacity = 1, .cost = upsilon}));
-  task.arcs.push_back(AllocArc({.src = task.node, .dst = kClusterAggregator,
-                                .capacity = 1, .cost = alpha}));
-  const int64_t preferences = Uniform(2, 7);
+  task.arcs.push_back(AllocArc({.src = task.node,
+                                .dst = job.node,
+                                .capacity = 1,
+                                .cost = scale * upsilon}));
+  task.arcs.push_back(AllocArc({.src = task.node,
+                                .dst = kClusterAggregator,
+                                .capacity = 1,
+                                .cost = scale * alpha}));
+  const int64_t preferences =
+      Uniform(shape_.min_preferences,
+              std::max(shape_.min_preferences, shape_.max_preferences));
   for (int64_t p = 0; p < preferences; ++p) {
     if (rack_count_ > 0 && Uniform(0, 3) == 0) {
       const auto rack = static_cast<uint32_t>(Uniform(0, rack_count_ - 1));
-      task.arcs.push_back(AllocArc({.src = task.node, .dst = 2 + rack,
-                                    .capacity = 1,
-                                    .cost = Uniform(alpha / 3, 2 * alpha / 3)}));
+      task.arcs.push_back(
+          AllocArc({.src = task.node,
+                    .dst = 2 + rack,
+                    .capacity = 1,
+                    .cost = scale * Uniform(alpha / 3, 2 * alpha / 3)}));
     } else {
       const auto m = static_cast<size_t>(Uniform(0, shape_.machines - 1));
       task.arcs.push_back(AllocArc({.src = task.node,
-                                    .dst = machines_[m].node, .capacity = 1,
-                                    .cost = Uniform(0, alpha / 3)}));
+                                    .dst = machines_[m].node,
+                                    .capacity = 1,
+                                    .cost = scale * Uniform(0, alpha / 3)}));
     }
   }
   if (running) AddRunningArc(task);
@@ -310,10 +365,11 @@ void ClusterNetwork::BuildTaskArcs(Task& task) {
 void ClusterNetwork::AddRunningArc(Task& task) {
   // d* - p*: data cost on the current machine minus the seconds already
   // run, so long-running tasks become ever cheaper to keep.
-  task.arcs.push_back(AllocArc(
-      {.src = task.node,
-       .dst = machines_[static_cast<size_t>(task.machine)].node,
-       .capacity = 1, .cost = Uniform(-400, 200)}));
+  task.arcs.push_back(
+      AllocArc({.src = task.node,
+                .dst = machines_[static_cast<size_t>(task.machine)].node,
+                .capacity = 1,
+                .cost = shape_.cost_scale * Uniform(-400, 200)}));
 }
 
 void ClusterNetwork::FreeTaskArcs(Task& task) {
@@ -376,10 +432,12 @@ void ClusterNetwork::UpdateMachineArcs(uint32_t m) {
   // incremental solver; see tools/bench/README.md).
   for (size_t k = 0; k < machine.piece_arcs.size(); ++k) {
     const auto slot = static_cast<int64_t>(k) + 1;
-    SetArc(machine.piece_arcs[k],
-           {.src = kClusterAggregator, .dst = machine.node,
-            .capacity = slot > int64_t{machine.running} && slot <= slots ? 1 : 0,
-            .cost = kLsPerTaskCost * slot});
+    SetArc(
+        machine.piece_arcs[k],
+        {.src = kClusterAggregator,
+         .dst = machine.node,
+         .capacity = slot > int64_t{machine.running} && slot <= slots ? 1 : 0,
+         .cost = shape_.cost_scale * kLsPerTaskCost * slot});
   }
 }
 
@@ -581,18 +639,15 @@ RoundChanges ClusterNetwork::NextRound(const std::vector<int64_t>* last_flow) {
       ++changes.starts;
     }
   }
-  const int64_t max_job =
-      2 * int64_t{std::max<uint32_t>(1, shape_.mean_tasks_per_job)} - 1;
   int64_t arrived = 0;
   while (arrived < arrivals) {
     const uint32_t job = AddJob();
-    const int64_t size = std::min(Uniform(1, max_job), arrivals - arrived);
+    const int64_t size = std::min(DrawJobSize(), arrivals - arrived);
     for (int64_t i = 0; i < size; ++i) AddTask(job, -1);
     arrived += size;
   }
   changes.arrivals = static_cast<uint32_t>(arrived);
-  if (static_cast<double>(rng_() >> 11) * 0x1.0p-53 <
-      options_.machine_failure_probability) {
+  if (UnitReal() < options_.machine_failure_probability) {
     const auto m = static_cast<uint32_t>(Uniform(0, shape_.machines - 1));
     if (!machines_[m].failed) {
       FailMachine(m);

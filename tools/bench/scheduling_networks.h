@@ -45,6 +45,14 @@ namespace flowsched::bench {
 
 enum class NetworkShape { kQuincy, kLoadSpreading };
 
+// How job sizes are drawn around ClusterShape::mean_tasks_per_job (m).
+enum class JobSizes {
+  kUniform,      // uniform in [1, 2m - 1]
+  kGeometric,    // geometric with mean m (many small jobs)
+  kHeavyTailed,  // Pareto, shape 1.1, mean about m, capped at 50m
+  kFixed,        // every job has m tasks
+};
+
 struct ClusterShape {
   NetworkShape shape = NetworkShape::kQuincy;
   uint32_t machines = 1250;
@@ -59,6 +67,14 @@ struct ClusterShape {
   // Job sizes are uniform in [1, 2 * mean - 1]; the Google trace's 12,500
   // machines run ~150,000 tasks in ~1,800 jobs (Firmament section 2.3).
   uint32_t mean_tasks_per_job = 83;
+  JobSizes job_sizes = JobSizes::kUniform;
+  // Quincy: preference arcs per task (to machines, or to racks one time in
+  // four), uniform in [min_preferences, max_preferences].
+  uint32_t min_preferences = 2;
+  uint32_t max_preferences = 7;
+  // Multiplies every cost (Quincy's random costs, load spreading's
+  // constants), so solvers see the same structure at another cost range.
+  int64_t cost_scale = 1;
   // Extra waiting tasks in one additional job, submitted on top of the
   // `utilisation` load: the "contended" case of Firmament section 4.3.
   uint32_t new_job_tasks = 0;
@@ -152,6 +168,8 @@ class ClusterNetwork {
   };
 
   int64_t Uniform(int64_t lo, int64_t hi);
+  double UnitReal();  // in [0, 1)
+  int64_t DrawJobSize();
   uint32_t AllocNode(int64_t supply);
   void FreeNode(uint32_t node);
   uint32_t AllocArc(const solver::McmfArc& arc);
@@ -217,5 +235,6 @@ solver::McmfProblem ContendedLoadSpreadingNetwork(uint32_t machines,
                                                   uint64_t seed);
 
 std::string ShapeName(NetworkShape shape);
+std::string JobSizesName(JobSizes sizes);
 
 }  // namespace flowsched::bench

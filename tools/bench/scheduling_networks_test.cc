@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -78,6 +79,102 @@ TEST(SchedulingNetworksTest, Deterministic) {
   EXPECT_EQ(a.supply, b.supply);
   for (size_t i = 0; i < a.arcs.size(); ++i) {
     EXPECT_TRUE(SameArc(a.arcs[i], b.arcs[i])) << i;
+  }
+}
+
+// cost_scale draws the same network and multiplies every cost, so the
+// optimum's cost scales with it.
+TEST(SchedulingNetworksTest, CostScaleMultipliesEveryCost) {
+  for (const NetworkShape shape :
+       {NetworkShape::kQuincy, NetworkShape::kLoadSpreading}) {
+    const ClusterShape base{.shape = shape, .machines = 40, .seed = 9};
+    ClusterShape scaled = base;
+    scaled.cost_scale = 1000;
+    const McmfProblem a = ClusterNetwork(base).problem();
+    const McmfProblem b = ClusterNetwork(scaled).problem();
+    ASSERT_EQ(a.arcs.size(), b.arcs.size());
+    ASSERT_EQ(a.supply, b.supply);
+    for (size_t i = 0; i < a.arcs.size(); ++i) {
+      McmfArc expected = a.arcs[i];
+      expected.cost *= 1000;
+      ASSERT_TRUE(SameArc(expected, b.arcs[i])) << "arc " << i;
+    }
+    const solver::testgen::LemonResult lemon_a =
+        solver::testgen::SolveWithLemon(a);
+    const solver::testgen::LemonResult lemon_b =
+        solver::testgen::SolveWithLemon(b);
+    EXPECT_EQ(lemon_b.total_cost, 1000 * lemon_a.total_cost);
+    ExpectSolvesLikeLemon(b);
+  }
+}
+
+// Each task has between min_preferences and max_preferences preference
+// arcs (besides U and X), and both bounds are reached.
+TEST(SchedulingNetworksTest, PreferenceArcsStayInTheirRange) {
+  const std::vector<std::pair<uint32_t, uint32_t>> ranges = {
+      {0, 0}, {0, 10}, {4, 4}, {3, 9}};
+  for (const auto& [lo, hi] : ranges) {
+    ClusterNetwork network({.machines = 80,
+                            .running_fraction = 0,
+                            .min_preferences = lo,
+                            .max_preferences = hi,
+                            .seed = 5});
+    const McmfProblem& problem = network.problem();
+    // Every task waits, so each has U, X and its preferences, nothing else.
+    std::vector<uint32_t> out_arcs(static_cast<size_t>(problem.node_count), 0);
+    for (const McmfArc& arc : problem.arcs) {
+      if (problem.supply[static_cast<size_t>(arc.src)] == 1) {
+        ++out_arcs[static_cast<size_t>(arc.src)];
+      }
+    }
+    uint32_t fewest = UINT32_MAX;
+    uint32_t most = 0;
+    for (size_t node = 0; node < out_arcs.size(); ++node) {
+      if (problem.supply[node] != 1) continue;
+      fewest = std::min(fewest, out_arcs[node] - 2);
+      most = std::max(most, out_arcs[node] - 2);
+    }
+    EXPECT_EQ(fewest, lo);
+    EXPECT_EQ(most, hi);
+    ExpectSolvesLikeLemon(problem);
+  }
+}
+
+// Job sizes: every distribution gives jobs of at least one task whose mean
+// is near mean_tasks_per_job (the heavy tail within a factor of two).
+TEST(SchedulingNetworksTest, JobSizeDistributionsKeepTheirMean) {
+  for (const JobSizes sizes : {JobSizes::kUniform, JobSizes::kGeometric,
+                               JobSizes::kHeavyTailed, JobSizes::kFixed}) {
+    ClusterNetwork network({.machines = 2000,
+                            .slots_per_machine = 10,
+                            .utilisation = 1.0,
+                            .mean_tasks_per_job = 20,
+                            .job_sizes = sizes,
+                            .seed = 11});
+    // Job nodes are the U nodes: supply 0, an arc to the sink (0) whose
+    // capacity is the job's task count.
+    const McmfProblem& problem = network.problem();
+    std::vector<int64_t> jobs;
+    for (const McmfArc& arc : problem.arcs) {
+      if (arc.dst == 0 && arc.src >= 2 + 2000 / 40 + 2000 && arc.capacity > 0) {
+        jobs.push_back(arc.capacity);
+      }
+    }
+    ASSERT_FALSE(jobs.empty());
+    double sum = 0;
+    for (const int64_t size : jobs) {
+      ASSERT_GE(size, 1);
+      sum += static_cast<double>(size);
+    }
+    const double mean = sum / static_cast<double>(jobs.size());
+    SCOPED_TRACE(JobSizesName(sizes));
+    if (sizes == JobSizes::kHeavyTailed) {
+      EXPECT_GT(mean, 10);
+      EXPECT_LT(mean, 40);
+      EXPECT_GT(*std::max_element(jobs.begin(), jobs.end()), 200);
+    } else {
+      EXPECT_NEAR(mean, 20, 2);
+    }
   }
 }
 

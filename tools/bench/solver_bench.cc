@@ -633,6 +633,85 @@ struct SummaryRow {
   double peak_mb = 0;
 };
 
+// Over the random family's cases: per flowsched algorithm, its time over
+// the fastest LEMON's on the same network (median, p90, worst and where),
+// and how often it was not slower. A case without a LEMON time, or where
+// the algorithm did not finish, counts as unmeasured.
+void PrintRatioDistribution(const std::vector<SummaryRow>& summary,
+                            const std::vector<std::string>& algorithms,
+                            std::ostream& out) {
+  size_t random_cases = 0;
+  for (const SummaryRow& row : summary) random_cases += row.kind == "random";
+  if (random_cases == 0) return;
+  out << fmt::format(
+      "\n== ratio to the best LEMON over {} random networks (algorithm ms / "
+      "min(lemon_ns, lemon_cs) ms; below 1 is faster)\n",
+      random_cases);
+  out << fmt::format("   {:<26} {:>8} {:>8} {:>8} {:>8} {:>7} {:>10}  {}\n",
+                     "algorithm", "measured", "median", "p90", "worst", "<=1.0",
+                     "unfinished", "worst case");
+  for (const std::string& algorithm : algorithms) {
+    if (IsLemon(algorithm)) continue;
+    std::vector<double> ratios;
+    size_t unfinished = 0;
+    double worst = 0;
+    std::string worst_case;
+    for (const SummaryRow& row : summary) {
+      if (row.kind != "random") continue;
+      double best_lemon = std::nan("");
+      for (const char* lemon : {kLemonNetworkSimplex, kLemonCostScaling}) {
+        if (row.status.at(lemon) != "ok") continue;
+        const double t = row.ms.at(lemon);
+        if (std::isnan(best_lemon) || t < best_lemon) best_lemon = t;
+      }
+      if (row.status.at(algorithm) != "ok" || std::isnan(best_lemon)) {
+        ++unfinished;
+        continue;
+      }
+      const double ratio = row.ms.at(algorithm) / best_lemon;
+      ratios.push_back(ratio);
+      if (ratio > worst) {
+        worst = ratio;
+        worst_case = row.name;
+      }
+    }
+    const auto wins = static_cast<size_t>(std::count_if(
+        ratios.begin(), ratios.end(), [](double r) { return r <= 1.0; }));
+    out << fmt::format("   {:<26} {:>8} {:>8} {:>8} {:>8} {:>7} {:>10}  {}\n",
+                       algorithm, ratios.size(), Ratio(Percentile(ratios, 0.5)),
+                       Ratio(Percentile(ratios, 0.9)),
+                       ratios.empty() ? "-" : Ratio(worst), wins, unfinished,
+                       worst_case);
+  }
+}
+
+// --write-dimacs: each generated case's network as DIR/<case>.min, the
+// shape in the comment. 0, or 2 if a file cannot be written.
+int WriteCases(const std::vector<BenchCase>& cases, const std::string& dir,
+               std::ostream& out, std::ostream& progress) {
+  for (const BenchCase& c : cases) {
+    if (!c.dimacs_path.empty()) continue;
+    const std::string path = dir + "/" + c.name + ".min";
+    std::ofstream file(path);
+    const ClusterShape& s = c.shape;
+    const absl::Status written =
+        file ? solver::WriteDimacs(
+                   ClusterNetwork(s, c.incremental).problem(), file,
+                   fmt::format("flowsched bench solver case {}: {} shape, {} "
+                               "machines, {} slots each, load {:.3f}, seed {}",
+                               c.name, ShapeName(s.shape), s.machines,
+                               s.slots_per_machine, s.utilisation, s.seed))
+             : absl::NotFoundError("cannot open the file");
+    if (!written.ok()) {
+      progress << fmt::format("bench solver: {}: {}\n", path,
+                              std::string(written.message()));
+      return 2;
+    }
+    out << path << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 absl::Status CheckAlgorithmNames(const std::vector<std::string>& algorithms) {
@@ -692,7 +771,8 @@ int RunSolverBench(const BenchOptions& options, std::ostream& out,
     c.dimacs_path = path;
     cases.push_back(c);
   }
-  for (const BenchCase& c : StandardCases(options.quick)) {
+  for (const BenchCase& c :
+       options.cases.empty() ? StandardCases(options.quick) : options.cases) {
     if (!options.dimacs_files.empty()) break;
     bool selected = options.case_filters.empty();
     for (const std::string& filter : options.case_filters) {
@@ -703,6 +783,9 @@ int RunSolverBench(const BenchOptions& options, std::ostream& out,
   if (cases.empty()) {
     progress << "bench solver: no case matches --cases\n";
     return 2;
+  }
+  if (!options.write_dimacs_dir.empty()) {
+    return WriteCases(cases, options.write_dimacs_dir, out, progress);
   }
   std::vector<std::string> algorithms = options.algorithms;
   algorithms.push_back(kLemonNetworkSimplex);
@@ -839,6 +922,20 @@ int RunSolverBench(const BenchOptions& options, std::ostream& out,
         bench_case.name, problem.node_count, problem.arcs.size(),
         network ? network->live_tasks() : 0,
         network ? network->running_tasks() : 0, problem_mb);
+    if (bench_case.kind == "random") {
+      const ClusterShape& shape = bench_case.shape;
+      const std::string preferences =
+          shape.shape == NetworkShape::kQuincy
+              ? fmt::format("{}-{} preference arcs per task, ",
+                            shape.min_preferences, shape.max_preferences)
+              : std::string();
+      out << fmt::format(
+          "   shape: {} slots per machine, {} machines per rack, {:.0f}% "
+          "running, jobs {} around {} tasks, {}costs x{}, seed {}\n",
+          shape.slots_per_machine, shape.machines_per_rack,
+          shape.running_fraction * 100, JobSizesName(shape.job_sizes),
+          shape.mean_tasks_per_job, preferences, shape.cost_scale, shape.seed);
+    }
     if (incremental) {
       out << fmt::format(
           "   {} rounds, mean {:.0f} changed arcs per round; per-round ms over "
@@ -936,6 +1033,7 @@ int RunSolverBench(const BenchOptions& options, std::ostream& out,
     line += fmt::format(" {:>11} {:>8.0f}\n", Ratio(row.ratio), row.peak_mb);
     out << line;
   }
+  PrintRatioDistribution(summary, algorithms, out);
   out << fmt::format(
       "\n   peak RSS: harness {:.0f} MB, largest child {:.0f} MB; total {:.0f} "
       "s\n",

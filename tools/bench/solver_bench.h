@@ -37,7 +37,9 @@ absl::Status CheckAlgorithmNames(const std::vector<std::string>& algorithms);
 
 struct BenchCase {
   std::string name;
-  std::string kind;  // "static", "contended", "incremental" or "dimacs"
+  // "static", "contended", "incremental", "dimacs" or "random" (a static
+  // network of RandomFamilyCases)
+  std::string kind;
   std::string dimacs_path;  // kind "dimacs": the network is read from here
   ClusterShape shape;
   uint32_t rounds = 0;  // incremental: rounds after the initial solve
@@ -66,6 +68,15 @@ struct BenchOptions {
   // named by file name) instead of the standard suite, e.g. the networks
   // `flowsched simulate --export-rounds` writes.
   std::vector<std::string> dimacs_files;
+  // When not empty (and no dimacs_files), these cases instead of the
+  // standard suite, e.g. RandomFamilyCases. Kind "random" cases add a
+  // summary of each algorithm's ratio to the best LEMON: median, p90 and
+  // the worst case.
+  std::vector<BenchCase> cases;
+  // When not empty: write each selected generated case's network (an
+  // incremental sequence's first round) to DIR/<case>.min as DIMACS and
+  // solve nothing, so another tool can solve the same networks.
+  std::string write_dimacs_dir;
 };
 
 // Runs the selected cases, each algorithm in its own forked process (for

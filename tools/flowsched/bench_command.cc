@@ -8,9 +8,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "services/solver/solver_registry.h"
+#include "tools/bench/random_family.h"
 #include "tools/bench/solver_bench.h"
 #include "tools/flowsched/commands.h"
-#include "services/solver/solver_registry.h"
 
 namespace flowsched::tools {
 
@@ -54,10 +55,49 @@ CommandMain AddBenchCommand(CLI::App& app, CommonFlags& flags) {
                   "(0: no limit)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  auto family = std::make_shared<bench::RandomFamilyOptions>();
+  family->count = 0;
+  cmd->add_option("--random", family->count,
+                  "Instead of the standard suite, N networks whose shape is "
+                  "drawn at random (machines, rack size, slots, load, "
+                  "running share, preference arcs, job sizes, cost range); "
+                  "reports each algorithm's median, p90 and worst ratio to "
+                  "the best LEMON. Default algorithm: portfolio")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--random-seed", family->seed,
+                  "Seed of the random family (same seed, same networks)")
+      ->capture_default_str();
+  cmd->add_option("--random-min-machines", family->min_machines,
+                  "Smallest network of the random family (machines)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--random-max-machines", family->max_machines,
+                  "Largest network of the random family (machines)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--write-dimacs", options->write_dimacs_dir,
+                  "Write the selected generated cases' networks to "
+                  "DIR/<case>.min (DIMACS) and solve nothing")
+      ->check(CLI::ExistingDirectory);
   cmd->add_flag("--list", *list, "Print the selected cases and algorithms");
-  return [options, list, cmd, e2e]() {
+  return [options, family, list, cmd, e2e]() {
     if (e2e.app->parsed()) return e2e.main();
     if (!cmd->parsed()) return 2;
+    if (family->count > 0) {
+      if (family->min_machines > family->max_machines) {
+        std::cerr << "flowsched bench solver: --random-min-machines "
+                  << family->min_machines << " is above --random-max-machines "
+                  << family->max_machines << "\n";
+        return 2;
+      }
+      if (!options->dimacs_files.empty()) {
+        std::cerr << "flowsched bench solver: --random and --dimacs exclude "
+                     "each other\n";
+        return 2;
+      }
+      options->cases = bench::RandomFamilyCases(*family);
+      if (options->algorithms.empty()) options->algorithms = {"portfolio"};
+    }
     if (options->algorithms.empty()) {
       options->algorithms = solver::SolverNames();  // incremental among them
       options->algorithms.push_back(bench::kWarmPortfolio);
@@ -68,7 +108,9 @@ CommandMain AddBenchCommand(CLI::App& app, CommonFlags& flags) {
       return 2;
     }
     if (*list) {
-      for (const bench::BenchCase& c : bench::StandardCases(options->quick)) {
+      for (const bench::BenchCase& c :
+           options->cases.empty() ? bench::StandardCases(options->quick)
+                                  : options->cases) {
         bool selected = options->case_filters.empty();
         for (const std::string& f : options->case_filters) {
           if (c.name.find(f) != std::string::npos) selected = true;
