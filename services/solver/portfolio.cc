@@ -19,6 +19,17 @@ constexpr int64_t kRelaxationMinStallWindowNs = 10'000'000;
 
 }  // namespace
 
+double MeanSourceOutDegree(const McmfProblem& problem) {
+  uint64_t sources = 0;
+  for (const int64_t supply : problem.supply) sources += supply > 0 ? 1 : 0;
+  if (sources == 0) return 0;
+  uint64_t arcs = 0;
+  for (const McmfArc& arc : problem.arcs) {
+    if (arc.capacity > 0 && problem.supply[arc.src] > 0) ++arcs;
+  }
+  return static_cast<double>(arcs) / static_cast<double>(sources);
+}
+
 absl::StatusOr<McmfSolution> Portfolio::Solve(const McmfProblem& problem) {
   return Race(problem, nullptr);
 }
@@ -48,6 +59,13 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
       absl::UnknownError("incremental did not run");
   // Set on the relaxation thread, read after the join.
   bool primal_dual_ran = false;
+  auto run_primal_dual = [&] {
+    ScratchIncremental incremental;
+    incremental.set_stop_flag(stop);
+    primal_dual_ran = true;
+    primal_dual = incremental.Solve(problem);
+    finish(primal_dual, 3);
+  };
   std::thread relaxation_thread([&] {
     if (warm != nullptr) {
       Relaxation relaxation;
@@ -64,6 +82,11 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
     // would cost more: on two cores the scheduler lets two racers share
     // one core for the whole race, and the winner ran at half speed two
     // times in three.
+    if (relaxation_min_source_degree > 0 &&
+        MeanSourceOutDegree(problem) < relaxation_min_source_degree) {
+      run_primal_dual();
+      return;
+    }
     RelaxationOptions options;
     // Cost scaling asks the same max flow on the other core and decides
     // infeasibility; relaxation without it may not see it, and its budget
@@ -86,11 +109,7 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
       finish(relaxed, 1);
       return;
     }
-    ScratchIncremental incremental;
-    incremental.set_stop_flag(stop);
-    primal_dual_ran = true;
-    primal_dual = incremental.Solve(problem);
-    finish(primal_dual, 3);
+    run_primal_dual();
   });
   CostScalingOptions options;
   options.stop = stop;

@@ -9,8 +9,10 @@
 // the incremental solver's primal-dual (ScratchIncremental) takes over its
 // core: on the Quincy policy's own networks, a whole population waiting at
 // once, relaxation does not finish in minutes while the primal-dual is 8x
-// faster than cost scaling (services/solver/README.md). The solution names
-// the winner in `algorithm`.
+// faster than cost scaling (services/solver/README.md). A network whose
+// sources have few arcs each (relaxation_min_source_degree) is where
+// relaxation stalls, so there the primal-dual races cost scaling from the
+// start. The solution names the winner in `algorithm`.
 //
 // Not deterministic in which optimum it returns (the winner depends on
 // timing): deterministic rounds use a single algorithm instead.
@@ -24,6 +26,12 @@
 #include "services/solver/mcmf_solver.h"
 
 namespace flowsched::solver {
+
+// The mean number of arcs with capacity leaving a node with positive
+// supply, or 0 without such a node. In a scheduling network: a task's
+// choices (unscheduled, any machine, its preferred machines and racks).
+// O(nodes + arcs).
+double MeanSourceOutDegree(const McmfProblem& problem);
 
 class Portfolio final : public McmfSolver {
  public:
@@ -39,6 +47,11 @@ class Portfolio final : public McmfSolver {
   // so 0.3 us keeps every one. Tests shorten it.
   int64_t relaxation_budget_ns_per_arc = 300;
   int64_t relaxation_budget_min_ns = 10'000'000;
+  // From scratch, a network whose supply nodes average fewer arcs than
+  // this (MeanSourceOutDegree) skips relaxation: its sources contend for a
+  // few shared destinations, where relaxation stalls, so the primal-dual
+  // takes that core at once. 0 always tries relaxation first.
+  double relaxation_min_source_degree = 4.0;
 
   absl::StatusOr<McmfSolution> Solve(const McmfProblem& problem) override;
   std::string_view name() const override { return "portfolio"; }

@@ -36,6 +36,37 @@ TEST(PortfolioTest, WinnerIsOptimalOnSchedulingNetworks) {
   }
 }
 
+TEST(PortfolioTest, MeanSourceOutDegreeCountsArcsWithCapacity) {
+  McmfProblem problem;
+  problem.node_count = 4;
+  problem.supply = {2, 1, 0, -3};
+  problem.arcs = {{.src = 0, .dst = 3, .capacity = 2, .cost = 1},
+                  {.src = 0, .dst = 2, .capacity = 1, .cost = 0},
+                  {.src = 0, .dst = 1, .capacity = 1, .cost = 0},
+                  {.src = 1, .dst = 3, .capacity = 3, .cost = 2},
+                  {.src = 1, .dst = 2, .capacity = 0, .cost = 0},  // dead
+                  {.src = 2, .dst = 3, .capacity = 5, .cost = 0}};
+  EXPECT_DOUBLE_EQ(MeanSourceOutDegree(problem), 2.0);
+  problem.supply = {0, 0, 0, 0};
+  EXPECT_DOUBLE_EQ(MeanSourceOutDegree(problem), 0.0);
+}
+
+// Below relaxation_min_source_degree relaxation never runs: the primal-dual
+// races cost scaling from the start, and the result is as exact.
+TEST(PortfolioTest, FewArcsPerSourceSkipRelaxation) {
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    Portfolio portfolio;
+    portfolio.relaxation_min_source_degree = 1e9;
+    testgen::SchedulingOptions options;
+    options.utilisation = 0.6 + 0.05 * static_cast<double>(seed);
+    const McmfProblem problem = testgen::SchedulingNetwork(seed, options);
+    const absl::StatusOr<McmfSolution> solution = portfolio.Solve(problem);
+    testgen::ExpectMatchesLemon(problem, solution);
+    ASSERT_THAT(solution, IsOk());
+    EXPECT_NE(solution->algorithm, "relaxation") << seed;
+  }
+}
+
 TEST(PortfolioTest, MatchesLemonOnRandomNetworks) {
   const testgen::SolveFn solve = [](const McmfProblem& problem, uint64_t) {
     return Portfolio().Solve(problem);
