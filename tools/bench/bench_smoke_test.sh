@@ -2,7 +2,9 @@
 # Smoke test for `flowsched bench solver --quick`: it must exit 0 and its
 # CSV must hold an "ok" row for every case and algorithm it lists ("n/a"
 # for the incremental solver on cases that are not sequences), and an
-# unknown --algorithm must be refused up front with exit status 2.
+# unknown --algorithm must be refused up front with exit status 2. A small
+# random family (--random) must report every network measured, and its
+# --write-dimacs files must solve with `flowsched solve`.
 # Usage: bench_smoke_test.sh FLOWSCHED_BINARY WORK_DIR
 set -eu
 flowsched=$1
@@ -29,4 +31,20 @@ status=0
 "$flowsched" bench solver --quick --algorithm no_such_solver >/dev/null 2>"$dir/bad.txt" || status=$?
 [ "$status" -eq 2 ] && grep -q "unknown algorithm 'no_such_solver'" "$dir/bad.txt" || {
   echo "an unknown --algorithm exited $status:"; cat "$dir/bad.txt"; exit 1; }
-echo "bench smoke: $(($(wc -l <"$csv") - 1)) rows OK"
+random="$dir/random.txt"
+"$flowsched" bench solver --random 4 --random-min-machines 20 --random-max-machines 80 \
+  --repeat 1 --algorithm portfolio,incremental >"$random" 2>"$dir/random-progress.txt" || {
+  echo "bench solver --random failed:"; cat "$random" "$dir/random-progress.txt"; exit 1; }
+for a in portfolio incremental; do
+  grep -Eq "^   $a +4 " "$random" || {
+    echo "no ratio row with 4 measured networks for $a:"; cat "$random"; exit 1; }
+done
+mkdir -p "$dir/dimacs"
+rm -f "$dir/dimacs/"*.min
+"$flowsched" bench solver --random 4 --random-min-machines 20 --random-max-machines 80 \
+  --write-dimacs "$dir/dimacs" >"$dir/written.txt"
+[ "$(wc -l <"$dir/written.txt")" -eq 4 ] || { echo "--write-dimacs wrote:"; cat "$dir/written.txt"; exit 1; }
+for f in "$dir/dimacs/"*.min; do
+  "$flowsched" solve "$f" | grep -q '^cost=' || { echo "flowsched solve $f failed"; exit 1; }
+done
+echo "bench smoke: $(($(wc -l <"$csv") - 1)) rows OK, random family OK"
