@@ -10,8 +10,7 @@ namespace {
 
 double FreeFraction(int64_t capacity, int64_t allocated, int64_t request) {
   const int64_t used = allocated + std::max<int64_t>(request, 0);
-  return static_cast<double>(capacity - used) /
-         static_cast<double>(capacity);
+  return static_cast<double>(capacity - used) / static_cast<double>(capacity);
 }
 
 double LeastAllocated(const cluster::Machine& machine,
@@ -56,13 +55,11 @@ std::vector<BaselinePlacement> FilterScoreScheduler::Schedule(
       double score = LeastAllocated(machine, task.spec.request);
       if (auto it = locality.on_machine.find(machine_id);
           it != locality.on_machine.end()) {
-        score += kMachineLocalityWeight *
-                 Fraction(it->second, locality.total);
+        score += kMachineLocalityWeight * Fraction(it->second, locality.total);
       }
       if (auto it = locality.in_rack.find(machine.rack);
           it != locality.in_rack.end()) {
-        score +=
-            kRackLocalityWeight * Fraction(it->second, locality.total);
+        score += kRackLocalityWeight * Fraction(it->second, locality.total);
       }
       // Strictly greater: machines are visited in id order, so ties keep
       // the lowest id.

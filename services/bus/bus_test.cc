@@ -92,9 +92,8 @@ class BusTest : public ::testing::Test {
     ASSERT_THAT(producer_->Flush(10000), IsOk());
     auto consumer = MakeConsumer();
     ASSERT_NE(consumer, nullptr);
-    ASSERT_THAT(
-        consumer->Assign({{topics_.dead_letters, 0, kOffsetBeginning}}),
-        IsOk());
+    ASSERT_THAT(consumer->Assign({{topics_.dead_letters, 0, kOffsetBeginning}}),
+                IsOk());
     std::vector<Record> records =
         ConsumeN(*consumer, 1, std::chrono::seconds(10));
     ASSERT_EQ(records.size(), 1u);
@@ -272,10 +271,10 @@ TEST_F(BusTest, GroupGivesThePartitionToOneMemberAndMovesItOnLeave) {
   // it and reads from the offset its listener chose; when that member
   // closes (leaves the group), the other gets it.
   KafkaOptions group_options = options_;
-  group_options.extra = {{"session.timeout.ms", "3000"},
-                         {"heartbeat.interval.ms", "500"},
-                         {"partition.assignment.strategy",
-                          "cooperative-sticky"}};
+  group_options.extra = {
+      {"session.timeout.ms", "3000"},
+      {"heartbeat.interval.ms", "500"},
+      {"partition.assignment.strategy", "cooperative-sticky"}};
   struct Member {
     std::unique_ptr<Consumer> consumer;
     bool holds = false;
@@ -400,9 +399,9 @@ TEST_F(BusTest, ALetterAboutANearlyFullRecordStillFitsInAMessage) {
                   .offset = 5,
                   .key = std::string(20'000, 'k'),
                   .value = std::string(979'950, 'v')};
-  ASSERT_THAT(producer_->Produce(topics_.events, 0, original.key,
-                                 original.value),
-              IsOk());
+  ASSERT_THAT(
+      producer_->Produce(topics_.events, 0, original.key, original.value),
+      IsOk());
   DeadLetterPublisher publisher(*producer_, topics_.dead_letters, "test");
   ASSERT_THAT(
       publisher.Publish(original, absl::InvalidArgumentError("too big")),

@@ -15,7 +15,8 @@ const Clock& SystemClockInstance() {
 
 }  // namespace
 
-v1::DeadLetter MakeDeadLetter(const Record& original, const absl::Status& reason,
+v1::DeadLetter MakeDeadLetter(const Record& original,
+                              const absl::Status& reason,
                               std::string_view service,
                               int64_t rejected_time_us) {
   v1::DeadLetter letter;

@@ -24,7 +24,8 @@ namespace flowsched::bus {
 // filled one.
 inline constexpr size_t kDeadLetterMaxKeyBytes = 4 * 1024;
 inline constexpr size_t kDeadLetterMaxOriginalBytes = 512 * 1024;
-v1::DeadLetter MakeDeadLetter(const Record& original, const absl::Status& reason,
+v1::DeadLetter MakeDeadLetter(const Record& original,
+                              const absl::Status& reason,
                               std::string_view service,
                               int64_t rejected_time_us);
 // The Kafka key of a letter, "<topic>/<partition>" of its original, so that

@@ -50,19 +50,20 @@ absl::StatusOr<std::unique_ptr<LeaderLease>> LeaderLease::Create(
   FLOWSCHED_ASSIGN_OR_RETURN(
       KafkaConfPtr conf,
       BuildKafkaConfig(
-          options, {
-                       {"group.id", group_id},
-                       {"enable.auto.commit", "false"},
-                       {"partition.assignment.strategy", "cooperative-sticky"},
-                       {"session.timeout.ms", std::to_string(session_timeout_ms)},
-                       {"heartbeat.interval.ms", std::to_string(heartbeat_ms)},
-                       // The service loop polls often; a loop stuck longer
-                       // than this gives the lease up.
-                       {"max.poll.interval.ms",
-                        std::to_string(std::max(30'000, session_timeout_ms))},
-                       {"reconnect.backoff.ms", "100"},
-                       {"reconnect.backoff.max.ms", "2000"},
-                   }));
+          options,
+          {
+              {"group.id", group_id},
+              {"enable.auto.commit", "false"},
+              {"partition.assignment.strategy", "cooperative-sticky"},
+              {"session.timeout.ms", std::to_string(session_timeout_ms)},
+              {"heartbeat.interval.ms", std::to_string(heartbeat_ms)},
+              // The service loop polls often; a loop stuck longer
+              // than this gives the lease up.
+              {"max.poll.interval.ms",
+               std::to_string(std::max(30'000, session_timeout_ms))},
+              {"reconnect.backoff.ms", "100"},
+              {"reconnect.backoff.max.ms", "2000"},
+          }));
   auto lease = std::make_unique<LeaderLease>(Token());
   rd_kafka_conf_set_rebalance_cb(conf.get(), OnRebalance);
   std::array<char, 512> errstr{};

@@ -16,12 +16,8 @@ TopicNames TopicNames::WithPrefix(std::string_view prefix) {
 
 std::vector<TopicSpec> DefaultTopicSpecs(const TopicNames& names) {
   return {
-      {names.events, 4},
-      {names.rounds, 1},
-      {names.placements, 4},
-      {names.dead_letters, 1},
-      {names.ledger, 1},
-      {names.leader, 1},
+      {names.events, 4},       {names.rounds, 1}, {names.placements, 4},
+      {names.dead_letters, 1}, {names.ledger, 1}, {names.leader, 1},
   };
 }
 

@@ -21,8 +21,8 @@ struct TopicNames {
   // Names the graph managers' leader lease (bus::LeaderLease); no records.
   std::string leader = "flowsched.leader";
 
-  // Prefix + "events", "rounds", "placements", "dead-letters", "ledger", "leader"; a prefix
-  // lets tests and several clusters share one broker.
+  // Prefix + "events", "rounds", "placements", "dead-letters", "ledger",
+  // "leader"; a prefix lets tests and several clusters share one broker.
   static TopicNames WithPrefix(std::string_view prefix);
 };
 
@@ -32,8 +32,8 @@ struct TopicSpec {
 };
 
 // events 4, rounds 1 (one totally ordered stream of solver rounds),
-// placements 4, dead-letters 1, ledger 1 (one total order), leader 1. Retention and
-// compaction each topic needs: services/bus/README.md.
+// placements 4, dead-letters 1, ledger 1 (one total order), leader 1. Retention
+// and compaction each topic needs: services/bus/README.md.
 std::vector<TopicSpec> DefaultTopicSpecs(const TopicNames& names);
 
 }  // namespace flowsched::bus

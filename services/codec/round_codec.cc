@@ -72,9 +72,8 @@ void EncodeChange(const GraphChange& change, v1::GraphChange& out) {
 absl::StatusOr<GraphChange> DecodeNodeAsAdd(const v1::Node& message) {
   auto data = DecodeNodeData(message);
   if (!data.ok()) return data.status();
-  return GraphChange{.type = GraphChange::Type::kAddNode,
-                     .node = message.id(),
-                     .data = *data};
+  return GraphChange{
+      .type = GraphChange::Type::kAddNode, .node = message.id(), .data = *data};
 }
 
 absl::StatusOr<GraphChange> DecodeChange(const v1::GraphChange& message) {
@@ -98,9 +97,9 @@ absl::StatusOr<GraphChange> DecodeChange(const v1::GraphChange& message) {
       if (auto s = CheckId(arc.dst()); !s.ok()) return s;
       if (static_cast<size_t>(arc.extra_segments_size()) >
           flow::kMaxArcSegments) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "arc ", arc.src(), "->", arc.dst(), " has ",
-            arc.extra_segments_size(), " pieces"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("arc ", arc.src(), "->", arc.dst(), " has ",
+                         arc.extra_segments_size(), " pieces"));
       }
       GraphChange change{.type = GraphChange::Type::kSetArc,
                          .src = arc.src(),

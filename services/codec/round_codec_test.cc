@@ -7,9 +7,9 @@
 namespace flowsched::codec {
 namespace {
 
+using flow::GraphChange;
 using ::flowsched::testing::IsOk;
 using ::flowsched::testing::StatusIs;
-using flow::GraphChange;
 
 TEST(RoundCodecTest, EveryChangeTypeRoundTripsThroughBytes) {
   const std::vector<GraphChange> changes = {
@@ -24,7 +24,10 @@ TEST(RoundCodecTest, EveryChangeTypeRoundTripsThroughBytes) {
        .data = {.kind = flow::NodeKind::kTask, .supply = 1, .entity_id = 77}},
       {.type = GraphChange::Type::kRemoveNode, .node = 9},
       {.type = GraphChange::Type::kSetArc,
-       .src = 4, .dst = 2, .capacity = 5, .cost = -12,
+       .src = 4,
+       .dst = 2,
+       .capacity = 5,
+       .cost = -12,
        .extra_segments = {{2, -3}, {7, 40}}},
       {.type = GraphChange::Type::kRemoveArc, .src = 4, .dst = 2},
   };

@@ -37,15 +37,16 @@ constexpr char kGarbage[] = "\xff\xfe not a ClusterEvent";
 class DeadLetterOutageTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto broker = bus::EmbeddedBroker::Start(1, bus::DefaultTopicSpecs(topics_));
+    auto broker =
+        bus::EmbeddedBroker::Start(1, bus::DefaultTopicSpecs(topics_));
     ASSERT_TRUE(broker.ok()) << broker.status();
     broker_ = std::move(broker).value();
     options_.kafka.brokers = broker_->bootstrap_servers();
     options_.topics = topics_;
-    options_.data_dir = (std::filesystem::temp_directory_path() /
-                         ("flowsched-letter-outage-" +
-                          std::to_string(::getpid())))
-                            .string();
+    options_.data_dir =
+        (std::filesystem::temp_directory_path() /
+         ("flowsched-letter-outage-" + std::to_string(::getpid())))
+            .string();
     std::filesystem::remove_all(options_.data_dir);
     // Deterministic cutting, due only after 1,000 events: no round is
     // published, so the outage delays nothing but the letter.
@@ -56,9 +57,10 @@ class DeadLetterOutageTest : public ::testing::Test {
 
   // Starts a graph manager, calls `before_run`, runs it until `done` holds
   // for its status (or 30 s), then stops it cleanly.
-  void RunUntil(const std::function<bool(const v1::GraphManagerStatus&)>& done,
-                const std::string& what,
-                const std::function<void()>& before_run = [] {}) {
+  void RunUntil(
+      const std::function<bool(const v1::GraphManagerStatus&)>& done,
+      const std::string& what,
+      const std::function<void()>& before_run = [] {}) {
     auto manager = GraphManager::Create(options_, clock_);
     ASSERT_TRUE(manager.ok()) << manager.status();
     before_run();
@@ -105,9 +107,8 @@ class DeadLetterOutageTest : public ::testing::Test {
     EXPECT_TRUE(marks.ok()) << marks.status();
     if (!marks.ok()) return letters;
     EXPECT_TRUE((*consumer)->Assign({{topics_.dead_letters, 0}}).ok());
-    for (int i = 0; i < 100 &&
-                    static_cast<int64_t>(letters.size()) < marks->second;
-         ++i) {
+    for (int i = 0;
+         i < 100 && static_cast<int64_t>(letters.size()) < marks->second; ++i) {
       auto records = (*consumer)->Poll(100, 100);
       EXPECT_TRUE(records.ok());
       for (const bus::Record& record : *records) {
@@ -153,12 +154,11 @@ TEST_F(DeadLetterOutageTest, ALetterRejectedDuringAnOutageSurvivesTheStop) {
       [this] {
         // The graph manager reads the garbage event only in Run, after
         // this: the broker refuses every Produce request from here on.
-        ASSERT_TRUE(
-            broker_
-                ->PushRequestErrors(
-                    kProduceApi,
-                    std::vector<int>(10'000, kNotLeaderForPartition))
-                .ok());
+        ASSERT_TRUE(broker_
+                        ->PushRequestErrors(
+                            kProduceApi,
+                            std::vector<int>(10'000, kNotLeaderForPartition))
+                        .ok());
       });
   // Stopped in the outage: the letter is still pending in the store, with
   // the offset that passed its record.
@@ -169,8 +169,7 @@ TEST_F(DeadLetterOutageTest, ALetterRejectedDuringAnOutageSurvivesTheStop) {
   ASSERT_TRUE(broker_->ClearRequestErrors(kProduceApi).ok());
   RunUntil(
       [](const v1::GraphManagerStatus& s) {
-        return s.events_rejected() == 1 &&
-               s.dead_letters_pending() == 0;
+        return s.events_rejected() == 1 && s.dead_letters_pending() == 0;
       },
       "the pending letter acknowledged after the restart");
   EXPECT_EQ(PendingLetterOffsets(), std::vector<int64_t>{});
@@ -214,9 +213,9 @@ TEST_F(DeadLetterOutageTest, ALetterPendingInADamagedStoreSurvivesTheRebuild) {
     original.partition = 0;
     original.offset = 42;
     original.value = "salvage me";
-    const v1::DeadLetter letter = bus::MakeDeadLetter(
-        original, absl::InvalidArgumentError("garbage"), "graph-manager",
-        1'000'000);
+    const v1::DeadLetter letter =
+        bus::MakeDeadLetter(original, absl::InvalidArgumentError("garbage"),
+                            "graph-manager", 1'000'000);
     auto store = storage::StateStore::Open(options_.data_dir + "/state", {});
     ASSERT_TRUE(store.ok()) << store.status();
     storage::StateBatch batch;

@@ -21,7 +21,7 @@ std::vector<OutboxMessage> DeadLetterMessages(const v1::DeadLetter& letter,
 
 DeadLetterOutbox::DeadLetterOutbox(bus::Producer& producer, std::string topic)
     : Outbox(producer, std::move(topic), "dead letter",
-              storage::kDeadLetterPrefix, &storage::DeadLetterKey) {}
+             storage::kDeadLetterPrefix, &storage::DeadLetterKey) {}
 
 OutboxEntry DeadLetterOutbox::Stage(uint64_t seq, const v1::DeadLetter& letter,
                                     storage::StateBatch& batch) {

@@ -1,12 +1,12 @@
 #pragma once
 
-// Publishes the graph manager's ledger records (proto/flowsched/v1/ledger.proto)
-// through an Outbox: a record is staged in the same RocksDB batch as the
-// state it describes ("l/<seq>", storage/keys.h), published after that batch
-// commits, and its pending copy is deleted (in a later batch) only once the
-// broker acknowledged it. A crash between commit and acknowledgement leaves
-// the copy in RocksDB, and the next start publishes it again; readers keep
-// the first record of each seq, so a duplicate is harmless.
+// Publishes the graph manager's ledger records
+// (proto/flowsched/v1/ledger.proto) through an Outbox: a record is staged in
+// the same RocksDB batch as the state it describes ("l/<seq>", storage/keys.h),
+// published after that batch commits, and its pending copy is deleted (in a
+// later batch) only once the broker acknowledged it. A crash between commit and
+// acknowledgement leaves the copy in RocksDB, and the next start publishes it
+// again; readers keep the first record of each seq, so a duplicate is harmless.
 //
 // Thread-safety: not thread-safe; the graph manager's loop owns it.
 

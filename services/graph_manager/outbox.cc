@@ -74,9 +74,10 @@ absl::StatusOr<uint64_t> Outbox::RepublishPending(
         return absl::OkStatus();
       }));
   if (count > 0) {
-    spdlog::info("publishing again {} {}(s) that a previous instance had not "
-                 "seen acknowledged",
-                 count, what_);
+    spdlog::info(
+        "publishing again {} {}(s) that a previous instance had not "
+        "seen acknowledged",
+        count, what_);
   }
   return max_seq;
 }
@@ -84,8 +85,7 @@ absl::StatusOr<uint64_t> Outbox::RepublishPending(
 bool Outbox::FlushDue(int min_interval_ms) const {
   if (unacked_.empty()) return false;
   const int interval_ms = std::max(min_interval_ms, backoff_ms_);
-  return SteadyMicros() - last_flush_steady_us_ >=
-         int64_t{interval_ms} * 1000;
+  return SteadyMicros() - last_flush_steady_us_ >= int64_t{interval_ms} * 1000;
 }
 
 void Outbox::MaybeFlush(int min_interval_ms, int timeout_ms) {

@@ -23,7 +23,8 @@ namespace {
 class OutboxTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto broker = bus::EmbeddedBroker::Start(1, bus::DefaultTopicSpecs(topics_));
+    auto broker =
+        bus::EmbeddedBroker::Start(1, bus::DefaultTopicSpecs(topics_));
     ASSERT_TRUE(broker.ok()) << broker.status();
     broker_ = std::move(broker).value();
     options_.brokers = broker_->bootstrap_servers();
@@ -78,8 +79,8 @@ class OutboxTest : public ::testing::Test {
         v1::DeadLetter& letter = letters.emplace_back();
         EXPECT_TRUE(letter.ParseFromString(record.value));
         // Keyed by the original's partition: letters about one stay in order.
-        EXPECT_EQ(record.key, absl::StrCat(letter.topic(), "/",
-                                           letter.partition()));
+        EXPECT_EQ(record.key,
+                  absl::StrCat(letter.topic(), "/", letter.partition()));
       }
     }
     return letters;

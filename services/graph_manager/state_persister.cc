@@ -134,39 +134,36 @@ absl::Status RestoreState(const storage::StateStore& store,
         v1::NodeRecord record;
         if (!record.ParseFromArray(value.data(),
                                    static_cast<int>(value.size()))) {
-          return absl::DataLossError(
-              absl::StrCat("stored node record does not parse (key size ",
-                           key.size(), ")"));
+          return absl::DataLossError(absl::StrCat(
+              "stored node record does not parse (key size ", key.size(), ")"));
         }
         auto change = codec::DecodeNodeAsAdd(record.node());
         if (!change.ok()) {
-          return absl::DataLossError(absl::StrCat(
-              "stored node is invalid: ", change.status().message()));
+          return absl::DataLossError(absl::StrCat("stored node is invalid: ",
+                                                  change.status().message()));
         }
         return network.Apply(*change);
       }));
-  return store.ScanPrefix(
-      storage::kArcPrefix, [&](std::string_view, std::string_view value) {
-        v1::ArcRecord record;
-        if (!record.ParseFromArray(value.data(),
-                                   static_cast<int>(value.size()))) {
-          return absl::DataLossError("stored arc record does not parse");
-        }
-        const v1::Arc& arc = record.arc();
-        std::vector<flow::ArcSegment> pieces;
-        for (const v1::ArcSegment& piece : arc.extra_segments()) {
-          pieces.push_back({piece.capacity(), piece.cost()});
-        }
-        absl::Status status = network.SetArc(arc.src(), arc.dst(),
-                                             arc.capacity(), arc.cost(),
-                                             pieces);
-        if (!status.ok()) {
-          return absl::DataLossError(absl::StrCat(
-              "stored arc ", arc.src(), "->", arc.dst(),
-              " does not fit the stored nodes: ", status.message()));
-        }
-        return absl::OkStatus();
-      });
+  return store.ScanPrefix(storage::kArcPrefix, [&](std::string_view,
+                                                   std::string_view value) {
+    v1::ArcRecord record;
+    if (!record.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+      return absl::DataLossError("stored arc record does not parse");
+    }
+    const v1::Arc& arc = record.arc();
+    std::vector<flow::ArcSegment> pieces;
+    for (const v1::ArcSegment& piece : arc.extra_segments()) {
+      pieces.push_back({piece.capacity(), piece.cost()});
+    }
+    absl::Status status = network.SetArc(arc.src(), arc.dst(), arc.capacity(),
+                                         arc.cost(), pieces);
+    if (!status.ok()) {
+      return absl::DataLossError(
+          absl::StrCat("stored arc ", arc.src(), "->", arc.dst(),
+                       " does not fit the stored nodes: ", status.message()));
+    }
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace flowsched::graph_manager

@@ -24,8 +24,7 @@ void StageEntities(const cluster::ChangeSet& changes,
 // Stages the current value (or the deletion) of every node and arc that
 // `network_changes` touched.
 void StageNetwork(const std::vector<flow::GraphChange>& network_changes,
-                  const flow::FlowNetwork& network,
-                  storage::StateBatch& batch);
+                  const flow::FlowNetwork& network, storage::StateBatch& batch);
 
 void StageMeta(const v1::GraphManagerMeta& meta, storage::StateBatch& batch);
 

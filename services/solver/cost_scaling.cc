@@ -1,5 +1,7 @@
 #include "services/solver/cost_scaling.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cstddef>
@@ -9,8 +11,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "services/common/status_macros.h"
 #include "services/solver/feasibility.h"
@@ -85,7 +85,9 @@ class CostScalingWorkspace {
   int64_t WarmEpsilon();
   const McmfProblem& problem() const { return problem_; }
   const CostScalingOptions& options() const { return options_; }
-  int64_t ColdEpsilon() const { return std::max<int64_t>(1, max_abs_cost_ * scale_); }
+  int64_t ColdEpsilon() const {
+    return std::max<int64_t>(1, max_abs_cost_ * scale_);
+  }
 
   // Scaling phases from `start_epsilon` (the flow must be start-optimal)
   // down to epsilon 1. `warm` enables price refinement before the first
@@ -117,8 +119,8 @@ class CostScalingWorkspace {
 
   absl::Status Refine(int64_t epsilon);
   absl::Status Discharge(uint32_t u, int64_t epsilon);
-  bool Relabel(uint32_t u, int64_t epsilon, uint32_t scanned_from,
-               int64_t best, uint32_t best_arc);
+  bool Relabel(uint32_t u, int64_t epsilon, uint32_t scanned_from, int64_t best,
+               uint32_t best_arc);
   absl::Status GlobalUpdate(int64_t epsilon);
   bool PriceRefine(int64_t epsilon);
   absl::Status NormalizePrices();
@@ -138,7 +140,7 @@ class CostScalingWorkspace {
   // spares it reading the mate (a cache miss per arc, the mates lie in
   // other nodes' blocks). PushFlow keeps it.
   std::vector<uint8_t> mate_open_;
-  std::vector<int64_t> excess_;        // > 0 excess, < 0 deficit
+  std::vector<int64_t> excess_;  // > 0 excess, < 0 deficit
   // Scaled prices with reduced cost c*S + price[u] - price[v]; relabels only
   // lower them (Goldberg's convention). Published potentials are the exact
   // -price / S after ExactPotentials().
@@ -173,7 +175,8 @@ absl::Status CostScalingWorkspace::Init() {
   node_count_ = problem_.node_count;
   const size_t arc_count = problem_.arcs.size();
   for (const McmfArc& arc : problem_.arcs) {
-    max_abs_cost_ = std::max(max_abs_cost_, arc.cost < 0 ? -arc.cost : arc.cost);
+    max_abs_cost_ =
+        std::max(max_abs_cost_, arc.cost < 0 ? -arc.cost : arc.cost);
   }
   const Int128 n1 = static_cast<Int128>(node_count_) + 1;
   if (n1 * max_abs_cost_ > kMaxScaledCost) {
@@ -228,13 +231,14 @@ void CostScalingWorkspace::SetFlow(const std::vector<int64_t>& flow) {
 bool CostScalingWorkspace::SetPotentials(
     const std::vector<int64_t>& potentials) {
   if (node_count_ == 0) return true;
-  const auto [lo, hi] = std::minmax_element(potentials.begin(), potentials.end());
+  const auto [lo, hi] =
+      std::minmax_element(potentials.begin(), potentials.end());
   // An optimum's potentials can be chosen with spread <= n * max|cost|;
   // anything wider is not worth the overflow risk, and prices, -p * S
   // shifted so the largest is 0, must start above the floor.
   const Int128 spread = static_cast<Int128>(*hi) - *lo;
-  if (spread >
-          static_cast<Int128>(node_count_) * std::max<int64_t>(max_abs_cost_, 1) ||
+  if (spread > static_cast<Int128>(node_count_) *
+                   std::max<int64_t>(max_abs_cost_, 1) ||
       spread * scale_ > kPriceFloor) {
     return false;
   }
@@ -276,7 +280,8 @@ absl::Status CostScalingWorkspace::Optimize(int64_t start_epsilon, bool warm) {
   update_threshold_ =
       options_.global_update_frequency > 0
           ? static_cast<uint64_t>(options_.global_update_frequency *
-                                  static_cast<double>(node_count_)) + 1
+                                  static_cast<double>(node_count_)) +
+                1
           : std::numeric_limits<uint64_t>::max();
   bool first = true;
   int64_t epsilon = start_epsilon;
@@ -314,7 +319,8 @@ absl::Status CostScalingWorkspace::NormalizePrices() {
 }
 
 absl::Status CostScalingWorkspace::Refine(int64_t epsilon) {
-  if (options_.stop != nullptr && options_.stop->load(std::memory_order_relaxed)) {
+  if (options_.stop != nullptr &&
+      options_.stop->load(std::memory_order_relaxed)) {
     return absl::CancelledError("cost scaling stopped by its caller");
   }
   // Saturate every residual arc that violates epsilon-optimality; arcs with
@@ -355,8 +361,9 @@ absl::Status CostScalingWorkspace::Refine(int64_t epsilon) {
     }
     // Compact the queue once its consumed prefix dominates.
     if (active_head_ > 4096 && active_head_ * 2 > active_.size()) {
-      active_.erase(active_.begin(),
-                    active_.begin() + static_cast<std::ptrdiff_t>(active_head_));
+      active_.erase(
+          active_.begin(),
+          active_.begin() + static_cast<std::ptrdiff_t>(active_head_));
       active_head_ = 0;
     }
   }
@@ -404,9 +411,9 @@ absl::Status CostScalingWorkspace::Discharge(uint32_t u, int64_t epsilon) {
     if (!Relabel(u, epsilon, start, best, best_arc)) {
       // Impossible after the feasibility check: an excess node always has
       // a residual path to a deficit.
-      return absl::InternalError(fmt::format(
-          "cost_scaling: node {} has excess {} but no residual arc",
-          u, excess_[u]));
+      return absl::InternalError(
+          fmt::format("cost_scaling: node {} has excess {} but no residual arc",
+                      u, excess_[u]));
     }
     // best >= -kPriceFloor - 2^58 and epsilon <= 2^58: computed safely.
     if (price_[u] < -kPriceFloor) return PriceFloorError();
@@ -691,7 +698,8 @@ absl::Status CostScalingWorkspace::ExactPotentials() {
           "cost_scaling: residual network has a negative cycle at the end");
     }
     if (qi > (size_t{1} << 20) && qi * 2 > queue.size()) {
-      queue.erase(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(qi));
+      queue.erase(queue.begin(),
+                  queue.begin() + static_cast<std::ptrdiff_t>(qi));
       qi = 0;
     }
   }
@@ -700,11 +708,10 @@ absl::Status CostScalingWorkspace::ExactPotentials() {
 
 absl::StatusOr<McmfSolution> CostScalingWorkspace::ExtractSolution() {
   FLOWSCHED_RETURN_IF_ERROR(ExactPotentials());
-  FLOWSCHED_ASSIGN_OR_RETURN(
-      McmfSolution solution,
-      SolutionFromResiduals(problem_, [this](size_t i) {
-        return arcs_[forward_arc_[i]].residual;
-      }));
+  FLOWSCHED_ASSIGN_OR_RETURN(McmfSolution solution,
+                             SolutionFromResiduals(problem_, [this](size_t i) {
+                               return arcs_[forward_arc_[i]].residual;
+                             }));
   solution.potentials.resize(node_count_);
   for (uint32_t v = 0; v < node_count_; ++v) {
     solution.potentials[v] = -distance_[v];

@@ -7,8 +7,8 @@
 // refinement -- and a warm start from a previous optimum (Firmament section
 // 5.2, incremental cost scaling).
 
-#include <cstdint>
 #include <atomic>
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -47,9 +47,9 @@ struct CostScalingOptions {
 // spread beyond what int64 arithmetic on them can hold, which takes
 // shortest-path distances of about 2^60 / (node_count + 1) in original
 // units), when one node's |supply| plus incident capacities exceeds 2^62, or
-// when the optimal total cost does not fit int64. On kInfeasible the flow and potentials are empty.
-// Stateless apart from the options, so one instance may serve concurrent
-// calls.
+// when the optimal total cost does not fit int64. On kInfeasible the flow and
+// potentials are empty. Stateless apart from the options, so one instance may
+// serve concurrent calls.
 class CostScaling final : public McmfSolver {
  public:
   CostScaling() = default;
@@ -67,9 +67,9 @@ class CostScaling final : public McmfSolver {
   // when the sizes do not match the problem, and drops the potentials (keeps
   // the flow) when their spread is too large to be useful or safe. The
   // result is exactly as optimal as Solve's (possibly a different optimum).
-  absl::StatusOr<McmfSolution> SolveFrom(const McmfProblem& problem,
-                                         const std::vector<int64_t>& flow,
-                                         const std::vector<int64_t>& potentials);
+  absl::StatusOr<McmfSolution> SolveFrom(
+      const McmfProblem& problem, const std::vector<int64_t>& flow,
+      const std::vector<int64_t>& potentials);
 
   std::string_view name() const override { return "cost_scaling"; }
 

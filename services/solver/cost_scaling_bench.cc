@@ -6,6 +6,10 @@
 //                      [global_update_frequency=1.0] [price_refinement=1]
 //                      [reps=3]
 
+#include <lemon/cost_scaling.h>
+#include <lemon/list_graph.h>
+#include <lemon/network_simplex.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -14,10 +18,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <lemon/cost_scaling.h>
-#include <lemon/list_graph.h>
-#include <lemon/network_simplex.h>
 
 #include "services/solver/cost_scaling.h"
 #include "services/solver/flow_checker.h"
@@ -29,7 +29,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double Ms(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  return std::chrono::duration<double, std::milli>(Clock::now() - start)
+      .count();
 }
 
 struct LemonTimes {
@@ -43,9 +44,11 @@ struct LemonTimes {
 LemonTimes RunLemon(const McmfProblem& problem) {
   lemon::ListDigraph graph;
   std::vector<lemon::ListDigraph::Node> nodes;
-  for (uint32_t v = 0; v < problem.node_count; ++v) nodes.push_back(graph.addNode());
+  for (uint32_t v = 0; v < problem.node_count; ++v)
+    nodes.push_back(graph.addNode());
   lemon::ListDigraph::NodeMap<int64_t> supply(graph);
-  for (uint32_t v = 0; v < problem.node_count; ++v) supply[nodes[v]] = problem.supply[v];
+  for (uint32_t v = 0; v < problem.node_count; ++v)
+    supply[nodes[v]] = problem.supply[v];
   lemon::ListDigraph::ArcMap<int64_t> upper(graph);
   lemon::ListDigraph::ArcMap<int64_t> cost(graph);
   for (const McmfArc& arc : problem.arcs) {
@@ -81,15 +84,17 @@ McmfSolution SolveOrDie(CostScaling& solver, const McmfProblem& problem,
                       : solver.SolveFrom(problem, from->flow, from->potentials);
   *ms = Ms(start);
   if (!solution.ok() || !CheckOptimalFlow(problem, *solution).ok()) {
-    std::fprintf(stderr, "solver failed: %s\n",
-                 solution.ok() ? "check" : solution.status().ToString().c_str());
+    std::fprintf(
+        stderr, "solver failed: %s\n",
+        solution.ok() ? "check" : solution.status().ToString().c_str());
     std::exit(1);
   }
   return *solution;
 }
 
 int Main(int argc, char** argv) {
-  const auto tasks = static_cast<uint32_t>(argc > 1 ? std::atoi(argv[1]) : 10000);
+  const auto tasks =
+      static_cast<uint32_t>(argc > 1 ? std::atoi(argv[1]) : 10000);
   const double utilisation = argc > 2 ? std::atof(argv[2]) : 0.9;
   CostScalingOptions options;
   if (argc > 3) options.alpha = std::atoi(argv[3]);

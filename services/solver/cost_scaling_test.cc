@@ -68,7 +68,6 @@ TEST(CostScalingTest, Errors) {
       },
       "total cost");
 
-
   McmfProblem small;
   small.node_count = 2;
   small.supply = {1, -1};
@@ -99,12 +98,12 @@ McmfProblem ExpensivePath(uint32_t nodes, int64_t units) {
 TEST(CostScalingTest, LargeCostsOnManyNodes) {
   // 12,000 nodes and costs up to 2^30: (n + 1)^2 * max|cost| is 2^57.1.
   for (uint64_t seed = 0; seed < 2; ++seed) {
-    const McmfProblem problem = testgen::RandomFeasibleNetwork(
-        seed, {.node_count = 12'000,
-               .arc_count = 36'000,
-               .max_capacity = 1'000,
-               .min_cost = -kMaxArcCost,
-               .max_cost = kMaxArcCost});
+    const McmfProblem problem =
+        testgen::RandomFeasibleNetwork(seed, {.node_count = 12'000,
+                                              .arc_count = 36'000,
+                                              .max_capacity = 1'000,
+                                              .min_cost = -kMaxArcCost,
+                                              .max_cost = kMaxArcCost});
     EXPECT_EQ(CostScalingSolveAndCompare(problem), McmfOutcome::kOptimal)
         << seed;
   }
@@ -285,8 +284,8 @@ TEST(CostScalingTest, SolveFromMatchesFromScratchOverIncrementalChanges) {
       if (kind == 0 || kind == 3) {
         arc.cost = static_cast<int64_t>(pick(900)) - (kind == 3 ? 50 : 0);
       } else if (kind == 1 && !aggregator) {
-        arc.capacity = static_cast<int64_t>(pick(
-            static_cast<size_t>(2 * net.base_capacity[a] + 1)));
+        arc.capacity = static_cast<int64_t>(
+            pick(static_cast<size_t>(2 * net.base_capacity[a] + 1)));
       } else if (kind == 2 && !aggregator) {
         arc.capacity = 0;  // e.g. a machine that failed
       } else if (kind == 4 && !aggregator) {

@@ -53,14 +53,14 @@ absl::StatusOr<int64_t> ParseInt(std::string_view field, std::string_view name,
   const auto [end, error] =
       std::from_chars(field.data(), field.data() + field.size(), value);
   if (error == std::errc::result_out_of_range) {
-    return LineError(line, absl::StrCat(std::string(name), " '",
-                                        std::string(field),
-                                        "' is out of the int64 range"));
+    return LineError(line,
+                     absl::StrCat(std::string(name), " '", std::string(field),
+                                  "' is out of the int64 range"));
   }
   if (error != std::errc() || end != field.data() + field.size()) {
-    return LineError(line, absl::StrCat(std::string(name), " '",
-                                        std::string(field),
-                                        "' is not an integer"));
+    return LineError(line,
+                     absl::StrCat(std::string(name), " '", std::string(field),
+                                  "' is not an integer"));
   }
   return value;
 }
@@ -87,9 +87,9 @@ class Parser {
       } else if (fields[0][0] == 'c') {
         continue;  // "cfoo": still a comment by its first character
       } else {
-        status = LineError(line_, absl::StrCat("unknown line type '",
-                                               std::string(fields[0]),
-                                               "' (expected c, p, n or a)"));
+        status = LineError(
+            line_, absl::StrCat("unknown line type '", std::string(fields[0]),
+                                "' (expected c, p, n or a)"));
       }
       if (!status.ok()) return status;
     }
@@ -109,24 +109,24 @@ class Parser {
                                            fields.size() - 1));
     }
     if (fields[1] != "min") {
-      return LineError(line_, absl::StrCat("problem type '",
-                                           std::string(fields[1]),
-                                           "' is not supported; expected "
-                                           "'min'"));
+      return LineError(line_,
+                       absl::StrCat("problem type '", std::string(fields[1]),
+                                    "' is not supported; expected "
+                                    "'min'"));
     }
     absl::StatusOr<int64_t> nodes = ParseInt(fields[2], "node count", line_);
     if (!nodes.ok()) return nodes.status();
     absl::StatusOr<int64_t> arcs = ParseInt(fields[3], "arc count", line_);
     if (!arcs.ok()) return arcs.status();
     if (*nodes < 0 || *nodes > int64_t{kMaxDimacsNodeCount}) {
-      return LineError(line_, absl::StrCat("node count ", *nodes,
-                                           " is outside [0, ",
-                                           kMaxDimacsNodeCount, "]"));
+      return LineError(line_,
+                       absl::StrCat("node count ", *nodes, " is outside [0, ",
+                                    kMaxDimacsNodeCount, "]"));
     }
     if (*arcs < 0 || static_cast<uint64_t>(*arcs) > kMaxArcCount) {
-      return LineError(line_, absl::StrCat("arc count ", *arcs,
-                                           " is outside [0, ", kMaxArcCount,
-                                           "]"));
+      return LineError(line_,
+                       absl::StrCat("arc count ", *arcs, " is outside [0, ",
+                                    kMaxArcCount, "]"));
     }
     p_line_ = line_;
     declared_arcs_ = static_cast<size_t>(*arcs);
@@ -157,8 +157,9 @@ class Parser {
   absl::Status ParseNodeLine(const std::vector<std::string_view>& fields) {
     if (p_line_ == 0) return LineError(line_, "n line before the p line");
     if (!result_.problem.arcs.empty()) {
-      return LineError(line_, "n line after the first a line (DIMACS puts "
-                              "node descriptors before arcs)");
+      return LineError(line_,
+                       "n line after the first a line (DIMACS puts "
+                       "node descriptors before arcs)");
     }
     if (fields.size() != 3) {
       return LineError(line_, absl::StrCat("n line needs 2 fields (<id> "
@@ -170,8 +171,8 @@ class Parser {
     absl::StatusOr<int64_t> supply = ParseInt(fields[2], "supply", line_);
     if (!supply.ok()) return supply.status();
     if (node_seen_[*node]) {
-      return LineError(line_, absl::StrCat("duplicate n line for node ",
-                                           *node + 1));
+      return LineError(line_,
+                       absl::StrCat("duplicate n line for node ", *node + 1));
     }
     if (*supply > kMaxNodeSupply || *supply < -kMaxNodeSupply) {
       return LineError(line_, absl::StrCat("supply ", *supply,
@@ -192,9 +193,9 @@ class Parser {
                                            fields.size() - 1));
     }
     if (result_.problem.arcs.size() == declared_arcs_) {
-      return LineError(line_, absl::StrCat("more a lines than the ",
-                                           declared_arcs_,
-                                           " arcs the p line declares"));
+      return LineError(line_,
+                       absl::StrCat("more a lines than the ", declared_arcs_,
+                                    " arcs the p line declares"));
     }
     absl::StatusOr<uint32_t> src = ParseNode(fields[1], "source node");
     if (!src.ok()) return src.status();
@@ -214,18 +215,17 @@ class Parser {
     }
     if (*cap < *low) {
       return LineError(line_, absl::StrCat("capacity ", *cap,
-                                           " is below the lower bound ",
-                                           *low));
+                                           " is below the lower bound ", *low));
     }
     if (*cap > kMaxArcCapacity) {
-      return LineError(line_, absl::StrCat("capacity ", *cap,
-                                           " exceeds kMaxArcCapacity (",
-                                           kMaxArcCapacity, ")"));
+      return LineError(
+          line_, absl::StrCat("capacity ", *cap, " exceeds kMaxArcCapacity (",
+                              kMaxArcCapacity, ")"));
     }
     if (*cost > kMaxArcCost || *cost < -kMaxArcCost) {
-      return LineError(line_, absl::StrCat("cost ", *cost,
-                                           " is beyond +-kMaxArcCost (",
-                                           kMaxArcCost, ")"));
+      return LineError(
+          line_, absl::StrCat("cost ", *cost, " is beyond +-kMaxArcCost (",
+                              kMaxArcCost, ")"));
     }
     // n lines precede a lines, so every supply is final before its lower
     // bounds move it and |supply| <= 2^40, |low| <= 2^40 cannot overflow.
@@ -236,9 +236,8 @@ class Parser {
       if (supply[node] > kMaxNodeSupply || supply[node] < -kMaxNodeSupply) {
         return LineError(
             line_, absl::StrCat("removing lower bound ", *low,
-                                " moves the supply of node ", node + 1,
-                                " to ", supply[node],
-                                ", beyond +-kMaxNodeSupply (",
+                                " moves the supply of node ", node + 1, " to ",
+                                supply[node], ", beyond +-kMaxNodeSupply (",
                                 kMaxNodeSupply, ")"));
       }
     }
@@ -261,11 +260,10 @@ class Parser {
                                     result_.problem.arcs.size(), " a lines"));
     }
     if (supply_sum_ != 0) {
-      return LineError(p_line_,
-                       absl::StrCat("supplies sum to ",
-                                    Int128ToString(supply_sum_),
-                                    "; a DIMACS min instance must be "
-                                    "balanced (sum 0)"));
+      return LineError(
+          p_line_, absl::StrCat("supplies sum to ", Int128ToString(supply_sum_),
+                                "; a DIMACS min instance must be "
+                                "balanced (sum 0)"));
     }
     if (cost_offset_ > std::numeric_limits<int64_t>::max() ||
         cost_offset_ < std::numeric_limits<int64_t>::min()) {

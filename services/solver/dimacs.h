@@ -38,8 +38,8 @@ inline constexpr uint32_t kMaxDimacsNodeCount = uint32_t{1} << 28;
 // cost(f') + cost_offset.
 struct DimacsProblem {
   McmfProblem problem;
-  int64_t cost_offset = 0;      // sum over arcs of low * cost
-  std::vector<int64_t> lower;   // per arc, the original lower bound
+  int64_t cost_offset = 0;     // sum over arcs of low * cost
+  std::vector<int64_t> lower;  // per arc, the original lower bound
 };
 
 // Parses one instance. Every malformed input gives InvalidArgument starting

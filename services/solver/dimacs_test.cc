@@ -1,13 +1,13 @@
 #include "services/solver/dimacs.h"
 
+#include <lemon/network_simplex.h>
+#include <lemon/smart_graph.h>
+
 #include <cstdint>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <lemon/network_simplex.h>
-#include <lemon/smart_graph.h>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -87,9 +87,10 @@ TEST(DimacsTest, WriteParseRoundTrip) {
     const McmfProblem problem = testgen::RandomFeasibleNetwork(
         seed, {.node_count = 30, .arc_count = 120});
     std::ostringstream out;
-    ASSERT_THAT(WriteDimacs(problem, out, "seed " + std::to_string(seed) +
-                                              "\nsecond comment line"),
-                IsOk());
+    ASSERT_THAT(
+        WriteDimacs(problem, out,
+                    "seed " + std::to_string(seed) + "\nsecond comment line"),
+        IsOk());
     EXPECT_THAT(out.str(), HasSubstr("c second comment line\n"));
     const absl::StatusOr<DimacsProblem> parsed = ParseText(out.str());
     ASSERT_THAT(parsed, IsOk()) << "seed " << seed;
@@ -127,17 +128,19 @@ struct LowerBoundInstance {
 LowerBoundInstance RandomLowerBoundInstance(uint64_t seed) {
   std::mt19937_64 rng(seed);
   auto uniform = [&rng](int64_t lo, int64_t hi) {
-    return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+    return lo +
+           static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
   };
   LowerBoundInstance instance;
   instance.node_count = static_cast<uint32_t>(uniform(2, 25));
   instance.supply.assign(instance.node_count, 0);
   const int64_t arc_count = uniform(1, 80);
   for (int64_t i = 0; i < arc_count; ++i) {
-    McmfArc arc{.src = static_cast<uint32_t>(uniform(0, instance.node_count - 1)),
-                .dst = static_cast<uint32_t>(uniform(0, instance.node_count - 1)),
-                .capacity = uniform(0, 30),
-                .cost = uniform(-20, 60)};
+    McmfArc arc{
+        .src = static_cast<uint32_t>(uniform(0, instance.node_count - 1)),
+        .dst = static_cast<uint32_t>(uniform(0, instance.node_count - 1)),
+        .capacity = uniform(0, 30),
+        .cost = uniform(-20, 60)};
     const int64_t flow = uniform(0, arc.capacity);
     const int64_t low = uniform(0, 3) == 0 ? 0 : uniform(0, flow);
     instance.supply[arc.src] += flow;
@@ -149,7 +152,8 @@ LowerBoundInstance RandomLowerBoundInstance(uint64_t seed) {
   out << "c lower bound instance " << seed << "\n";
   out << "p min " << instance.node_count << ' ' << instance.arcs.size() << "\n";
   for (uint32_t v = 0; v < instance.node_count; ++v) {
-    if (instance.supply[v] != 0) out << "n " << v + 1 << ' ' << instance.supply[v] << "\n";
+    if (instance.supply[v] != 0)
+      out << "n " << v + 1 << ' ' << instance.supply[v] << "\n";
   }
   for (size_t i = 0; i < instance.arcs.size(); ++i) {
     const McmfArc& arc = instance.arcs[i];
@@ -165,9 +169,11 @@ LowerBoundInstance RandomLowerBoundInstance(uint64_t seed) {
 int64_t LemonCostWithLowerBounds(const LowerBoundInstance& instance) {
   lemon::SmartDigraph graph;
   std::vector<lemon::SmartDigraph::Node> nodes;
-  for (uint32_t v = 0; v < instance.node_count; ++v) nodes.push_back(graph.addNode());
+  for (uint32_t v = 0; v < instance.node_count; ++v)
+    nodes.push_back(graph.addNode());
   lemon::SmartDigraph::NodeMap<int64_t> supply(graph);
-  for (uint32_t v = 0; v < instance.node_count; ++v) supply[nodes[v]] = instance.supply[v];
+  for (uint32_t v = 0; v < instance.node_count; ++v)
+    supply[nodes[v]] = instance.supply[v];
   lemon::SmartDigraph::ArcMap<int64_t> lower(graph), upper(graph), cost(graph);
   for (size_t i = 0; i < instance.arcs.size(); ++i) {
     const McmfArc& arc = instance.arcs[i];
@@ -227,8 +233,8 @@ class DimacsMalformedTest : public ::testing::TestWithParam<MalformedCase> {};
 
 TEST_P(DimacsMalformedTest, GivesLineAndReason) {
   const absl::StatusOr<DimacsProblem> parsed = ParseText(GetParam().text);
-  EXPECT_THAT(parsed, StatusIs(absl::StatusCode::kInvalidArgument,
-                               GetParam().error));
+  EXPECT_THAT(parsed,
+              StatusIs(absl::StatusCode::kInvalidArgument, GetParam().error));
 }
 
 INSTANTIATE_TEST_SUITE_P(

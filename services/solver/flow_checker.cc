@@ -1,12 +1,12 @@
 #include "services/solver/flow_checker.h"
 
+#include <fmt/format.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "services/common/status_macros.h"
 #include "services/solver/int128.h"
@@ -32,14 +32,14 @@ absl::Status CheckOptimalFlow(const McmfProblem& problem,
     return absl::InternalError("solution outcome is not kOptimal");
   }
   if (solution.flow.size() != problem.arcs.size()) {
-    return absl::InternalError(
-        fmt::format("solution has {} flows for {} arcs", solution.flow.size(),
-                    problem.arcs.size()));
+    return absl::InternalError(fmt::format("solution has {} flows for {} arcs",
+                                           solution.flow.size(),
+                                           problem.arcs.size()));
   }
   if (solution.potentials.size() != problem.node_count) {
-    return absl::InternalError(fmt::format(
-        "solution has {} potentials for {} nodes",
-        solution.potentials.size(), problem.node_count));
+    return absl::InternalError(
+        fmt::format("solution has {} potentials for {} nodes",
+                    solution.potentials.size(), problem.node_count));
   }
 
   // All arithmetic is Int128: flows, potentials and total cost come from
@@ -58,9 +58,9 @@ absl::Status CheckOptimalFlow(const McmfProblem& problem,
     balance[arc.dst] -= flow;
     total_cost += static_cast<Int128>(flow) * arc.cost;
 
-    const Int128 reduced_cost =
-        static_cast<Int128>(arc.cost) - solution.potentials[arc.src] +
-        solution.potentials[arc.dst];
+    const Int128 reduced_cost = static_cast<Int128>(arc.cost) -
+                                solution.potentials[arc.src] +
+                                solution.potentials[arc.dst];
     if (flow < arc.capacity && reduced_cost < 0) {
       return absl::InternalError(fmt::format(
           "complementary slackness fails on arc {} ({} -> {}): flow {} < "

@@ -63,9 +63,9 @@ TEST(CheckOptimalFlowTest, RejectsWrongSizes) {
               StatusIs(absl::StatusCode::kInternal, "3 flows for 4 arcs"));
   solution = DiamondOptimum();
   solution.potentials.push_back(0);
-  EXPECT_THAT(CheckOptimalFlow(Diamond(), solution),
-              StatusIs(absl::StatusCode::kInternal,
-                       "5 potentials for 4 nodes"));
+  EXPECT_THAT(
+      CheckOptimalFlow(Diamond(), solution),
+      StatusIs(absl::StatusCode::kInternal, "5 potentials for 4 nodes"));
 }
 
 TEST(CheckOptimalFlowTest, PassesOnInvalidProblemStatus) {
@@ -123,13 +123,13 @@ TEST(CheckOptimalFlowTest, RejectsSuboptimalFlowUnderAnyPotentials) {
   solution.flow = {0, 0, 2, 2};  // feasible but costs 12 instead of 4
   solution.total_cost = 12;
   const std::vector<std::vector<int64_t>> candidates = {
-      {0, -1, 0, -2}, {0, 0, -3, -6}, {0, -1, -3, -6}, {0, 0, 0, 0},
-      {6, 5, 3, 0},   {0, -5, -3, -6}};
+      {0, -1, 0, -2}, {0, 0, -3, -6}, {0, -1, -3, -6},
+      {0, 0, 0, 0},   {6, 5, 3, 0},   {0, -5, -3, -6}};
   for (const std::vector<int64_t>& potentials : candidates) {
     solution.potentials = potentials;
-    EXPECT_THAT(CheckOptimalFlow(Diamond(), solution),
-                StatusIs(absl::StatusCode::kInternal,
-                         "complementary slackness fails"));
+    EXPECT_THAT(
+        CheckOptimalFlow(Diamond(), solution),
+        StatusIs(absl::StatusCode::kInternal, "complementary slackness fails"));
   }
 }
 
@@ -147,9 +147,9 @@ TEST(CheckOptimalFlowTest, RejectsUnusedNegativeCycle) {
   for (const std::vector<int64_t>& potentials :
        std::vector<std::vector<int64_t>>{{0, 0, 0}, {0, -1, -2}, {2, 1, 0}}) {
     solution.potentials = potentials;
-    EXPECT_THAT(CheckOptimalFlow(problem, solution),
-                StatusIs(absl::StatusCode::kInternal,
-                         "complementary slackness fails"));
+    EXPECT_THAT(
+        CheckOptimalFlow(problem, solution),
+        StatusIs(absl::StatusCode::kInternal, "complementary slackness fails"));
   }
   SuccessiveShortestPath solver;
   absl::StatusOr<McmfSolution> optimum = solver.Solve(problem);

@@ -49,10 +49,10 @@ class SchedulingSim {
     Check(solver_.SetSupply(kSink, 0));
     Check(solver_.SetSupply(kCluster, 0));
     const auto total_slots = std::max<int64_t>(
-        machines, static_cast<int64_t>(
-                      static_cast<double>(options_.initial_tasks) /
-                          options_.utilisation +
-                      0.999));
+        machines,
+        static_cast<int64_t>(static_cast<double>(options_.initial_tasks) /
+                                 options_.utilisation +
+                             0.999));
     machines_.resize(machines);
     rack_slots_ = total_slots * 2;  // X -> rack never binds
     for (uint32_t r = 0; r < racks; ++r) {
@@ -170,7 +170,8 @@ class SchedulingSim {
     if (live_tasks_.empty()) return;
     const Task& task =
         tasks_[live_tasks_[Index(static_cast<uint32_t>(live_tasks_.size()))]];
-    const uint32_t h = task.arcs[Index(static_cast<uint32_t>(task.arcs.size()))];
+    const uint32_t h =
+        task.arcs[Index(static_cast<uint32_t>(task.arcs.size()))];
     Check(solver_.SetArc(h, arc_src_[h], arc_dst_[h], 1, Int(0, 800)));
   }
 

@@ -1,5 +1,7 @@
 #include "services/solver/incremental_solver.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
 #include <chrono>
@@ -9,8 +11,6 @@
 #include <limits>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "services/common/status_macros.h"
 #include "services/solver/problem_validator.h"
@@ -144,13 +144,19 @@ void IncrementalSolver::Mirror(uint32_t r) {
   const ResidualArc& mate = arcs_[r ^ 1u];
   AdjEntry& e = adj_[mate.head][arc.adj_pos];
   const int e_was = EntryRegion(e);
-  e = AdjEntry{.cost = arc.cost, .residual = arc.residual,
-               .mate_residual = mate.residual, .arc = r, .head = arc.head};
+  e = AdjEntry{.cost = arc.cost,
+               .residual = arc.residual,
+               .mate_residual = mate.residual,
+               .arc = r,
+               .head = arc.head};
   if (EntryRegion(e) != e_was) misplaced_.push_back(r);
   AdjEntry& m = adj_[arc.head][mate.adj_pos];
   const int m_was = EntryRegion(m);
-  m = AdjEntry{.cost = mate.cost, .residual = mate.residual,
-               .mate_residual = arc.residual, .arc = r ^ 1u, .head = mate.head};
+  m = AdjEntry{.cost = mate.cost,
+               .residual = mate.residual,
+               .mate_residual = arc.residual,
+               .arc = r ^ 1u,
+               .head = mate.head};
   if (EntryRegion(m) != m_was) misplaced_.push_back(r ^ 1u);
 }
 
@@ -208,8 +214,8 @@ void IncrementalSolver::Unlink(uint32_t r) {
 
 absl::Status IncrementalSolver::SetSupply(uint32_t node, int64_t supply) {
   if (node > kMaxIncrementalNodeId) {
-    return absl::InvalidArgumentError(
-        fmt::format("node {} exceeds the limit {}", node, kMaxIncrementalNodeId));
+    return absl::InvalidArgumentError(fmt::format(
+        "node {} exceeds the limit {}", node, kMaxIncrementalNodeId));
   }
   if (supply > kMaxNodeSupply || supply < -kMaxNodeSupply) {
     return absl::InvalidArgumentError(
@@ -247,9 +253,8 @@ absl::Status IncrementalSolver::Load(const McmfProblem& problem) {
         "Load needs an empty solver; use SetSupply and SetArc to change one");
   }
   if (problem.supply.size() != problem.node_count) {
-    return absl::InvalidArgumentError(
-        fmt::format("{} supplies for {} nodes", problem.supply.size(),
-                    problem.node_count));
+    return absl::InvalidArgumentError(fmt::format(
+        "{} supplies for {} nodes", problem.supply.size(), problem.node_count));
   }
   if (problem.node_count == 0) {
     return problem.arcs.empty()
@@ -274,9 +279,9 @@ absl::Status IncrementalSolver::Load(const McmfProblem& problem) {
     GrowHandles(static_cast<uint32_t>(problem.arcs.size() - 1));
   }
   // A race's loser leaves within 16,384 elements.
-  const absl::Status stopped =
-      absl::CancelledError("Load stopped by its caller; the solver holds part "
-                           "of the problem");
+  const absl::Status stopped = absl::CancelledError(
+      "Load stopped by its caller; the solver holds part "
+      "of the problem");
   for (uint32_t v = 0; v < problem.node_count; ++v) {
     if ((v & 16383) == 16383 && Stopped()) return stopped;
     FLOWSCHED_RETURN_IF_ERROR(SetSupply(v, problem.supply[v]));
@@ -320,15 +325,20 @@ absl::Status IncrementalSolver::Load(const McmfProblem& problem) {
     const uint32_t in_pos = open ? in_end[arc.dst]++ : size[arc.dst]++;
     arcs_[fwd] = ResidualArc{arc.capacity, arc.cost, arc.dst, out_pos};
     arcs_[rev] = ResidualArc{0, -arc.cost, arc.src, in_pos};
-    adj_[arc.src][out_pos] =
-        AdjEntry{.cost = arc.cost, .residual = arc.capacity,
-                 .mate_residual = 0, .arc = fwd, .head = arc.dst};
-    adj_[arc.dst][in_pos] =
-        AdjEntry{.cost = -arc.cost, .residual = 0,
-                 .mate_residual = arc.capacity, .arc = rev, .head = arc.src};
+    adj_[arc.src][out_pos] = AdjEntry{.cost = arc.cost,
+                                      .residual = arc.capacity,
+                                      .mate_residual = 0,
+                                      .arc = fwd,
+                                      .head = arc.dst};
+    adj_[arc.dst][in_pos] = AdjEntry{.cost = -arc.cost,
+                                     .residual = 0,
+                                     .mate_residual = arc.capacity,
+                                     .arc = rev,
+                                     .head = arc.src};
     capacity_[a] = arc.capacity;
     handle_live_[a] = 1;
-    max_abs_cost_ = std::max(max_abs_cost_, arc.cost < 0 ? -arc.cost : arc.cost);
+    max_abs_cost_ =
+        std::max(max_abs_cost_, arc.cost < 0 ? -arc.cost : arc.cost);
     // Reduced-cost repair waits for Solve, as after SetArc.
     handle_dirty_[a] = 1;
     dirty_handles_.push_back(a);
@@ -360,8 +370,9 @@ absl::Status IncrementalSolver::SetArc(uint32_t handle, uint32_t src,
                                        uint32_t dst, int64_t capacity,
                                        int64_t cost) {
   if (handle > kMaxIncrementalArcHandle) {
-    return absl::InvalidArgumentError(fmt::format(
-        "arc handle {} exceeds the limit {}", handle, kMaxIncrementalArcHandle));
+    return absl::InvalidArgumentError(
+        fmt::format("arc handle {} exceeds the limit {}", handle,
+                    kMaxIncrementalArcHandle));
   }
   if (capacity < 0 || capacity > kMaxArcCapacity) {
     return absl::InvalidArgumentError(
@@ -401,8 +412,8 @@ absl::Status IncrementalSolver::SetArc(uint32_t handle, uint32_t src,
     arcs_[fwd] = ResidualArc{capacity, cost, dst,
                              static_cast<uint32_t>(adj_[src].size())};
     adj_[src].emplace_back();
-    arcs_[rev] = ResidualArc{0, -cost, src,
-                             static_cast<uint32_t>(adj_[dst].size())};
+    arcs_[rev] =
+        ResidualArc{0, -cost, src, static_cast<uint32_t>(adj_[dst].size())};
     adj_[dst].emplace_back();
     Mirror(fwd);
     capacity_[handle] = capacity;
@@ -462,8 +473,8 @@ absl::Status IncrementalSolver::InstallSolution(
     const uint32_t u = Tail(2 * h), v = arcs_[2 * h].head;
     const int64_t f = flow[h];
     if (f < 0 || f > capacity_[h]) {
-      return absl::InvalidArgumentError(
-          fmt::format("handle {}: flow {} outside [0, {}]", h, f, capacity_[h]));
+      return absl::InvalidArgumentError(fmt::format(
+          "handle {}: flow {} outside [0, {}]", h, f, capacity_[h]));
     }
     // Published potentials p: rc = cost - p[u] + p[v].
     const Int128 rc = Int128{arcs_[2 * h].cost} - potentials[u] + potentials[v];
@@ -490,7 +501,7 @@ absl::Status IncrementalSolver::InstallSolution(
     handle_dirty_[h] = 0;
   }
   dirty_handles_.clear();
-  PlaceMisplaced();  // here, not in the next round's first search
+  PlaceMisplaced();            // here, not in the next round's first search
   misplaced_.shrink_to_fit();  // every arc was listed; rounds list few
   for (uint32_t v = 0; v < node_limit_; ++v) {
     label_[v].potential = NodeExists(v) ? -potentials[v] : 0;
@@ -824,8 +835,8 @@ int64_t IncrementalSolver::ShortestDistances(int64_t total, bool backward,
   int64_t reached = 0;
   int64_t reach_max = 0;
   int64_t cutoff = kInfinity;
-  const bool first_only = options_.dijkstra_stop ==
-                          IncrementalOptions::DijkstraStop::kFirstDeficit;
+  const bool first_only =
+      options_.dijkstra_stop == IncrementalOptions::DijkstraStop::kFirstDeficit;
   // Two queues settle in the same (distance, node) order as one heap:
   // label_heap_ (a radix heap) holds the labels above the distance being
   // settled, level_queue_ (a heap by id) the node ids at it. Scheduling
@@ -985,8 +996,7 @@ void IncrementalSolver::PairThroughSink(IncrementalStats& stats) {
     for (size_t i = 0; i < active_.size() && entries < budget; ++i) {
       const uint32_t v = active_[i];
       if (v == sink_ || !NodeExists(v)) continue;
-      while ((backward ? excess_[v] < 0 : excess_[v] > 0) &&
-             entries < budget) {
+      while ((backward ? excess_[v] < 0 : excess_[v] > 0) && entries < budget) {
         if ((record.roots++ & 63) == 0 && Stopped()) {
           stopped_ = true;
           return;
@@ -1098,8 +1108,7 @@ int64_t IncrementalSolver::PairUnits(uint32_t root, bool backward,
   }
   [[maybe_unused]] const uint32_t reached = TreePath(target, backward, delta);
   assert(reached == root);
-  AugmentPath(backward ? target : root, backward ? root : target, delta,
-              stats);
+  AugmentPath(backward ? target : root, backward ? root : target, delta, stats);
   return delta;
 }
 
@@ -1221,8 +1230,7 @@ bool IncrementalSolver::BlockingFlow(IncrementalStats& stats) {
       // The reduced cost first: it rejects most entries (a machine's
       // unused preference arcs) with one read of u's label, where the
       // visit mark first read u's walk state as well.
-      if (e.cost + pw - label_[u].potential != 0 ||
-          walk_[u].pass == pass_ ||
+      if (e.cost + pw - label_[u].potential != 0 || walk_[u].pass == pass_ ||
           !(InLastSearch(u) || excess_[u] > 0)) {
         continue;
       }
@@ -1352,8 +1360,9 @@ absl::StatusOr<IncrementalResult> IncrementalSolver::Solve() {
         "a node's excess left [-2^62, 2^62]; rebuild the solver");
   }
   if (supply_sum_ != 0) {
-    return absl::InvalidArgumentError(fmt::format(
-        "supplies sum to {} instead of 0", static_cast<long long>(supply_sum_)));
+    return absl::InvalidArgumentError(
+        fmt::format("supplies sum to {} instead of 0",
+                    static_cast<long long>(supply_sum_)));
   }
   if (static_cast<Int128>(max_abs_cost_) * (Int128{node_limit_} + 1) >
       kMaxIncrementalCostSpan) {
@@ -1514,7 +1523,8 @@ void IncrementalSolver::RecenterPotentials() {
     if (d != dist[u]) continue;
     for (const AdjEntry& arc : adj_[u]) {
       if (arc.residual == 0) continue;
-      const int64_t nd = d + arc.cost + label_[u].potential - label_[arc.head].potential;
+      const int64_t nd =
+          d + arc.cost + label_[u].potential - label_[arc.head].potential;
       if (nd < dist[arc.head]) {
         dist[arc.head] = nd;
         heap_.emplace_back(nd, arc.head);
@@ -1523,7 +1533,8 @@ void IncrementalSolver::RecenterPotentials() {
     }
   }
   for (uint32_t v = 0; v < node_limit_; ++v) {
-    if (NodeExists(v)) label_[v].potential = dist[v] - top + label_[v].potential;
+    if (NodeExists(v))
+      label_[v].potential = dist[v] - top + label_[v].potential;
   }
 }
 

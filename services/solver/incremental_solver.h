@@ -488,8 +488,8 @@ class IncrementalSolver {
   RadixHeap label_heap_;
   std::vector<std::pair<int64_t, uint32_t>> heap_;
   std::vector<uint32_t> level_queue_;  // ids at the distance being settled
-  std::vector<uint32_t> sources_;   // excess nodes of this phase
-  std::vector<uint32_t> deficits_;  // deficit nodes of this phase
+  std::vector<uint32_t> sources_;      // excess nodes of this phase
+  std::vector<uint32_t> deficits_;     // deficit nodes of this phase
   uint32_t phase_ = 0;  // searches run; settled_stamp_ marks the last one's
   // PairUnits' heap of (distance, node).
   std::vector<std::pair<int64_t, uint32_t>> pair_heap_;

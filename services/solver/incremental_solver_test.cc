@@ -78,11 +78,12 @@ TEST_P(SchedulingSequenceTest, EveryBatchIsOptimal) {
   int64_t paired = 0;  // units routed by the pairing passes
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     IncrementalSolver solver(OptionsVariant(variant));
-    testgen::SimOptions options{.machine_count = 12,
-                                .rack_count = 3,
-                                .job_count = 4,
-                                .initial_tasks = 40,
-                                .utilisation = 0.5 + 0.1 * static_cast<double>(seed)};
+    testgen::SimOptions options{
+        .machine_count = 12,
+        .rack_count = 3,
+        .job_count = 4,
+        .initial_tasks = 40,
+        .utilisation = 0.5 + 0.1 * static_cast<double>(seed)};
     testgen::SchedulingSim sim(seed * 7919 + static_cast<uint64_t>(variant),
                                options, solver);
     ASSERT_THAT(sim.Build(), IsOk());
@@ -274,15 +275,14 @@ IncrementalStats PlaceJobWithDistinctCosts(IncrementalOptions options) {
   }
   EXPECT_EQ(SolveAndCheck(solver), McmfOutcome::kOptimal);
   for (uint32_t t = 0; t < kTasks; ++t) {
-    EXPECT_THAT(solver.SetArc(first_task_arc + 2 * t, first_task + t, 2 + t, 1,
-                              10 + t),
-                IsOk());
+    EXPECT_THAT(
+        solver.SetArc(first_task_arc + 2 * t, first_task + t, 2 + t, 1, 10 + t),
+        IsOk());
     EXPECT_THAT(solver.SetSupply(first_task + t, 1), IsOk());
   }
   EXPECT_THAT(solver.SetSupply(kSink, -int64_t{kTasks}), IsOk());
   // Every task on its own machine: sum of 10 + t.
-  return SolveToCost(solver,
-                     int64_t{kTasks} * 10 + kTasks * (kTasks - 1) / 2);
+  return SolveToCost(solver, int64_t{kTasks} * 10 + kTasks * (kTasks - 1) / 2);
 }
 
 TEST(IncrementalSolverTest, JobArrivalIsPricedFromTheSinkInOneSearch) {
@@ -453,8 +453,7 @@ IncrementalStats FinishOnFullMachine(IncrementalOptions options,
   // Published potentials p (rc = cost - p[u] + p[v]): 0 everywhere except
   // the full machine (-50 on its return arc) and the tasks.
   std::vector<int64_t> potentials = {0, 0};
-  auto arc = [&](uint32_t u, uint32_t v, int64_t cap, int64_t cost,
-                 int64_t f) {
+  auto arc = [&](uint32_t u, uint32_t v, int64_t cap, int64_t cost, int64_t f) {
     EXPECT_THAT(solver.SetArc(handle++, u, v, cap, cost), IsOk());
     flow.push_back(f);
   };
@@ -515,8 +514,8 @@ TEST(IncrementalSolverTest, SlotFreedOnAFullMachineIsPricedFromTheMachine) {
       FinishOnFullMachine({.pair_through_sink = false});
   EXPECT_EQ(with_walks.drained_units, 0);
   EXPECT_EQ(with_walks.backward_runs, 1u);
-  const IncrementalStats automatic = FinishOnFullMachine(
-      {.drain_arc_budget = 0, .pair_through_sink = false});
+  const IncrementalStats automatic =
+      FinishOnFullMachine({.drain_arc_budget = 0, .pair_through_sink = false});
   EXPECT_EQ(automatic.dijkstra_runs, 1u);
   EXPECT_EQ(automatic.backward_runs, 1u);
   // The machine, then the sink and the cluster aggregator at distance 50.
@@ -668,11 +667,13 @@ TEST(IncrementalSolverTest, ZeroCostPlateausAreRoutedCompletely) {
   for (uint64_t seed = 1; seed <= 150; ++seed) {
     std::mt19937_64 rng(seed);
     auto rand = [&rng](int64_t lo, int64_t hi) {
-      return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+      return lo +
+             static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
     };
     IncrementalSolver solver(OptionsVariant(static_cast<int>(seed * 11 % 64)));
     const auto nodes = static_cast<uint32_t>(rand(8, 30));
-    for (uint32_t v = 0; v < nodes; ++v) ASSERT_THAT(solver.SetSupply(v, 0), IsOk());
+    for (uint32_t v = 0; v < nodes; ++v)
+      ASSERT_THAT(solver.SetSupply(v, 0), IsOk());
     uint32_t handle = 0;
     for (uint32_t u = 0; u < nodes; ++u) {
       for (uint32_t w = 0; w < nodes; ++w) {
@@ -702,7 +703,7 @@ TEST(IncrementalSolverTest, ZeroCostPlateausAreRoutedCompletely) {
   }
   // The networks are there for the blocking flow: most batches feasible,
   // and thousands of paths routed by it rather than along search trees.
-  EXPECT_GT(optimal, 600);  // 698 of 900 batches
+  EXPECT_GT(optimal, 600);               // 698 of 900 batches
   EXPECT_GT(flow_augmentations, 2000u);  // 5,025
 }
 
@@ -712,7 +713,8 @@ TEST(IncrementalSolverTest, RandomGeneralSequences) {
   for (uint64_t seed = 1; seed <= 12; ++seed) {
     std::mt19937_64 rng(seed);
     auto rand = [&rng](int64_t lo, int64_t hi) {
-      return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+      return lo +
+             static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
     };
     IncrementalSolver solver(OptionsVariant(static_cast<int>(seed * 11 % 64)));
     const uint32_t nodes = 25;
@@ -721,7 +723,8 @@ TEST(IncrementalSolverTest, RandomGeneralSequences) {
     std::vector<bool> node_live(nodes, true);
     std::vector<bool> live(handles, false);
     std::vector<std::pair<uint32_t, uint32_t>> ends(handles);
-    for (uint32_t v = 0; v < nodes; ++v) ASSERT_THAT(solver.SetSupply(v, 0), IsOk());
+    for (uint32_t v = 0; v < nodes; ++v)
+      ASSERT_THAT(solver.SetSupply(v, 0), IsOk());
     auto live_node = [&]() {
       while (true) {
         const auto v = static_cast<uint32_t>(rand(0, nodes - 1));
@@ -911,9 +914,10 @@ TEST(IncrementalSolverTest, Errors) {
   IncrementalSolver solver;
   ASSERT_THAT(solver.SetSupply(0, 1), IsOk());
   ASSERT_THAT(solver.SetSupply(1, -1), IsOk());
-  EXPECT_THAT(solver.RemoveArc(0),
-              StatusIs(absl::StatusCode::kNotFound, "arc handle 0 is not live"));
-  EXPECT_THAT(solver.RemoveArc(1u << 30), StatusIs(absl::StatusCode::kNotFound, ""));
+  EXPECT_THAT(solver.RemoveArc(0), StatusIs(absl::StatusCode::kNotFound,
+                                            "arc handle 0 is not live"));
+  EXPECT_THAT(solver.RemoveArc(1u << 30),
+              StatusIs(absl::StatusCode::kNotFound, ""));
   EXPECT_THAT(solver.RemoveNode(7),
               StatusIs(absl::StatusCode::kNotFound, "node 7"));
   EXPECT_THAT(solver.SetArc(0, 0, 7, 1, 1),
@@ -938,9 +942,9 @@ TEST(IncrementalSolverTest, Errors) {
               StatusIs(absl::StatusCode::kInvalidArgument, ""));
 
   ASSERT_THAT(solver.SetArc(0, 0, 1, 1, kMaxArcCost), IsOk());
-  EXPECT_THAT(solver.RemoveNode(0),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       "remove its arcs first"));
+  EXPECT_THAT(
+      solver.RemoveNode(0),
+      StatusIs(absl::StatusCode::kFailedPrecondition, "remove its arcs first"));
   EXPECT_THAT(solver.RemoveNode(1),
               StatusIs(absl::StatusCode::kFailedPrecondition, ""));
 

@@ -1,10 +1,10 @@
 #include "services/solver/lemon_reference.h"
 
-#include <cstdlib>
-#include <vector>
-
 #include <lemon/list_graph.h>
 #include <lemon/network_simplex.h>
+
+#include <cstdlib>
+#include <vector>
 
 namespace flowsched::solver::testgen {
 
@@ -31,8 +31,7 @@ LemonResult SolveWithLemon(const McmfProblem& problem) {
   simplex.supplyMap(supply).upperMap(upper).costMap(cost);
   LemonResult result;
   switch (simplex.run()) {
-    case lemon::NetworkSimplex<lemon::ListDigraph, int64_t,
-                               int64_t>::OPTIMAL:
+    case lemon::NetworkSimplex<lemon::ListDigraph, int64_t, int64_t>::OPTIMAL:
       result.outcome = McmfOutcome::kOptimal;
       result.total_cost = simplex.totalCost<int64_t>();
       break;
@@ -40,8 +39,7 @@ LemonResult SolveWithLemon(const McmfProblem& problem) {
                                int64_t>::INFEASIBLE:
       result.outcome = McmfOutcome::kInfeasible;
       break;
-    case lemon::NetworkSimplex<lemon::ListDigraph, int64_t,
-                               int64_t>::UNBOUNDED:
+    case lemon::NetworkSimplex<lemon::ListDigraph, int64_t, int64_t>::UNBOUNDED:
       std::abort();
   }
   return result;

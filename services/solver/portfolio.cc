@@ -114,9 +114,9 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
   CostScalingOptions options;
   options.stop = stop;
   absl::StatusOr<McmfSolution> scaled =
-      warm == nullptr
-          ? CostScaling(options).Solve(problem)
-          : CostScaling(options).SolveFrom(problem, warm->flow, warm->potentials);
+      warm == nullptr ? CostScaling(options).Solve(problem)
+                      : CostScaling(options).SolveFrom(problem, warm->flow,
+                                                       warm->potentials);
   finish(scaled, 2);
   relaxation_thread.join();
   switch (winner.load()) {

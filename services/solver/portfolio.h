@@ -62,9 +62,9 @@ class Portfolio final : public McmfSolver {
   // scaling with price refinement, CostScaling::SolveFrom), so whichever
   // algorithm won the last round, the other resumes from its solution.
   // The result is as exact as Solve's.
-  absl::StatusOr<McmfSolution> SolveFrom(const McmfProblem& problem,
-                                         const std::vector<int64_t>& flow,
-                                         const std::vector<int64_t>& potentials);
+  absl::StatusOr<McmfSolution> SolveFrom(
+      const McmfProblem& problem, const std::vector<int64_t>& flow,
+      const std::vector<int64_t>& potentials);
 
  private:
   struct WarmStart {

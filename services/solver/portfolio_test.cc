@@ -82,8 +82,7 @@ TEST(PortfolioTest, MatchesLemonOnRandomNetworks) {
 // round's optimum; infeasible networks are still recognised (cost scaling
 // checks feasibility first and stops the relaxation).
 TEST(PortfolioTest, WarmStartMatchesLemon) {
-  const testgen::SolveFn solve = [](const McmfProblem& problem,
-                                    uint64_t seed) {
+  const testgen::SolveFn solve = [](const McmfProblem& problem, uint64_t seed) {
     const testgen::WarmStartPoint start =
         testgen::PerturbedOptimum(problem, seed);
     return Portfolio().SolveFrom(problem, start.flow, start.potentials);
@@ -116,9 +115,9 @@ TEST(PortfolioTest, PastRelaxationsBudgetThePrimalDualRaces) {
   }
 }
 
-// A path of 40,000 nodes, its arcs of cost 2^30, needs scaled prices beyond cost
-// scaling's floor (-2^60) and fails it; relaxation accepts the path, so the
-// portfolio still answers, and when the problem itself overflows (a total
+// A path of 40,000 nodes, its arcs of cost 2^30, needs scaled prices beyond
+// cost scaling's floor (-2^60) and fails it; relaxation accepts the path, so
+// the portfolio still answers, and when the problem itself overflows (a total
 // cost of 2^85) it says so rather than naming cost scaling's narrower range.
 TEST(PortfolioTest, CostsBeyondCostScalingsRange) {
   McmfProblem problem;
@@ -128,7 +127,8 @@ TEST(PortfolioTest, CostsBeyondCostScalingsRange) {
   problem.supply.back() = -1;
   constexpr int64_t kCost = int64_t{1} << 30;
   for (uint32_t v = 0; v + 1 < problem.node_count; ++v) {
-    problem.arcs.push_back({.src = v, .dst = v + 1, .capacity = 1, .cost = kCost});
+    problem.arcs.push_back(
+        {.src = v, .dst = v + 1, .capacity = 1, .cost = kCost});
   }
   absl::StatusOr<McmfSolution> solution = Portfolio().Solve(problem);
   ASSERT_THAT(solution, IsOk());

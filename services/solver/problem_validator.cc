@@ -30,12 +30,12 @@ absl::Status ValidateProblem(const McmfProblem& problem) {
     supply_sum += supply;
   }
   if (supply_sum != 0) {
-    return absl::InvalidArgumentError(
-        fmt::format("supplies sum to {} instead of 0",
-                    static_cast<long long>(supply_sum)));
+    return absl::InvalidArgumentError(fmt::format(
+        "supplies sum to {} instead of 0", static_cast<long long>(supply_sum)));
   }
   for (size_t i = 0; i < problem.arcs.size(); ++i) {
-    FLOWSCHED_RETURN_IF_ERROR(ValidateArc(problem.arcs[i], i, problem.node_count));
+    FLOWSCHED_RETURN_IF_ERROR(
+        ValidateArc(problem.arcs[i], i, problem.node_count));
   }
   return absl::OkStatus();
 }
@@ -69,7 +69,7 @@ absl::Status CheckNodeThroughput(const McmfProblem& problem,
   std::vector<Int128> throughput(problem.node_count, 0);
   for (uint32_t v = 0; v < problem.node_count; ++v) {
     throughput[v] = problem.supply[v] < 0 ? -Int128{problem.supply[v]}
-                                           : Int128{problem.supply[v]};
+                                          : Int128{problem.supply[v]};
   }
   for (const McmfArc& arc : problem.arcs) {
     throughput[arc.src] += arc.capacity;

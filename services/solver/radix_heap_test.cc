@@ -1,5 +1,7 @@
 #include "services/solver/radix_heap.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -7,12 +9,11 @@
 #include <utility>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 namespace flowsched::solver {
 namespace {
 
-std::vector<uint32_t> SortedValues(const std::vector<RadixHeap::Entry>& entries) {
+std::vector<uint32_t> SortedValues(
+    const std::vector<RadixHeap::Entry>& entries) {
   std::vector<uint32_t> values;
   for (const RadixHeap::Entry& e : entries) values.push_back(e.value);
   std::sort(values.begin(), values.end());
@@ -61,8 +62,8 @@ TEST(RadixHeapTest, MatchesAnOrderedMapOnMonotoneSequences) {
     uint32_t next_value = 0;
     for (int step = 0; step < 300; ++step) {
       if (reference.empty() || rng() % 3 != 0) {
-        const auto key = last + static_cast<int64_t>(
-                                    rng() % static_cast<uint64_t>(spread));
+        const auto key =
+            last + static_cast<int64_t>(rng() % static_cast<uint64_t>(spread));
         heap.Push(key, next_value);
         reference.emplace(key, next_value);
         ++next_value;

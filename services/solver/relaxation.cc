@@ -1,5 +1,7 @@
 #include "services/solver/relaxation.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -8,8 +10,6 @@
 #include <limits>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "services/common/status_macros.h"
 #include "services/solver/feasibility.h"
@@ -121,14 +121,12 @@ class RelaxationWorkspace {
         budget_ns_ += options_.cpu_budget_ns;
         return absl::OkStatus();
       }
-      return absl::DeadlineExceededError(
-          "relaxation: CPU budget exhausted");
+      return absl::DeadlineExceededError("relaxation: CPU budget exhausted");
     }
     if (options_.stall_window_ns > 0 && used_ns >= window_end_ns_) {
       const Int128 remaining = PositiveSurplus();
       if (++windows_ended_ >= 2 &&
-          RelaxationStalled(remaining, window_start_surplus_,
-                            initial_surplus_,
+          RelaxationStalled(remaining, window_start_surplus_, initial_surplus_,
                             options_.extend_below_surplus_fraction)) {
         return absl::DeadlineExceededError(
             "relaxation: progress stalled, CPU budget given up early");
@@ -277,7 +275,8 @@ absl::Status RelaxationWorkspace::Init(const RelaxationWarmStart* warm) {
       surplus_[arc.src] -= flow;
       surplus_[arc.dst] += flow;
     }
-    if (arc.capacity > 0 && arc.src != arc.dst && problem_.supply[arc.dst] < 0) {
+    if (arc.capacity > 0 && arc.src != arc.dst &&
+        problem_.supply[arc.dst] < 0) {
       sink_side_[arc.src] = 1;
     }
   }
@@ -323,7 +322,8 @@ absl::StatusOr<McmfOutcome> RelaxationWorkspace::Run() {
     }
     // Compact the consumed prefix once it dominates.
     if (head > 4096 && head * 2 > queue_.size()) {
-      queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(head));
+      queue_.erase(queue_.begin(),
+                   queue_.begin() + static_cast<std::ptrdiff_t>(head));
       pass_end -= head;
       head = 0;
     }
@@ -514,7 +514,7 @@ absl::Status RelaxationWorkspace::Multinode(uint32_t s) {
   frontier_front_.push_back(s);
   Int128 surplus_s = 0;  // surplus of S
   Int128 delx = 0;
-  bool moved = false;  // whether an augmentation happened
+  bool moved = false;        // whether an augmentation happened
   uint64_t member_arcs = 0;  // out-arcs of S, the work of a price rise
   while (true) {
     FLOWSCHED_RETURN_IF_ERROR(Tick());
@@ -588,11 +588,10 @@ absl::Status RelaxationWorkspace::Multinode(uint32_t s) {
 }
 
 absl::StatusOr<McmfSolution> RelaxationWorkspace::ExtractSolution() const {
-  FLOWSCHED_ASSIGN_OR_RETURN(
-      McmfSolution solution,
-      SolutionFromResiduals(problem_, [this](size_t i) {
-        return arcs_[forward_arc_[i]].residual;
-      }));
+  FLOWSCHED_ASSIGN_OR_RETURN(McmfSolution solution,
+                             SolutionFromResiduals(problem_, [this](size_t i) {
+                               return arcs_[forward_arc_[i]].residual;
+                             }));
   solution.potentials = price_;
   return solution;
 }

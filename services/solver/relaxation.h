@@ -53,8 +53,8 @@ struct RelaxationOptions {
   // had 4.3%, 0.8% and 0 of its surplus left at the ends of its first
   // three windows, while a whole Quincy population waiting had 97% and
   // then 92%, and ran on to the end of its budget (670 ms on 2.2 million
-  // arcs) before the primal-dual could start. The portfolio uses an eighth of the budget,
-  // at least 10 ms.
+  // arcs) before the primal-dual could start. The portfolio uses an eighth of
+  // the budget, at least 10 ms.
   int64_t stall_window_ns = 0;
   // Ask a max flow whether the problem is feasible before relaxing. Alone,
   // the method shows infeasibility by a cut certificate when it finds one,

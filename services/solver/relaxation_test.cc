@@ -140,8 +140,10 @@ TEST(RelaxationTest, WithoutTheMaxFlowInfeasibilityCostsTheBudget) {
     if (!solution.ok()) {
       // Also possible on a feasible problem in a slow (sanitizer) build:
       // never a wrong outcome.
-      EXPECT_THAT(solution, StatusIs(absl::StatusCode::kDeadlineExceeded, "CPU budget"));
-      if (testgen::SolveWithLemon(problem).outcome == McmfOutcome::kInfeasible) {
+      EXPECT_THAT(solution,
+                  StatusIs(absl::StatusCode::kDeadlineExceeded, "CPU budget"));
+      if (testgen::SolveWithLemon(problem).outcome ==
+          McmfOutcome::kInfeasible) {
         ++out_of_budget;
       }
       continue;
@@ -235,7 +237,8 @@ TEST(RelaxationTest, StopFlagSetBeforeSolve) {
   solver.set_stop_flag(&stop);
   const McmfProblem problem = testgen::SchedulingNetwork(
       3, {.task_count = 100, .job_count = 3, .machine_count = 10});
-  EXPECT_THAT(solver.Solve(problem), StatusIs(absl::StatusCode::kCancelled, "stopped"));
+  EXPECT_THAT(solver.Solve(problem),
+              StatusIs(absl::StatusCode::kCancelled, "stopped"));
   // Clearing the flag (or detaching it) lets the same instance solve again.
   stop = false;
   ExpectRelaxationMatchesLemon(problem, solver.Solve(problem));
@@ -325,9 +328,11 @@ TEST(RelaxationTest, AnExtendedSolveFinishesExact) {
       EXPECT_TRUE(extended.ok()) << tasks << " tasks";
       continue;
     }
-    EXPECT_THAT(unextended, StatusIs(absl::StatusCode::kDeadlineExceeded, "CPU budget"));
+    EXPECT_THAT(unextended,
+                StatusIs(absl::StatusCode::kDeadlineExceeded, "CPU budget"));
     if (!extended.ok()) {
-      EXPECT_THAT(extended, StatusIs(absl::StatusCode::kDeadlineExceeded, "CPU budget"));
+      EXPECT_THAT(extended,
+                  StatusIs(absl::StatusCode::kDeadlineExceeded, "CPU budget"));
       continue;
     }
     ++rescued;
@@ -403,8 +408,7 @@ TEST(RelaxationTest, AStalledSolveGivesUpAndNeverAnswersWrong) {
 // Relaxation as a repair engine: from the optimum of a perturbed network
 // (the previous round's) it must still end exactly optimal.
 TEST(RelaxationWarmStartTest, MatchesLemonFromAPerturbedOptimum) {
-  const testgen::SolveFn solve = [](const McmfProblem& problem,
-                                    uint64_t seed) {
+  const testgen::SolveFn solve = [](const McmfProblem& problem, uint64_t seed) {
     const testgen::WarmStartPoint start =
         testgen::PerturbedOptimum(problem, seed);
     return Relaxation().SolveFrom(problem, {start.flow, start.potentials});

@@ -1,5 +1,7 @@
 #include "services/solver/successive_shortest_path.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -7,8 +9,6 @@
 #include <limits>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "services/common/status_macros.h"
 #include "services/solver/int128.h"
@@ -175,7 +175,8 @@ absl::StatusOr<McmfOutcome> SspWorkspace::Run() {
   dfs_state_.assign(node_count_, kFresh);
 
   while (true) {
-    std::erase_if(excess_nodes_, [this](uint32_t v) { return excess_[v] == 0; });
+    std::erase_if(excess_nodes_,
+                  [this](uint32_t v) { return excess_[v] == 0; });
     if (excess_nodes_.empty()) return McmfOutcome::kOptimal;
     const int64_t bound = ShortestDistances();
     if (bound == kInfiniteDistance) return McmfOutcome::kInfeasible;
@@ -317,11 +318,10 @@ bool SspWorkspace::BlockingFlow() {
 }
 
 absl::StatusOr<McmfSolution> SspWorkspace::ExtractSolution() const {
-  FLOWSCHED_ASSIGN_OR_RETURN(
-      McmfSolution solution,
-      SolutionFromResiduals(problem_, [this](size_t i) {
-        return arcs_[forward_arc_[i]].residual;
-      }));
+  FLOWSCHED_ASSIGN_OR_RETURN(McmfSolution solution,
+                             SolutionFromResiduals(problem_, [this](size_t i) {
+                               return arcs_[forward_arc_[i]].residual;
+                             }));
   solution.potentials.resize(node_count_);
   for (uint32_t v = 0; v < node_count_; ++v) {
     solution.potentials[v] = -potential_[v];

@@ -160,8 +160,8 @@ TEST(SuccessiveShortestPathTest, ReportsTotalCostOverflow) {
   McmfProblem problem;
   problem.node_count = 1;
   problem.supply = {0};
-  problem.arcs = {{.src = 0, .dst = 0, .capacity = kMaxArcCapacity,
-                   .cost = -kMaxArcCost}};
+  problem.arcs = {
+      {.src = 0, .dst = 0, .capacity = kMaxArcCapacity, .cost = -kMaxArcCost}};
   SuccessiveShortestPath solver;
   EXPECT_THAT(solver.Solve(problem),
               StatusIs(absl::StatusCode::kOutOfRange, "total cost"));

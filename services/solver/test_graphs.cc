@@ -40,7 +40,8 @@ std::vector<McmfArc> RandomArcs(Rng& rng, const RandomNetworkOptions& options) {
   for (uint32_t i = 0; i < options.arc_count; ++i) {
     McmfArc arc;
     if (!arcs.empty() && rng.Chance(options.parallel_arc_fraction)) {
-      const McmfArc& earlier = arcs[rng.Index(static_cast<uint32_t>(arcs.size()))];
+      const McmfArc& earlier =
+          arcs[rng.Index(static_cast<uint32_t>(arcs.size()))];
       arc.src = earlier.src;
       arc.dst = earlier.dst;
     } else if (rng.Chance(options.self_loop_fraction)) {
@@ -155,8 +156,8 @@ McmfProblem SchedulingNetwork(uint64_t seed, const SchedulingOptions& options) {
 
   // Spread ceil(tasks / utilisation) slots over machines, at least 1 each.
   const auto total_slots = std::max<int64_t>(
-      machines, static_cast<int64_t>(static_cast<double>(tasks) /
-                                     options.utilisation + 0.999));
+      machines, static_cast<int64_t>(
+                    static_cast<double>(tasks) / options.utilisation + 0.999));
   std::vector<int64_t> slots(machines, total_slots / machines);
   for (int64_t i = 0; i < total_slots % machines; ++i) {
     ++slots[static_cast<size_t>(i)];
@@ -189,8 +190,8 @@ McmfProblem SchedulingNetwork(uint64_t seed, const SchedulingOptions& options) {
     problem.arcs.push_back({first_job + j, sink, capacity, 0});
   }
   for (uint32_t r = 0; r < racks; ++r) {
-    problem.arcs.push_back({cluster, first_rack + r, rack_slots[r],
-                            rng.Int(0, 20)});
+    problem.arcs.push_back(
+        {cluster, first_rack + r, rack_slots[r], rng.Int(0, 20)});
   }
   for (uint32_t m = 0; m < machines; ++m) {
     problem.arcs.push_back(

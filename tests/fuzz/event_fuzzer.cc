@@ -71,7 +71,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           if (machine.free_slots() == 0) continue;
           ChangeSet placed;
           const size_t running_before = state.running_task_count();
-          const absl::Status status = state.Place(task_id, machine_id, 2000, placed);
+          const absl::Status status =
+              state.Place(task_id, machine_id, 2000, placed);
           if (!status.ok()) {
             Check(status.code() == absl::StatusCode::kFailedPrecondition);
             Check(placed.empty());

@@ -21,7 +21,8 @@ struct Row {
 
 std::string RunCommand(const std::string& command) {
   const std::string out =
-      (std::filesystem::temp_directory_path() / "flowsched-compare.out").string();
+      (std::filesystem::temp_directory_path() / "flowsched-compare.out")
+          .string();
   EXPECT_EQ(std::system((command + " > " + out).c_str()), 0) << command;
   std::ifstream in(out);
   std::stringstream buffer;
@@ -32,12 +33,15 @@ std::string RunCommand(const std::string& command) {
 TEST(CompareTest, QuincyReadsMoreInputLocallyThanGreedy) {
   const std::string bin = FLOWSCHED_BINARY;
   const std::string log =
-      (std::filesystem::temp_directory_path() / "flowsched-compare.jsonl").string();
-  RunCommand(bin + " generate --machines 120 --slots 4 --racks 6 --jobs 40 "
-            "--tasks-per-job 10 --locality > " + log + " && cat " + log);
-  const std::string table =
-      RunCommand(bin + " compare " + log +
-          " --round-every 20 --schedulers flow:quincy-qfp,greedy,filter-score");
+      (std::filesystem::temp_directory_path() / "flowsched-compare.jsonl")
+          .string();
+  RunCommand(bin +
+             " generate --machines 120 --slots 4 --racks 6 --jobs 40 "
+             "--tasks-per-job 10 --locality > " +
+             log + " && cat " + log);
+  const std::string table = RunCommand(
+      bin + " compare " + log +
+      " --round-every 20 --schedulers flow:quincy-qfp,greedy,filter-score");
   std::map<std::string, Row> rows;
   std::istringstream lines(table);
   std::string line;

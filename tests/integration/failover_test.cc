@@ -41,10 +41,10 @@ class FailoverTest : public PipelineTest {
       }
     }
     if (HasFailure()) {
-      std::cerr << "---- second graph manager log ----\n"
-                << Shell("tail -c 6000 " + second_dir() + "/graph-manager.log")
-                       .out
-                << "\n";
+      std::cerr
+          << "---- second graph manager log ----\n"
+          << Shell("tail -c 6000 " + second_dir() + "/graph-manager.log").out
+          << "\n";
     }
     PipelineTest::TearDown();
   }
@@ -56,12 +56,11 @@ class FailoverTest : public PipelineTest {
     CommandResult started = Shell(absl::StrCat(
         FLOWSCHED_BINARY,
         " graph-manager --ha --lease-session-timeout-ms 3000 --data-dir ",
-        second_dir(),
-        " --brokers ", Bootstrap(), " > ", second_dir(),
+        second_dir(), " --brokers ", Bootstrap(), " > ", second_dir(),
         "/graph-manager.log 2>&1 & echo $!"));
     ASSERT_EQ(started.exit_code, 0);
-    ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(started.out),
-                                 &second_pid_))
+    ASSERT_TRUE(
+        absl::SimpleAtoi(absl::StripAsciiWhitespace(started.out), &second_pid_))
         << started.out;
   }
 
@@ -90,12 +89,14 @@ class FailoverTest : public PipelineTest {
 };
 
 TEST_F(FailoverTest, StandbyTakesOverAndTheOldInstanceIsFenced) {
-  WaitForStatusIn(dir_, [](const auto& s) { return s.role() == "active"; }, 30,
-          "the first graph manager active");
+  WaitForStatusIn(
+      dir_, [](const auto& s) { return s.role() == "active"; }, 30,
+      "the first graph manager active");
   StartSecond();
   if (HasFatalFailure()) return;
-  WaitForStatusIn(second_dir(), [](const auto& s) { return s.role() == "standby"; },
-          30, "the second graph manager standby");
+  WaitForStatusIn(
+      second_dir(), [](const auto& s) { return s.role() == "standby"; }, 30,
+      "the second graph manager standby");
 
   CommandResult machines =
       Flowsched(absl::StrCat("generate --what machines --machines ",
@@ -103,8 +104,8 @@ TEST_F(FailoverTest, StandbyTakesOverAndTheOldInstanceIsFenced) {
   ASSERT_EQ(machines.exit_code, 0);
   Submit(machines.out);
   uint64_t submitted = SubmitJobs(4);
-  const v1::GraphManagerStatus first =
-      WaitForStatusIn(dir_, AllPlaced(submitted), 60, "the first workload placed");
+  const v1::GraphManagerStatus first = WaitForStatusIn(
+      dir_, AllPlaced(submitted), 60, "the first workload placed");
   const int first_pid = ServicePid("graph-manager");
 
   // SIGKILL the active one; new work arrives at once.
@@ -118,16 +119,14 @@ TEST_F(FailoverTest, StandbyTakesOverAndTheOldInstanceIsFenced) {
   const v1::GraphManagerStatus taken = WaitForStatusIn(
       second_dir(), [](const auto& s) { return s.role() == "active"; }, 30,
       "the standby taking over");
-  const double takeover_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                    killed_at)
-          .count();
+  const double takeover_s = std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() - killed_at)
+                                .count();
   const v1::GraphManagerStatus placed = WaitForStatusIn(
       second_dir(), AllPlaced(submitted), 30, "new work placed after takeover");
-  const double placed_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                    killed_at)
-          .count();
+  const double placed_s = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - killed_at)
+                              .count();
   std::cout << "takeover after SIGKILL: standby active after " << takeover_s
             << " s, new tasks placed after " << placed_s << " s\n";
   RecordProperty("takeover_ms", static_cast<int>(takeover_s * 1000));
@@ -140,8 +139,9 @@ TEST_F(FailoverTest, StandbyTakesOverAndTheOldInstanceIsFenced) {
   CommandResult up = Flowsched("up --ha");
   ASSERT_EQ(up.exit_code, 0) << up.err;
   ASSERT_NE(ServicePid("graph-manager"), first_pid);
-  WaitForStatusIn(dir_, [](const auto& s) { return s.role() == "standby"; }, 30,
-          "the restarted graph manager standby");
+  WaitForStatusIn(
+      dir_, [](const auto& s) { return s.role() == "standby"; }, 30,
+      "the restarted graph manager standby");
   submitted += SubmitJobs(2);
   const v1::GraphManagerStatus after = WaitForStatusIn(
       second_dir(), AllPlaced(submitted), 30, "work placed with two up");
@@ -166,10 +166,11 @@ TEST_F(FailoverTest, StandbyTakesOverAndTheOldInstanceIsFenced) {
   EXPECT_GT(third.epoch(), after.epoch());
   submitted += SubmitJobs(1);
   ASSERT_EQ(::kill(second_pid_, SIGCONT), 0);
-  WaitForStatusIn(second_dir(), [](const auto& s) { return s.role() == "standby"; },
-          30, "the resumed ex-leader stepping down");
-  const v1::GraphManagerStatus last =
-      WaitForStatusIn(dir_, AllPlaced(submitted), 30, "work placed after the pause");
+  WaitForStatusIn(
+      second_dir(), [](const auto& s) { return s.role() == "standby"; }, 30,
+      "the resumed ex-leader stepping down");
+  const v1::GraphManagerStatus last = WaitForStatusIn(
+      dir_, AllPlaced(submitted), 30, "work placed after the pause");
   EXPECT_EQ(last.epoch(), third.epoch());
   const std::string second_log =
       Shell("cat " + second_dir() + "/graph-manager.log").out;

@@ -27,7 +27,8 @@ TEST_F(PipelineTest, HostileEventsBecomeDeadLettersWithoutPartialState) {
       Flowsched("generate --what machines --machines 8 --slots 4");
   ASSERT_EQ(machines.exit_code, 0);
   Submit(machines.out);
-  Submit(R"({"job_submitted":{"job_id":"1","tasks":[{"task_id":"11"}]}})" "\n");
+  Submit(R"({"job_submitted":{"job_id":"1","tasks":[{"task_id":"11"}]}})"
+         "\n");
 
   // event id -> expected code and a substring of the reason
   std::map<std::string, std::pair<std::string, std::string>> expected;
@@ -82,7 +83,8 @@ TEST_F(PipelineTest, HostileEventsBecomeDeadLettersWithoutPartialState) {
 
   // An event with an id but no event type: our CLI refuses it locally with
   // the line number; a third-party client (kcat) gets it onto the topic.
-  CommandResult refused = Flowsched("submit -", R"({"event_id":"no-event"})" "\n");
+  CommandResult refused = Flowsched("submit -", R"({"event_id":"no-event"})"
+                                                "\n");
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_NE(refused.err.find("line 1: the event names no event type"),
             std::string::npos)
@@ -97,7 +99,9 @@ TEST_F(PipelineTest, HostileEventsBecomeDeadLettersWithoutPartialState) {
   expected["no-event"] = {"INVALID_ARGUMENT", "carries no event"};
 
   // Good events after the bad ones still get placed.
-  Submit(R"({"job_submitted":{"job_id":"9","tasks":[{"task_id":"91"},{"task_id":"92"}]}})" "\n");
+  Submit(
+      R"({"job_submitted":{"job_id":"9","tasks":[{"task_id":"91"},{"task_id":"92"}]}})"
+      "\n");
   v1::GraphManagerStatus status = WaitForStatus(
       [&](const auto& s) {
         return s.events_rejected() == expected.size() &&
@@ -119,7 +123,8 @@ TEST_F(PipelineTest, HostileEventsBecomeDeadLettersWithoutPartialState) {
   std::string line;
   while (std::getline(in, line)) {
     v1::DeadLetter letter;
-    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(line, &letter).ok());
+    ASSERT_TRUE(
+        google::protobuf::util::JsonStringToMessage(line, &letter).ok());
     v1::ClusterEvent original;
     ASSERT_TRUE(original.ParseFromString(letter.original()));
     auto it = expected.find(original.event_id());

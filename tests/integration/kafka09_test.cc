@@ -19,8 +19,8 @@ class Kafka09Test : public PipelineTest {
  protected:
   void StartExternalBroker() override {
     kafka_dir_ = dir_ + "/kafka09";
-    CommandResult started = Shell(absl::StrCat(KAFKA09_SCRIPT, " start ",
-                                               kafka_dir_));
+    CommandResult started =
+        Shell(absl::StrCat(KAFKA09_SCRIPT, " start ", kafka_dir_));
     ASSERT_EQ(started.exit_code, 0) << started.out << started.err;
     const std::string bootstrap(absl::StripAsciiWhitespace(started.out));
     ASSERT_FALSE(bootstrap.empty());
@@ -28,14 +28,15 @@ class Kafka09Test : public PipelineTest {
   }
   void StopExternalBroker() override {
     if (kafka_dir_.empty()) return;
-    CommandResult stopped = Shell(absl::StrCat(KAFKA09_SCRIPT, " stop ",
-                                               kafka_dir_));
+    CommandResult stopped =
+        Shell(absl::StrCat(KAFKA09_SCRIPT, " stop ", kafka_dir_));
     EXPECT_EQ(stopped.exit_code, 0) << stopped.err;
   }
   void SubmitJobs(uint64_t first_job, uint64_t jobs) {
-    CommandResult generated = Flowsched(absl::StrCat(
-        "generate --what jobs --jobs ", jobs, " --tasks-per-job 8 --first-job-id ",
-        first_job, " --first-task-id ", (first_job - 1) * 8 + 1));
+    CommandResult generated =
+        Flowsched(absl::StrCat("generate --what jobs --jobs ", jobs,
+                               " --tasks-per-job 8 --first-job-id ", first_job,
+                               " --first-task-id ", (first_job - 1) * 8 + 1));
     ASSERT_EQ(generated.exit_code, 0);
     Submit(generated.out);
   }
@@ -49,7 +50,9 @@ TEST_F(Kafka09Test, PipelineSurvivesABrokerRestartWithNothingLost) {
   Submit(machines.out);
   SubmitJobs(1, 5);
   WaitForStatus(
-      [](const auto& s) { return s.tasks_running() == 40 && !s.round_in_flight(); },
+      [](const auto& s) {
+        return s.tasks_running() == 40 && !s.round_in_flight();
+      },
       60, "40 tasks placed on Kafka 0.9");
 
   // Restart the broker; its log stays on disk.
@@ -67,8 +70,8 @@ TEST_F(Kafka09Test, PipelineSurvivesABrokerRestartWithNothingLost) {
   EXPECT_EQ(TaskPlacements().size(), 80u);
   // The decisions survived the restart on the broker's disk: a consumer
   // reading from the beginning sees every placement once.
-  CommandResult tail = Flowsched(
-      "tail --from-beginning --decisions-only --idle-ms 2000");
+  CommandResult tail =
+      Flowsched("tail --from-beginning --decisions-only --idle-ms 2000");
   ASSERT_EQ(tail.exit_code, 0) << tail.err;
   size_t decisions = 0;
   std::istringstream lines(tail.out);
@@ -113,10 +116,9 @@ TEST_F(Kafka09FailoverTest, StandbyTakesOverOnKafka09) {
                s.solver_epoch() == standby_epoch;
       },
       30, "the standby to take over on Kafka 0.9");
-  const double takeover_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                    killed_at)
-          .count();
+  const double takeover_s = std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() - killed_at)
+                                .count();
   std::printf("solver takeover after SIGKILL on Kafka 0.9: %.1f s\n",
               takeover_s);
   EXPECT_LT(takeover_s, 15.0);

@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/util/json_util.h"
 #include "flowsched/v1/dead_letter.pb.h"
 #include "flowsched/v1/placements.pb.h"
 #include "flowsched/v1/rounds.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "tests/integration/pipeline_fixture.h"
 
 namespace flowsched::testing {

@@ -129,8 +129,8 @@ TEST_F(PipelineTest, PlacesAllTasksWithinSlotsAndReplacesFinishedOnes) {
 }
 
 TEST_F(PipelineTest, KcatReadsTheSameDecisionsFromThePlacementsTopic) {
-  CommandResult workload = Flowsched(
-      "generate --machines 20 --slots 4 --jobs 6 --tasks-per-job 8");
+  CommandResult workload =
+      Flowsched("generate --machines 20 --slots 4 --jobs 6 --tasks-per-job 8");
   ASSERT_EQ(workload.exit_code, 0) << workload.err;
   Submit(workload.out);
   WaitForStatus(
@@ -153,9 +153,9 @@ TEST_F(PipelineTest, KcatReadsTheSameDecisionsFromThePlacementsTopic) {
 
   // kcat, a third-party client, reads the raw topic: every decision key
   // appears, in the partition its machine id maps to.
-  CommandResult kcat = Shell(absl::StrCat(
-      KCAT_BINARY, " -C -q -e -b ", Bootstrap(),
-      " -t flowsched.placements -o beginning -f '%p %k\\n'"));
+  CommandResult kcat = Shell(
+      absl::StrCat(KCAT_BINARY, " -C -q -e -b ", Bootstrap(),
+                   " -t flowsched.placements -o beginning -f '%p %k\\n'"));
   ASSERT_EQ(kcat.exit_code, 0) << kcat.err;
   std::multiset<std::string> kcat_keys;
   for (const std::string& line : Lines(kcat.out)) {
@@ -187,12 +187,12 @@ TEST_F(PipelineTest, RandomBytesBecomeDeadLettersWhilePlacementGoesOn) {
     for (int b = 0; b < n; ++b) out.put(static_cast<char>(byte(rng)));
     files += " " + path;
   }
-  CommandResult produced =
-      Shell(absl::StrCat(KCAT_BINARY, " -P -b ", Bootstrap(),
-                         " -t flowsched.events", files));
+  CommandResult produced = Shell(absl::StrCat(
+      KCAT_BINARY, " -P -b ", Bootstrap(), " -t flowsched.events", files));
   ASSERT_EQ(produced.exit_code, 0) << produced.err;
   // And an event that decodes but names unknown ids.
-  Submit(R"({"task_finished":{"job_id":"999","task_id":"5"}})" "\n");
+  Submit(R"({"task_finished":{"job_id":"999","task_id":"5"}})"
+         "\n");
 
   CommandResult job =
       Flowsched("generate --what jobs --jobs 2 --tasks-per-job 10");
@@ -207,7 +207,8 @@ TEST_F(PipelineTest, RandomBytesBecomeDeadLettersWhilePlacementGoesOn) {
 
   // Random bytes can happen to decode as a valid but empty event; every
   // record was either applied or dead-lettered, none lost.
-  EXPECT_EQ(status.events_applied() + status.events_rejected(), 10u + 40 + 1 + 2);
+  EXPECT_EQ(status.events_applied() + status.events_rejected(),
+            10u + 40 + 1 + 2);
   CommandResult letters =
       Flowsched("tail --topic dead-letters --from-beginning --idle-ms 1500");
   ASSERT_EQ(letters.exit_code, 0) << letters.err;

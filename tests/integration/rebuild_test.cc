@@ -49,8 +49,8 @@ class RebuildTest : public PipelineTest,
   // Submits `jobs` jobs from job `next_job_` on; returns their task count.
   uint64_t SubmitJobs(uint64_t jobs, const std::string& extra = "") {
     CommandResult generated = Flowsched(absl::StrCat(
-        "generate --what jobs --jobs ", jobs, " --tasks-per-job ",
-        kTasksPerJob, " --first-job-id ", next_job_, " --first-task-id ",
+        "generate --what jobs --jobs ", jobs, " --tasks-per-job ", kTasksPerJob,
+        " --first-job-id ", next_job_, " --first-task-id ",
         (next_job_ - 1) * kTasksPerJob + 1, " --seed ", next_job_));
     EXPECT_EQ(generated.exit_code, 0) << generated.err;
     next_job_ += jobs;
@@ -113,9 +113,9 @@ TEST_P(RebuildTest, RebuildsTheSameDigestFromTheTopics) {
   }
   CommandResult up = Flowsched("up");
   ASSERT_EQ(up.exit_code, 0) << up.err;
-  v1::GraphManagerStatus rebuilt = WaitForStatus(
-      [](const auto& s) { return !s.digest_at_start().empty(); }, 60,
-      "the rebuilt graph manager's status");
+  v1::GraphManagerStatus rebuilt =
+      WaitForStatus([](const auto& s) { return !s.digest_at_start().empty(); },
+                    60, "the rebuilt graph manager's status");
   EXPECT_EQ(rebuilt.digest_at_start(), digest)
       << "the state rebuilt from the topics differs from the lost one";
   EXPECT_EQ(rebuilt.tasks_submitted(), submitted);
@@ -143,7 +143,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Damage::kDeleted, Damage::kCorrupted),
     [](const ::testing::TestParamInfo<Damage>& param_info) {
       return param_info.param == Damage::kDeleted ? std::string("Deleted")
-                                            : std::string("Corrupted");
+                                                  : std::string("Corrupted");
     });
 
 }  // namespace

@@ -37,8 +37,8 @@ TEST_F(PipelineTest, KilledServicesResumeTheLastDurableState) {
       live_jobs.erase(live_jobs.begin());
       for (uint64_t t = 0; t < kTasksPerJob; ++t) {
         events += absl::StrCat(R"({"task_finished":{"job_id":")", job,
-                               R"(","task_id":")", (job - 1) * kTasksPerJob + t + 1,
-                               "\"}}\n");
+                               R"(","task_id":")",
+                               (job - 1) * kTasksPerJob + t + 1, "\"}}\n");
       }
       live_tasks -= kTasksPerJob;
     }
@@ -53,8 +53,8 @@ TEST_F(PipelineTest, KilledServicesResumeTheLastDurableState) {
     live_tasks += 2 * kTasksPerJob;
     submitted += 2 * kTasksPerJob;
     Submit(events + jobs.out);
-    std::this_thread::sleep_for(
-        std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 250)(rng)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(
+        std::uniform_int_distribution<int>(0, 250)(rng)));
 
     if (kill % 3 == 2) {
       KillService("solver-worker");

@@ -58,10 +58,10 @@ class SolverFailoverTest : public PipelineTest {
   }
 
   void SubmitJob(uint64_t job) {
-    CommandResult jobs = Flowsched(absl::StrCat(
-        "generate --what jobs --jobs 1 --tasks-per-job ", kTasksPerJob,
-        " --first-job-id ", job, " --first-task-id ",
-        (job - 1) * kTasksPerJob + 1, " --seed ", job));
+    CommandResult jobs = Flowsched(
+        absl::StrCat("generate --what jobs --jobs 1 --tasks-per-job ",
+                     kTasksPerJob, " --first-job-id ", job, " --first-task-id ",
+                     (job - 1) * kTasksPerJob + 1, " --seed ", job));
     ASSERT_EQ(jobs.exit_code, 0) << jobs.err;
     Submit(jobs.out);
   }
@@ -89,8 +89,8 @@ TEST_F(SolverFailoverTest, StandbyTakesOverAndOldInstancesAreFenced) {
 
   SubmitJob(++jobs);
   v1::GraphManagerStatus status = WaitForStatus(
-      [&](const auto& s) { return all_placed(s) && s.solver_epoch() != 0; },
-      30, "the first job placed by the active worker");
+      [&](const auto& s) { return all_placed(s) && s.solver_epoch() != 0; }, 30,
+      "the first job placed by the active worker");
   const uint64_t first_epoch = status.solver_epoch();
   const std::string first = ActiveWorker(first_epoch);
   ASSERT_FALSE(first.empty());
@@ -110,13 +110,13 @@ TEST_F(SolverFailoverTest, StandbyTakesOverAndOldInstancesAreFenced) {
         return all_placed(s) && s.solver_epoch() == second_epoch;
       },
       30, "the standby to take over and place the new job");
-  const double takeover_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                    killed_at)
-          .count();
-  std::printf("solver takeover after SIGKILL: %.1f s (kill to new tasks "
-              "placed)\n",
-              takeover_s);
+  const double takeover_s = std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() - killed_at)
+                                .count();
+  std::printf(
+      "solver takeover after SIGKILL: %.1f s (kill to new tasks "
+      "placed)\n",
+      takeover_s);
   RecordProperty("takeover_ms", static_cast<int>(takeover_s * 1000));
   EXPECT_LT(takeover_s, 15.0) << "takeover slower than issue #5 allows";
 

@@ -1,10 +1,10 @@
 #include "tools/bench/lemon_runners.h"
 
-#include <chrono>
-
 #include <lemon/cost_scaling.h>
 #include <lemon/network_simplex.h>
 #include <lemon/smart_graph.h>
+
+#include <chrono>
 
 namespace flowsched::bench {
 namespace {

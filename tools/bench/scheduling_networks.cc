@@ -14,8 +14,8 @@ namespace {
 
 constexpr uint32_t kSink = 0;
 constexpr uint32_t kClusterAggregator = 1;
-constexpr solver::McmfArc kDeadArc{.src = kSink, .dst = kSink, .capacity = 0,
-                                   .cost = 0};
+constexpr solver::McmfArc kDeadArc{
+    .src = kSink, .dst = kSink, .capacity = 0, .cost = 0};
 
 bool SameArc(const solver::McmfArc& a, const solver::McmfArc& b) {
   return a.src == b.src && a.dst == b.dst && a.capacity == b.capacity &&
@@ -110,12 +110,13 @@ ClusterNetwork::ClusterNetwork(const ClusterShape& shape,
     Machine& machine = machines_[m];
     machine.rack = m / per_rack;
     machine.node = AllocNode(0);
-    machine.sink_arc = AllocArc({.src = machine.node, .dst = kSink,
-                                 .capacity = slots, .cost = 0});
+    machine.sink_arc = AllocArc(
+        {.src = machine.node, .dst = kSink, .capacity = slots, .cost = 0});
     if (quincy) {
       // Rack r's node is 2 + r.
       machine.rack_arc = AllocArc({.src = 2 + machine.rack,
-                                   .dst = machine.node, .capacity = slots,
+                                   .dst = machine.node,
+                                   .capacity = slots,
                                    .cost = 0});
     } else {
       for (uint32_t k = 0; k < slots; ++k) {
@@ -129,9 +130,9 @@ ClusterNetwork::ClusterNetwork(const ClusterShape& shape,
   const uint64_t total_slots = uint64_t{shape_.machines} * slots;
   const auto task_count = static_cast<uint64_t>(
       std::llround(shape_.utilisation * static_cast<double>(total_slots)));
-  const auto running_count = static_cast<uint64_t>(std::llround(
-      shape_.running_fraction *
-      static_cast<double>(std::min(task_count, total_slots))));
+  const auto running_count = static_cast<uint64_t>(
+      std::llround(shape_.running_fraction *
+                   static_cast<double>(std::min(task_count, total_slots))));
   // Running tasks occupy a uniform sample of the slots (partial
   // Fisher-Yates), so per-machine load varies as in a real cluster.
   std::vector<uint32_t> slot_machine(total_slots);
@@ -139,15 +140,16 @@ ClusterNetwork::ClusterNetwork(const ClusterShape& shape,
     slot_machine[s] = static_cast<uint32_t>(s / slots);
   }
   for (uint64_t s = 0; s < running_count; ++s) {
-    const auto pick = static_cast<uint64_t>(
-        Uniform(static_cast<int64_t>(s), static_cast<int64_t>(total_slots) - 1));
+    const auto pick = static_cast<uint64_t>(Uniform(
+        static_cast<int64_t>(s), static_cast<int64_t>(total_slots) - 1));
     std::swap(slot_machine[s], slot_machine[pick]);
   }
   // Which tasks run: a random subset of size running_count.
   std::vector<bool> runs(task_count, false);
   for (uint64_t i = 0; i < running_count; ++i) runs[i] = true;
   for (uint64_t i = task_count; i > 1; --i) {
-    const auto j = static_cast<uint64_t>(Uniform(0, static_cast<int64_t>(i) - 1));
+    const auto j =
+        static_cast<uint64_t>(Uniform(0, static_cast<int64_t>(i) - 1));
     const bool tmp = runs[i - 1];
     runs[i - 1] = runs[j];
     runs[j] = tmp;
@@ -228,8 +230,8 @@ uint32_t ClusterNetwork::AddJob() {
   job.live = true;
   job.tasks = 0;
   job.node = AllocNode(0);
-  job.sink_arc = AllocArc(
-      {.src = job.node, .dst = kSink, .capacity = 0, .cost = 0});
+  job.sink_arc =
+      AllocArc({.src = job.node, .dst = kSink, .capacity = 0, .cost = 0});
   // Quincy's upsilon = omega * seconds waited (omega = 0.5); jobs that have
   // waited long make leaving their tasks unscheduled expensive.
   job.unscheduled_base = Uniform(250, 1500);
@@ -267,8 +269,8 @@ void ClusterNetwork::AddTask(uint32_t job, int64_t machine) {
   TouchNode(kSink);
   Job& owner = jobs_[job];
   ++owner.tasks;
-  SetArc(owner.sink_arc, {.src = owner.node, .dst = kSink,
-                          .capacity = owner.tasks, .cost = 0});
+  SetArc(owner.sink_arc,
+         {.src = owner.node, .dst = kSink, .capacity = owner.tasks, .cost = 0});
   if (machine >= 0) {
     ListAdd(running_, id);
     ++machines_[static_cast<size_t>(machine)].running;
@@ -303,8 +305,8 @@ void ClusterNetwork::RemoveTask(uint32_t id) {
     FreeNode(job.node);
     job.live = false;
   } else {
-    SetArc(job.sink_arc, {.src = job.node, .dst = kSink,
-                          .capacity = job.tasks, .cost = 0});
+    SetArc(job.sink_arc,
+           {.src = job.node, .dst = kSink, .capacity = job.tasks, .cost = 0});
   }
 }
 
@@ -321,8 +323,8 @@ void ClusterNetwork::BuildTaskArcs(Task& task) {
     const uint32_t target =
         running ? machines_[static_cast<size_t>(task.machine)].node
                 : kClusterAggregator;
-    task.arcs.push_back(AllocArc(
-        {.src = task.node, .dst = target, .capacity = 1, .cost = 0}));
+    task.arcs.push_back(
+        AllocArc({.src = task.node, .dst = target, .capacity = 1, .cost = 0}));
     return;
   }
   // Quincy (SOSP 2009 section 4.2, appendix) with omega = 0.5, psi = 1,
@@ -417,8 +419,10 @@ void ClusterNetwork::UpdateMachineArcs(uint32_t m) {
   SetArc(machine.sink_arc,
          {.src = machine.node, .dst = kSink, .capacity = slots, .cost = 0});
   if (shape_.shape == NetworkShape::kQuincy) {
-    SetArc(machine.rack_arc, {.src = 2 + machine.rack, .dst = machine.node,
-                              .capacity = slots, .cost = 0});
+    SetArc(machine.rack_arc, {.src = 2 + machine.rack,
+                              .dst = machine.node,
+                              .capacity = slots,
+                              .cost = 0});
     return;
   }
   // Convex X -> M arc as parallel unit pieces, one per slot with a fixed
@@ -447,8 +451,10 @@ void ClusterNetwork::UpdateRackArc(uint32_t rack) {
        m < shape_.machines && machines_[m].rack == rack; ++m) {
     if (!machines_[m].failed) capacity += shape_.slots_per_machine;
   }
-  SetArc(rack_arcs_[rack], {.src = kClusterAggregator, .dst = 2 + rack,
-                            .capacity = capacity, .cost = 0});
+  SetArc(rack_arcs_[rack], {.src = kClusterAggregator,
+                            .dst = 2 + rack,
+                            .capacity = capacity,
+                            .cost = 0});
 }
 
 void ClusterNetwork::FailMachine(uint32_t m) {
@@ -497,8 +503,7 @@ std::vector<int64_t> ClusterNetwork::OptimumPlacements(
     solution = shape_.shape == NetworkShape::kQuincy
                    ? solver::Relaxation().Solve(problem_)
                    : solver::CostScaling().Solve(problem_);
-    if (!solution.ok() ||
-        solution->outcome != solver::McmfOutcome::kOptimal) {
+    if (!solution.ok() || solution->outcome != solver::McmfOutcome::kOptimal) {
       return placement;
     }
     last_flow = &solution->flow;

@@ -88,9 +88,9 @@ inline constexpr int64_t kLsPreemptionCost = 200'000;
 
 // What one incremental round changed (indices into the new snapshot).
 struct RoundChanges {
-  uint32_t arrivals = 0;     // new waiting tasks
-  uint32_t completions = 0;  // running tasks removed
-  uint32_t starts = 0;       // waiting tasks now running on a machine
+  uint32_t arrivals = 0;           // new waiting tasks
+  uint32_t completions = 0;        // running tasks removed
+  uint32_t starts = 0;             // waiting tasks now running on a machine
   int64_t failed_machine = -1;     // machine index failed this round
   int64_t recovered_machine = -1;  // machine index back this round
   std::vector<uint32_t> changed_nodes;  // sorted, unique
@@ -161,8 +161,8 @@ class ClusterNetwork {
     uint32_t rack = 0;
     uint32_t node = 0;
     uint32_t sink_arc = 0;
-    uint32_t rack_arc = 0;               // Quincy: R -> M
-    std::vector<uint32_t> piece_arcs;    // load spreading: X -> M pieces
+    uint32_t rack_arc = 0;             // Quincy: R -> M
+    std::vector<uint32_t> piece_arcs;  // load spreading: X -> M pieces
     uint32_t running = 0;
     bool failed = false;
   };
@@ -208,7 +208,7 @@ class ClusterNetwork {
   std::vector<uint32_t> free_nodes_;  // min-heap
   std::vector<uint32_t> free_arcs_;   // min-heap
   std::vector<Machine> machines_;
-  std::vector<uint32_t> rack_arcs_;   // Quincy: X -> R
+  std::vector<uint32_t> rack_arcs_;  // Quincy: X -> R
   std::vector<uint32_t> rack_first_machine_;
   std::vector<Job> jobs_;
   std::vector<Task> tasks_;

@@ -59,7 +59,9 @@ TEST(SchedulingNetworksTest, QuincyShapeAndSolvable) {
 TEST(SchedulingNetworksTest, LoadSpreadingShapeAndSolvable) {
   for (const double load : {0.5, 0.97, 1.1}) {
     ClusterNetwork network({.shape = NetworkShape::kLoadSpreading,
-                            .machines = 60, .utilisation = load, .seed = 4});
+                            .machines = 60,
+                            .utilisation = load,
+                            .seed = 4});
     const McmfProblem& problem = network.problem();
     // Two arcs per task, slots_per_machine pieces and a sink arc per
     // machine, one sink arc per job.
@@ -190,44 +192,46 @@ TEST(SchedulingNetworksTest, FullScaleQuincyHasAboutAMillionArcs) {
 TEST(SchedulingNetworksTest, IncrementalSequenceKeepsIndicesStable) {
   for (const auto starts : {IncrementalOptions::StartModel::kFollowOptimum,
                             IncrementalOptions::StartModel::kRandomFreeSlot})
-  for (const NetworkShape shape :
-       {NetworkShape::kQuincy, NetworkShape::kLoadSpreading}) {
-    ClusterNetwork network(
-        {.shape = shape, .machines = 40, .utilisation = 0.9, .seed = 11},
-        {.min_change = 0.01, .max_change = 0.04,
-         .machine_failure_probability = 0.5, .starts = starts});
-    int started = 0;
-    int failures = 0;
-    for (int round = 0; round < 12; ++round) {
-      const McmfProblem before = network.problem();
-      const RoundChanges changes = network.NextRound();
-      const McmfProblem& after = network.problem();
-      if (changes.failed_machine >= 0) ++failures;
-      started += static_cast<int>(changes.starts);
-      EXPECT_GT(changes.arrivals, 0u);
-      ASSERT_GE(after.node_count, before.node_count);
-      ASSERT_GE(after.arcs.size(), before.arcs.size());
-      for (uint32_t v = 0; v < before.node_count; ++v) {
-        if (!std::binary_search(changes.changed_nodes.begin(),
-                                changes.changed_nodes.end(), v)) {
-          EXPECT_EQ(before.supply[v], after.supply[v]) << "node " << v;
+    for (const NetworkShape shape :
+         {NetworkShape::kQuincy, NetworkShape::kLoadSpreading}) {
+      ClusterNetwork network(
+          {.shape = shape, .machines = 40, .utilisation = 0.9, .seed = 11},
+          {.min_change = 0.01,
+           .max_change = 0.04,
+           .machine_failure_probability = 0.5,
+           .starts = starts});
+      int started = 0;
+      int failures = 0;
+      for (int round = 0; round < 12; ++round) {
+        const McmfProblem before = network.problem();
+        const RoundChanges changes = network.NextRound();
+        const McmfProblem& after = network.problem();
+        if (changes.failed_machine >= 0) ++failures;
+        started += static_cast<int>(changes.starts);
+        EXPECT_GT(changes.arrivals, 0u);
+        ASSERT_GE(after.node_count, before.node_count);
+        ASSERT_GE(after.arcs.size(), before.arcs.size());
+        for (uint32_t v = 0; v < before.node_count; ++v) {
+          if (!std::binary_search(changes.changed_nodes.begin(),
+                                  changes.changed_nodes.end(), v)) {
+            EXPECT_EQ(before.supply[v], after.supply[v]) << "node " << v;
+          }
         }
-      }
-      size_t unchanged = 0;
-      for (uint32_t a = 0; a < before.arcs.size(); ++a) {
-        if (!std::binary_search(changes.changed_arcs.begin(),
-                                changes.changed_arcs.end(), a)) {
-          EXPECT_TRUE(SameArc(before.arcs[a], after.arcs[a])) << "arc " << a;
-          ++unchanged;
+        size_t unchanged = 0;
+        for (uint32_t a = 0; a < before.arcs.size(); ++a) {
+          if (!std::binary_search(changes.changed_arcs.begin(),
+                                  changes.changed_arcs.end(), a)) {
+            EXPECT_TRUE(SameArc(before.arcs[a], after.arcs[a])) << "arc " << a;
+            ++unchanged;
+          }
         }
+        // Only a few percent of the network changes per round.
+        EXPECT_GT(unchanged, before.arcs.size() / 2);
+        ExpectSolvesLikeLemon(after);
       }
-      // Only a few percent of the network changes per round.
-      EXPECT_GT(unchanged, before.arcs.size() / 2);
-      ExpectSolvesLikeLemon(after);
+      EXPECT_GT(failures, 0);
+      EXPECT_GT(started, 0);
     }
-    EXPECT_GT(failures, 0);
-    EXPECT_GT(started, 0);
-  }
 }
 
 // IncrementalOptions::kFollowOptimum: a task starts where an optimum of the
@@ -241,7 +245,8 @@ TEST(SchedulingNetworksTest, StartsFollowThePreviousOptimum) {
     constexpr uint32_t kMachines = 80;
     ClusterNetwork network(
         {.shape = shape, .machines = kMachines, .utilisation = 0.9, .seed = 5},
-        {.min_change = 0.02, .max_change = 0.02,
+        {.min_change = 0.02,
+         .max_change = 0.02,
          .machine_failure_probability = 0});
     // Node layout (scheduling_networks.h): sink, X, racks of 40, machines.
     const uint32_t racks = quincy ? 2 : 0;
@@ -312,7 +317,6 @@ TEST(SchedulingNetworksTest, StartsFollowThePreviousOptimum) {
   }
 }
 
-
 // The benchmark's incremental sequences through IncrementalSolver the way
 // the benchmark's runner drives it: the whole network once, a cold solve by
 // cost scaling installed, then only each round's changed nodes and arcs
@@ -325,7 +329,8 @@ TEST(SchedulingNetworksTest, IncrementalSolverFollowsSequences) {
        {NetworkShape::kQuincy, NetworkShape::kLoadSpreading}) {
     ClusterNetwork network(
         {.shape = shape, .machines = 150, .utilisation = 0.9, .seed = 3},
-        {.min_change = 0.01, .max_change = 0.01,
+        {.min_change = 0.01,
+         .max_change = 0.01,
          .machine_failure_probability = 0.2});
     const McmfProblem& problem = network.problem();
     solver::IncrementalSolver incremental;
@@ -334,13 +339,15 @@ TEST(SchedulingNetworksTest, IncrementalSolverFollowsSequences) {
     }
     for (uint32_t a = 0; a < problem.arcs.size(); ++a) {
       const McmfArc& arc = problem.arcs[a];
-      ASSERT_THAT(incremental.SetArc(a, arc.src, arc.dst, arc.capacity, arc.cost),
-                  IsOk());
+      ASSERT_THAT(
+          incremental.SetArc(a, arc.src, arc.dst, arc.capacity, arc.cost),
+          IsOk());
     }
     const absl::StatusOr<solver::McmfSolution> cold =
         solver::CostScaling().Solve(problem);
     ASSERT_THAT(cold, IsOk());
-    ASSERT_THAT(incremental.InstallSolution(cold->flow, cold->potentials), IsOk());
+    ASSERT_THAT(incremental.InstallSolution(cold->flow, cold->potentials),
+                IsOk());
     uint64_t dijkstra_runs = 0;
     constexpr int kRounds = 15;
     for (int round = 0; round < kRounds; ++round) {

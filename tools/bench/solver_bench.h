@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "absl/status/status.h"
-
 #include "tools/bench/scheduling_networks.h"
 
 namespace flowsched::bench {

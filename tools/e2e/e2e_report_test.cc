@@ -64,9 +64,9 @@ TEST(PrintTableTest, NamesEveryMeasurement) {
   r.restart_signal = "kill";
   std::ostringstream out;
   PrintTable(r, out);
-  for (const char* text : {"ingested by the graph manager",
-                           "event-to-placement latency", "rounds",
-                           "SIGKILL", "ready after"}) {
+  for (const char* text :
+       {"ingested by the graph manager", "event-to-placement latency", "rounds",
+        "SIGKILL", "ready after"}) {
     EXPECT_THAT(out.str(), testing::HasSubstr(text));
   }
 }

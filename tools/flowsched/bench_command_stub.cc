@@ -13,7 +13,8 @@ CommandMain AddBenchCommand(CLI::App& app, CommonFlags& flags) {
   BenchSubcommand e2e = AddBenchE2eCommand(*bench, flags, app);
   // Accept the real command's shape, `bench solver [flags]`, so the user
   // gets the explanation below rather than a parse error.
-  auto* solver = bench->add_subcommand("solver", "Solver benchmark (not built)");
+  auto* solver =
+      bench->add_subcommand("solver", "Solver benchmark (not built)");
   solver->fallthrough(false);  // keep unknown flags here, as extras
   solver->allow_extras();
   solver->prefix_command();

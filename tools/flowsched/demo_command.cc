@@ -22,8 +22,11 @@ namespace flowsched::tools {
 namespace {
 
 struct DemoOptions {
-  WorkloadSpec spec{.machines = 200, .slots_per_machine = 4, .racks = 20,
-                    .jobs = 40, .tasks_per_job = 15};
+  WorkloadSpec spec{.machines = 200,
+                    .slots_per_machine = 4,
+                    .racks = 20,
+                    .jobs = 40,
+                    .tasks_per_job = 15};
   int wait_seconds = 120;
   bool keep_running = false;
 };
@@ -77,10 +80,11 @@ int RunDemo(CommonFlags& flags, const DemoOptions& options) {
   std::error_code ec;
   std::filesystem::remove_all(flags.data_dir, ec);
   const WorkloadSpec& spec = options.spec;
-  fmt::print("flowsched demo: {} machines x {} slots, {} jobs x {} tasks, "
-             "data in {}\n",
-             spec.machines, spec.slots_per_machine, spec.jobs,
-             spec.tasks_per_job, flags.data_dir);
+  fmt::print(
+      "flowsched demo: {} machines x {} slots, {} jobs x {} tasks, "
+      "data in {}\n",
+      spec.machines, spec.slots_per_machine, spec.jobs, spec.tasks_per_job,
+      flags.data_dir);
   fmt::print("starting embedded broker, graph manager and solver worker\n");
   if (absl::Status up = StartServices(flags, UpOptions{}); !up.ok()) {
     std::cerr << "flowsched demo: " << up.message() << "\n";
@@ -90,9 +94,10 @@ int RunDemo(CommonFlags& flags, const DemoOptions& options) {
   bool ok = true;
   {
     auto kafka = ResolveKafka(flags);
-    auto producer = kafka.ok() ? bus::Producer::Create(*kafka)
-                               : absl::StatusOr<std::unique_ptr<bus::Producer>>(
-                                     kafka.status());
+    auto producer =
+        kafka.ok()
+            ? bus::Producer::Create(*kafka)
+            : absl::StatusOr<std::unique_ptr<bus::Producer>>(kafka.status());
     if (!producer.ok()) {
       std::cerr << "flowsched demo: " << producer.status().message() << "\n";
       StopServices(flags).IgnoreError();  // already failing
@@ -124,7 +129,8 @@ int RunDemo(CommonFlags& flags, const DemoOptions& options) {
                  finished_jobs * spec.tasks_per_job);
       sent = SubmitEvents(**producer, topic, wave2);
       ok = sent.ok() &&
-           WaitForPlacement(flags, wave1_tasks + finished_jobs * spec.tasks_per_job,
+           WaitForPlacement(flags,
+                            wave1_tasks + finished_jobs * spec.tasks_per_job,
                             wave1_tasks, options.wait_seconds);
     }
     if (!sent.ok()) std::cerr << "flowsched demo: " << sent.message() << "\n";
@@ -138,8 +144,10 @@ int RunDemo(CommonFlags& flags, const DemoOptions& options) {
     StopServices(flags).IgnoreError();  // reported by `flowsched status`
     fmt::print("\nservices stopped; state kept in {}\n", flags.data_dir);
   } else {
-    fmt::print("\nservices keep running; stop them with `flowsched down "
-               "--data-dir {}`\n", flags.data_dir);
+    fmt::print(
+        "\nservices keep running; stop them with `flowsched down "
+        "--data-dir {}`\n",
+        flags.data_dir);
   }
   if (!ok) {
     std::cerr << "flowsched demo: not every task was placed within "

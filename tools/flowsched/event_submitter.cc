@@ -30,8 +30,8 @@ ParsedEvents ParseJsonLines(std::istream& in) {
     absl::string_view text = absl::StripAsciiWhitespace(line);
     if (text.empty() || text.front() == '#') continue;
     v1::ClusterEvent event;
-    auto status = google::protobuf::util::JsonStringToMessage(
-        std::string(text), &event, options);
+    auto status = google::protobuf::util::JsonStringToMessage(std::string(text),
+                                                              &event, options);
     if (!status.ok()) {
       parsed.errors.push_back(
           absl::StrCat("line ", number, ": ", status.ToString()));

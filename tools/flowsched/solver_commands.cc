@@ -7,10 +7,10 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_join.h"
 #include "fmt/format.h"
 #include "services/solver/dimacs.h"
 #include "services/solver/flow_checker.h"
-#include "absl/strings/str_join.h"
 #include "services/solver/solver_registry.h"
 #include "tools/flowsched/commands.h"
 
@@ -38,9 +38,9 @@ int RunSolve(const SolveFlags& flags) {
     }
     in = &file;
   }
-  const std::string name =
-      flags.algorithm.empty() ? std::string(solver::kDefaultSolver)
-                             : flags.algorithm;
+  const std::string name = flags.algorithm.empty()
+                               ? std::string(solver::kDefaultSolver)
+                               : flags.algorithm;
   absl::StatusOr<std::unique_ptr<solver::McmfSolver>> solver =
       solver::MakeSolver(name);
   if (!solver.ok()) {
@@ -60,8 +60,8 @@ int RunSolve(const SolveFlags& flags) {
                               std::chrono::steady_clock::now() - start)
                               .count();
   if (!solution.ok()) {
-    std::cerr << "flowsched solve: " << name << " failed: "
-              << solution.status().ToString() << "\n";
+    std::cerr << "flowsched solve: " << name
+              << " failed: " << solution.status().ToString() << "\n";
     return kExitInfeasible;
   }
   if (solution->outcome == solver::McmfOutcome::kInfeasible) {

@@ -8,8 +8,9 @@ namespace {
 
 std::string TimingLine(const v1::Timings& t) {
   if (t.count() == 0) return "none yet";
-  return fmt::format("p50 {:.2f} ms, p99 {:.2f} ms, max {:.2f} ms, mean {:.2f} ms",
-                     t.p50_ms(), t.p99_ms(), t.max_ms(), t.mean_ms());
+  return fmt::format(
+      "p50 {:.2f} ms, p99 {:.2f} ms, max {:.2f} ms, mean {:.2f} ms", t.p50_ms(),
+      t.p99_ms(), t.max_ms(), t.mean_ms());
 }
 
 }  // namespace
@@ -32,10 +33,12 @@ void PrintSummary(const v1::GraphManagerStatus& s, std::ostream& out) {
              s.jobs());
   fmt::print(out, "    placed          {:>10}\n", s.tasks_running());
   fmt::print(out, "    waiting         {:>10}\n", s.tasks_waiting());
-  fmt::print(out, "  events applied    {:>10}   (rejected to dead letters: {})\n",
+  fmt::print(out,
+             "  events applied    {:>10}   (rejected to dead letters: {})\n",
              s.events_applied(), s.events_rejected());
-  fmt::print(out, "  solver rounds     {:>10}   (published this run: {}, "
-                  "snapshots: {}, timed out: {})\n",
+  fmt::print(out,
+             "  solver rounds     {:>10}   (published this run: {}, "
+             "snapshots: {}, timed out: {})\n",
              s.rounds_completed(), s.rounds_published(),
              s.snapshots_published(), s.rounds_timed_out());
   fmt::print(out, "    solve time      {}\n", TimingLine(s.solve()));

@@ -60,8 +60,8 @@ absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
         (m.remove_us != kForever && AtTimeZero(m.remove_us, speedup))) {
       continue;
     }
-    auto [it, inserted] =
-        rack_index.try_emplace(m.rack, static_cast<uint32_t>(rack_slots.size()));
+    auto [it, inserted] = rack_index.try_emplace(
+        m.rack, static_cast<uint32_t>(rack_slots.size()));
     if (inserted) rack_slots.push_back(0);
     rack_slots[it->second] += slots_per_machine;
     machine_rack[m.id] = &m.rack;
@@ -90,9 +90,9 @@ absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
     TaskInput input;
     input.input_bytes = where.total;
     if (input.input_bytes > kMaxBytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "locality floor: task ", t.task_id, " reads ", input.input_bytes,
-          " bytes (limit ", kMaxBytes, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("locality floor: task ", t.task_id, " reads ",
+                       input.input_bytes, " bytes (limit ", kMaxBytes, ")"));
     }
     for (const auto& [name, bytes] : where.in_rack) {
       auto it = rack_index.find(name);
@@ -154,9 +154,8 @@ absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
   auto solution = (*solver)->Solve(problem);
   if (!solution.ok()) return solution.status();
   if (auto s = solver::CheckOptimalFlow(problem, *solution); !s.ok()) {
-    return absl::InternalError(
-        absl::StrCat("locality floor: the solution failed its check: ",
-                     s.message()));
+    return absl::InternalError(absl::StrCat(
+        "locality floor: the solution failed its check: ", s.message()));
   }
   // The priced cross-rack input of the optimal assignment (exact when
   // `floor.exact`), over the input the simulator's measure would count for

@@ -26,13 +26,13 @@
 namespace flowsched::sim {
 
 struct LocalityFloor {
-  uint64_t tasks = 0;         // present at time 0
+  uint64_t tasks = 0;  // present at time 0
   // min(tasks, slots of the machines at time 0). When fewer than `tasks`,
   // the floor leaves out the tasks whose input is cheapest to leave out, so
   // it covers another set than a scheduler's warm-up and bounds it only
   // loosely.
   uint64_t placed = 0;
-  int64_t input_bytes = 0;    // of the placed tasks, as the simulator counts
+  int64_t input_bytes = 0;       // of the placed tasks, as the simulator counts
   int64_t cross_rack_bytes = 0;  // the least possible
   // False when sizes had to be priced in a unit coarser than their common
   // divisor (the solver's cost bound): cross_rack_bytes is then a lower

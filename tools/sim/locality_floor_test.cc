@@ -186,7 +186,8 @@ TEST(LocalityFloorTest, EqualsExhaustiveSearchOnSmallClusters) {
           ++placed;
           cross += total[i] - bytes[i][choice[i]];
         }
-        if (placed > best_placed || (placed == best_placed && cross < best_cross)) {
+        if (placed > best_placed ||
+            (placed == best_placed && cross < best_cross)) {
           best_placed = placed;
           best_cross = cross;
         }
@@ -200,7 +201,8 @@ TEST(LocalityFloorTest, EqualsExhaustiveSearchOnSmallClusters) {
     visit(0);
     auto floor = ComputeLocalityFloor(w, slots);
     ASSERT_TRUE(floor.ok()) << floor.status();
-    EXPECT_EQ(static_cast<int64_t>(floor->placed), best_placed) << "trial " << trial;
+    EXPECT_EQ(static_cast<int64_t>(floor->placed), best_placed)
+        << "trial " << trial;
     EXPECT_EQ(floor->cross_rack_bytes, best_cross) << "trial " << trial;
   }
 }
@@ -211,9 +213,12 @@ TEST(LocalityFloorTest, EqualsExhaustiveSearchOnSmallClusters) {
 class LocalityFloorSyntheticTest : public ::testing::TestWithParam<uint32_t> {};
 
 TEST_P(LocalityFloorSyntheticTest, IsBelowAFeasiblePlacement) {
-  SyntheticSpec spec{.machines = 200, .machines_per_rack = 20,
-                     .slots_per_machine = 4, .utilisation = 0.9,
-                     .duration_us = 1'000'000, .input_replicas = GetParam(),
+  SyntheticSpec spec{.machines = 200,
+                     .machines_per_rack = 20,
+                     .slots_per_machine = 4,
+                     .utilisation = 0.9,
+                     .duration_us = 1'000'000,
+                     .input_replicas = GetParam(),
                      .seed = 3};
   const Workload w = GenerateSynthetic(spec);
   auto floor = ComputeLocalityFloor(w, spec.slots_per_machine);
@@ -271,9 +276,9 @@ TEST_P(LocalityFloorSyntheticTest, IsBelowAFeasiblePlacement) {
 
   // And no scheduler places that population below it: the flow
   // scheduler's warm-up, read by the simulator's own metrics.
-  auto run = Simulate(w, "flow:quincy-qfp",
-                      {.slots_per_machine = spec.slots_per_machine,
-                       .horizon_us = 1});
+  auto run =
+      Simulate(w, "flow:quincy-qfp",
+               {.slots_per_machine = spec.slots_per_machine, .horizon_us = 1});
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_EQ(run->warmup_locality.total(), floor->input_bytes);
   EXPECT_GE(run->warmup_locality.remote, floor->cross_rack_bytes);

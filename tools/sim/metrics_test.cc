@@ -103,7 +103,8 @@ TEST(MetricsTest, FairShareJainIsOneForProportionalRunning) {
   uint64_t next = 1;
   for (uint64_t job = 1; job <= 2; ++job) {
     cluster::JobSubmitted submitted{.job = JobId(job)};
-    for (int t = 0; t < 4; ++t) submitted.tasks.push_back({.id = TaskId(next++)});
+    for (int t = 0; t < 4; ++t)
+      submitted.tasks.push_back({.id = TaskId(next++)});
     ASSERT_TRUE(state.Apply({"", 1, "t", submitted}, 1, c).ok());
   }
   // Job 1 runs 2 of its share of 4, job 2 runs nothing: unfair.

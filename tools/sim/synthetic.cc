@@ -128,11 +128,11 @@ Workload GenerateSynthetic(const SyntheticSpec& spec) {
   constexpr double kMemory[] = {0.5, 0.25, 1.0};
   for (uint64_t i = 0; i < spec.machines; ++i) {
     const int p = platform(rng);
-    workload.machines.push_back(SimMachine{
-        .id = i + 1,
-        .rack = absl::StrCat("rack-", i / per_rack),
-        .cpu = kCpu[p],
-        .memory = kMemory[p]});
+    workload.machines.push_back(
+        SimMachine{.id = i + 1,
+                   .rack = absl::StrCat("rack-", i / per_rack),
+                   .cpu = kCpu[p],
+                   .memory = kMemory[p]});
   }
 
   std::lognormal_distribution<double> job_size(spec.job_size_mu,
@@ -151,9 +151,10 @@ Workload GenerateSynthetic(const SyntheticSpec& spec) {
   // The trace's job sizes are for 12,500 machines: a subsampled cluster
   // gets proportionally capped jobs, so one job cannot swamp it.
   const uint64_t max_size = std::max<uint64_t>(
-      1, std::min<uint64_t>(spec.max_job_size,
-                            std::max<uint64_t>(100, spec.max_job_size *
-                                                        spec.machines / 12'500)));
+      1,
+      std::min<uint64_t>(
+          spec.max_job_size,
+          std::max<uint64_t>(100, spec.max_job_size * spec.machines / 12'500)));
   // A task present at time 0 is a length-biased sample (longer tasks are
   // more likely to be running; for a lognormal that is mu + sigma^2) with a
   // uniform part of it already done.

@@ -181,9 +181,10 @@ TEST(SyntheticTest, OneCopyIsTheWorkloadOfBeforeReplication) {
 // machines: placing the copies ends, on distinct machines.
 TEST(SyntheticTest, CopiesArePlacedWhateverTheMachineList) {
   Workload w;
-  w.machines = {SimMachine{.id = 1, .rack = "a"}, SimMachine{.id = 3, .rack = "a"},
-                SimMachine{.id = 2, .rack = "b"}, SimMachine{.id = 2, .rack = "b"},
-                SimMachine{.id = 1, .rack = "b"}};
+  w.machines = {
+      SimMachine{.id = 1, .rack = "a"}, SimMachine{.id = 3, .rack = "a"},
+      SimMachine{.id = 2, .rack = "b"}, SimMachine{.id = 2, .rack = "b"},
+      SimMachine{.id = 1, .rack = "b"}};
   for (uint64_t t = 1; t <= 200; ++t) {
     w.tasks.push_back(SimTask{.task_id = t, .job_id = t % 7});
   }
@@ -200,7 +201,8 @@ TEST(SyntheticTest, CopiesArePlacedWhateverTheMachineList) {
   }
   Workload single;
   for (uint64_t m = 1; m <= 5; ++m) {
-    single.machines.push_back(SimMachine{.id = m, .rack = absl::StrCat("r", m)});
+    single.machines.push_back(
+        SimMachine{.id = m, .rack = absl::StrCat("r", m)});
   }
   single.tasks = w.tasks;
   AssignInputBlocks(single, 5, 3);

@@ -259,13 +259,13 @@ Workload TraceReader::Build() {
   const uint64_t per_rack = std::max<uint64_t>(1, options_.machines_per_rack);
   uint64_t i = 0;
   for (const auto& [id, m] : machines_) {  // id order
-    workload.machines.push_back(SimMachine{
-        .id = id,
-        .rack = absl::StrCat("rack-", i++ / per_rack),
-        .add_us = m.add_us,
-        .remove_us = m.remove_us,
-        .cpu = m.cpu,
-        .memory = m.memory});
+    workload.machines.push_back(
+        SimMachine{.id = id,
+                   .rack = absl::StrCat("rack-", i++ / per_rack),
+                   .add_us = m.add_us,
+                   .remove_us = m.remove_us,
+                   .cpu = m.cpu,
+                   .memory = m.memory});
   }
   std::vector<std::pair<std::pair<uint64_t, uint64_t>, const TaskRecord*>> ran;
   for (const auto& [key, task] : tasks_) {
@@ -285,8 +285,8 @@ Workload TraceReader::Build() {
         .task_id = next_id++,
         .job_id = key.first,
         .submit_us = task->submit_us,
-        .duration_us = task->end_us < 0 ? kForever
-                                        : task->end_us - task->schedule_us,
+        .duration_us =
+            task->end_us < 0 ? kForever : task->end_us - task->schedule_us,
         .cpu = task->cpu,
         .memory = task->memory,
         .priority = task->priority});

@@ -50,8 +50,8 @@ struct TraceOptions {
 
 struct TraceStats {
   uint64_t lines = 0;
-  uint64_t skipped = 0;                // bad lines (with kSkip)
-  std::vector<std::string> errors;     // the first few, "file:line: why"
+  uint64_t skipped = 0;             // bad lines (with kSkip)
+  std::vector<std::string> errors;  // the first few, "file:line: why"
   uint64_t tasks_never_ran = 0;
   uint64_t events_after_end = 0;
 };

@@ -28,7 +28,7 @@ TEST(TraceReaderTest, ReadsTheTinyTrace) {
   EXPECT_EQ(w.machines[0].rack, "rack-0");
   EXPECT_EQ(w.machines[4].rack, "rack-1");
   EXPECT_EQ(w.machines[2].remove_us, 835'150'655);  // machine 7
-  EXPECT_EQ(w.machines[5].cpu, 0.0);                 // empty field
+  EXPECT_EQ(w.machines[5].cpu, 0.0);                // empty field
   ASSERT_EQ(w.tasks.size(), 10u);
   for (size_t i = 1; i < w.tasks.size(); ++i) {
     EXPECT_LE(w.tasks[i - 1].submit_us, w.tasks[i].submit_us);
@@ -55,11 +55,11 @@ TEST(TraceReaderTest, ReadsTheTinyTrace) {
 TEST(TraceReaderTest, BadLinesAreSkippedWithFileAndLine) {
   std::istringstream machines(
       "0,1,0,p,0.5,0.5\n"
-      "x,2,0,p,0.5,0.5\n"       // bad time
-      "0,3,9,p,0.5,0.5\n"       // bad type
-      "0,4,0,p,1.5,0.5\n"       // size out of range
-      "0,5,0,p,0.5\n"           // too few fields
-      "0,6,0,p,0.5,0.5\r\n");   // CRLF is fine
+      "x,2,0,p,0.5,0.5\n"      // bad time
+      "0,3,9,p,0.5,0.5\n"      // bad type
+      "0,4,0,p,1.5,0.5\n"      // size out of range
+      "0,5,0,p,0.5\n"          // too few fields
+      "0,6,0,p,0.5,0.5\r\n");  // CRLF is fine
   TraceReader reader(TraceOptions{});
   ASSERT_TRUE(reader.ReadMachineEvents(machines, "m.csv").ok());
   EXPECT_EQ(reader.stats().skipped, 4u);
@@ -71,10 +71,10 @@ TEST(TraceReaderTest, BadLinesAreSkippedWithFileAndLine) {
   std::istringstream tasks(
       "1,,10,0,,0,u,0,0,0.1,0.1,0,0\n"
       "2,,10,0,,1,u,0,0,0.1,0.1,0,0\n"
-      "3,,10,-1,,1,u,0,0,0.1,0.1,0,0\n"   // negative index
-      "3,,10,1,,1,u,0,12,0.1,0.1,0,0\n"   // priority out of range
-      "3,,10,1,,1,u,0,0,0.1,0.1,0,2\n"    // bad different-machine flag
-      "3,,,1,,1,u,0,0,0.1,0.1,0,0\n"      // missing job ID
+      "3,,10,-1,,1,u,0,0,0.1,0.1,0,0\n"  // negative index
+      "3,,10,1,,1,u,0,12,0.1,0.1,0,0\n"  // priority out of range
+      "3,,10,1,,1,u,0,0,0.1,0.1,0,2\n"   // bad different-machine flag
+      "3,,,1,,1,u,0,0,0.1,0.1,0,0\n"     // missing job ID
       "9,,10,0,,4,u,0,0,0.1,0.1,0,0\n");
   ASSERT_TRUE(reader.ReadTaskEvents(tasks, "t.csv").ok());
   EXPECT_EQ(reader.stats().skipped, 8u);
@@ -87,7 +87,8 @@ TEST(TraceReaderTest, BadLinesAreSkippedWithFileAndLine) {
 }
 
 TEST(TraceReaderTest, FailPolicyStopsAtTheFirstBadLine) {
-  std::istringstream tasks("1,,10,0,,0,u,0,0,0.1,0.1,0,0\n1,,10,0,,11,u,0,0,0,0,0,0\n");
+  std::istringstream tasks(
+      "1,,10,0,,0,u,0,0,0.1,0.1,0,0\n1,,10,0,,11,u,0,0,0,0,0,0\n");
   TraceReader reader(TraceOptions{.bad_lines = BadLinePolicy::kFail});
   const absl::Status s = reader.ReadTaskEvents(tasks, "t.csv");
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
@@ -96,7 +97,8 @@ TEST(TraceReaderTest, FailPolicyStopsAtTheFirstBadLine) {
 
 TEST(TraceReaderTest, SubsamplesJobsAndMachinesDeterministically) {
   std::string machines_csv, tasks_csv;
-  for (int m = 1; m <= 1000; ++m) machines_csv += "0," + std::to_string(m) + ",0,p,0.5,0.5\n";
+  for (int m = 1; m <= 1000; ++m)
+    machines_csv += "0," + std::to_string(m) + ",0,p,0.5,0.5\n";
   for (int j = 1; j <= 1000; ++j) {
     tasks_csv += "5,," + std::to_string(j) + ",0,,0,u,0,0,0.1,0.1,0,0\n";
     tasks_csv += "6,," + std::to_string(j) + ",0,,1,u,0,0,0.1,0.1,0,0\n";

@@ -29,7 +29,7 @@ struct SimMachine {
 struct SimTask {
   uint64_t task_id = 0;  // unique over the workload
   uint64_t job_id = 0;
-  int64_t submit_us = 0;  // 0: present when the simulation starts
+  int64_t submit_us = 0;           // 0: present when the simulation starts
   int64_t duration_us = kForever;  // present at 0: the remaining runtime
   // Present at 0: how long the task has run already (its Quincy theta when
   // the simulation starts). The trace does not say (0); the generator draws
