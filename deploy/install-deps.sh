@@ -14,8 +14,8 @@ packages=(
   prometheus-cpp-dev prometheus
   # clients/python (flowsched_client) and its tests, run with /usr/bin/python3
   python3-confluent-kafka python3-protobuf
-  # libFuzzer target (tests/fuzz)
-  clang libclang-rt-14-dev
+  # libFuzzer target (tests/fuzz); the style check of deploy/check-format.sh
+  clang libclang-rt-14-dev clang-format
   # the real Kafka 0.9 broker of deploy/kafka09.sh runs on Java 17
   openjdk-17-jre-headless
   # plots of `flowsched simulate` (optional: without it the script is kept)

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# The README's second command: install what is missing, build, and run the
-# whole test suite twice: a Release build, then a Debug build under
-# AddressSanitizer and UndefinedBehaviorSanitizer. Unit tests and the
-# integration tests (real processes on 127.0.0.1) both run (the sanitizer
-# pass draws a quarter of the random cases of the property tests,
-# tests/common/sanitizer_scale.h, and skips the Kafka 0.9 ones); finally the
-# libFuzzer target over event decoding and applying runs for 60 s (clang).
-# `ctest -L unit`
-# or `-L integration` inside a build directory runs one kind.
+# The README's second command: install what is missing, check that every C++
+# file is clang-formatted (check-format.sh), build, and run the whole test
+# suite twice: a Release build, then a Debug build under AddressSanitizer and
+# UndefinedBehaviorSanitizer. Unit tests and the integration tests (real
+# processes on 127.0.0.1) both run (the sanitizer pass draws a quarter of the
+# random cases of the property tests, tests/common/sanitizer_scale.h, and
+# skips the Kafka 0.9 ones); finally the libFuzzer target over event decoding
+# and applying runs for 60 s (clang). `ctest -L unit` or `-L integration`
+# inside a build directory runs one kind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./deploy/install-deps.sh
 jobs=$(nproc)
+
+echo "== Style: clang-format"
+./deploy/check-format.sh
 # CI builds each tree once from scratch, so it compiles each target's sources
 # in unity batches (about half the compile CPU). Developers' default builds
 # stay one translation unit per file, which keeps incremental rebuilds fast.
