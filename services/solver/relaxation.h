@@ -36,25 +36,17 @@ struct RelaxationOptions {
   // over two minutes where the primal-dual needs one second).
   int64_t cpu_budget_ns = 0;
   // A solve that runs out of cpu_budget_ns with at most this fraction of
-  // its initial positive surplus left gets the budget once more. A win
-  // ends with a tail: at 12,500 Quincy machines and 97% load relaxation
-  // routes all but one unit in 215 ms of CPU and the last unit takes 80 ms
-  // more, which put its wins at 0.29-0.34 us an arc against the
-  // portfolio's 0.3. A loss keeps most of its surplus: 90% on the
-  // simulator's time-0 network at twice its budget, 11% at 5,000 machines
-  // and 110% load (which then takes 2.8 s more). 0 never extends.
+  // its initial positive surplus left gets the budget once more: a win
+  // ends with a short tail of units, a loss keeps most of its surplus.
+  // 0 never extends. Measurements: services/solver/README.md, "In the
+  // portfolio".
   double extend_below_surplus_fraction = 0.01;
   // CPU time of a progress window, or 0 for none. From the end of the
   // second window on, a solve that removed less than a fifth of its
   // positive surplus in the last window gives up with DeadlineExceeded
   // (RelaxationStalled), unless it is within extend_below_surplus_fraction
-  // of done. Losses stall, wins do not: traced in the portfolio with
-  // windows of a budget's eighth, a win (12,500 Quincy machines, 97% load)
-  // had 4.3%, 0.8% and 0 of its surplus left at the ends of its first
-  // three windows, while a whole Quincy population waiting had 97% and
-  // then 92%, and ran on to the end of its budget (670 ms on 2.2 million
-  // arcs) before the primal-dual could start. The portfolio uses an eighth of
-  // the budget, at least 10 ms.
+  // of done: losses stall, wins do not. The portfolio uses an eighth of the
+  // budget, at least 10 ms.
   int64_t stall_window_ns = 0;
   // Ask a max flow whether the problem is feasible before relaxing. Alone,
   // the method shows infeasibility by a cut certificate when it finds one,
