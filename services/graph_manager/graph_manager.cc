@@ -59,11 +59,10 @@ void PushTiming(std::vector<double>& values, double value) {
 GraphManager::GraphManager(GraphManagerOptions options, const Clock& clock)
     : options_(std::move(options)),
       clock_(clock),
-      own_registry_(options_.metrics_registry == nullptr
-                        ? std::make_unique<prometheus::Registry>()
-                        : nullptr),
-      metrics_(options_.metrics_registry != nullptr ? *options_.metrics_registry
-                                                    : *own_registry_),
+      metrics_(options_.metrics_registry != nullptr
+                   ? std::make_unique<metrics::GraphManagerMetrics>(
+                         *options_.metrics_registry)
+                   : nullptr),
       decoder_(options_.limits,
                [](std::string_view name) {
                  return flow::MakePolicy(name).status();
@@ -648,7 +647,7 @@ bool GraphManager::ApplyEventRecord(const bus::Record& record,
       SyncNowIfDeterministic(event_changes);
       changes.Merge(event_changes);
       meta_.set_events_applied(meta_.events_applied() + 1);
-      if (!replaying_) metrics_.events_applied.Increment();
+      if (metrics_ && !replaying_) metrics_->events_applied.Increment();
       if (const auto* job = std::get_if<cluster::JobSubmitted>(&event->body)) {
         meta_.set_tasks_submitted(meta_.tasks_submitted() + job->tasks.size());
       } else if (std::holds_alternative<cluster::TaskSubmitted>(event->body)) {
@@ -714,7 +713,7 @@ void GraphManager::HandlePlacementRecord(const bus::Record& record,
 
 void GraphManager::AddDeadLetter(const bus::Record& record,
                                  const absl::Status& reason) {
-  metrics_.dead_letters.Count(reason.code());
+  if (metrics_) metrics_->dead_letters.Count(reason.code());
   batch_letters_.push_back(
       bus::MakeDeadLetter(record, reason, "graph-manager", clock_.NowMicros()));
 }
@@ -839,9 +838,11 @@ void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {
   const int64_t apply_start_us = SteadyMicros();
   ApplyRound(collector_.complete_decisions(), *round, changes);
   const int64_t applied_us = SteadyMicros();
-  metrics_.phase_apply.Observe(Seconds(applied_us - apply_start_us));
-  metrics_.round_duration.Observe(
-      Seconds(applied_us - round_started_steady_us_));
+  if (metrics_) {
+    metrics_->phase_apply.Observe(Seconds(applied_us - apply_start_us));
+    metrics_->round_duration.Observe(
+        Seconds(applied_us - round_started_steady_us_));
+  }
   last_unscheduled_ = summary.tasks_unscheduled();
   // No worker claimed the rounds yet (a store from before fencing): the
   // one whose answer was applied is current.
@@ -887,11 +888,12 @@ void GraphManager::ApplyRound(std::vector<v1::PlacementDecision> decisions,
       entry->mutable_decision()->add_device_indices(share.index);
       entry->mutable_decision()->add_device_milli(share.milli);
     }
-    if (!replaying_) {
+    if (metrics_ && !replaying_) {
       const core::Decision& decision = domain[outcome.index];
-      metrics_.CountDecision(metrics::KindOf(decision.action), outcome.applied);
+      metrics_->CountDecision(metrics::KindOf(decision.action),
+                              outcome.applied);
       if (outcome.applied && decision.action == core::Action::kPlace) {
-        metrics_.event_to_placement.Observe(Seconds(outcome.waited_us));
+        metrics_->event_to_placement.Observe(Seconds(outcome.waited_us));
       }
     }
     if (!outcome.applied) {
@@ -1117,9 +1119,11 @@ absl::Status GraphManager::MaybeCutRound() {
     return absl::OkStatus();
   }
   publish_backoff_ms_ = 100;
-  metrics_.phase_publish.Observe(
-      Seconds(SteadyMicros() - round_started_steady_us_));
-  metrics_.phase_sync.Observe(Seconds(sync_us_since_cut_));
+  if (metrics_) {
+    metrics_->phase_publish.Observe(
+        Seconds(SteadyMicros() - round_started_steady_us_));
+    metrics_->phase_sync.Observe(Seconds(sync_us_since_cut_));
+  }
   sync_us_since_cut_ = 0;
   if (snapshot) ++snapshots_published_;
   ++rounds_published_;
@@ -1197,22 +1201,23 @@ bool GraphManager::standby() const {
 }
 
 void GraphManager::UpdateMetricGauges() {
+  if (!metrics_) return;
   const auto waiting = static_cast<uint64_t>(state_.waiting_task_count());
   const uint64_t unscheduled = std::min(waiting, last_unscheduled_);
-  metrics_.pending_unscheduled.Set(static_cast<double>(unscheduled));
-  metrics_.pending_awaiting_round.Set(
+  metrics_->pending_unscheduled.Set(static_cast<double>(unscheduled));
+  metrics_->pending_awaiting_round.Set(
       static_cast<double>(waiting - unscheduled));
-  metrics_.outbox_ledger.Set(static_cast<double>(ledger_->pending()));
-  metrics_.outbox_dead_letters.Set(
+  metrics_->outbox_ledger.Set(static_cast<double>(ledger_->pending()));
+  metrics_->outbox_dead_letters.Set(
       static_cast<double>(dead_letters_->pending()));
-  metrics_.epoch.Set(static_cast<double>(meta_.epoch()));
-  metrics_.solver_epoch.Set(static_cast<double>(meta_.solver_epoch()));
-  metrics_.active.Set(standby() ? 0 : 1);
+  metrics_->epoch.Set(static_cast<double>(meta_.epoch()));
+  metrics_->solver_epoch.Set(static_cast<double>(meta_.solver_epoch()));
+  metrics_->active.Set(standby() ? 0 : 1);
   for (const auto& [key, next] : next_offsets_) {
     auto marks = consumer_->CachedWatermarks(key.first, key.second);
     if (!marks.ok()) continue;  // not fetched from yet
     const int64_t consumed = next >= 0 ? next : marks->first;
-    metrics_.consumer_lag.Set(key.first, key.second,
+    metrics_->consumer_lag.Set(key.first, key.second,
                               std::max<int64_t>(0, marks->second - consumed));
   }
 }

@@ -53,8 +53,8 @@ struct GraphManagerOptions {
   // restart keeps that one whatever this says.
   std::string policy = "load-spreading";
   cluster::ValidationLimits limits;
-  // Where the metrics go (not owned; must outlive the manager). Null: a
-  // registry of the manager's own, which nobody scrapes.
+  // Where the metrics go (not owned; must outlive the manager). Null: none
+  // are recorded (the off switch the metrics cost is measured against).
   prometheus::Registry* metrics_registry = nullptr;
   size_t max_batch_records = 5000;
   int poll_timeout_ms = 20;
@@ -211,8 +211,8 @@ class GraphManager {
 
   GraphManagerOptions options_;
   const Clock& clock_;
-  std::unique_ptr<prometheus::Registry> own_registry_;  // see options
-  metrics::GraphManagerMetrics metrics_;
+  // Null without a registry: nothing recorded.
+  std::unique_ptr<metrics::GraphManagerMetrics> metrics_;
   std::unique_ptr<storage::StateStore> store_;
   std::unique_ptr<bus::Producer> producer_;
   std::unique_ptr<bus::Consumer> consumer_;

@@ -41,11 +41,10 @@ double Seconds(double millis) { return millis / 1000.0; }
 SolverWorker::SolverWorker(SolverWorkerOptions options, const Clock& clock)
     : options_(std::move(options)),
       clock_(clock),
-      own_registry_(options_.metrics_registry == nullptr
-                        ? std::make_unique<prometheus::Registry>()
-                        : nullptr),
-      metrics_(options_.metrics_registry != nullptr ? *options_.metrics_registry
-                                                    : *own_registry_) {}
+      metrics_(options_.metrics_registry != nullptr
+                   ? std::make_unique<metrics::SolverWorkerMetrics>(
+                         *options_.metrics_registry)
+                   : nullptr) {}
 
 SolverWorker::~SolverWorker() { consumer_.reset(); }
 
@@ -61,8 +60,10 @@ absl::Status SolverWorker::Open() {
   FLOWSCHED_ASSIGN_OR_RETURN(round_solver_,
                              core::RoundSolver::Create(options_.algorithm));
   epoch_ = NewWorkerEpoch(clock_.NowMicros());
-  metrics_.epoch.Set(static_cast<double>(epoch_.value()));
-  metrics_.active.Set(0);
+  if (metrics_) {
+    metrics_->epoch.Set(static_cast<double>(epoch_.value()));
+    metrics_->active.Set(0);
+  }
   bus::KafkaOptions kafka = options_.kafka;
   kafka.client_id = "flowsched-solver-worker";
   bus::KafkaOptions consumer_kafka = kafka;
@@ -93,7 +94,7 @@ absl::Status SolverWorker::Open() {
                                 kMetadataTimeoutMs));
   if (options_.standby) return JoinStandbyGroup();
   active_ = true;
-  metrics_.active.Set(1);
+  if (metrics_) metrics_->active.Set(1);
   // Only rounds cut from now on matter; older ones are superseded by the
   // snapshot the resync request below asks for.
   FLOWSCHED_ASSIGN_OR_RETURN(
@@ -141,7 +142,7 @@ std::string SolverWorker::StandbyGroup() const {
 void SolverWorker::OnRoundsPartition(bool assigned) {
   // Either way the replica starts over: while standing by it missed rounds.
   active_ = assigned;
-  metrics_.active.Set(assigned ? 1 : 0);
+  if (metrics_) metrics_->active.Set(assigned ? 1 : 0);
   rounds_next_offset_ = -1;
   synced_ = false;
   unsolved_ = false;
@@ -209,7 +210,9 @@ void SolverWorker::HandleRoundRecord(const bus::Record& record) {
   if (!round.ParseFromString(record.value)) {
     spdlog::warn("undecodable round at {}/{}@{}", record.topic,
                  record.partition, record.offset);
-    metrics_.dead_letters.Count(absl::StatusCode::kInvalidArgument);
+    if (metrics_) {
+      metrics_->dead_letters.Count(absl::StatusCode::kInvalidArgument);
+    }
     dead_letters_
         ->Publish(record, absl::InvalidArgumentError("undecodable SolverRound"))
         .IgnoreError();  // logged; the record is skipped either way
@@ -307,9 +310,9 @@ void SolverWorker::SolveAndPublish() {
   unsolved_ = false;
   core::SolvedRound solved = round_solver_->Solve(deterministic_, gangs_);
   if (solved.replica_lost) synced_ = false;  // a snapshot rebuilds it
-  metrics_.phase_solve.Observe(Seconds(solved.solve_ms));
+  if (metrics_) metrics_->phase_solve.Observe(Seconds(solved.solve_ms));
   if (!solved.verdict.ok()) {
-    metrics_.rounds_rejected.Increment();
+    if (metrics_) metrics_->rounds_rejected.Increment();
     // Nothing unchecked is published. The graph manager times the round
     // out and sends a snapshot.
     ++stats_.rounds_rejected;
@@ -318,8 +321,10 @@ void SolverWorker::SolveAndPublish() {
     return;
   }
 
-  metrics_.phase_check.Observe(Seconds(solved.check_ms));
-  metrics_.phase_extract.Observe(Seconds(solved.extract_ms));
+  if (metrics_) {
+    metrics_->phase_check.Observe(Seconds(solved.check_ms));
+    metrics_->phase_extract.Observe(Seconds(solved.extract_ms));
+  }
   const int64_t publish_start_us = SteadyMicros();
   const std::vector<core::Decision>& decisions = solved.decisions;
   const auto partitions = static_cast<uint32_t>(placement_partitions_);
@@ -369,11 +374,13 @@ void SolverWorker::SolveAndPublish() {
                  sent.ToString());
     return;
   }
-  metrics_.phase_publish.Observe(
-      static_cast<double>(SteadyMicros() - publish_start_us) / 1e6);
-  metrics_.rounds_published.Increment();
-  for (const core::Decision& d : decisions) {
-    metrics_.CountPublished(metrics::KindOf(d.action));
+  if (metrics_) {
+    metrics_->phase_publish.Observe(
+        static_cast<double>(SteadyMicros() - publish_start_us) / 1e6);
+    metrics_->rounds_published.Increment();
+    for (const core::Decision& d : decisions) {
+      metrics_->CountPublished(metrics::KindOf(d.action));
+    }
   }
   ++stats_.rounds_solved;
   stats_.decisions_published += decisions.size();
@@ -389,13 +396,15 @@ void SolverWorker::SolveAndPublish() {
 void SolverWorker::MaybeUpdateLag() {
   constexpr int64_t kLagIntervalUs = 1'000'000;
   const int64_t now = SteadyMicros();
-  if (!active_ || now - last_lag_steady_us_ < kLagIntervalUs) return;
+  if (!metrics_ || !active_ || now - last_lag_steady_us_ < kLagIntervalUs) {
+    return;
+  }
   last_lag_steady_us_ = now;
   auto marks = consumer_->CachedWatermarks(options_.topics.rounds, 0);
   if (!marks.ok()) return;  // not fetched from yet
   const int64_t consumed =
       rounds_next_offset_ >= 0 ? rounds_next_offset_ : marks->second;
-  metrics_.consumer_lag.Set(options_.topics.rounds, 0,
+  metrics_->consumer_lag.Set(options_.topics.rounds, 0,
                             std::max<int64_t>(0, marks->second - consumed));
 }
 

@@ -65,8 +65,8 @@ struct SolverWorkerOptions {
   // standby this long after its last heartbeat (Kafka 0.9's broker minimum
   // is 6000).
   int session_timeout_ms = 6000;
-  // Where the metrics go (not owned; must outlive the worker). Null: a
-  // registry of the worker's own, which nobody scrapes.
+  // Where the metrics go (not owned; must outlive the worker). Null: none
+  // are recorded (the off switch the metrics cost is measured against).
   prometheus::Registry* metrics_registry = nullptr;
 };
 
@@ -112,8 +112,8 @@ class SolverWorker {
 
   SolverWorkerOptions options_;
   const Clock& clock_;
-  std::unique_ptr<prometheus::Registry> own_registry_;  // see options
-  metrics::SolverWorkerMetrics metrics_;
+  // Null without a registry: nothing recorded.
+  std::unique_ptr<metrics::SolverWorkerMetrics> metrics_;
   int64_t rounds_next_offset_ = -1;  // after the last rounds record read
   int64_t last_lag_steady_us_ = 0;
   WorkerEpoch epoch_;

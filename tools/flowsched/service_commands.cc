@@ -28,13 +28,18 @@ namespace flowsched::tools {
 namespace {
 
 // The process's metrics: the registry the service records into, and the
-// endpoint serving it (none without --metrics-address).
+// endpoint serving it. Without --metrics-address there is no endpoint and
+// nothing is recorded.
 struct MetricsEndpoint {
   prometheus::Registry registry;
   // Declared after the registry it reads: destroyed first.
   std::unique_ptr<metrics::MetricsServer> server;
   void SetReady(bool ready) {
     if (server) server->SetReady(ready);
+  }
+  // Where the service records: null when nothing is served.
+  prometheus::Registry* recording() {
+    return server != nullptr ? &registry : nullptr;
   }
 };
 
@@ -80,7 +85,7 @@ int RunService(const char* name, const CommonFlags& flags, Create create) {
   }
   SystemClock clock;
   absl::StatusOr<std::unique_ptr<Service>> service =
-      create(*kafka, clock, &endpoint.registry);
+      create(*kafka, clock, endpoint.recording());
   if (!service.ok()) {
     spdlog::error("{} cannot start: {}", name, service.status().ToString());
     return 1;
@@ -113,8 +118,10 @@ int RunGraphManagerHa(const CommonFlags& flags,
     return 1;
   }
   // Standby until a manager runs (it then keeps the gauge itself).
-  prometheus::Gauge& active = metrics::ActiveGauge(endpoint.registry);
-  options.metrics_registry = &endpoint.registry;
+  prometheus::Gauge* active = endpoint.recording() != nullptr
+                                  ? &metrics::ActiveGauge(endpoint.registry)
+                                  : nullptr;
+  options.metrics_registry = endpoint.recording();
   auto kafka = ResolveKafka(flags);
   if (!kafka.ok()) {
     spdlog::error("{}", kafka.status().ToString());
@@ -141,7 +148,7 @@ int RunGraphManagerHa(const CommonFlags& flags,
     if (!ready.has_value()) ready.emplace(flags.data_dir, "graph-manager");
     spdlog::info("standby: waiting for the leader lease ({})",
                  options.topics.leader);
-    active.Set(0);
+    if (active != nullptr) active->Set(0);
     int64_t last_status_us = 0;
     while (!stop.load() && !(*lease)->Poll(200)) {
       if (SteadyMicros() - last_status_us > 1'000'000) {
