@@ -1218,7 +1218,7 @@ void GraphManager::UpdateMetricGauges() {
     if (!marks.ok()) continue;  // not fetched from yet
     const int64_t consumed = next >= 0 ? next : marks->first;
     metrics_->consumer_lag.Set(key.first, key.second,
-                              std::max<int64_t>(0, marks->second - consumed));
+                               std::max<int64_t>(0, marks->second - consumed));
   }
 }
 

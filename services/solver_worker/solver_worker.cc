@@ -405,7 +405,7 @@ void SolverWorker::MaybeUpdateLag() {
   const int64_t consumed =
       rounds_next_offset_ >= 0 ? rounds_next_offset_ : marks->second;
   metrics_->consumer_lag.Set(options_.topics.rounds, 0,
-                            std::max<int64_t>(0, marks->second - consumed));
+                             std::max<int64_t>(0, marks->second - consumed));
 }
 
 }  // namespace flowsched::solver_worker
