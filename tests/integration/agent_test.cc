@@ -1,6 +1,7 @@
 // `flowsched agent` against `flowsched up`: it acts on its machine's
 // placements (one JSON line and one command run per placed task) and
-// publishes TaskFinished for each command that exited 0.
+// publishes TaskFinished for each command that exited 0. Built twice: on
+// the embedded broker and on Kafka 0.9 (KAFKA09).
 
 #include <algorithm>
 #include <fstream>
@@ -31,6 +32,7 @@ size_t Count(const std::string& text, const std::string& what) {
 TEST_F(AgentTest, RunsCommandPerPlacementAndReportsTaskFinished) {
   bus::KafkaOptions kafka;
   kafka.brokers = Bootstrap();
+  kafka.legacy_broker = OnKafka09();
   auto publisher = client::EventPublisher::Create(kafka);
   ASSERT_TRUE(publisher.ok()) << publisher.status();
   v1::ClusterEvent machine;

@@ -3,6 +3,7 @@
 // Every task placed exactly once on a published machine, an invalid event
 // refused locally, and a restarted subscriber of the same group not given
 // the rounds it already committed (while a new group is given them all).
+// Built twice: on the embedded broker and on Kafka 0.9 (KAFKA09).
 
 #include <map>
 #include <set>
@@ -26,6 +27,7 @@ class CppClientTest : public PipelineTest {
   bus::KafkaOptions Kafka() const {
     bus::KafkaOptions options;
     options.brokers = Bootstrap();
+    options.legacy_broker = OnKafka09();
     return options;
   }
 

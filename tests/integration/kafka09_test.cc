@@ -9,29 +9,14 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "tests/integration/pipeline_fixture.h"
 
 namespace flowsched::testing {
 namespace {
 
+// Built with KAFKA09: every test here runs on a Kafka 0.9 broker.
 class Kafka09Test : public PipelineTest {
  protected:
-  void StartExternalBroker() override {
-    kafka_dir_ = dir_ + "/kafka09";
-    CommandResult started =
-        Shell(absl::StrCat(KAFKA09_SCRIPT, " start ", kafka_dir_));
-    ASSERT_EQ(started.exit_code, 0) << started.out << started.err;
-    const std::string bootstrap(absl::StripAsciiWhitespace(started.out));
-    ASSERT_FALSE(bootstrap.empty());
-    broker_flags_ = absl::StrCat("--brokers ", bootstrap, " --legacy-broker");
-  }
-  void StopExternalBroker() override {
-    if (kafka_dir_.empty()) return;
-    CommandResult stopped =
-        Shell(absl::StrCat(KAFKA09_SCRIPT, " stop ", kafka_dir_));
-    EXPECT_EQ(stopped.exit_code, 0) << stopped.err;
-  }
   void SubmitJobs(uint64_t first_job, uint64_t jobs) {
     CommandResult generated =
         Flowsched(absl::StrCat("generate --what jobs --jobs ", jobs,
@@ -40,7 +25,6 @@ class Kafka09Test : public PipelineTest {
     ASSERT_EQ(generated.exit_code, 0);
     Submit(generated.out);
   }
-  std::string kafka_dir_;
 };
 
 TEST_F(Kafka09Test, PipelineSurvivesABrokerRestartWithNothingLost) {
@@ -56,9 +40,8 @@ TEST_F(Kafka09Test, PipelineSurvivesABrokerRestartWithNothingLost) {
       60, "40 tasks placed on Kafka 0.9");
 
   // Restart the broker; its log stays on disk.
-  CommandResult restarted =
-      Shell(absl::StrCat(KAFKA09_SCRIPT, " restart ", kafka_dir_));
-  ASSERT_EQ(restarted.exit_code, 0) << restarted.err;
+  RestartKafka09();
+  ASSERT_FALSE(HasFatalFailure());
   SubmitJobs(6, 5);
   v1::GraphManagerStatus status = WaitForStatus(
       [](const auto& s) {

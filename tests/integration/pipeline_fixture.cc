@@ -12,6 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "services/graph_manager/status_report.h"
 
 namespace flowsched::testing {
@@ -50,7 +52,7 @@ void PipelineTest::SetUp() {
              .string();
   std::filesystem::remove_all(dir_);
   std::filesystem::create_directories(dir_ + "/cmd");
-  StartExternalBroker();
+  if (OnKafka09()) StartKafka09();
   if (HasFatalFailure()) return;
   CommandResult up = Flowsched("up " + up_flags_);
   ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
@@ -59,7 +61,7 @@ void PipelineTest::SetUp() {
 void PipelineTest::TearDown() {
   CommandResult down = Flowsched("down");
   EXPECT_EQ(down.exit_code, 0) << down.out << down.err;
-  StopExternalBroker();
+  if (OnKafka09()) StopKafka09();
   if (HasFailure()) {
     for (const char* name :
          {"broker", "graph-manager", "solver-worker", "solver-worker-2"}) {
@@ -199,7 +201,41 @@ void PipelineTest::StopService(const std::string& name) {
   ASSERT_FALSE(Alive(pid)) << name << " did not stop on SIGTERM";
 }
 
+bool PipelineTest::OnKafka09() {
+#ifdef FLOWSCHED_TEST_ON_KAFKA09
+  return true;
+#else
+  return false;
+#endif
+}
+
+void PipelineTest::StartKafka09() {
+  kafka09_dir_ = dir_ + "/kafka09";
+  CommandResult started =
+      Shell(absl::StrCat(KAFKA09_SCRIPT, " start ", kafka09_dir_));
+  ASSERT_EQ(started.exit_code, 0) << started.out << started.err;
+  kafka09_bootstrap_ = std::string(absl::StripAsciiWhitespace(started.out));
+  ASSERT_FALSE(kafka09_bootstrap_.empty());
+  broker_flags_ =
+      absl::StrCat("--brokers ", kafka09_bootstrap_, " --legacy-broker");
+}
+
+void PipelineTest::RestartKafka09() {
+  ASSERT_TRUE(OnKafka09());
+  CommandResult restarted =
+      Shell(absl::StrCat(KAFKA09_SCRIPT, " restart ", kafka09_dir_));
+  ASSERT_EQ(restarted.exit_code, 0) << restarted.err;
+}
+
+void PipelineTest::StopKafka09() {
+  if (kafka09_dir_.empty()) return;
+  CommandResult stopped =
+      Shell(absl::StrCat(KAFKA09_SCRIPT, " stop ", kafka09_dir_));
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.err;
+}
+
 std::string PipelineTest::Bootstrap() const {
+  if (OnKafka09()) return kafka09_bootstrap_;
   std::string line;
   std::ifstream in(dir_ + "/bootstrap");
   std::getline(in, line);

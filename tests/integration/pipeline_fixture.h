@@ -50,6 +50,7 @@ class PipelineTest : public ::testing::Test {
   // Exactly once: the store holds `tasks` tasks, each placed (none
   // waiting), and no machine runs more than `slots`.
   void ExpectAllPlacedWithinSlots(uint64_t tasks, uint64_t slots);
+  // The broker's bootstrap address (host:port).
   [[nodiscard]] std::string Bootstrap() const;
   // The pid `flowsched up` recorded for "broker", "graph-manager" or
   // "solver-worker"; 0 if none.
@@ -65,15 +66,25 @@ class PipelineTest : public ::testing::Test {
   // SIGTERMs the service (a clean stop) and waits until it is gone.
   void StopService(const std::string& name);
 
-  // Runs before `flowsched up`; a test with an external broker starts it
-  // here and sets broker_flags_ (e.g. "--brokers ... --legacy-broker").
-  virtual void StartExternalBroker() {}
-  virtual void StopExternalBroker() {}
+  // The broker the services and clients use: the embedded one, or, in a
+  // binary built with FLOWSCHED_TEST_ON_KAFKA09 (flowsched_process_test's
+  // KAFKA09), a real Apache Kafka 0.9.0.1 with ZooKeeper started by
+  // deploy/kafka09.sh for each test, with `--brokers ... --legacy-broker`
+  // on every command.
+  [[nodiscard]] static bool OnKafka09();
+  // Kafka 0.9 only: stops and starts the broker; its log stays on disk.
+  void RestartKafka09();
 
   std::string dir_;
   std::string broker_flags_;  // appended to every flowsched command
   std::string up_flags_;      // appended to `flowsched up`
   int command_counter_ = 0;
+
+ private:
+  void StartKafka09();
+  void StopKafka09();
+  std::string kafka09_dir_;        // its data, under dir_
+  std::string kafka09_bootstrap_;  // host:port
 };
 
 }  // namespace flowsched::testing

@@ -26,7 +26,9 @@ nowhere, read from the ledger's applied decisions (which name the devices).
 
 Environment: FLOWSCHED_BINARY (the flowsched executable), and for the
 protoc classes FLOWSCHED_PROTO_GEN_DIR / FLOWSCHED_PROTO_DIR (see
-flowsched_client/protos.py). Every wait is bounded; processes are stopped
+flowsched_client/protos.py). With FLOWSCHED_KAFKA09_SCRIPT (deploy/kafka09.sh)
+every deployment runs on its own real Kafka 0.9.0.1 broker instead of the
+embedded one, and every client uses `legacy_broker=True`. Every wait is bounded; processes are stopped
 (`flowsched down`, then SIGKILL by pid) also when a test fails.
 """
 
@@ -49,26 +51,38 @@ from flowsched_client import EventPublisher, PlacementSubscriber, events_pb2, pl
 FLOWSCHED = os.environ.get("FLOWSCHED_BINARY", "flowsched")
 PARTITIONS = 4  # flowsched.placements
 WAIT_S = 30  # upper bound of any single wait
+KAFKA09_SCRIPT = os.environ.get("FLOWSCHED_KAFKA09_SCRIPT", "")
+LEGACY = bool(KAFKA09_SCRIPT)  # the clients' Kafka 0.9 settings
+LEGACY_CONF = {"api.version.request": False, "broker.version.fallback": "0.9.0.1"}
 GIB = 1 << 30
 ACTION = placements_pb2.Action
 
 
 class Deployment:
-    """`flowsched up` in a temp data dir; stop() always cleans up."""
+    """`flowsched up` in a temp data dir (on Kafka 0.9 with
+    FLOWSCHED_KAFKA09_SCRIPT); stop() always cleans up."""
 
     def __init__(self, policy: str):
         self.dir = Path(tempfile.mkdtemp(prefix="flowsched-pyclient-"))
         self.policy = policy
         self.brokers = ""
+        self.broker_flags = []
 
     def start(self) -> None:
-        subprocess.run([FLOWSCHED, "up", "--data-dir", str(self.dir), "--policy", self.policy],
+        if KAFKA09_SCRIPT:
+            started = subprocess.run([KAFKA09_SCRIPT, "start", str(self.dir / "kafka09")],
+                                     check=True, timeout=120, capture_output=True, text=True)
+            self.brokers = started.stdout.strip()
+            self.broker_flags = ["--brokers", self.brokers, "--legacy-broker"]
+        subprocess.run([FLOWSCHED, "up", "--data-dir", str(self.dir), "--policy", self.policy]
+                       + self.broker_flags,
                        check=True, timeout=WAIT_S, capture_output=True, text=True)
-        self.brokers = (self.dir / "bootstrap").read_text().strip()
+        if not KAFKA09_SCRIPT:
+            self.brokers = (self.dir / "bootstrap").read_text().strip()
         for address in self.brokers.split(","):
             host = address.rsplit(":", 1)[0]
             if host != "127.0.0.1":
-                raise AssertionError(f"the embedded broker is not on loopback: {self.brokers}")
+                raise AssertionError(f"the broker is not on loopback: {self.brokers}")
 
     def pids(self) -> list[int]:
         out = []
@@ -82,7 +96,7 @@ class Deployment:
     def stop(self) -> None:
         pids = self.pids()
         try:
-            subprocess.run([FLOWSCHED, "down", "--data-dir", str(self.dir)],
+            subprocess.run([FLOWSCHED, "down", "--data-dir", str(self.dir)] + self.broker_flags,
                            timeout=WAIT_S, capture_output=True)
         except subprocess.TimeoutExpired:
             pass
@@ -91,6 +105,9 @@ class Deployment:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        if KAFKA09_SCRIPT:
+            subprocess.run([KAFKA09_SCRIPT, "stop", str(self.dir / "kafka09")],
+                           timeout=WAIT_S, capture_output=True)
         if os.environ.get("FLOWSCHED_KEEP_DATA"):
             print(f"data dir kept: {self.dir}")
         else:
@@ -185,7 +202,7 @@ class PlacementContractTest(unittest.TestCase):
                 pass
 
     def subscriber(self, group, on_round, **kwargs) -> PlacementSubscriber:
-        s = PlacementSubscriber(self.brokers, group, on_round, **kwargs)
+        s = PlacementSubscriber(self.brokers, group, on_round, legacy_broker=LEGACY, **kwargs)
         self.subscribers.append(s)
         return s
 
@@ -225,7 +242,8 @@ class PlacementContractTest(unittest.TestCase):
         a copy of a delivered decision, a complete answer from a worker the
         round was not addressed to, and a round cut by an older graph epoch.
         The graph manager reads them too and must ignore them as well."""
-        producer = Producer({"bootstrap.servers": self.brokers, "log_level": 0})
+        producer = Producer({"bootstrap.servers": self.brokers, "log_level": 0,
+                             **(LEGACY_CONF if LEGACY else {})})
         copy = placements_pb2.PlacementRecord()
         copy.decision.CopyFrom(last.decisions[0])
         producer.produce("flowsched.placements", copy.SerializeToString(),
@@ -264,7 +282,7 @@ class PlacementContractTest(unittest.TestCase):
     def test_placements_contract(self):
         model = ClusterModel()
         acted_rounds = []  # round ids the binder group acted on, in order
-        pub = EventPublisher(self.brokers, source="pyclient-test")
+        pub = EventPublisher(self.brokers, source="pyclient-test", legacy_broker=LEGACY)
         self.publish_workload(pub, model, 1)
         wave1 = set(model.tasks)
 
@@ -408,7 +426,8 @@ class GpuDeviceTest(unittest.TestCase):
         deployment = Deployment(policy)
         self.addCleanup(deployment.stop)
         deployment.start()
-        pub = EventPublisher(deployment.brokers, source="pyclient-gpu-test")
+        pub = EventPublisher(deployment.brokers, source="pyclient-gpu-test",
+                             legacy_broker=LEGACY)
         # machine -> list of device capacities in milli
         devices = {1: [1000, 1000], 2: [1000] * 4, 3: [500]}
         pub.add_machine(1, task_slots=8, cpu_millis=32000, memory_bytes=64 * GIB,
@@ -485,7 +504,7 @@ class GpuDeviceTest(unittest.TestCase):
         # Devices are the graph manager's choice when it applies a round:
         # the ledger's applied copies name them.
         sub = PlacementSubscriber(deployment.brokers, "gpu", on_round,
-                                  confirm_with_ledger=True)
+                                  confirm_with_ledger=True, legacy_broker=LEGACY)
         self.addCleanup(sub.close)
         def fits_somewhere(task):
             # The consumer's view of free devices, as the fit rule reads it.
@@ -540,7 +559,8 @@ class GangTest(unittest.TestCase):
         deployment = Deployment("cpu-memory")
         self.addCleanup(deployment.stop)
         deployment.start()
-        pub = EventPublisher(deployment.brokers, source="pyclient-gang-test")
+        pub = EventPublisher(deployment.brokers, source="pyclient-gang-test",
+                             legacy_broker=LEGACY)
         devices = {1: [1000] * 4, 2: [1000] * 4, 3: [1000] * 2}  # 10 GPUs
         for machine, caps in devices.items():
             pub.add_machine(machine, task_slots=16, cpu_millis=64000,
@@ -592,7 +612,7 @@ class GangTest(unittest.TestCase):
             rounds.append(r.round_id)
 
         sub = PlacementSubscriber(deployment.brokers, "gang", on_round,
-                                  confirm_with_ledger=True)
+                                  confirm_with_ledger=True, legacy_broker=LEGACY)
         self.addCleanup(sub.close)
         poll_until_quiet(self, sub, lambda: len(where))
         self.assertTrue(rounds, "no round delivered")
