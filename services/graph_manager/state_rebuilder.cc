@@ -22,7 +22,8 @@ constexpr int kPollTimeoutMs = 100;
 
 }  // namespace
 
-void LedgerHistory::Add(v1::LedgerRecord record) {
+bool LedgerFence::Admit(const v1::LedgerRecord& record,
+                        std::vector<uint64_t>* superseded) {
   const uint64_t seq = record.seq();
   const GraphEpoch epoch(record.epoch());
   max_epoch_ = std::max(max_epoch_, epoch);
@@ -34,14 +35,14 @@ void LedgerHistory::Add(v1::LedgerRecord record) {
   // after the claim, e.g. re-published after a failed delivery.)
   // Any higher epoch's claim counts, not only the next one: claims may
   // arrive in any order, and a higher epoch may have claimed lower.
-  bool superseded = seq == 0;
+  bool fenced = seq == 0;
   for (auto claim = claims_.upper_bound(epoch); claim != claims_.end();
        ++claim) {
-    superseded = superseded || seq >= claim->second;
+    fenced = fenced || seq >= claim->second;
   }
-  if (superseded) {
+  if (fenced) {
     ++ignored_;
-    return;
+    return false;
   }
   if (record.has_claim()) {
     claimed_epoch_ = std::max(claimed_epoch_, epoch);
@@ -49,21 +50,28 @@ void LedgerHistory::Add(v1::LedgerRecord record) {
     if (!fresh) claim->second = std::min(claim->second, seq);
     // The claimer built on records below `seq`; an older epoch's records
     // from `seq` on are a tail it never saw.
-    for (auto it = records_.lower_bound(seq); it != records_.end();) {
-      if (GraphEpoch(it->second.epoch()) < epoch) {
-        it = records_.erase(it);
+    for (auto it = epochs_.lower_bound(seq); it != epochs_.end();) {
+      if (it->second < epoch) {
+        superseded->push_back(it->first);
+        it = epochs_.erase(it);
         ++ignored_;
       } else {
         ++it;
       }
     }
   }
-  auto [it, inserted] = records_.try_emplace(seq);
-  if (inserted) {
-    it->second = std::move(record);
-  } else {
+  if (!epochs_.try_emplace(seq, epoch).second) {
     ++ignored_;  // a re-published duplicate, or a fenced competitor
+    return false;
   }
+  return true;
+}
+
+void LedgerHistory::Add(v1::LedgerRecord record) {
+  std::vector<uint64_t> superseded;
+  const bool admitted = fence_.Admit(record, &superseded);
+  for (uint64_t seq : superseded) records_.erase(seq);
+  if (admitted) records_.emplace(record.seq(), std::move(record));
 }
 
 const v1::LedgerRecord* LedgerHistory::Find(uint64_t seq) const {

@@ -3,8 +3,8 @@
 // What rebuilding the graph manager's state from the topics needs, apart
 // from applying (which stays in GraphManager, so a replay runs exactly the
 // code the original run did):
-// - LedgerHistory: the ledger topic read back as one history, by seq, with
-//   epoch fencing applied;
+// - LedgerFence, LedgerHistory: the ledger topic read back as one history,
+//   by seq, with epoch fencing applied;
 // - EventFeed: events records by (partition, offset), in the order the
 //   ledger asks for them;
 // - MoveAside: a damaged state directory is renamed, never deleted.
@@ -15,6 +15,7 @@
 #include <deque>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -24,11 +25,44 @@
 
 namespace flowsched::graph_manager {
 
-// The ledger as one history. Records come in offset order; Add() keeps the
-// first record of each seq (write-ahead re-publication duplicates), and
-// fences: an EpochClaim of epoch E at seq N supersedes every record of an
-// older epoch with seq >= N, whenever it arrives (a deposed instance's tail
-// that the new one never saw, or a zombie still writing).
+// The ledger's fencing rules without the records: which whole records
+// (put together by LedgerAssembler) belong to the history. Records come in
+// offset order; the first record of each seq counts (write-ahead
+// re-publication duplicates), and an EpochClaim of epoch E at seq N
+// supersedes every record of an older epoch with seq >= N, whenever it
+// arrives (a deposed instance's tail that the new one never saw, or a
+// zombie still writing). Keeps one seq -> epoch entry per record admitted
+// (not the record), so a reader that keeps only some records (the clients)
+// applies exactly the graph manager's rules.
+class LedgerFence {
+ public:
+  // True if `record` belongs to the history (the caller keeps it); false if
+  // it is superseded or its seq is taken (counted in ignored()). Seqs of
+  // records admitted before and superseded now (by this record's claim) are
+  // appended to `superseded`: the caller drops them.
+  bool Admit(const v1::LedgerRecord& record, std::vector<uint64_t>* superseded);
+
+  [[nodiscard]] bool Contains(uint64_t seq) const {
+    return epochs_.contains(seq);
+  }
+  // The highest epoch any record or claim carried (fenced ones included:
+  // a new epoch must exceed every epoch ever used).
+  [[nodiscard]] GraphEpoch max_epoch() const { return max_epoch_; }
+  // The highest claimed epoch, 0 without claims.
+  [[nodiscard]] GraphEpoch claimed_epoch() const { return claimed_epoch_; }
+  [[nodiscard]] uint64_t ignored() const { return ignored_; }
+
+ private:
+  // Seq -> epoch of the record admitted there.
+  std::map<uint64_t, GraphEpoch> epochs_;
+  // Claimed epoch -> the seq of its claim.
+  std::map<GraphEpoch, uint64_t> claims_;
+  GraphEpoch max_epoch_;
+  GraphEpoch claimed_epoch_;
+  uint64_t ignored_ = 0;
+};
+
+// The ledger as one history: every record LedgerFence admits, by seq.
 class LedgerHistory {
  public:
   void Add(v1::LedgerRecord record);
@@ -40,20 +74,15 @@ class LedgerHistory {
   [[nodiscard]] uint64_t max_seq() const {
     return records_.empty() ? 0 : records_.rbegin()->first;
   }
-  // The highest epoch any record or claim carried (fenced ones included:
-  // a new epoch must exceed every epoch ever used).
-  [[nodiscard]] GraphEpoch max_epoch() const { return max_epoch_; }
-  // The highest claimed epoch, 0 without claims.
-  [[nodiscard]] GraphEpoch claimed_epoch() const { return claimed_epoch_; }
-  [[nodiscard]] uint64_t ignored() const { return ignored_; }
+  [[nodiscard]] GraphEpoch max_epoch() const { return fence_.max_epoch(); }
+  [[nodiscard]] GraphEpoch claimed_epoch() const {
+    return fence_.claimed_epoch();
+  }
+  [[nodiscard]] uint64_t ignored() const { return fence_.ignored(); }
 
  private:
+  LedgerFence fence_;
   std::map<uint64_t, v1::LedgerRecord> records_;
-  // Claimed epoch -> the seq of its claim.
-  std::map<GraphEpoch, uint64_t> claims_;
-  GraphEpoch max_epoch_;
-  GraphEpoch claimed_epoch_;
-  uint64_t ignored_ = 0;
 };
 
 // Reads partition 0 of `topic` from its low to its high watermark (as of

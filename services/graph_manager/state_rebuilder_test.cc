@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -90,6 +91,24 @@ TEST(LedgerHistoryTest, MaxEpochCountsFencedRecordsToo) {
   EXPECT_EQ(history.max_epoch(), GraphEpoch(5));
   history.Add(Record(2, 7));
   EXPECT_EQ(history.max_epoch(), GraphEpoch(7));
+}
+
+TEST(LedgerFenceTest, NamesTheSeqsAClaimSupersedes) {
+  LedgerFence fence;
+  std::vector<uint64_t> superseded;
+  EXPECT_TRUE(fence.Admit(Claim(1, 1), &superseded));
+  EXPECT_TRUE(fence.Admit(Record(2, 1), &superseded));
+  EXPECT_TRUE(fence.Admit(Record(3, 1), &superseded));
+  EXPECT_TRUE(fence.Admit(Record(4, 1), &superseded));
+  EXPECT_TRUE(superseded.empty());
+  EXPECT_TRUE(fence.Admit(Claim(3, 2), &superseded));
+  EXPECT_EQ(superseded, (std::vector<uint64_t>{3, 4}));
+  EXPECT_TRUE(fence.Contains(2));
+  EXPECT_TRUE(fence.Contains(3));  // now the claim's
+  EXPECT_FALSE(fence.Contains(4));
+  EXPECT_FALSE(fence.Admit(Record(4, 1), &superseded));  // the zombie
+  EXPECT_FALSE(fence.Admit(Record(2, 1), &superseded));  // a duplicate
+  EXPECT_EQ(fence.ignored(), 4u);
 }
 
 TEST(MoveAsideTest, RenamesAndNeverOverwrites) {
