@@ -51,6 +51,11 @@ PlacementSubscriber::Create(SubscriberOptions options, OnRound on_round) {
     return absl::InvalidArgumentError(
         "PlacementSubscriber needs a group and a broker list");
   }
+  if (options.on_stale && options.confirm_with_ledger) {
+    return absl::InvalidArgumentError(
+        "on_stale is for the placements-only mode: with confirm_with_ledger "
+        "every round already comes with its stale decisions (Round::stale)");
+  }
   FLOWSCHED_ASSIGN_OR_RETURN(
       bus::KafkaConfPtr conf,
       bus::BuildKafkaConfig(
@@ -77,16 +82,22 @@ PlacementSubscriber::Create(SubscriberOptions options, OnRound on_round) {
     rd_kafka_consumer_close(raw);
     return count.status();
   }
+  const bool report_stale = static_cast<bool>(options.on_stale);
   auto sub = std::make_unique<PlacementSubscriber>(
-      Token(), *count, options.confirm_with_ledger, std::move(on_round));
+      Token(), *count, options.confirm_with_ledger, std::move(on_round),
+      std::move(options.on_stale));
   sub->topic_ = topic;
-  if (options.confirm_with_ledger) {
+  if (options.confirm_with_ledger || report_stale) {
     sub->ledger_topic_ = options.topic_prefix + "ledger";
   }
   sub->rk_ = std::move(rk);
-  ListPtr list(rd_kafka_topic_partition_list_new(*count));
+  ListPtr list(rd_kafka_topic_partition_list_new(*count + 1));
   for (int p = 0; p < *count; ++p) {
     rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), p);
+  }
+  if (report_stale) {  // how far an earlier subscriber reported
+    rd_kafka_topic_partition_list_add(list.get(), sub->ledger_topic_.c_str(),
+                                      0);
   }
   rd_kafka_resp_err_t err =
       rd_kafka_committed(raw, list.get(), options.metadata_timeout_ms);
@@ -94,6 +105,33 @@ PlacementSubscriber::Create(SubscriberOptions options, OnRound on_round) {
     sub->closed_ = true;
     rd_kafka_consumer_close(raw);
     return bus::KafkaErrorToStatus(err, "committed offsets");
+  }
+  bool group_known = false;  // placements offsets committed
+  if (report_stale) {
+    const int64_t ledger_offset = list->elems[list->cnt - 1].offset;
+    rd_kafka_topic_partition_list_del_by_idx(list.get(), list->cnt - 1);
+    for (int i = 0; i < list->cnt; ++i) {
+      group_known = group_known || list->elems[i].offset >= 0;
+    }
+    int64_t floor = 0;  // a new group reading from the beginning: all
+    if (ledger_offset >= 0) {
+      floor = ledger_offset;
+      sub->ledger_committed_ = ledger_offset;
+    } else if (!group_known && options.start_latest) {
+      // A new group acting on rounds from now on: older rounds are not its.
+      int64_t low = 0;
+      int64_t high = 0;
+      err = rd_kafka_query_watermark_offsets(raw, sub->ledger_topic_.c_str(), 0,
+                                             &low, &high,
+                                             options.metadata_timeout_ms);
+      if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        sub->closed_ = true;
+        rd_kafka_consumer_close(raw);
+        return bus::KafkaErrorToStatus(err, "ledger watermarks");
+      }
+      floor = high;
+    }  // else: a group that never reported: at least once, from the start
+    FLOWSCHED_RETURN_IF_ERROR(sub->assembler_.ReportStale(floor));
   }
   for (int i = 0; i < list->cnt; ++i) {
     rd_kafka_topic_partition_t& tp = list->elems[i];
@@ -132,7 +170,7 @@ absl::StatusOr<int> PlacementSubscriber::Poll(int timeout_ms,
         ledger_topic_ == rd_kafka_topic_name(msg->rkt)) {
       v1::LedgerRecord record;
       if (record.ParseFromArray(msg->payload, static_cast<int>(msg->len))) {
-        assembler_.AddLedger(std::move(record));
+        assembler_.AddLedger(std::move(record), msg->offset);
       }
     } else if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
       v1::PlacementRecord record;
@@ -152,7 +190,16 @@ absl::StatusOr<int> PlacementSubscriber::Poll(int timeout_ms,
 
 absl::StatusOr<int> PlacementSubscriber::Deliver() {
   int delivered = 0;
-  while (std::optional<Round> round = assembler_.NextRound()) {
+  while (true) {
+    // Reports first: each is for a round already delivered.
+    if (std::optional<StaleReport> report = assembler_.NextStaleReport()) {
+      FLOWSCHED_RETURN_IF_ERROR(on_stale_(*report));  // offered again
+      assembler_.CommitStaleReport();
+      FLOWSCHED_RETURN_IF_ERROR(Commit());
+      continue;
+    }
+    std::optional<Round> round = assembler_.NextRound();
+    if (!round.has_value()) break;
     FLOWSCHED_RETURN_IF_ERROR(on_round_(*round));  // offered again
     assembler_.Commit(*round);
     FLOWSCHED_RETURN_IF_ERROR(Commit());
@@ -174,14 +221,25 @@ absl::Status PlacementSubscriber::Commit() {
           offset;
     }
   }
+  // on_stale: every RoundApplied below this ledger offset was reported (or
+  // was not this group's to report).
+  const std::optional<int64_t> ledger = assembler_.LedgerCommitOffset();
+  const bool commit_ledger = ledger.has_value() && *ledger != ledger_committed_;
+  if (commit_ledger) {
+    rd_kafka_topic_partition_list_add(list.get(), ledger_topic_.c_str(), 0)
+        ->offset = *ledger;
+  }
   if (list->cnt == 0) return absl::OkStatus();
   rd_kafka_resp_err_t err = rd_kafka_commit(rk_.get(), list.get(), 0);
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return bus::KafkaErrorToStatus(err, "commit placements offsets");
   }
   for (int i = 0; i < list->cnt; ++i) {
-    committed_[list->elems[i].partition] = list->elems[i].offset;
+    if (topic_ == list->elems[i].topic) {
+      committed_[list->elems[i].partition] = list->elems[i].offset;
+    }
   }
+  if (commit_ledger) ledger_committed_ = *ledger;
   return absl::OkStatus();
 }
 

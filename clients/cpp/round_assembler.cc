@@ -177,31 +177,93 @@ std::optional<Round> RoundAssembler::NextRound() {
   return std::nullopt;
 }
 
-void RoundAssembler::AddLedger(v1::LedgerRecord record) {
-  if (!confirm_with_ledger_) return;
-  std::optional<v1::LedgerRecord> whole = ledger_parts_.Add(std::move(record));
-  if (whole.has_value()) ledger_.Add(*std::move(whole));
+absl::Status RoundAssembler::ReportStale(int64_t ledger_floor) {
+  if (confirm_with_ledger_) {
+    return absl::InvalidArgumentError(
+        "stale reports are for the placements-only mode; with "
+        "confirm_with_ledger rounds carry their stale decisions");
+  }
+  report_stale_ = true;
+  ledger_floor_ = std::max<int64_t>(ledger_floor, 0);
+  ledger_ = LedgerRounds(/*only_stale=*/true);
+  ledger_.set_floor(ledger_floor_);
+  return absl::OkStatus();
 }
 
-const v1::RoundApplied* RoundAssembler::FindApplied(
-    uint64_t round_id, uint64_t graph_epoch) const {
-  // Newest first: a round's RoundApplied is near the end of the history.
-  for (auto it = ledger_.records().rbegin(); it != ledger_.records().rend();
-       ++it) {
-    for (const v1::LedgerStep& step : it->second.steps()) {
-      if (step.has_round() && step.round().round_id() == round_id &&
-          step.round().graph_epoch() == graph_epoch) {
-        return &step.round();
-      }
-    }
+void RoundAssembler::AddLedger(v1::LedgerRecord record, int64_t offset) {
+  if (!confirm_with_ledger_ && !report_stale_) return;
+  ledger_.Add(std::move(record), offset);
+  if (offset >= 0) ledger_position_ = std::max(ledger_position_, offset + 1);
+  if (confirm_with_ledger_) {
+    ledger_.ForgetThrough(last_round_id_);  // history: never delivered
+  } else {
+    SettleStale();
   }
-  return nullptr;
+}
+
+bool RoundAssembler::DeliveredHere(uint64_t round_id,
+                                   uint64_t graph_epoch) const {
+  auto it = std::lower_bound(
+      delivered_rounds_.begin(), delivered_rounds_.end(), round_id,
+      [](const Delivered& d, uint64_t id) { return d.round_id < id; });
+  return it != delivered_rounds_.end() && it->round_id == round_id &&
+         it->graph_epoch == graph_epoch;
+}
+
+void RoundAssembler::SettleStale() {
+  // Kept: RoundApplied records that reject a decision, above the floor and
+  // not fenced. A round above the last delivered one waits (its answer may
+  // still complete: the topics are read in no set order).
+  std::vector<LedgerRounds::Key> settled;
+  for (const auto& [key, applied] : ledger_.rounds()) {
+    const auto [round_id, graph_epoch] = key;
+    if (first_round_id_ == 0 || round_id > last_round_id_) break;
+    settled.push_back(key);
+    // Below the first round delivered here: an earlier subscriber of the
+    // group may have delivered it (at least once). Otherwise only a round
+    // delivered here; one skipped here (fenced, dropped) was not acted on.
+    if (round_id >= first_round_id_ && !DeliveredHere(round_id, graph_epoch)) {
+      continue;
+    }
+    StaleReport report{round_id, graph_epoch, {}};
+    for (const v1::LedgerDecision& d : applied.round.decisions()) {
+      if (!d.applied())
+        report.stale.emplace_back(d.decision(), d.stale_reason());
+    }
+    stale_reports_.emplace_back(std::move(report), applied.offset);
+  }
+  for (const LedgerRounds::Key& key : settled) ledger_.Erase(key);
+}
+
+std::optional<StaleReport> RoundAssembler::NextStaleReport() const {
+  if (stale_reports_.empty()) return std::nullopt;
+  return stale_reports_.front().first;
+}
+
+void RoundAssembler::CommitStaleReport() {
+  if (stale_reports_.empty()) return;
+  ++stats_.stale_reports;
+  stats_.stale_decisions += stale_reports_.front().first.stale.size();
+  stale_reports_.pop_front();
+}
+
+std::optional<int64_t> RoundAssembler::LedgerCommitOffset() const {
+  if (!report_stale_ || ledger_position_ < 0) return std::nullopt;
+  int64_t offset = ledger_position_;
+  for (const auto& [key, applied] : ledger_.rounds()) {
+    if (applied.offset >= 0) offset = std::min(offset, applied.offset);
+  }
+  for (const auto& [report, at] : stale_reports_) {
+    if (at >= 0) offset = std::min(offset, at);
+  }
+  return std::max(offset, ledger_floor_);
 }
 
 std::optional<Round> RoundAssembler::Confirmed(const Key& key) {
   const auto [round_id, graph_epoch, worker] = key;
-  const v1::RoundApplied* applied = FindApplied(round_id, graph_epoch);
-  if (applied == nullptr) return std::nullopt;  // not (yet) applied
+  const LedgerRounds::Applied* found = ledger_.Find(round_id, graph_epoch);
+  if (found == nullptr) return std::nullopt;  // not (yet) applied
+  const v1::RoundApplied* applied = &found->round;
   std::map<std::string, const v1::LedgerDecision*> outcome;
   for (const v1::LedgerDecision& ld : applied->decisions()) {
     if (ld.decision().epoch() == worker) {
@@ -256,9 +318,10 @@ void RoundAssembler::Commit(const Round& round) {
     keys.push_back(d.idempotency_key());
     delivered_[d.idempotency_key()] = round.round_id;
   }
-  delivered_rounds_.emplace_back(round.round_id, std::move(keys));
+  delivered_rounds_.push_back(
+      {round.round_id, round.graph_epoch, std::move(keys)});
   while (delivered_rounds_.size() > remember_rounds_) {
-    for (const std::string& k : delivered_rounds_.front().second) {
+    for (const std::string& k : delivered_rounds_.front().keys) {
       delivered_.erase(k);
     }
     delivered_rounds_.pop_front();
@@ -280,6 +343,9 @@ void RoundAssembler::Commit(const Round& round) {
                 [&](const Key& k) { return std::get<0>(k) <= round.round_id; });
   std::erase_if(fenced_,
                 [&](const Key& k) { return std::get<0>(k) <= round.round_id; });
+  if (first_round_id_ == 0) first_round_id_ = round.round_id;
+  if (confirm_with_ledger_) ledger_.ForgetThrough(round.round_id);
+  if (report_stale_) SettleStale();
 }
 
 std::map<int32_t, int64_t> RoundAssembler::HeldOffsets() const {

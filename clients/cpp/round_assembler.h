@@ -17,7 +17,10 @@
 // graph manager's own LedgerAssembler and LedgerHistory), a complete answer
 // is returned only once its RoundApplied is known: the applied decisions
 // (the graph manager's copies) in `decisions`, the rejected ones with their
-// reason in `stale`. Not thread-safe.
+// reason in `stale`. With report_stale (placements-only mode; see
+// ReportStale) rounds are still returned at once, and the ledger's
+// RoundApplied records that reject decisions become StaleReports, each
+// returned only after its round was committed. Not thread-safe.
 
 #include <cstdint>
 #include <deque>
@@ -30,10 +33,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "clients/cpp/ledger_rounds.h"
 #include "flowsched/v1/ledger.pb.h"
 #include "flowsched/v1/placements.pb.h"
-#include "services/graph_manager/ledger_parts.h"
-#include "services/graph_manager/state_rebuilder.h"
 
 namespace flowsched::client {
 
@@ -49,11 +52,23 @@ struct Round {
   bool confirmed_by_ledger = false;
 };
 
+// The decisions the graph manager rejected as stale in one round it applied
+// (its RoundApplied), reported after the round was delivered at once.
+struct StaleReport {
+  uint64_t round_id = 0;
+  uint64_t graph_epoch = 0;
+  // The graph manager's copy of each rejected decision (idempotency_key
+  // names it), with its reason; never empty.
+  std::vector<std::pair<v1::PlacementDecision, std::string>> stale;
+};
+
 struct AssemblerStats {
   uint64_t records = 0;
   uint64_t rounds_delivered = 0;
   uint64_t decisions_delivered = 0;
-  uint64_t stale_decisions = 0;    // ledger mode: rejected by the graph manager
+  uint64_t stale_decisions = 0;    // rejected by the graph manager (delivered
+                                   // in Round::stale, or reported)
+  uint64_t stale_reports = 0;      // StaleReports committed
   uint64_t fenced_records = 0;     // other solver/graph epoch, not addressed
   uint64_t duplicate_records = 0;  // key or round already delivered
   uint64_t dropped_answers = 0;    // counts did not match, or superseded
@@ -73,8 +88,16 @@ class RoundAssembler {
   void Add(int32_t partition, int64_t offset,
            const v1::PlacementRecord* record);
 
-  // One record of the ledger topic, in offset order (ledger mode only).
-  void AddLedger(v1::LedgerRecord record);
+  // Placements-only mode: also report what the graph manager rejects.
+  // RoundApplied records completing below `ledger_floor` (a ledger offset:
+  // what an earlier subscriber of the group settled) are not reported.
+  // InvalidArgument with confirm_with_ledger (its rounds carry `stale`
+  // already). REQUIRES: before any record.
+  absl::Status ReportStale(int64_t ledger_floor);
+
+  // One record of the ledger topic at `offset` (-1: not known), in offset
+  // order and from the topic's beginning (ledger or report_stale mode).
+  void AddLedger(v1::LedgerRecord record, int64_t offset = -1);
 
   // The next round to deliver; it stays pending (returned again) until
   // Commit().
@@ -85,6 +108,17 @@ class RoundAssembler {
 
   // partition -> lowest offset a pending answer still needs.
   [[nodiscard]] std::map<int32_t, int64_t> HeldOffsets() const;
+
+  // report_stale: the next report, after the commit of its round (or at
+  // once once this instance delivered a round, for a round below the first
+  // it delivered: an earlier subscriber of the group may have delivered
+  // it). It stays pending (returned again) until CommitStaleReport().
+  std::optional<StaleReport> NextStaleReport() const;
+  void CommitStaleReport();
+  // report_stale: how far the ledger offset may be committed (every
+  // RoundApplied below it reported or settled); nullopt before any record
+  // with an offset was read.
+  [[nodiscard]] std::optional<int64_t> LedgerCommitOffset() const;
 
   [[nodiscard]] const AssemblerStats& stats() const { return stats_; }
   [[nodiscard]] uint64_t current_solver_epoch() const {
@@ -113,15 +147,22 @@ class RoundAssembler {
   // applied it; nullopt while not applied, or if the ledger names another
   // answer (then dropped).
   std::optional<Round> Confirmed(const Key& key);
-  // The graph manager's RoundApplied of (round, graph epoch), or nullptr.
-  [[nodiscard]] const v1::RoundApplied* FindApplied(uint64_t round_id,
-                                                    uint64_t graph_epoch) const;
+  // report_stale: turns kept RoundApplied records whose round is settled
+  // into reports (or drops them: a round this instance skipped).
+  void SettleStale();
+  [[nodiscard]] bool DeliveredHere(uint64_t round_id,
+                                   uint64_t graph_epoch) const;
 
   int partition_count_;
   bool confirm_with_ledger_;
   size_t remember_rounds_;
-  graph_manager::LedgerAssembler ledger_parts_;
-  graph_manager::LedgerHistory ledger_;
+  bool report_stale_ = false;
+  LedgerRounds ledger_;  // report_stale: only rounds rejecting a decision
+  int64_t ledger_floor_ = 0;
+  int64_t ledger_position_ = -1;  // next ledger offset, -1 before any
+  uint64_t first_round_id_ = 0;   // the first this instance delivered
+  // report_stale: reports not yet committed, with their ledger offset.
+  std::deque<std::pair<StaleReport, int64_t>> stale_reports_;
   AssemblerStats stats_;
   uint64_t current_solver_epoch_ = 0;
   uint64_t last_round_id_ = 0;
@@ -130,7 +171,12 @@ class RoundAssembler {
   std::set<Key> fenced_;
   std::vector<Key> ready_;  // complete and accepted, in completion order
   std::unordered_map<std::string, uint64_t> delivered_;  // key -> round
-  std::deque<std::pair<uint64_t, std::vector<std::string>>> delivered_rounds_;
+  struct Delivered {
+    uint64_t round_id;
+    uint64_t graph_epoch;
+    std::vector<std::string> keys;
+  };
+  std::deque<Delivered> delivered_rounds_;  // increasing round ids
 };
 
 }  // namespace flowsched::client

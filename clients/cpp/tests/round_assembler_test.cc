@@ -1,11 +1,14 @@
 // RoundAssembler on synthetic placement records: complete rounds only,
-// solver and graph epoch fencing, duplicates, held offsets.
+// solver and graph epoch fencing, duplicates, held offsets, ledger
+// confirmation and stale reports.
 
 #include "clients/cpp/round_assembler.h"
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "clients/cpp/placement_subscriber.h"
 #include "gtest/gtest.h"
 
 namespace flowsched::client {
@@ -217,6 +220,201 @@ TEST(RoundAssemblerTest, LedgerModeDropsAnswerTheLedgerDoesNotName) {
   a.AddLedger(Applied(1, 1, 1, other, other));
   EXPECT_FALSE(a.NextRound().has_value());
   EXPECT_EQ(a.stats().dropped_answers, 1u);
+}
+
+// Stale reports (placements-only mode with ReportStale).
+
+// Feeds round `round` of worker 5: `decisions` on partition 0, none on 1.
+void FeedRound(RoundAssembler& a, uint64_t round,
+               const std::vector<v1::PlacementRecord>& decisions) {
+  const auto n = static_cast<uint32_t>(decisions.size());
+  const auto base = static_cast<int64_t>(round * 10);
+  for (size_t i = 0; i < decisions.size(); ++i) {
+    a.Add(0, base + static_cast<int64_t>(i), &decisions[i]);
+  }
+  auto m0 = Marker(round, 5, 0, n, n, 5), m1 = Marker(round, 5, 1, 0, n, 5);
+  a.Add(0, base + n, &m0);
+  a.Add(1, base, &m1);
+}
+
+// Delivers (and commits) the next round, which must be `round`.
+void DeliverRound(RoundAssembler& a, uint64_t round) {
+  std::optional<Round> r = a.NextRound();
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->round_id, round);
+  EXPECT_TRUE(r->stale.empty());
+  EXPECT_FALSE(r->confirmed_by_ledger);
+  a.Commit(*r);
+}
+
+v1::LedgerRecord AllApplied(uint64_t seq, uint64_t round,
+                            const v1::PlacementRecord& d) {
+  v1::LedgerRecord record = Applied(seq, round, 1, d, d);
+  record.mutable_steps(0)->mutable_round()->mutable_decisions(1)->set_applied(
+      true);
+  record.mutable_steps(0)
+      ->mutable_round()
+      ->mutable_decisions(1)
+      ->clear_stale_reason();
+  return record;
+}
+
+v1::LedgerRecord Claim(uint64_t seq, uint64_t epoch) {
+  v1::LedgerRecord record;
+  record.set_seq(seq);
+  record.set_epoch(epoch);
+  record.mutable_claim()->set_epoch(epoch);
+  return record;
+}
+
+TEST(StaleReportTest, ReportsARejectedDecisionAfterItsRoundWasDelivered) {
+  RoundAssembler a(2);
+  ASSERT_TRUE(a.ReportStale(0).ok());
+  auto d1 = Decision(1, 5, 1), d2 = Decision(1, 5, 2);
+  a.AddLedger(Claim(1, 1), 0);
+  FeedRound(a, 1, {d1, d2});
+  // Delivered at once, without waiting for the ledger.
+  DeliverRound(a, 1);
+  EXPECT_FALSE(a.NextStaleReport().has_value());
+  EXPECT_EQ(a.LedgerCommitOffset(), 1);
+  a.AddLedger(Applied(2, 1, 1, d1, d2), 1);
+  std::optional<StaleReport> report = a.NextStaleReport();
+  ASSERT_TRUE(report.has_value());
+  EXPECT_EQ(report->round_id, 1u);
+  EXPECT_EQ(report->graph_epoch, 1u);
+  ASSERT_EQ(report->stale.size(), 1u);
+  EXPECT_EQ(report->stale[0].first.task_id(), 2u);
+  EXPECT_EQ(report->stale[0].first.idempotency_key(),
+            d2.decision().idempotency_key());
+  EXPECT_EQ(report->stale[0].second, "machine full");
+  // Not committed: offered again, and the ledger offset held below it.
+  EXPECT_TRUE(a.NextStaleReport().has_value());
+  EXPECT_EQ(a.LedgerCommitOffset(), 1);
+  a.CommitStaleReport();
+  EXPECT_FALSE(a.NextStaleReport().has_value());
+  EXPECT_EQ(a.LedgerCommitOffset(), 2);
+  EXPECT_EQ(a.stats().stale_reports, 1u);
+  EXPECT_EQ(a.stats().stale_decisions, 1u);
+  EXPECT_EQ(a.stats().decisions_delivered, 2u);
+}
+
+TEST(StaleReportTest, NoReportWhenNothingIsStale) {
+  RoundAssembler a(2);
+  ASSERT_TRUE(a.ReportStale(0).ok());
+  auto d1 = Decision(1, 5, 1);
+  FeedRound(a, 1, {d1});
+  DeliverRound(a, 1);
+  a.AddLedger(AllApplied(1, 1, d1), 0);
+  auto d2 = Decision(2, 5, 1);
+  FeedRound(a, 2, {d2});
+  DeliverRound(a, 2);
+  a.AddLedger(AllApplied(2, 2, d2), 1);
+  EXPECT_FALSE(a.NextStaleReport().has_value());
+  EXPECT_EQ(a.LedgerCommitOffset(), 2);
+  EXPECT_EQ(a.stats().stale_reports, 0u);
+}
+
+TEST(StaleReportTest, RoundAppliedBeforeTheAnswerCompletesWaitsForDelivery) {
+  RoundAssembler a(2);
+  ASSERT_TRUE(a.ReportStale(0).ok());
+  auto d1 = Decision(3, 5, 1), d2 = Decision(3, 5, 2);
+  // The ledger is read ahead of the placements (another partition).
+  a.AddLedger(Applied(1, 3, 1, d1, d2), 0);
+  EXPECT_FALSE(a.NextStaleReport().has_value());
+  EXPECT_EQ(a.LedgerCommitOffset(), 0);  // held for the undelivered round
+  a.Add(0, 30, &d1);
+  a.Add(0, 31, &d2);
+  EXPECT_FALSE(a.NextStaleReport().has_value());
+  auto m0 = Marker(3, 5, 0, 2, 2, 5), m1 = Marker(3, 5, 1, 0, 2, 5);
+  a.Add(0, 32, &m0);
+  a.Add(1, 30, &m1);
+  std::optional<Round> round = a.NextRound();
+  ASSERT_TRUE(round.has_value());
+  ASSERT_EQ(round->decisions.size(), 2u);         // both: delivered at once
+  EXPECT_FALSE(a.NextStaleReport().has_value());  // not before the commit
+  a.Commit(*round);
+  std::optional<StaleReport> report = a.NextStaleReport();
+  ASSERT_TRUE(report.has_value());
+  EXPECT_EQ(report->round_id, 3u);
+  ASSERT_EQ(report->stale.size(), 1u);
+  EXPECT_EQ(report->stale[0].first.task_id(), 2u);
+}
+
+TEST(StaleReportTest, FencedLedgerRecordsReportNothing) {
+  RoundAssembler a(2);
+  ASSERT_TRUE(a.ReportStale(0).ok());
+  a.AddLedger(Claim(1, 1), 0);
+  a.AddLedger(Claim(2, 2), 1);
+  auto d1 = Decision(1, 5, 1), d2 = Decision(1, 5, 2);
+  FeedRound(a, 1, {d1, d2});
+  DeliverRound(a, 1);
+  // A zombie of epoch 1 writing after epoch 2 claimed seq 2.
+  a.AddLedger(Applied(3, 1, 1, d1, d2), 2);
+  EXPECT_FALSE(a.NextStaleReport().has_value());
+  // Retroactively: epoch 2's record of round 2, kept while the round is not
+  // delivered, then superseded by epoch 3's claim at its seq.
+  auto d3 = Decision(2, 5, 3), d4 = Decision(2, 5, 4);
+  a.AddLedger(Applied(4, 2, 2, d3, d4), 3);
+  EXPECT_EQ(a.LedgerCommitOffset(), 3);
+  a.AddLedger(Claim(4, 3), 4);
+  EXPECT_EQ(a.LedgerCommitOffset(), 5);
+  auto r2d3 = Decision(2, 5, 3, 2), r2d4 = Decision(2, 5, 4, 2);
+  a.Add(0, 20, &r2d3);
+  a.Add(0, 21, &r2d4);
+  auto m0 = Marker(2, 5, 0, 2, 2, 5, 2), m1 = Marker(2, 5, 1, 0, 2, 5, 2);
+  a.Add(0, 22, &m0);
+  a.Add(1, 20, &m1);
+  DeliverRound(a, 2);
+  EXPECT_FALSE(a.NextStaleReport().has_value());
+  EXPECT_EQ(a.stats().stale_reports, 0u);
+}
+
+TEST(StaleReportTest, AcrossARestartFromTheGroupsLedgerOffset) {
+  // An earlier subscriber of the group committed ledger offset 5.
+  RoundAssembler a(2);
+  ASSERT_TRUE(a.ReportStale(5).ok());
+  auto d1 = Decision(1, 5, 1), d2 = Decision(1, 5, 2);
+  a.AddLedger(Applied(1, 1, 1, d1, d2), 2);  // reported before: below 5
+  auto d3 = Decision(3, 5, 1), d4 = Decision(3, 5, 2);
+  // Round 3 was delivered by the earlier subscriber, which stopped before
+  // reporting it; round 5 was never delivered by the group (fenced).
+  a.AddLedger(Applied(2, 3, 1, d3, d4), 6);
+  auto d5 = Decision(5, 5, 1), d6 = Decision(5, 5, 2);
+  a.AddLedger(Applied(3, 5, 1, d5, d6), 7);
+  EXPECT_EQ(a.LedgerCommitOffset(), 6);
+  EXPECT_FALSE(a.NextStaleReport().has_value());  // nothing delivered yet
+  FeedRound(a, 4, {Decision(4, 5, 1)});
+  DeliverRound(a, 4);  // the first round this subscriber delivers
+  std::optional<StaleReport> report = a.NextStaleReport();
+  ASSERT_TRUE(report.has_value());
+  EXPECT_EQ(report->round_id, 3u);  // at least once: maybe acted on
+  a.CommitStaleReport();
+  EXPECT_FALSE(a.NextStaleReport().has_value());  // 5 still pending
+  EXPECT_EQ(a.LedgerCommitOffset(), 7);
+  FeedRound(a, 6, {Decision(6, 5, 1)});
+  DeliverRound(a, 6);  // round 5 skipped here: not this group's
+  EXPECT_FALSE(a.NextStaleReport().has_value());
+  EXPECT_EQ(a.LedgerCommitOffset(), 8);
+}
+
+TEST(StaleReportTest, RefusedWithLedgerConfirmation) {
+  RoundAssembler a(2, /*confirm_with_ledger=*/true);
+  absl::Status status = a.ReportStale(0);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("confirm_with_ledger"), std::string::npos);
+}
+
+TEST(StaleReportTest, SubscriberRefusesOnStaleWithLedgerConfirmation) {
+  SubscriberOptions options;
+  options.kafka.brokers = "127.0.0.1:1";  // never contacted
+  options.group = "g";
+  options.confirm_with_ledger = true;
+  options.on_stale = [](const StaleReport&) { return absl::OkStatus(); };
+  auto sub = PlacementSubscriber::Create(
+      options, [](const Round&) { return absl::OkStatus(); });
+  ASSERT_FALSE(sub.ok());
+  EXPECT_EQ(sub.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(sub.status().message().find("on_stale"), std::string::npos);
 }
 
 }  // namespace
