@@ -2,8 +2,11 @@
 // published with EventPublisher, rounds received with PlacementSubscriber.
 // Every task placed exactly once on a published machine, an invalid event
 // refused locally, and a restarted subscriber of the same group not given
-// the rounds it already committed (while a new group is given them all).
+// the rounds it already committed (while a new group is given them all),
+// and on_stale reporting decisions that really went stale.
 // Built twice: on the embedded broker and on Kafka 0.9 (KAFKA09).
+
+#include <signal.h>
 
 #include <map>
 #include <set>
@@ -137,6 +140,142 @@ TEST_F(CppClientTest, PublishesWorkloadAndReceivesEveryPlacementOnce) {
   EXPECT_EQ(confirmed.stale, 0u);
   EXPECT_EQ(confirmed.confirmed_rounds, confirmed.rounds.size());
   EXPECT_GT(confirmed.confirmed_rounds, 0u);
+}
+
+// A decision really goes stale: the solver worker is paused (SIGSTOP)
+// while a round placing a job is in flight, both machines are removed, and
+// the worker resumes; its answer places tasks on machines that are gone,
+// which the graph manager rejects. A placements-only subscriber with
+// on_stale gets the round at once and, after it, a report of exactly those
+// decisions (the ones a ledger-confirmed subscriber gets in Round::stale).
+TEST_F(CppClientTest, OnStaleReportsDecisionsRejectedAfterDelivery) {
+  auto publisher = client::EventPublisher::Create(Kafka());
+  ASSERT_TRUE(publisher.ok()) << publisher.status();
+  for (uint64_t m = 1; m <= 2; ++m) {
+    v1::ClusterEvent event;
+    auto* added = event.mutable_machine_added();
+    added->set_machine_id(m);
+    added->set_rack("r1");
+    added->set_task_slots(4);
+    added->mutable_capacity()->set_cpu_millis(8000);
+    added->mutable_capacity()->set_memory_bytes(int64_t{16} << 30);
+    ASSERT_TRUE((*publisher)->Publish(event).ok());
+  }
+  ASSERT_TRUE((*publisher)->Flush(30'000).ok());
+  v1::GraphManagerStatus status = WaitForStatus(
+      [](const auto& s) {
+        return s.machines() == 2 && s.rounds_completed() > 0 &&
+               !s.round_in_flight();
+      },
+      20, "the machines applied and rounds settled");
+  const uint64_t published = status.rounds_published();
+
+  const int worker = ServicePid("solver-worker");
+  ASSERT_GT(worker, 1);
+  ASSERT_EQ(::kill(worker, SIGSTOP), 0);
+  struct Resume {
+    int pid;
+    ~Resume() { ::kill(pid, SIGCONT); }
+  } resume{worker};
+  v1::ClusterEvent job;
+  job.mutable_job_submitted()->set_job_id(1);
+  for (uint64_t t = 1; t <= 4; ++t) {
+    auto* task = job.mutable_job_submitted()->add_tasks();
+    task->set_task_id(t);
+    task->mutable_request()->set_cpu_millis(1000);
+    task->mutable_request()->set_memory_bytes(int64_t{1} << 30);
+  }
+  ASSERT_TRUE((*publisher)->Publish(job).ok());
+  ASSERT_TRUE((*publisher)->Flush(30'000).ok());
+  WaitForStatus(
+      [&](const auto& s) {
+        return s.tasks() == 4 && s.round_in_flight() &&
+               s.rounds_published() > published;
+      },
+      10, "a round with the job in flight");
+  for (uint64_t m = 1; m <= 2; ++m) {
+    v1::ClusterEvent removed;
+    removed.mutable_machine_removed()->set_machine_id(m);
+    ASSERT_TRUE((*publisher)->Publish(removed).ok());
+  }
+  ASSERT_TRUE((*publisher)->Flush(30'000).ok());
+  status = WaitForStatus([](const auto& s) { return s.machines() == 0; }, 10,
+                         "the machines removed while the solver is paused");
+  ASSERT_TRUE(status.round_in_flight());
+  ASSERT_EQ(::kill(worker, SIGCONT), 0);
+  status = WaitForStatus([](const auto& s) { return s.decisions_stale() > 0; },
+                         10, "the paused round's decisions rejected");
+
+  // Placements only, with on_stale: what was delivered, then reported.
+  std::set<std::string> delivered;
+  std::set<std::string> reported;
+  std::set<uint64_t> delivered_rounds;
+  int reports = 0;
+  client::SubscriberOptions options;
+  options.kafka = Kafka();
+  options.group = "cpp-it-stale";
+  options.on_stale = [&](const client::StaleReport& report) {
+    ++reports;
+    EXPECT_TRUE(delivered_rounds.contains(report.round_id))
+        << "round " << report.round_id << " reported before its delivery";
+    EXPECT_FALSE(report.stale.empty());
+    for (const auto& [d, reason] : report.stale) {
+      EXPECT_TRUE(delivered.contains(d.idempotency_key()));
+      EXPECT_TRUE(reported.insert(d.idempotency_key()).second);
+      EXPECT_FALSE(reason.empty());
+    }
+    return absl::OkStatus();
+  };
+  auto sub = client::PlacementSubscriber::Create(
+      options, [&](const client::Round& round) {
+        delivered_rounds.insert(round.round_id);
+        EXPECT_TRUE(round.stale.empty());
+        for (const v1::PlacementDecision& d : round.decisions) {
+          delivered.insert(d.idempotency_key());
+        }
+        return absl::OkStatus();
+      });
+  ASSERT_TRUE(sub.ok()) << sub.status();
+  auto all_reported = [&] {
+    return reported.size() == status.decisions_stale();
+  };
+  ASSERT_TRUE((*sub)->Run(all_reported, 15'000).ok());
+  ASSERT_TRUE((*sub)->Close().ok());
+  EXPECT_EQ(reported.size(), status.decisions_stale());
+  EXPECT_EQ(reported.size(), 4u);  // every task was placed on a machine gone
+  EXPECT_EQ(reports, 1);           // one round went stale
+  EXPECT_EQ((*sub)->stats().stale_reports, 1u);
+
+  // The ledger-confirmed view of the same rounds: the same decisions stale.
+  std::set<std::string> confirmed_stale;
+  client::SubscriberOptions confirm;
+  confirm.kafka = Kafka();
+  confirm.group = "cpp-it-stale-ledger";
+  confirm.confirm_with_ledger = true;
+  auto ledger_sub = client::PlacementSubscriber::Create(
+      confirm, [&](const client::Round& round) {
+        for (const auto& [d, reason] : round.stale) {
+          confirmed_stale.insert(d.idempotency_key());
+        }
+        return absl::OkStatus();
+      });
+  ASSERT_TRUE(ledger_sub.ok()) << ledger_sub.status();
+  ASSERT_TRUE((*ledger_sub)
+                  ->Run([&] { return confirmed_stale == reported; }, 15'000)
+                  .ok());
+  EXPECT_EQ(confirmed_stale, reported);
+
+  // The same group again: the report was committed, not made again.
+  int again = 0;
+  options.on_stale = [&again](const client::StaleReport&) {
+    ++again;
+    return absl::OkStatus();
+  };
+  auto restarted = client::PlacementSubscriber::Create(
+      options, [](const client::Round&) { return absl::OkStatus(); });
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  ASSERT_TRUE((*restarted)->Run([] { return false; }, 2'000).ok());
+  EXPECT_EQ(again, 0);
 }
 
 }  // namespace
