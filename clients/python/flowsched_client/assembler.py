@@ -35,6 +35,12 @@ round_collector.*, services/solver_worker/README.md):
   decisions in `decisions` (the graph manager's copies, which name the
   accelerator devices it assigned) and the rejected ones in `stale`; the ledger, not
   the fencing heuristics above, then decides whether the round counts.
+- Optional stale reports (`report_stale(ledger_floor)`, placements-only mode):
+  rounds are still delivered at once; the ledger is read as in the ledger
+  mode, and each RoundApplied that rejects decisions becomes a StaleReport,
+  handed out only after its round was committed (next_stale_report /
+  commit_stale_report). Kept meanwhile: only the RoundApplied records that
+  reject a decision and whose round is not delivered yet.
 
 Offsets: pending (not yet delivered) answers hold the offsets of their
 records; held_offsets() gives, per partition, the lowest offset still needed,
@@ -68,6 +74,17 @@ class Round:
 
 
 @dataclasses.dataclass
+class StaleReport:
+    """The decisions the graph manager rejected as stale in one round it
+    applied (its RoundApplied), reported after the round was delivered."""
+    round_id: int
+    graph_epoch: int
+    # (PlacementDecision, stale_reason): the graph manager's copies; the
+    # idempotency_key names each. Never empty.
+    stale: list
+
+
+@dataclasses.dataclass
 class _Answer:
     key: tuple  # (round_id, graph_epoch, worker_epoch)
     partition_count: int = 0
@@ -88,7 +105,8 @@ class Stats:
     records: int = 0
     rounds_delivered: int = 0
     decisions_delivered: int = 0
-    stale_decisions: int = 0  # ledger mode: rejected by the graph manager
+    stale_decisions: int = 0  # rejected by the graph manager (round.stale, or reported)
+    stale_reports: int = 0  # StaleReports committed
     fenced_records: int = 0  # other solver epoch, not addressed, old graph epoch
     duplicate_records: int = 0  # same idempotency key / round already delivered
     dropped_answers: int = 0  # counts did not match, or superseded before completion
@@ -110,8 +128,14 @@ class RoundAssembler:
         self._fenced_answers: set[tuple] = set()
         self._ready: list[_Answer] = []  # complete, accepted, waiting for delivery
         self._delivered: dict[str, int] = {}  # idempotency key -> round
-        self._delivered_rounds: OrderedDict[int, list] = OrderedDict()  # round -> keys
+        # round -> (graph epoch, keys), in delivery (= round id) order
+        self._delivered_rounds: OrderedDict[int, tuple] = OrderedDict()
         self._ledger = LedgerRounds() if confirm_with_ledger else None
+        self.reporting_stale = False
+        self._ledger_floor = 0
+        self._ledger_position = -1  # next ledger offset, -1 before any
+        self._first_round_id = 0  # the first round this instance delivered
+        self._stale_reports: list[tuple] = []  # (StaleReport, ledger offset)
 
     # Input ---------------------------------------------------------------
 
@@ -162,10 +186,85 @@ class RoundAssembler:
             return
         self._on_marker(answer, partition, offset, body)
 
-    def add_ledger(self, record) -> None:
-        """Feeds one LedgerRecord read from the ledger topic (ledger mode)."""
-        if self._ledger is not None:
-            self._ledger.add(record)
+    def report_stale(self, ledger_floor: int = 0) -> None:
+        """Placements-only mode: also report what the graph manager rejects.
+        RoundApplied records completing below `ledger_floor` (a ledger offset:
+        what an earlier subscriber of the group settled) are not reported.
+        Call before feeding records. ValueError with confirm_with_ledger (its
+        rounds carry `stale` already)."""
+        if self.confirm_with_ledger:
+            raise ValueError("stale reports are for the placements-only mode; with "
+                             "confirm_with_ledger rounds carry their stale decisions")
+        self.reporting_stale = True
+        self._ledger_floor = max(ledger_floor, 0)
+        self._ledger = LedgerRounds(only_stale=True, floor=self._ledger_floor)
+
+    def add_ledger(self, record, offset: int = -1) -> None:
+        """Feeds one LedgerRecord read from the ledger topic at `offset` (-1:
+        not known), in offset order from the topic's beginning (ledger mode or
+        report_stale)."""
+        if self._ledger is None:
+            return
+        self._ledger.add(record, offset)
+        if offset >= 0:
+            self._ledger_position = max(self._ledger_position, offset + 1)
+        if self.confirm_with_ledger:
+            if self.last_round_id:  # history: never delivered
+                self._ledger.forget_through(self.last_round_id)
+        else:
+            self._settle_stale()
+
+    def _delivered_here(self, round_id: int, graph_epoch: int) -> bool:
+        hit = self._delivered_rounds.get(round_id)
+        return hit is not None and hit[0] == graph_epoch
+
+    def _settle_stale(self) -> None:
+        # Kept: RoundApplied records that reject a decision, above the floor
+        # and not fenced. A round above the last delivered one waits (its
+        # answer may still complete: the topics are read in no set order).
+        if not self._first_round_id:
+            return
+        for (round_id, graph_epoch), (_, offset, applied) in sorted(self._ledger.rounds.items()):
+            if round_id > self.last_round_id:
+                break
+            self._ledger.erase(round_id, graph_epoch)
+            # Below the first round delivered here: an earlier subscriber of
+            # the group may have delivered it (at least once). Otherwise only
+            # a round delivered here; one skipped (fenced, dropped) was not
+            # acted on.
+            if round_id >= self._first_round_id and not self._delivered_here(round_id,
+                                                                              graph_epoch):
+                continue
+            stale = [(d.decision, d.stale_reason) for d in applied.decisions if not d.applied]
+            self._stale_reports.append((StaleReport(round_id, graph_epoch, stale), offset))
+
+    def next_stale_report(self) -> Optional[StaleReport]:
+        """report_stale: the next report, after the commit of its round (or,
+        once this instance delivered a round, at once for a round below the
+        first it delivered: an earlier subscriber of the group may have
+        delivered it). It stays pending until commit_stale_report()."""
+        return self._stale_reports[0][0] if self._stale_reports else None
+
+    def commit_stale_report(self) -> None:
+        if self._stale_reports:
+            report, _ = self._stale_reports.pop(0)
+            self.stats.stale_reports += 1
+            self.stats.stale_decisions += len(report.stale)
+
+    def ledger_commit_offset(self) -> Optional[int]:
+        """report_stale: how far the group's ledger offset may be committed
+        (every RoundApplied below it reported or settled); None before any
+        record with an offset was read."""
+        if not self.reporting_stale or self._ledger_position < 0:
+            return None
+        offset = self._ledger_position
+        for _, at, _ in self._ledger.rounds.values():
+            if at >= 0:
+                offset = min(offset, at)
+        for _, at in self._stale_reports:
+            if at >= 0:
+                offset = min(offset, at)
+        return max(offset, self._ledger_floor)
 
     def _on_resync(self, epoch: int) -> None:
         self.stats.resync_requests += 1
@@ -236,7 +335,7 @@ class RoundAssembler:
             decisions = [d for p in sorted(answer.decisions)
                          for _, d in answer.decisions[p].values()]
             summary = answer.markers[0] if 0 in answer.markers else next(iter(answer.markers.values()))
-            if self._ledger is not None:
+            if self.confirm_with_ledger:
                 applied = self._ledger.find(round_id, graph_epoch)
                 if applied is None:
                     continue  # not (yet) applied by the graph manager
@@ -277,9 +376,9 @@ class RoundAssembler:
         keys += [d.idempotency_key for d, _ in round_.stale]
         for k in keys:
             self._delivered[k] = round_.round_id
-        self._delivered_rounds[round_.round_id] = keys
+        self._delivered_rounds[round_.round_id] = (round_.graph_epoch, keys)
         while len(self._delivered_rounds) > self.remember_rounds:
-            _, old = self._delivered_rounds.popitem(last=False)
+            _, (_, old) = self._delivered_rounds.popitem(last=False)
             for k in old:
                 self._delivered.pop(k, None)
         self.stats.rounds_delivered += 1
@@ -293,8 +392,12 @@ class RoundAssembler:
             self.stats.dropped_answers += 1
         self._ready = [a for a in self._ready if a.key[0] > round_.round_id]
         self._fenced_answers = {k for k in self._fenced_answers if k[0] > round_.round_id}
-        if self._ledger is not None:
+        if not self._first_round_id:
+            self._first_round_id = round_.round_id
+        if self.confirm_with_ledger:
             self._ledger.forget_through(round_.round_id)
+        elif self.reporting_stale:
+            self._settle_stale()
 
     def held_offsets(self) -> dict[int, int]:
         """partition -> the lowest offset a pending answer still needs."""
@@ -317,17 +420,23 @@ class LedgerRounds:
     together again, the first record of each seq is kept, and an EpochClaim
     of epoch E at seq N supersedes every record of an older epoch at seq >= N,
     whenever it arrives. Must read the ledger from its beginning (the claims
-    that fence are anywhere in it)."""
+    that fence are anywhere in it). Keeps one seq -> epoch entry per record
+    (for fencing) and the RoundApplied steps until forgotten; with
+    `only_stale`, only those that reject a decision. Records completing below
+    the ledger offset `floor` count for fencing, their rounds are not kept."""
 
-    def __init__(self):
+    def __init__(self, only_stale: bool = False, floor: int = -1):
+        self.only_stale = only_stale
+        self.floor = floor
         self._claims: dict[int, int] = {}  # epoch -> seq of its claim
         self._seqs: dict[int, int] = {}  # seq -> epoch of the record kept
-        self._rounds: dict[tuple, tuple] = {}  # (round, graph_epoch) -> (seq, epoch, RoundApplied)
+        # (round, graph_epoch) -> (seq, ledger offset where it completed, RoundApplied)
+        self.rounds: dict[tuple, tuple] = {}
         self._partial: dict[tuple, dict] = {}
         self._assembled: set[tuple] = set()
         self.ignored = 0
 
-    def add(self, record) -> None:
+    def add(self, record, offset: int = -1) -> None:
         if record.part_count > 1:
             record = self._assemble(record)
             if record is None:
@@ -339,20 +448,24 @@ class LedgerRounds:
         if record.HasField("claim"):
             old = self._claims.get(epoch)
             self._claims[epoch] = seq if old is None else min(old, seq)
-            for key, (s, e, _) in list(self._rounds.items()):
-                if e < epoch and s >= seq:
-                    del self._rounds[key]
-                    self.ignored += 1
-            for s in [s for s, e in self._seqs.items() if e < epoch and s >= seq]:
+            superseded = {s for s, e in self._seqs.items() if e < epoch and s >= seq}
+            for key in [k for k, (s, _, _) in self.rounds.items() if s in superseded]:
+                del self.rounds[key]
+            for s in superseded:
                 del self._seqs[s]
+                self.ignored += 1
         if seq in self._seqs:
             self.ignored += 1  # re-published duplicate, or a fenced competitor
             return
         self._seqs[seq] = epoch
+        if 0 <= offset < self.floor:
+            return
         for step in record.steps:
             if step.WhichOneof("step") == "round":
                 r = step.round
-                self._rounds[(r.round_id, r.graph_epoch)] = (seq, epoch, r)
+                if self.only_stale and all(d.applied for d in r.decisions):
+                    continue
+                self.rounds[(r.round_id, r.graph_epoch)] = (seq, offset, r)
 
     def _assemble(self, record):
         if record.part >= record.part_count:
@@ -379,9 +492,12 @@ class LedgerRounds:
         return whole
 
     def find(self, round_id: int, graph_epoch: int):
-        hit = self._rounds.get((round_id, graph_epoch))
+        hit = self.rounds.get((round_id, graph_epoch))
         return hit[2] if hit else None
 
+    def erase(self, round_id: int, graph_epoch: int) -> None:
+        self.rounds.pop((round_id, graph_epoch), None)
+
     def forget_through(self, round_id: int) -> None:
-        for key in [k for k in self._rounds if k[0] <= round_id]:
-            del self._rounds[key]
+        for key in [k for k in self.rounds if k[0] <= round_id]:
+            del self.rounds[key]

@@ -23,7 +23,12 @@ What it does (the rules are in assembler.py):
   poll (or, after a restart, by the next subscriber of the group);
 - with `confirm_with_ledger=True` also reads the ledger topic (from its
   beginning, every start) and delivers a round only after the graph manager
-  applied it, without the decisions it rejected as stale (in `round.stale`).
+  applied it, without the decisions it rejected as stale (in `round.stale`);
+- with `on_stale=callable` (placements-only mode; not with
+  confirm_with_ledger) rounds are still delivered at once, the ledger is read
+  as in that mode, and `on_stale(report)` (a StaleReport) is called for each
+  round the graph manager applied with rejected decisions, after that
+  round's `on_round` (README.md, "Stale reports").
 
 Delivery is exactly once per group while the subscriber runs and across
 clean restarts (close()); a crash between `on_round` returning and the
@@ -40,20 +45,29 @@ from confluent_kafka import (OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError,
                              KafkaException, TopicPartition)
 from google.protobuf.message import DecodeError
 
-from .assembler import Round, RoundAssembler
+from .assembler import Round, RoundAssembler, StaleReport
 from .protos import ledger_pb2, placements_pb2
 
 
 class PlacementSubscriber:
     def __init__(self, brokers: str, group: str, on_round: Callable[[Round], None], *,
                  topic_prefix: str = "flowsched.", start: str = "earliest",
-                 confirm_with_ledger: bool = False, legacy_broker: bool = False,
+                 confirm_with_ledger: bool = False,
+                 on_stale: Optional[Callable[[StaleReport], None]] = None,
+                 legacy_broker: bool = False,
                  kafka: Mapping[str, str] | None = None, metadata_timeout: float = 10.0):
         if start not in ("earliest", "latest"):
             raise ValueError("start must be 'earliest' or 'latest'")
+        if on_stale is not None and confirm_with_ledger:
+            raise ValueError("on_stale is for the placements-only mode: with "
+                             "confirm_with_ledger every round already comes with its "
+                             "stale decisions (round.stale)")
         self.topic = topic_prefix + "placements"
         self.ledger_topic = topic_prefix + "ledger"
         self.on_round = on_round
+        self.on_stale = on_stale
+        self._read_ledger = confirm_with_ledger or on_stale is not None
+        self._ledger_committed = -1  # on_stale: the group's ledger offset
         conf = {
             "bootstrap.servers": brokers,
             "group.id": group,
@@ -76,9 +90,25 @@ class PlacementSubscriber:
                     f"topic {self.topic} not found: {getattr(topic_md, 'error', None)}")
             self.partitions = sorted(topic_md.partitions)
             self.assembler = RoundAssembler(len(self.partitions), confirm_with_ledger)
-            committed = self._consumer.committed(
-                [TopicPartition(self.topic, p) for p in self.partitions],
-                timeout=metadata_timeout)
+            wanted = [TopicPartition(self.topic, p) for p in self.partitions]
+            if on_stale is not None:  # how far an earlier subscriber reported
+                wanted.append(TopicPartition(self.ledger_topic, 0))
+            committed = self._consumer.committed(wanted, timeout=metadata_timeout)
+            if on_stale is not None:
+                ledger_tp = committed.pop()
+                if ledger_tp.error is not None:
+                    raise KafkaException(ledger_tp.error)
+                group_known = any(tp.offset >= 0 for tp in committed)
+                floor = 0  # a new group reading from the beginning: all
+                if ledger_tp.offset >= 0:
+                    floor = self._ledger_committed = ledger_tp.offset
+                elif not group_known and start == "latest":
+                    # A new group acting on rounds from now on: older rounds
+                    # are not its to report.
+                    _, floor = self._consumer.get_watermark_offsets(
+                        TopicPartition(self.ledger_topic, 0), timeout=metadata_timeout)
+                # else: a group that never reported: at least once, from the start
+                self.assembler.report_stale(floor)
             # partition -> next offset to read, once known
             self._position: dict[int, int] = {}
             # partition -> offset committed by this instance (or found committed)
@@ -95,7 +125,7 @@ class PlacementSubscriber:
                     assignment.append(TopicPartition(
                         self.topic, tp.partition,
                         OFFSET_BEGINNING if start == "earliest" else OFFSET_END))
-            if confirm_with_ledger:
+            if self._read_ledger:
                 assignment.append(TopicPartition(self.ledger_topic, 0, OFFSET_BEGINNING))
             self._consumer.assign(assignment)
         except Exception:
@@ -125,7 +155,7 @@ class PlacementSubscriber:
                     record.ParseFromString(msg.value())
                 except DecodeError:
                     continue
-                self.assembler.add_ledger(record)
+                self.assembler.add_ledger(record, msg.offset())
                 continue
             record = placements_pb2.PlacementRecord()
             try:
@@ -139,6 +169,13 @@ class PlacementSubscriber:
     def _deliver(self) -> int:
         delivered = 0
         while True:
+            # Reports first: each is for a round already delivered.
+            report = self.assembler.next_stale_report()
+            if report is not None:
+                self.on_stale(report)  # raises: offered again, ledger offset held
+                self.assembler.commit_stale_report()
+                self.commit()
+                continue
             round_ = self.assembler.next_round()
             if round_ is None:
                 break
@@ -150,17 +187,25 @@ class PlacementSubscriber:
 
     def commit(self) -> None:
         """Commits, per partition, the position read so far, but never past a
-        record that a round not yet delivered still needs."""
+        record that a round not yet delivered still needs; with on_stale also
+        the ledger offset below which every RoundApplied was reported (or was
+        not this group's to report)."""
         held = self.assembler.held_offsets()
         offsets = []
         for p, position in self._position.items():
             offset = min(position, held.get(p, position))
             if self._committed.get(p) != offset:
                 offsets.append(TopicPartition(self.topic, p, offset))
+        ledger = self.assembler.ledger_commit_offset()
+        if ledger is not None and ledger != self._ledger_committed:
+            offsets.append(TopicPartition(self.ledger_topic, 0, ledger))
         if offsets:
             self._consumer.commit(offsets=offsets, asynchronous=False)
             for tp in offsets:
-                self._committed[tp.partition] = tp.offset
+                if tp.topic == self.topic:
+                    self._committed[tp.partition] = tp.offset
+            if ledger is not None:
+                self._ledger_committed = ledger
 
     def run(self, stop: Callable[[], bool] = lambda: False,
             timeout: Optional[float] = None, poll_timeout: float = 0.5) -> int:

@@ -1,10 +1,12 @@
-"""Unit tests of the consumer contract (RoundAssembler, LedgerRounds) and of
-the publisher's local validation: synthetic records, no broker."""
+"""Unit tests of the consumer contract (RoundAssembler, LedgerRounds, stale
+reports) and of the publisher's local validation: synthetic records, no
+broker."""
 
 import unittest
 
-from flowsched_client import (InvalidEventError, LedgerRounds, RoundAssembler, event_key,
-                              events_pb2, ledger_pb2, placements_pb2, validate_event)
+from flowsched_client import (InvalidEventError, LedgerRounds, PlacementSubscriber,
+                              RoundAssembler, event_key, events_pb2, ledger_pb2,
+                              placements_pb2, validate_event)
 from flowsched_client.publisher import EventPublisher
 
 P = 2  # partitions
@@ -232,6 +234,114 @@ class LedgerModeTest(unittest.TestCase):
             ledger.add(ledger_pb2.LedgerRecord(seq=3, epoch=G, part=i, part_count=2,
                                                part_bytes=part))
             self.assertEqual(ledger.find(5, G) is not None, i == 1)
+
+
+class StaleReportTest(unittest.TestCase):
+    """Placements-only mode with report_stale: rounds at once, then reports."""
+
+    def assembler(self, floor=0):
+        a = RoundAssembler(P)
+        a.report_stale(floor)
+        return a, Feed(a)
+
+    def deliver(self, a, feed, round_id):
+        for p, rec in round_records(round_id):
+            feed(p, rec)
+        (r,) = deliver_all(a)
+        self.assertEqual(r.round_id, round_id)
+        self.assertEqual(len(r.decisions), 3)  # at once, stale ones included
+        self.assertFalse(r.confirmed_by_ledger)
+
+    def test_stale_decision_reported_after_its_round_was_delivered(self):
+        a, feed = self.assembler()
+        a.add_ledger(claim(1, G), 0)
+        self.deliver(a, feed, 5)
+        self.assertIsNone(a.next_stale_report())
+        self.assertEqual(a.ledger_commit_offset(), 1)
+        a.add_ledger(ledger_round(2, G, 5, stale_tasks=(3,)), 1)
+        report = a.next_stale_report()
+        self.assertEqual((report.round_id, report.graph_epoch), (5, G))
+        self.assertEqual([(d.task_id, d.idempotency_key, why) for d, why in report.stale],
+                         [(3, "r5/t3", "task finished")])
+        # Not committed: offered again, and the ledger offset held below it.
+        self.assertIs(a.next_stale_report(), report)
+        self.assertEqual(a.ledger_commit_offset(), 1)
+        a.commit_stale_report()
+        self.assertIsNone(a.next_stale_report())
+        self.assertEqual(a.ledger_commit_offset(), 2)
+        self.assertEqual((a.stats.stale_reports, a.stats.stale_decisions), (1, 1))
+
+    def test_no_report_when_nothing_is_stale(self):
+        a, feed = self.assembler()
+        self.deliver(a, feed, 5)
+        a.add_ledger(ledger_round(1, G, 5), 0)
+        self.deliver(a, feed, 6)
+        a.add_ledger(ledger_round(2, G, 6), 1)
+        self.assertIsNone(a.next_stale_report())
+        self.assertEqual(a.ledger_commit_offset(), 2)
+        self.assertEqual(a.stats.stale_reports, 0)
+
+    def test_round_applied_before_the_answer_completes_waits_for_delivery(self):
+        a, feed = self.assembler()
+        a.add_ledger(ledger_round(1, G, 5, stale_tasks=(1, 2)), 0)  # ledger read ahead
+        self.assertIsNone(a.next_stale_report())
+        self.assertEqual(a.ledger_commit_offset(), 0)  # held for the round
+        records = round_records(5)
+        for p, rec in records[:-1]:
+            feed(p, rec)
+        self.assertIsNone(a.next_stale_report())
+        feed(*records[-1])
+        r = a.next_round()
+        self.assertEqual(len(r.decisions), 3)
+        self.assertIsNone(a.next_stale_report())  # not before the commit
+        a.commit(r)
+        report = a.next_stale_report()
+        self.assertEqual(sorted(d.task_id for d, _ in report.stale), [1, 2])
+
+    def test_fenced_ledger_records_report_nothing(self):
+        a, feed = self.assembler()
+        a.add_ledger(claim(1, G), 0)
+        a.add_ledger(claim(2, G + 1), 1)
+        self.deliver(a, feed, 5)
+        # A zombie of epoch G writing after epoch G+1 claimed seq 2.
+        a.add_ledger(ledger_round(3, G, 5, stale_tasks=(1,)), 2)
+        self.assertIsNone(a.next_stale_report())
+        # Retroactively: epoch G+1's record of round 6, kept while the round
+        # is not delivered, then superseded by epoch G+2's claim at its seq.
+        a.add_ledger(ledger_round(4, G + 1, 6, stale_tasks=(1,), graph=G + 1), 3)
+        self.assertEqual(a.ledger_commit_offset(), 3)
+        a.add_ledger(claim(4, G + 2), 4)
+        self.assertEqual(a.ledger_commit_offset(), 5)
+        for p, rec in round_records(6, graph=G + 1):
+            feed(p, rec)
+        self.assertEqual([r.round_id for r in deliver_all(a)], [6])
+        self.assertIsNone(a.next_stale_report())
+        self.assertEqual(a.stats.stale_reports, 0)
+
+    def test_across_a_restart_from_the_groups_ledger_offset(self):
+        a, feed = self.assembler(floor=5)  # an earlier subscriber committed 5
+        a.add_ledger(ledger_round(1, G, 1, stale_tasks=(1,)), 2)  # reported before
+        # Round 3 delivered by the earlier subscriber, which stopped before
+        # reporting; round 5 never delivered by the group (fenced).
+        a.add_ledger(ledger_round(2, G, 3, stale_tasks=(1,)), 6)
+        a.add_ledger(ledger_round(3, G, 5, stale_tasks=(1,)), 7)
+        self.assertEqual(a.ledger_commit_offset(), 6)
+        self.assertIsNone(a.next_stale_report())  # nothing delivered yet
+        self.deliver(a, feed, 4)  # the first round this subscriber delivers
+        self.assertEqual(a.next_stale_report().round_id, 3)  # at least once
+        a.commit_stale_report()
+        self.assertIsNone(a.next_stale_report())  # 5 still pending
+        self.assertEqual(a.ledger_commit_offset(), 7)
+        self.deliver(a, feed, 6)  # round 5 skipped here: not this group's
+        self.assertIsNone(a.next_stale_report())
+        self.assertEqual(a.ledger_commit_offset(), 8)
+
+    def test_refused_with_ledger_confirmation(self):
+        with self.assertRaisesRegex(ValueError, "confirm_with_ledger"):
+            RoundAssembler(P, confirm_with_ledger=True).report_stale(0)
+        with self.assertRaisesRegex(ValueError, "on_stale"):  # before connecting
+            PlacementSubscriber("127.0.0.1:1", group="g", on_round=lambda r: None,
+                                confirm_with_ledger=True, on_stale=lambda s: None)
 
 
 class PublisherValidationTest(unittest.TestCase):
