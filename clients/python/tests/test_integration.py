@@ -17,6 +17,10 @@ CLI) and checks from the consumer's side, with PlacementSubscriber:
 - what the placements-only subscriber acted on equals what the graph manager
   applied according to the ledger (a ledger-confirmed subscriber).
 
+StaleReportIntegrationTest: with `on_stale`, decisions that really went stale
+(solver paused, machines removed meanwhile) are reported after their round's
+delivery, the same ones a ledger-confirmed subscriber gets in round.stale.
+
 Gang checks (issue #32) live in GangTest: gangs of whole and fractional GPUs
 are placed whole or not at all, with the marker on every decision.
 
@@ -35,6 +39,7 @@ embedded one, and every client uses `legacy_broker=True`. Every wait is bounded;
 from __future__ import annotations
 
 import collections
+import json
 import os
 import shutil
 import signal
@@ -408,6 +413,115 @@ class PlacementContractTest(unittest.TestCase):
             [FLOWSCHED, "status", "--data-dir", str(self.deployment.dir), "--json"],
             capture_output=True, text=True, timeout=WAIT_S)
         self.assertIn('"tasks_waiting":"0"', status.stdout.replace(" ", ""), status.stdout)
+
+
+class StaleReportIntegrationTest(unittest.TestCase):
+    """on_stale against the real services, with a decision that really goes
+    stale: the solver worker is paused (SIGSTOP) while a round placing a job
+    is in flight, both machines are removed, and the worker resumes; its
+    answer places tasks on machines that are gone, which the graph manager
+    rejects. A placements-only subscriber with on_stale gets the round at
+    once and, after it, a report of exactly those decisions (the ones a
+    ledger-confirmed subscriber gets in round.stale)."""
+
+    def status(self, deployment: Deployment) -> dict:
+        try:
+            return json.loads((deployment.dir / "status.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def wait_status(self, deployment: Deployment, done, what: str, timeout: float = 10):
+        deadline = time.monotonic() + timeout
+        while True:
+            s = self.status(deployment)
+            if s and done(s):
+                return s
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}; status {s}\n"
+                                     + deployment.logs())
+            time.sleep(0.05)
+
+    def test_stale_decisions_reported_after_delivery(self):
+        deployment = Deployment("cpu-memory")
+        self.addCleanup(deployment.stop)
+        deployment.start()
+        pub = EventPublisher(deployment.brokers, source="pyclient-stale-test",
+                             legacy_broker=LEGACY)
+        self.addCleanup(pub.close)
+        for m in (1, 2):
+            pub.add_machine(m, rack="r1", task_slots=4, cpu_millis=8000, memory_bytes=16 * GIB)
+        pub.flush(WAIT_S)
+        s = self.wait_status(deployment, lambda s: int(s["machines"]) == 2
+                             and int(s["rounds_completed"]) > 0 and not s["round_in_flight"],
+                             "the machines applied and rounds settled")
+        published = int(s["rounds_published"])
+        # "<pid> <start time>"
+        worker = int((deployment.dir / "pids" / "solver-worker.pid").read_text().split()[0])
+        os.kill(worker, signal.SIGSTOP)
+
+        def resume():  # also if a wait fails
+            try:
+                os.kill(worker, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        self.addCleanup(resume)
+        pub.submit_job(1, [dict(task_id=t, cpu_millis=1000, memory_bytes=GIB)
+                           for t in range(1, 5)], name="goes-stale")
+        pub.flush(WAIT_S)
+        self.wait_status(deployment, lambda s: int(s["tasks"]) == 4 and s["round_in_flight"]
+                         and int(s["rounds_published"]) > published,
+                         "a round with the job in flight")
+        for m in (1, 2):
+            pub.remove_machine(m)
+        pub.flush(WAIT_S)
+        s = self.wait_status(deployment, lambda s: int(s["machines"]) == 0,
+                             "the machines removed while the solver is paused")
+        self.assertTrue(s["round_in_flight"])
+        os.kill(worker, signal.SIGCONT)
+        s = self.wait_status(deployment, lambda s: int(s["decisions_stale"]) > 0,
+                             "the paused round's decisions rejected")
+        stale_count = int(s["decisions_stale"])
+
+        delivered, delivered_rounds, reported, reports = set(), set(), set(), []
+
+        def on_round(r):
+            delivered_rounds.add(r.round_id)
+            self.assertEqual(r.stale, [])
+            delivered.update(d.idempotency_key for d in r.decisions)
+
+        def on_stale(report):
+            reports.append(report.round_id)
+            self.assertIn(report.round_id, delivered_rounds, "reported before delivery")
+            self.assertTrue(report.stale)
+            for d, reason in report.stale:
+                self.assertIn(d.idempotency_key, delivered)
+                self.assertNotIn(d.idempotency_key, reported)
+                self.assertTrue(reason)
+                reported.add(d.idempotency_key)
+
+        with PlacementSubscriber(deployment.brokers, "py-stale", on_round, on_stale=on_stale,
+                                 legacy_broker=LEGACY) as sub:
+            sub.run(stop=lambda: len(reported) == stale_count, timeout=15)
+            self.assertEqual(sub.stats.stale_reports, 1)
+        self.assertEqual(len(reported), 4)  # every task placed on a machine gone
+        self.assertEqual(stale_count, 4)
+        self.assertEqual(len(reports), 1)  # one round went stale
+
+        confirmed_stale = set()
+
+        def on_confirmed(r):
+            confirmed_stale.update(d.idempotency_key for d, _ in r.stale)
+
+        with PlacementSubscriber(deployment.brokers, "py-stale-ledger", on_confirmed,
+                                 confirm_with_ledger=True, legacy_broker=LEGACY) as sub:
+            sub.run(stop=lambda: confirmed_stale == reported, timeout=15)
+        self.assertEqual(confirmed_stale, reported)
+
+        again = []  # the same group: the report was committed, not made again
+        with PlacementSubscriber(deployment.brokers, "py-stale", lambda r: None,
+                                 on_stale=again.append, legacy_broker=LEGACY) as sub:
+            sub.run(timeout=2)
+        self.assertEqual(again, [])
 
 
 class GpuDeviceTest(unittest.TestCase):
