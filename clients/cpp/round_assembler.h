@@ -14,7 +14,7 @@
 // Commit(round) once the caller acted; HeldOffsets() tells how far offsets
 // may be committed. With confirm_with_ledger, also fed the ledger topic
 // from its beginning (AddLedger: slices put together and seqs fenced by the
-// graph manager's own LedgerAssembler and LedgerHistory), a complete answer
+// graph manager's own LedgerAssembler and LedgerFence), a complete answer
 // is returned only once its RoundApplied is known: the applied decisions
 // (the graph manager's copies) in `decisions`, the rejected ones with their
 // reason in `stale`. With report_stale (placements-only mode; see
