@@ -23,7 +23,17 @@ function(flowsched_cc_library)
   add_library(flowsched_${ARG_NAME} STATIC ${ARG_SRCS})
   add_library(flowsched::${ARG_NAME} ALIAS flowsched_${ARG_NAME})
   flowsched_target_options(flowsched_${ARG_NAME})
+  flowsched_clang_tidy(flowsched_${ARG_NAME})
   target_link_libraries(flowsched_${ARG_NAME} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# With FLOWSCHED_CLANG_TIDY, clang-tidy checks the target's sources as they
+# compile (a unity batch at a time), its findings errors (.clang-tidy).
+function(flowsched_clang_tidy target)
+  if(FLOWSCHED_CLANG_TIDY)
+    set_target_properties(${target} PROPERTIES CXX_CLANG_TIDY
+                          "${FLOWSCHED_CLANG_TIDY_EXE}")
+  endif()
 endfunction()
 
 function(flowsched_cc_test)
@@ -33,6 +43,7 @@ function(flowsched_cc_test)
   endif()
   add_executable(${ARG_NAME} ${ARG_SRCS})
   flowsched_target_options(${ARG_NAME})
+  flowsched_clang_tidy(${ARG_NAME})
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)
   # A test's own sources at -O1 in Release: the code under test is the
   # libraries', built at -O3; optimising gtest's expansions further costs

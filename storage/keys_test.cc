@@ -52,8 +52,8 @@ TEST(KeysTest, ArcKeyRoundTrip) {
 TEST(KeysTest, OffsetKeyRoundTrip) {
   for (int32_t partition : {0, 1, 7, 1000, std::numeric_limits<int32_t>::max(),
                             -1, std::numeric_limits<int32_t>::min()}) {
-    for (std::string topic : {std::string("flowsched.events"), std::string(),
-                              std::string("a\0b", 3)}) {
+    for (const std::string& topic : {std::string("flowsched.events"),
+                                     std::string(), std::string("a\0b", 3)}) {
       auto decoded = DecodeOffsetKey(OffsetKey(topic, partition));
       ASSERT_THAT(decoded, IsOk());
       EXPECT_EQ(decoded->topic, topic);

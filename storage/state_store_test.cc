@@ -443,7 +443,9 @@ TEST_F(StateStoreTest, ConcurrentCommitsAndReads) {
     threads.emplace_back([&store, t] {
       for (int i = 0; i < kBatches; ++i) {
         StateBatch batch;
-        batch.Put(JobKey(static_cast<uint64_t>(t * kBatches + i)), "j");
+        batch.Put(JobKey(static_cast<uint64_t>(t) * kBatches +
+                         static_cast<uint64_t>(i)),
+                  "j");
         batch.SetOffset(kTopic, t, i + 1);
         EXPECT_THAT(store->Commit(std::move(batch)), IsOk());
         EXPECT_THAT(store->LoadOffsets(kTopic), IsOk());

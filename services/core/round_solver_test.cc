@@ -28,7 +28,8 @@ class RoundSolverLoopTest
     : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
 
 TEST_P(RoundSolverLoopTest, PlacesWhatFitsAndThenStaysPut) {
-  const auto& [algorithm, deterministic] = GetParam();
+  const std::string& algorithm = std::get<0>(GetParam());
+  const bool deterministic = std::get<1>(GetParam());  // captured below
   cluster::ClusterState state;
   cluster::ChangeSet changes;
   BuildSmallCluster(3, 2, 8, state, changes);  // 6 slots, 8 tasks
