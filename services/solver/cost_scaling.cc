@@ -263,7 +263,8 @@ int64_t CostScalingWorkspace::WarmEpsilon() {
     return cold;
   }
   // Floor: alpha * S, so the first phase runs at S (one original cost
-  // unit) or above. Measured on scheduling networks (README): starting
+  // unit) or above. Measured on scheduling networks
+  // (docs/2026-11-27-solver-measurements.md, "CostScaling"): starting
   // below that, e.g. at 1 when only supplies changed, is slower than a
   // cold start, because equal-cost alternatives at hubs (the cluster
   // aggregator has thousands of zero-reduced-cost reverse arcs) are then

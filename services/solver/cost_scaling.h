@@ -21,7 +21,8 @@ namespace flowsched::solver {
 struct CostScalingOptions {
   // Epsilon is divided by alpha after every phase. Larger values mean fewer
   // but longer phases; Firmament found 9 good for Quincy networks, and our
-  // measurements on scheduling networks (README) favour 16.
+  // measurements on scheduling networks favour 16
+  // (docs/2026-11-27-solver-measurements.md, "CostScaling").
   int64_t alpha = 16;
   // A global price update runs after every global_update_frequency *
   // node_count relabels within a phase (and once at the start of a phase

@@ -9,10 +9,11 @@
 // the incremental solver's primal-dual (ScratchIncremental) takes over its
 // core: on the Quincy policy's own networks, a whole population waiting at
 // once, relaxation does not finish in minutes while the primal-dual is 8x
-// faster than cost scaling (services/solver/README.md). A network whose
-// sources have few arcs each (relaxation_min_source_degree) is where
-// relaxation stalls, so there the primal-dual races cost scaling from the
-// start. The solution names the winner in `algorithm`.
+// faster than cost scaling (docs/2026-11-27-solver-measurements.md, "The
+// primal-dual from scratch"). A network whose sources have few arcs each
+// (relaxation_min_source_degree) is where relaxation stalls, so there the
+// primal-dual races cost scaling from the start. The solution names the
+// winner in `algorithm`.
 //
 // Not deterministic in which optimum it returns (the winner depends on
 // timing): deterministic rounds use a single algorithm instead.

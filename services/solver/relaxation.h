@@ -38,8 +38,8 @@ struct RelaxationOptions {
   // A solve that runs out of cpu_budget_ns with at most this fraction of
   // its initial positive surplus left gets the budget once more: a win
   // ends with a short tail of units, a loss keeps most of its surplus.
-  // 0 never extends. Measurements: services/solver/README.md, "In the
-  // portfolio".
+  // 0 never extends. Measurements: docs/2026-11-27-solver-measurements.md,
+  // "In the portfolio".
   double extend_below_surplus_fraction = 0.01;
   // CPU time of a progress window, or 0 for none. From the end of the
   // second window on, a solve that removed less than a fifth of its

@@ -8,7 +8,8 @@
 // scheduling policies' own networks this beats cost scaling by far: a
 // Quincy time-0 population has one sink and 146,250 tasks at their own
 // distances from it, which one backward search prices at once (the
-// simulator's 12,500-machine warm-up: 7 searches; see README.md).
+// simulator's 12,500-machine warm-up: 7 searches; measurements in
+// docs/2026-11-27-solver-measurements.md, "The primal-dual from scratch").
 //
 // Deterministic. OutOfRange also when node_count * max|cost| exceeds 2^59,
 // the repair's potential bound (4x tighter than the interface's 2^61, so
