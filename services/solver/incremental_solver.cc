@@ -33,10 +33,10 @@ constexpr int64_t kPotentialLimit = int64_t{1} << 60;
 constexpr int64_t kMaxIncrementalExcess = int64_t{1} << 62;
 // SearchSide::kAuto grows a Dijkstra backwards once the excess nodes
 // outnumber the deficit nodes this many times, or their residual arcs the
-// deficits' arcs. Measured on the 12,500-machine Quincy simulation at 1x:
-// 2, 4 and 16 all halve the placement latency of job arrivals against
-// forward only; 4 was best (docs/2026-11-27-solver-measurements.md,
-// IncrementalSolver step 5, "Search side").
+// deficits' arcs. Chosen on the 12,500-machine Quincy simulation at 1x,
+// where growing backwards cut the placement latency of job arrivals (the
+// figures for each ratio were not kept; docs/2026-11-27-solver-measurements.md,
+// IncrementalSolver step 5, "Search side", has the mechanism).
 constexpr size_t kBackwardRatio = 4;
 // RebalanceLeaf sorts a node's arcs; tasks have a handful (Quincy: X, U_j,
 // up to ten preferences, the running arc). Larger nodes are aggregators

@@ -16,8 +16,10 @@ class McmfSolver {
 
   // Returns an OK status with outcome kOptimal (flow, potentials and
   // total_cost filled in) or kInfeasible (no feasible flow exists). A non-OK
-  // status means the problem itself was rejected (InvalidArgument) or its
-  // numbers cannot be represented (OutOfRange); it never means "infeasible".
+  // status means the problem itself was rejected (InvalidArgument), its
+  // numbers cannot be represented (OutOfRange), a stop flag ended the solve
+  // (Cancelled), or a time budget did (DeadlineExceeded: relaxation); it
+  // never means "infeasible".
   virtual absl::StatusOr<McmfSolution> Solve(const McmfProblem& problem) = 0;
 
   // Short stable name, also written to McmfSolution::algorithm.

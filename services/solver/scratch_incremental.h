@@ -7,9 +7,9 @@
 // by a maximum flow over the zero-reduced-cost arcs it settled. On the
 // scheduling policies' own networks this beats cost scaling by far: a
 // Quincy time-0 population has one sink and 146,250 tasks at their own
-// distances from it, which one backward search prices at once (the
-// simulator's 12,500-machine warm-up: 7 searches; measurements in
-// docs/2026-11-27-solver-measurements.md, "The primal-dual from scratch").
+// distances from it, which one backward search prices at once
+// (measurements in docs/2026-11-27-solver-measurements.md, "The
+// primal-dual from scratch").
 //
 // Deterministic. OutOfRange also when node_count * max|cost| exceeds 2^59,
 // the repair's potential bound (4x tighter than the interface's 2^61, so
@@ -33,8 +33,8 @@ class ScratchIncremental final : public McmfSolver {
   absl::StatusOr<McmfSolution> Solve(const McmfProblem& problem) override;
   std::string_view name() const override { return "incremental"; }
 
-  // A portfolio race's stop flag: checked between Dijkstra phases, and a
-  // stopped solve returns Cancelled.
+  // A portfolio race's stop flag: checked between phases and every few
+  // thousand nodes or arcs inside them; a stopped solve returns Cancelled.
   void set_stop_flag(const std::atomic<bool>* stop) { stop_ = stop; }
 
  private:

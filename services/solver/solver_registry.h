@@ -12,9 +12,11 @@
 
 namespace flowsched::solver {
 
-// Every algorithm MakeSolver knows: "portfolio" (relaxation and cost
-// scaling raced, first wins), "cost_scaling" (Goldberg), "relaxation"
-// (RELAX-IV), "ssp" (successive shortest path).
+// Every algorithm MakeSolver knows: "portfolio" (cost scaling raced
+// against relaxation or the primal-dual, first wins), "cost_scaling"
+// (Goldberg), "relaxation" (RELAX-IV), "incremental" (the incremental
+// solver's primal-dual from zero flow, ScratchIncremental), "ssp"
+// (successive shortest path).
 std::vector<std::string> SolverNames();
 
 // The one-shot default: the portfolio, since neither relaxation (fast in
