@@ -10,6 +10,7 @@
 
 #include "clients/cpp/event_publisher.h"
 #include "gtest/gtest.h"
+#include "tests/integration/client_events.h"
 #include "tests/integration/pipeline_fixture.h"
 
 namespace flowsched::testing {
@@ -35,22 +36,8 @@ TEST_F(AgentTest, RunsCommandPerPlacementAndReportsTaskFinished) {
   kafka.legacy_broker = OnKafka09();
   auto publisher = client::EventPublisher::Create(kafka);
   ASSERT_TRUE(publisher.ok()) << publisher.status();
-  v1::ClusterEvent machine;
-  machine.mutable_machine_added()->set_machine_id(1);
-  machine.mutable_machine_added()->set_task_slots(4);
-  machine.mutable_machine_added()->mutable_capacity()->set_cpu_millis(8000);
-  machine.mutable_machine_added()->mutable_capacity()->set_memory_bytes(
-      int64_t{16} << 30);
-  ASSERT_TRUE((*publisher)->Publish(machine).ok());
-  v1::ClusterEvent job;
-  job.mutable_job_submitted()->set_job_id(7);
-  for (uint64_t t = 1; t <= 3; ++t) {
-    auto* task = job.mutable_job_submitted()->add_tasks();
-    task->set_task_id(t);
-    task->mutable_request()->set_cpu_millis(1000);
-    task->mutable_request()->set_memory_bytes(int64_t{1} << 30);
-  }
-  ASSERT_TRUE((*publisher)->Publish(job).ok());
+  ASSERT_TRUE((*publisher)->Publish(MachineAdded(1)).ok());
+  ASSERT_TRUE((*publisher)->Publish(JobSubmitted(7, 1, 3)).ok());
   ASSERT_TRUE((*publisher)->Flush(30'000).ok());
 
   const std::string ran = dir_ + "/ran";

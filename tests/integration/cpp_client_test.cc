@@ -15,6 +15,7 @@
 #include "clients/cpp/event_publisher.h"
 #include "clients/cpp/placement_subscriber.h"
 #include "gtest/gtest.h"
+#include "tests/integration/client_events.h"
 #include "tests/integration/pipeline_fixture.h"
 
 namespace flowsched::testing {
@@ -92,24 +93,10 @@ TEST_F(CppClientTest, PublishesWorkloadAndReceivesEveryPlacementOnce) {
   EXPECT_NE(refused.message().find("machine_id"), std::string::npos) << refused;
 
   for (uint64_t m = 1; m <= kMachines; ++m) {
-    v1::ClusterEvent event;
-    auto* added = event.mutable_machine_added();
-    added->set_machine_id(m);
-    added->set_rack("r1");
-    added->set_task_slots(4);
-    added->mutable_capacity()->set_cpu_millis(8000);
-    added->mutable_capacity()->set_memory_bytes(int64_t{16} << 30);
-    ASSERT_TRUE((*publisher)->Publish(event).ok());
+    ASSERT_TRUE((*publisher)->Publish(MachineAdded(m)).ok());
   }
-  v1::ClusterEvent job;
-  job.mutable_job_submitted()->set_job_id(1);
+  v1::ClusterEvent job = JobSubmitted(1, 1, kTasks);
   job.mutable_job_submitted()->set_name("cpp-client");
-  for (uint64_t t = 1; t <= kTasks; ++t) {
-    auto* task = job.mutable_job_submitted()->add_tasks();
-    task->set_task_id(t);
-    task->mutable_request()->set_cpu_millis(1000);
-    task->mutable_request()->set_memory_bytes(int64_t{1} << 30);
-  }
   ASSERT_TRUE((*publisher)->Publish(job).ok());
   ASSERT_TRUE((*publisher)->Flush(30'000).ok());
 
@@ -152,14 +139,7 @@ TEST_F(CppClientTest, OnStaleReportsDecisionsRejectedAfterDelivery) {
   auto publisher = client::EventPublisher::Create(Kafka());
   ASSERT_TRUE(publisher.ok()) << publisher.status();
   for (uint64_t m = 1; m <= 2; ++m) {
-    v1::ClusterEvent event;
-    auto* added = event.mutable_machine_added();
-    added->set_machine_id(m);
-    added->set_rack("r1");
-    added->set_task_slots(4);
-    added->mutable_capacity()->set_cpu_millis(8000);
-    added->mutable_capacity()->set_memory_bytes(int64_t{16} << 30);
-    ASSERT_TRUE((*publisher)->Publish(event).ok());
+    ASSERT_TRUE((*publisher)->Publish(MachineAdded(m)).ok());
   }
   ASSERT_TRUE((*publisher)->Flush(30'000).ok());
   v1::GraphManagerStatus status = WaitForStatus(
@@ -177,15 +157,7 @@ TEST_F(CppClientTest, OnStaleReportsDecisionsRejectedAfterDelivery) {
     int pid;
     ~Resume() { ::kill(pid, SIGCONT); }
   } resume{worker};
-  v1::ClusterEvent job;
-  job.mutable_job_submitted()->set_job_id(1);
-  for (uint64_t t = 1; t <= 4; ++t) {
-    auto* task = job.mutable_job_submitted()->add_tasks();
-    task->set_task_id(t);
-    task->mutable_request()->set_cpu_millis(1000);
-    task->mutable_request()->set_memory_bytes(int64_t{1} << 30);
-  }
-  ASSERT_TRUE((*publisher)->Publish(job).ok());
+  ASSERT_TRUE((*publisher)->Publish(JobSubmitted(1, 1, 4)).ok());
   ASSERT_TRUE((*publisher)->Flush(30'000).ok());
   WaitForStatus(
       [&](const auto& s) {
