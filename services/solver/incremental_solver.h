@@ -71,9 +71,7 @@ struct IncrementalStats {
   // Of those, the runs grown backwards from the deficit nodes.
   uint64_t backward_runs = 0;
   // Maximum flows over the admissible networks the Dijkstra runs left
-  // that had an excess node connected to a deficit: one per phase at most
-  // (until 2026-11-23 this was blocking_stages and counted Dinic stages,
-  // several a phase).
+  // that had an excess node connected to a deficit: one per phase at most.
   uint64_t blocking_flows = 0;
   // Of the augmentations, those along a Dijkstra's shortest-path tree.
   uint64_t tree_augmentations = 0;
@@ -128,18 +126,12 @@ struct IncrementalOptions {
   // After Hapi's repair rules, an existing node whose changed arcs all
   // leave it (a task) re-spreads its flow over its arcs cheapest first
   // under the current potentials and takes the matching potential, instead
-  // of keeping every arc the rules saturated. A task that starts running
-  // gets a cheap arc to its machine while its old arc still carries its
-  // unit; saturating both leaves the task short one unit, a deficit that
-  // every excess of the round reaches only past the rest of the network
-  // (profiled on the Quincy bench sequence at 1,250 machines: ~20 of ~30
-  // Dijkstras a round, each settling all 15,000 nodes to move one unit;
-  // p50 170 -> 120 ms a round). Re-spread, the imbalance sits at the arcs'
-  // heads (machines, aggregators). Nodes created since the last Solve are
-  // left to the search: a new job's tasks are priced from the sink in one
-  // backward search, while re-spreading each onto its cheapest arc
-  // scattered the job's units over machines (12,500-machine simulation at
-  // 1x: p50 570 ms instead of 76). false keeps the rules alone.
+  // of keeping every arc the rules saturated; the imbalance then sits at
+  // the arcs' heads (machines, aggregators), near the round's other
+  // changes. Nodes created since the last Solve are left to the search,
+  // which prices a new job's tasks from the sink at once. false keeps the
+  // rules alone. (Why, measured: docs/2026-11-27-solver-measurements.md,
+  // "IncrementalOptions: the measurements behind the defaults".)
   bool rebalance_leaves = true;
   // From a round's second Dijkstra on, a forward search is preceded by a
   // backward one from the deficits and its potential update. A forward
@@ -150,11 +142,10 @@ struct IncrementalOptions {
   // or a rack), that was one phase per distinct cost. The backward search
   // prices each excess node by its own distance, and the forward search
   // that follows makes the paths from all of them admissible at once, so
-  // one blocking flow routes most of the round (bench sequence
-  // incr-quincy-m12500: 45-50 Dijkstras and 6-8.5 s a round before, 5-11
-  // and 0.8-1.5 s after). The first search of a round stays one-sided:
-  // load-spreading rounds finish in it, and a second search would only
-  // add its cost.
+  // one blocking flow routes most of the round. The first search of a
+  // round stays one-sided: load-spreading rounds finish in it, and a
+  // second search would only add its cost. (Measured: the note named at
+  // rebalance_leaves.)
   bool two_sided_search = true;
   // Before the global phases, pair the round's imbalances one search at a
   // time through the sink (the node of most negative supply): each deficit
@@ -165,14 +156,10 @@ struct IncrementalOptions {
   // before it reads more than 4,096 entries (a hub such as load
   // spreading's X; the unit is left to the global phases, which read the
   // hub once for every unit). The sink itself is never a root: an excess
-  // left there goes to the global phases. In a Quincy round the deficits
-  // are machines that lost a task while full: priced up to ~80 above the
-  // sink, they are that far from the new tasks, and a global search from
-  // the tasks settles everything within that distance (67,000 nodes at
-  // 12,500 machines); from the machine the sink is a few dozen nodes
-  // away, and from a new task it is a few hops. incremental_profile
-  // quincy 12500 20 --ab pair_through_sink: 248 ms for 20 rounds against
-  // 3,080 without.
+  // left there goes to the global phases. It pays where the deficits are
+  // far from the excesses through the network but near the sink (Quincy:
+  // machines that lost a task while full). (Measured: the note named at
+  // rebalance_leaves.)
   bool pair_through_sink = true;
 };
 
