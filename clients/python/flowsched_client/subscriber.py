@@ -95,7 +95,9 @@ class PlacementSubscriber:
                 wanted.append(TopicPartition(self.ledger_topic, 0))
             committed = self._consumer.committed(wanted, timeout=metadata_timeout)
             if on_stale is not None:
-                ledger_tp = committed.pop()
+                # By topic, not position: the reply's order is the broker's.
+                ledger_tp = next(tp for tp in committed if tp.topic == self.ledger_topic)
+                committed = [tp for tp in committed if tp.topic == self.topic]
                 if ledger_tp.error is not None:
                     raise KafkaException(ledger_tp.error)
                 group_known = any(tp.offset >= 0 for tp in committed)
