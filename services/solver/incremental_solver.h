@@ -19,6 +19,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "services/solver/incremental_options.h"
+#include "services/solver/incremental_residual_graph.h"
 #include "services/solver/int128.h"
 #include "services/solver/mcmf_problem.h"
 #include "services/solver/radix_heap.h"
@@ -29,139 +31,6 @@ namespace flowsched::solver {
 // 2h and 2h + 1 (uint32), so both stay below 2^31.
 inline constexpr uint32_t kMaxIncrementalNodeId = (uint32_t{1} << 31) - 2;
 inline constexpr uint32_t kMaxIncrementalArcHandle = (uint32_t{1} << 31) - 2;
-
-// One Dijkstra or blocking flow of a Solve, for profiles
-// (`incremental_profile --searches`): where a round's time goes.
-struct SearchRecord {
-  // kPairBackward and kPairForward sum one pass of the single-root
-  // searches of IncrementalOptions::pair_through_sink.
-  enum class Kind : uint8_t {
-    kForward,
-    kBackward,
-    kBlockingFlow,
-    kPairBackward,
-    kPairForward
-  };
-  Kind kind = Kind::kForward;
-  // Excess nodes (forward, flows) or deficit nodes; pairing passes: the
-  // searches run.
-  uint32_t roots = 0;
-  // Searches: units to cover; flows: augmenting paths; pairing passes:
-  // units paired.
-  int64_t units = 0;
-  // Searches: nodes settled and adjacency entries scanned; flows: nodes
-  // its backward BFS labelled, and 0.
-  uint64_t nodes = 0;
-  uint64_t entries = 0;
-  // Searches: the distance settled last; pairing passes: the largest
-  // distance of a pair.
-  int64_t last_distance = 0;
-  double ms = 0;
-};
-
-struct IncrementalStats {
-  double solve_ms = 0;
-  // Nodes settled by Dijkstra (the pairing searches included, also those
-  // that gave up) plus nodes expanded by the local drain walks: a measure
-  // of how much of the network the round touched.
-  uint64_t nodes_touched = 0;
-  // Augmenting paths (drain walks and pairing included).
-  uint64_t augmentations = 0;
-  uint64_t dijkstra_runs = 0;
-  // Of those, the runs grown backwards from the deficit nodes.
-  uint64_t backward_runs = 0;
-  // Maximum flows over the admissible networks the Dijkstra runs left
-  // that had an excess node connected to a deficit: one per phase at most.
-  uint64_t blocking_flows = 0;
-  // Of the augmentations, those along a Dijkstra's shortest-path tree.
-  uint64_t tree_augmentations = 0;
-  // Arcs whose flow was saturated or cancelled to restore reduced-cost
-  // optimality after a change (Hapi's repair rules).
-  uint64_t arcs_repaired = 0;
-  // Units of imbalance cancelled by the local drain walks before any
-  // Dijkstra ran.
-  int64_t drained_units = 0;
-  // Units routed, and single-root searches run, by the pairing passes
-  // (IncrementalOptions::pair_through_sink; not in dijkstra_runs).
-  int64_t paired_units = 0;
-  uint64_t pairing_searches = 0;
-  // Every global Dijkstra and blocking flow, in order, after the two
-  // pairing passes' records (kPairBackward, kPairForward) when they ran.
-  std::vector<SearchRecord> searches;
-};
-
-struct IncrementalResult {
-  McmfOutcome outcome = McmfOutcome::kInfeasible;
-  int64_t total_cost = 0;  // valid when outcome == kOptimal
-  IncrementalStats stats;
-};
-
-struct IncrementalOptions {
-  // How far each Dijkstra runs. kFirstDeficit is textbook SSP with Hapi's
-  // partial Dijkstra: stop at the first deficit node. kCoverExcess keeps
-  // settling until the deficits settled so far could absorb all excess, so
-  // one Dijkstra plus one blocking flow serves paths of many different
-  // lengths (every zero-reduced-cost path is a shortest path after the
-  // potential update, whichever source it starts from).
-  enum class DijkstraStop { kFirstDeficit, kCoverExcess };
-  DijkstraStop dijkstra_stop = DijkstraStop::kCoverExcess;
-  // Before any Dijkstra, each deficit node searches backwards along
-  // zero-reduced-cost residual arcs for a nearby excess node (the "drain
-  // through the sink" of a finished task) and scans at most this many arcs.
-  // 0 disables the walks.
-  uint32_t drain_arc_budget = 256;
-  // Which side each Dijkstra grows from. A multi-source Dijkstra gives every
-  // node its distance from the *nearest* root, so after the potential update
-  // only the roots nearest to the other side have zero-reduced-cost paths:
-  // a job of k new tasks that reach the sink at k different costs takes k
-  // phases when searched from the tasks, one when searched back from the
-  // sink. kAuto grows backwards once the excess nodes outnumber the deficit
-  // nodes 4 times (a job arrival) or have 4 times their residual arcs (the
-  // sink's unit after a task finished on a full machine: a search from the
-  // sink covers the network, one from the machine a few nodes), forwards
-  // otherwise (finished tasks, cost changes, failed machines); kForward
-  // always grows from the excess nodes.
-  enum class SearchSide { kAuto, kForward };
-  SearchSide search_side = SearchSide::kAuto;
-  // After Hapi's repair rules, an existing node whose changed arcs all
-  // leave it (a task) re-spreads its flow over its arcs cheapest first
-  // under the current potentials and takes the matching potential, instead
-  // of keeping every arc the rules saturated; the imbalance then sits at
-  // the arcs' heads (machines, aggregators), near the round's other
-  // changes. Nodes created since the last Solve are left to the search,
-  // which prices a new job's tasks from the sink at once. false keeps the
-  // rules alone. (Why, measured: docs/2026-11-27-solver-measurements.md,
-  // "IncrementalOptions: the measurements behind the defaults".)
-  bool rebalance_leaves = true;
-  // From a round's second Dijkstra on, a forward search is preceded by a
-  // backward one from the deficits and its potential update. A forward
-  // multi-source search gives every node its distance from the *nearest*
-  // excess node, so after its update only the excess nodes that close
-  // have zero-reduced-cost paths: on Quincy rounds, where each new task
-  // reaches the free slots at its own cost (past full machines, through X
-  // or a rack), that was one phase per distinct cost. The backward search
-  // prices each excess node by its own distance, and the forward search
-  // that follows makes the paths from all of them admissible at once, so
-  // one blocking flow routes most of the round. The first search of a
-  // round stays one-sided: load-spreading rounds finish in it, and a
-  // second search would only add its cost. (Measured: the note named at
-  // rebalance_leaves.)
-  bool two_sided_search = true;
-  // Before the global phases, pair the round's imbalances one search at a
-  // time through the sink (the node of most negative supply): each deficit
-  // node searches backwards for the nearest excess node or the sink, which
-  // lends it the units; then each excess node searches forwards for the
-  // nearest deficit, the sink's loan included. A search stops at its first
-  // partner and moves the potentials of what it settled only, and gives up
-  // before it reads more than 4,096 entries (a hub such as load
-  // spreading's X; the unit is left to the global phases, which read the
-  // hub once for every unit). The sink itself is never a root: an excess
-  // left there goes to the global phases. It pays where the deficits are
-  // far from the excesses through the network but near the sink (Quincy:
-  // machines that lost a task while full). (Measured: the note named at
-  // rebalance_leaves.)
-  bool pair_through_sink = true;
-};
 
 class IncrementalSolver {
  public:
@@ -216,9 +85,9 @@ class IncrementalSolver {
   // the cheapest way to read a whole solution without an Export.
   template <typename F>
   void ForEachFlow(F&& f) const {
-    for (uint32_t h = 0; h < handle_limit_; ++h) {
-      const int64_t units = arcs_[2 * h + 1].residual;
-      if (units != 0 && handle_live_[h] != 0) f(h, units);
+    for (uint32_t h = 0; h < graph_.handle_limit(); ++h) {
+      const int64_t units = graph_.arc(2 * h + 1).residual;
+      if (units != 0 && graph_.HandleLive(h)) f(h, units);
     }
   }
 
@@ -254,96 +123,81 @@ class IncrementalSolver {
   // roots of a blocking flow, every 256 drain walks and every 64 pairing
   // searches (the first of each pass included), and returns
   // Cancelled, leaving a consistent pseudoflow (like an infeasible round)
-  // that InstallSolution or a later Solve can continue from. (A phase of
-  // a 12,500-machine network takes 20-100 ms: a losing racer that checked
-  // only between phases held the portfolio's join that long.)
+  // that InstallSolution or a later Solve can continue from. (Checking
+  // only between phases would hold a portfolio's join for a whole phase.)
   void set_stop_flag(const std::atomic<bool>* stop) { stop_ = stop; }
 
  private:
-  struct ResidualArc {
-    int64_t residual = 0;  // reverse arc: the forward arc's flow
-    int64_t cost = 0;      // negated on the reverse arc
-    uint32_t head = 0;
-    uint32_t adj_pos = 0;  // position in the tail's adjacency list
-  };
-  // A residual arc as its tail's adjacency holds it: a copy of the fields
-  // the searches read, so that scanning a node reads its entries in order
-  // instead of one random 24-byte arc each (a task's handful of arcs was a
-  // cache miss apiece: most of a Quincy round's Dijkstra time). arcs_ stays
-  // the truth; Mirror copies an arc into its entry after every change.
-  struct AdjEntry {
-    int64_t cost = 0;
-    int64_t residual = 0;       // of the arc
-    int64_t mate_residual = 0;  // of its partner, the arc into the tail
-    uint32_t arc = 0;
-    uint32_t head = 0;
-  };
+  using AdjEntry = IncrementalResidualGraph::Entry;
 
   static constexpr int64_t kInfinity = INT64_MAX;
+  // node_count * max|cost| bounds every shortest-path distance and, after
+  // RecenterPotentials, the potential span. Keeping it below 2^59 and
+  // recentering once any |potential| passes 2^60 keeps every reduced cost
+  // and distance label inside int64 without per-operation checks.
+  // Potentials drift because the partial-Dijkstra update moves only settled
+  // nodes (Hapi digest 1.2).
+  static constexpr int64_t kMaxCostSpan = int64_t{1} << 59;
+  static constexpr int64_t kPotentialLimit = int64_t{1} << 60;
+  // Excesses are sums of up to degree-many capacities (<= 2^40 each); a
+  // node beyond 2^62 makes Solve fail with OutOfRange.
+  static constexpr int64_t kMaxExcess = int64_t{1} << 62;
+  // SearchSide::kAuto grows a Dijkstra backwards once the excess nodes
+  // outnumber the deficit nodes this many times, or their residual arcs the
+  // deficits' arcs.
+  static constexpr size_t kBackwardRatio = 4;
+  // RebalanceLeaf skips nodes with more arcs (aggregators, which have arcs
+  // in and never qualify anyway; tasks have a handful).
+  static constexpr size_t kLeafArcLimit = 64;
+  // IncrementalOptions::pair_through_sink: the entries one pairing search
+  // may read before it leaves its unit to the global phases.
+  static constexpr uint64_t kPairingEntryBudget = 4096;
   // No node: above every id (kMaxIncrementalNodeId).
   static constexpr uint32_t kNoNode = std::numeric_limits<uint32_t>::max();
 
   bool NodeExists(uint32_t v) const {
     return v < node_limit_ && node_exists_[v] != 0;
   }
-  bool HandleLive(uint32_t h) const {
-    return h < handle_limit_ && handle_live_[h] != 0;
-  }
-  uint32_t Tail(uint32_t r) const { return arcs_[r ^ 1u].head; }
-  // The region (see regions_) an entry belongs in, and the one its
-  // position in u's list is in.
-  static int EntryRegion(const AdjEntry& e) {
-    if (e.residual > 0) return e.mate_residual > 0 ? 1 : 2;
-    return e.mate_residual > 0 ? 0 : 3;
-  }
-  int PositionRegion(uint32_t u, uint32_t pos) const {
-    const AdjRegions& r = regions_[u];
-    return pos < r.end[0] ? 0 : pos < r.end[1] ? 1 : pos < r.end[2] ? 2 : 3;
-  }
-  // Debug builds check it for every node a search settles.
-  bool RegionsHold(uint32_t u) const {
-    const std::vector<AdjEntry>& list = adj_[u];
-    const uint32_t* end = regions_[u].end;
-    if (end[0] > end[1] || end[1] > end[2] || end[2] > list.size()) {
-      return false;
-    }
-    for (uint32_t i = 0; i < list.size(); ++i) {
-      if (PositionRegion(u, i) != EntryRegion(list[i]) ||
-          arcs_[list[i].arc].adj_pos != i) {
-        return false;
-      }
-    }
-    return true;
-  }
+  bool HandleLive(uint32_t h) const { return graph_.HandleLive(h); }
+  uint32_t Tail(uint32_t r) const { return graph_.Tail(r); }
   int64_t ReducedCost(uint32_t r) const {
-    const ResidualArc& arc = arcs_[r];
-    return arc.cost + label_[arcs_[r ^ 1u].head].potential -
+    const IncrementalResidualGraph::Arc& arc = graph_.arc(r);
+    return arc.cost + label_[graph_.Tail(r)].potential -
            label_[arc.head].potential;
   }
 
+  // Makes node ids up to `node` (handles up to `handle`) addressable,
+  // growing every per-node (per-handle) array geometrically.
   void GrowNodes(uint32_t node);
   void GrowHandles(uint32_t handle);
-  void AddExcess(uint32_t v, int64_t delta);
-  void MarkActive(uint32_t v);
+  void AddExcess(uint32_t v, int64_t delta) {
+    // |delta| <= 2^41 and |excess| <= 2^62 before the call: no overflow.
+    excess_[v] += delta;
+    if (excess_[v] > kMaxExcess || excess_[v] < -kMaxExcess) overflow_ = true;
+    if (excess_[v] != 0) MarkActive(v);
+  }
+  void MarkActive(uint32_t v) {
+    if (in_active_[v] == 0) {
+      in_active_[v] = 1;
+      active_.push_back(v);
+    }
+  }
   // Queues v for PlaceFreshNodes if it has no arcs (new or isolated).
   void MarkFresh(uint32_t v);
-  // Moves `delta` units onto residual arc r (and off its partner).
-  void Push(uint32_t r, int64_t delta);
+  // Moves `delta` units onto residual arc r (and off its partner), and
+  // from r's tail's excess to its head's.
+  void Push(uint32_t r, int64_t delta) {
+    MoveFlow(r, delta);
+    AddExcess(Tail(r), -delta);
+    AddExcess(graph_.arc(r).head, delta);
+  }
   // Moves flow along residual arc r without touching excesses (path
   // interiors, whose net excess change is zero).
-  void MoveFlow(uint32_t r, int64_t delta);
-  void Unlink(uint32_t r);
-  // Moves the entry at u's position pos from region `from` to `to`, one
-  // boundary at a time (each step a swap with an entry that stays in its
-  // region), keeping adj_pos exact.
-  void MoveEntry(uint32_t u, uint32_t pos, int from, int to);
-  // Puts every entry listed in misplaced_ into its region.
-  void PlaceMisplaced();
-  // Rewrites the adjacency entries of residual arc r and of its partner
-  // from arcs_ (both change together: each holds the other's residual).
-  void Mirror(uint32_t r);
-  // Debug builds: the entry equals the arc it mirrors.
-  bool MirrorsArc(const AdjEntry& e) const;
+  void MoveFlow(uint32_t r, int64_t delta) {
+    graph_.MoveResidual(r, delta);
+    total_cost_ += static_cast<Int128>(delta) * graph_.arc(r).cost;
+  }
+  // Cancels the handle's flow (an imbalance at its ends), then removes it.
   void RemoveArcInternal(uint32_t handle);
 
   // Places fresh nodes and repairs changed arcs, restoring rc >= 0 on every
@@ -377,9 +231,12 @@ class IncrementalSolver {
   // Adds the entries it read to `entries`.
   int64_t PairUnits(uint32_t root, bool backward, uint64_t& entries,
                     SearchRecord& record, IncrementalStats& stats);
-  // The entries of u a search scans: those with a residual arc on its
-  // side (regions_).
-  std::pair<uint32_t, uint32_t> SearchRange(uint32_t u, bool backward) const;
+  // PairUnits' search: Dijkstra from `root` until it settles a partner
+  // (returned, its distance in `bound`) or would read more than
+  // kPairingEntryBudget entries (kNoNode). Leaves the labels and the tree
+  // for UpdatePotentials and TreePath; adds the entries it read to `read`.
+  uint32_t NearestPartner(uint32_t root, bool backward, uint64_t& read,
+                          int64_t& bound);
   // Walks the last search's tree from `end` to its root into path_,
   // lowering `delta` to the smallest residual capacity on the way; returns
   // the root, or kNoNode if an arc of the path has no capacity left.
@@ -398,7 +255,44 @@ class IncrementalSolver {
   // Call after UpdatePotentials (tree arcs are then at reduced cost zero).
   bool AugmentTreePaths(bool backward, IncrementalStats& stats);
   bool BlockingFlow(IncrementalStats& stats);
-  void TouchForDfs(uint32_t v);
+  // BlockingFlow's backward BFS: walk_[v].level = hops from v to the
+  // nearest deficit over admissible arcs, for the nodes it reaches
+  // (bfs_queue_); label_count_ counts each label.
+  void LabelHopDistances();
+  // BlockingFlow from one root until it has no units left or its label
+  // is cut off above `gap` (lowered when a label empties); returns true if
+  // it moved flow.
+  bool RouteFromRoot(uint32_t root, uint32_t& gap, IncrementalStats& stats);
+  // BlockingFlow's label of a node it never reached.
+  static constexpr uint32_t kNoLevel = std::numeric_limits<uint32_t>::max();
+  void TouchForDfs(uint32_t v) {
+    if (walk_[v].pass != pass_) {
+      walk_[v].pass = pass_;
+      walk_[v].current_arc = 0;
+      walk_[v].state = kFresh;
+    }
+  }
+  // The imbalances of one phase: compacts active_ and lists its excess
+  // nodes in sources_ and deficit nodes in deficits_.
+  struct Imbalances {
+    Int128 total_excess = 0;
+    size_t source_arcs = 0;   // entries of the excess nodes
+    size_t deficit_arcs = 0;  // entries of the deficit nodes
+  };
+  Imbalances CollectImbalances();
+  // Solve's preconditions: no excess overflowed, supplies sum to zero and
+  // node_count * max|cost| stays below kMaxCostSpan.
+  absl::Status CheckSolvable() const;
+  // One phase: a search (two-sided when IncrementalOptions asks), its
+  // potential update, and augmentation along its tree and by a blocking
+  // flow. Internal if a phase moved nothing (a broken invariant).
+  enum class PhaseEnd { kProgress, kInfeasible, kStopped };
+  absl::StatusOr<PhaseEnd> RunPhase(const Imbalances& imbalances,
+                                    IncrementalStats& stats);
+  // Whether this phase's search grows from the deficits
+  // (IncrementalOptions::search_side).
+  bool SearchBackward(const Imbalances& imbalances,
+                      const IncrementalStats& stats) const;
 
   bool Stopped() const {
     return stop_ != nullptr && stop_->load(std::memory_order_relaxed);
@@ -423,25 +317,6 @@ class IncrementalSolver {
     int64_t dist = kInfinity;  // Dijkstra scratch, reset only where touched
   };
   std::vector<NodeLabel> label_;
-  std::vector<std::vector<AdjEntry>> adj_;  // residual arcs leaving the node
-  // Each adjacency list is kept in four regions by what its entries give a
-  // search: [0, end[0]) only the partner into the node (residual 0,
-  // mate_residual > 0), [end[0], end[1]) both, [end[1], end[2]) only the arc
-  // out (residual > 0, mate_residual 0), [end[2], size) neither. A forward
-  // search scans [end[0], end[2]), a backward one [0, end[1]). A machine
-  // of a Quincy network holds ~60 entries, most the empty partners of other
-  // tasks' preference arcs, and a running task ~8 of which a backward
-  // search needs the one carrying its flow: of the 4.4 M entries the full
-  // lists gave a 12,500-machine round's searches, 2.1 M could be followed.
-  struct AdjRegions {
-    uint32_t end[3] = {0, 0, 0};
-  };
-  std::vector<AdjRegions> regions_;
-  // Arcs whose entry changed region since the last PlaceMisplaced. Entries
-  // move only there and in Unlink (removing an arc, between rounds), so the
-  // arc walks (drain, blocking flow), which keep an index into a list while
-  // they push, never see a list reordered.
-  std::vector<uint32_t> misplaced_;
   std::vector<uint8_t> in_active_;
   std::vector<uint8_t> fresh_;
   std::vector<uint32_t> active_;  // nodes that may have nonzero excess
@@ -453,11 +328,9 @@ class IncrementalSolver {
   Int128 supply_sum_ = 0;
   uint32_t node_count_live_ = 0;
 
-  // Arcs: handle h owns residual arcs 2h (forward) and 2h + 1 (reverse).
-  uint32_t handle_limit_ = 0;
-  std::vector<ResidualArc> arcs_;
-  std::vector<int64_t> capacity_;
-  std::vector<uint8_t> handle_live_;
+  // Arcs, their flow and the adjacency lists the searches scan.
+  IncrementalResidualGraph graph_;
+  // Handles changed since the last Solve, whose reduced cost it repairs.
   std::vector<uint8_t> handle_dirty_;
   std::vector<uint32_t> dirty_handles_;
   int64_t max_abs_cost_ = 0;  // over every cost ever set; monotone
@@ -499,9 +372,7 @@ class IncrementalSolver {
   // last distance, so every zero-reduced-cost arc out of a node it settled
   // leads into one it settled (a head left out would have had a label at
   // most the bound); what only the backward presearch settled is out of
-  // the excess nodes' reach. (It used to be in the region, and the
-  // blocking flow labelled 16,000-30,000 such nodes a phase in the
-  // 12,500-machine rounds at 300x.)
+  // the excess nodes' reach.
   bool InLastSearch(uint32_t v) const { return settled_stamp_[v] == phase_; }
 
   // DFS scratch; stamps avoid O(n) resets.
@@ -512,7 +383,7 @@ class IncrementalSolver {
   // as separate arrays).
   struct WalkState {
     uint32_t pass = 0;
-    // Index into adj_[v] (drain walks) or v's admissible entries
+    // Index into v's entries (drain walks) or v's admissible entries
     // (BlockingFlow).
     uint32_t current_arc = 0;
     // BlockingFlow's distance label: hops to the nearest deficit.
@@ -530,14 +401,11 @@ class IncrementalSolver {
   std::vector<uint32_t> bfs_queue_;
   // The admissible network of a phase, built by BlockingFlow when it first
   // steps from a node and used by every later step and relabel there: the
-  // node's entries of adj_ at zero reduced cost into a node the phase's
+  // node's entries at zero reduced cost into a node the phase's
   // last search settled and the flow's BFS labelled, in adjacency order
   // (residual capacity is tested at use: augmentations open and close
-  // arcs, while potentials, stamps and the labelled set stay fixed).
-  // Scanning adj_ at each step had passed the cluster aggregator's 150,000
-  // arcs again and again; the unlabelled heads, which no step or relabel
-  // can use, took 9-12% of the blocking flows' time on incr-quincy-m12500
-  // (paired rounds, 2026-11-24).
+  // arcs, while potentials, stamps and the labelled set stay fixed), so
+  // that a hub's list is scanned once a phase, not at every step.
   // Entries carry the head, which stays fixed, so that a step tests the
   // head's state before it loads the arc for its residual.
   struct AdmissibleArc {
