@@ -60,17 +60,11 @@ absl::Status CpuMemoryPolicy::Sync(const cluster::ChangeSet& changes,
 absl::Status CpuMemoryPolicy::Refresh(const cluster::ClusterState& state,
                                       const SyncContext& context,
                                       NetworkBuilder& builder) {
-  if (starving_.empty() &&
-      !waiting_.GangWaitedPast(state, context.now_us,
-                               params_.gang_first_after_s)) {
-    return absl::OkStatus();  // the common case, without building shapes
-  }
-  const std::vector<RequestShape> shapes = waiting_.Shapes(state);
-  if (StarvingFirst(shapes, context.now_us, params_.gang_first_after_s)
-          .Keys(shapes) == starving_) {
-    return absl::OkStatus();
-  }
-  return Reserve(state, shapes, EnsureShapeNodes(shapes, builder),
+  const std::optional<std::vector<RequestShape>> shapes =
+      waiting_.ShapesIfStarvingChanged(state, context.now_us,
+                                       params_.gang_first_after_s, starving_);
+  if (!shapes) return absl::OkStatus();
+  return Reserve(state, *shapes, EnsureShapeNodes(*shapes, builder),
                  context.now_us, builder);
 }
 

@@ -68,17 +68,11 @@ absl::Status LoadSpreadingPolicy::SyncShapeArcs(
 absl::Status LoadSpreadingPolicy::Refresh(const cluster::ClusterState& state,
                                           const SyncContext& context,
                                           NetworkBuilder& builder) {
-  if (starving_.empty() &&
-      !waiting_for_room_.GangWaitedPast(state, context.now_us,
-                                        params_.gang_first_after_s)) {
-    return absl::OkStatus();  // the common case, without building shapes
-  }
-  const std::vector<RequestShape> shapes = waiting_for_room_.Shapes(state);
-  if (StarvingFirst(shapes, context.now_us, params_.gang_first_after_s)
-          .Keys(shapes) == starving_) {
-    return absl::OkStatus();
-  }
-  return SyncShapeArcs(state, shapes, EnsureShapeNodes(shapes, builder),
+  const std::optional<std::vector<RequestShape>> shapes =
+      waiting_for_room_.ShapesIfStarvingChanged(
+          state, context.now_us, params_.gang_first_after_s, starving_);
+  if (!shapes) return absl::OkStatus();
+  return SyncShapeArcs(state, *shapes, EnsureShapeNodes(*shapes, builder),
                        context.now_us, builder);
 }
 
@@ -92,15 +86,10 @@ absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
 
   // Jobs and machines first: task arcs point at their nodes.
   FLOWSCHED_RETURN_IF_ERROR(SyncJobsToSink(changes, state, builder));
-  for (MachineId machine_id : changes.machines) {
-    const cluster::Machine* machine = state.FindMachine(machine_id);
-    if (machine == nullptr) {
-      builder.RemoveMachineNode(machine_id);
-      continue;
-    }
-    const NodeId node = builder.EnsureMachineNode(machine_id);
-    const auto slots = static_cast<int64_t>(machine->task_slots);
-    const auto running = static_cast<int64_t>(machine->running.size());
+  const auto sync_machine = [&](const cluster::Machine& machine,
+                                NodeId node) -> absl::Status {
+    const auto slots = static_cast<int64_t>(machine.task_slots);
+    const auto running = static_cast<int64_t>(machine.running.size());
     // One fixed-cost piece per slot, open iff the slot is free (see the
     // header): the same convex function as repricing free-slot pieces by
     // the running count, but a start or finish changes one piece's
@@ -120,7 +109,10 @@ absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
         aggregator, node, slot_pieces[0].capacity, slot_pieces[0].cost,
         std::span<const ArcSegment>(slot_pieces).subspan(1)));
     FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, {{sink, slots, 0}}));
-  }
+    return absl::OkStatus();
+  };
+  FLOWSCHED_RETURN_IF_ERROR(
+      SyncChangedMachines(changes, state, builder, sync_machine));
   // Waiting tasks that ask for resources, devices or labels go through
   // their request shape's class, whose arcs carry what each machine has
   // reserved for it (request_shapes.h); the others, through X.

@@ -37,6 +37,21 @@ absl::Status SyncAllMachinesToSink(const cluster::ChangeSet& changes,
   return absl::OkStatus();
 }
 
+absl::Status SyncChangedMachines(
+    const cluster::ChangeSet& changes, const cluster::ClusterState& state,
+    NetworkBuilder& builder,
+    const std::function<absl::Status(const cluster::Machine&, NodeId)>& sync) {
+  for (MachineId id : changes.machines) {
+    const cluster::Machine* machine = state.FindMachine(id);
+    if (machine == nullptr) {
+      builder.RemoveMachineNode(id);
+      continue;
+    }
+    FLOWSCHED_RETURN_IF_ERROR(sync(*machine, builder.EnsureMachineNode(id)));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SyncChangedTasks(
     const cluster::ChangeSet& changes, const cluster::ClusterState& state,
     NetworkBuilder& builder,

@@ -34,6 +34,13 @@ absl::Status SyncMachinesAndJobsToSink(const cluster::ChangeSet& changes,
                                        const cluster::ClusterState& state,
                                        NetworkBuilder& builder);
 
+// Each changed machine: removed if gone, else its node is made and
+// `sync(machine, node)` sets its arcs; the first error stops the walk.
+absl::Status SyncChangedMachines(
+    const cluster::ChangeSet& changes, const cluster::ClusterState& state,
+    NetworkBuilder& builder,
+    const std::function<absl::Status(const cluster::Machine&, NodeId)>& sync);
+
 // The nodes a task's arcs lead to.
 struct TaskEnds {
   NodeId job = kNoNode;      // its job's unscheduled aggregator

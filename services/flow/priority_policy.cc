@@ -26,16 +26,11 @@ absl::Status PriorityPolicy::Sync(const cluster::ChangeSet& changes,
   const NodeId sink = builder.EnsureSink();
   const NodeId aggregator = builder.EnsureClusterAggregator();
   FLOWSCHED_RETURN_IF_ERROR(SyncJobsToSink(changes, state, builder));
-  for (MachineId machine_id : changes.machines) {
-    const cluster::Machine* machine = state.FindMachine(machine_id);
-    if (machine == nullptr) {
-      builder.RemoveMachineNode(machine_id);
-      continue;
-    }
-    const NodeId node = builder.EnsureMachineNode(machine_id);
-    const auto slots = static_cast<int64_t>(machine->task_slots);
+  const auto sync_machine = [&](const cluster::Machine& machine,
+                                NodeId node) -> absl::Status {
+    const auto slots = static_cast<int64_t>(machine.task_slots);
     const auto running =
-        std::min(slots, static_cast<int64_t>(machine->running.size()));
+        std::min(slots, static_cast<int64_t>(machine.running.size()));
     const int64_t free_slots = slots - running;
     // Free slots first, at load-spreading prices; then the slots that only
     // open when running tasks leave, at the highest price.
@@ -48,7 +43,9 @@ absl::Status PriorityPolicy::Sync(const cluster::ChangeSet& changes,
       pieces.back().capacity +=
           free_slots - static_cast<int64_t>(pieces.size());
     }
-    if (running > 0) pieces.push_back({running, params_.per_task_cost * slots});
+    if (running > 0) {
+      pieces.push_back({running, params_.per_task_cost * slots});
+    }
     if (pieces.empty()) pieces.push_back({0, 0});
     const ArcSegment first = pieces.front();
     pieces.erase(pieces.begin());
@@ -57,7 +54,10 @@ absl::Status PriorityPolicy::Sync(const cluster::ChangeSet& changes,
     FLOWSCHED_RETURN_IF_ERROR(
         network.SetArc(aggregator, node, first.capacity, first.cost, pieces));
     FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, {{sink, slots, 0}}));
-  }
+    return absl::OkStatus();
+  };
+  FLOWSCHED_RETURN_IF_ERROR(
+      SyncChangedMachines(changes, state, builder, sync_machine));
   FLOWSCHED_RETURN_IF_ERROR(SyncChangedTasks(
       changes, state, builder,
       [&](const cluster::Task& task, NodeId node, const TaskEnds& ends) {

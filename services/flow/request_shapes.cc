@@ -248,6 +248,19 @@ bool ShapeIndex::GangWaitedPast(const cluster::ClusterState& state,
   return false;
 }
 
+std::optional<std::vector<RequestShape>> ShapeIndex::ShapesIfStarvingChanged(
+    const cluster::ClusterState& state, int64_t now_us, double after_s,
+    const std::vector<std::string>& starving) const {
+  if (starving.empty() && !GangWaitedPast(state, now_us, after_s)) {
+    return std::nullopt;  // the common case, without building shapes
+  }
+  std::vector<RequestShape> shapes = Shapes(state);
+  if (StarvingFirst(shapes, now_us, after_s).Keys(shapes) == starving) {
+    return std::nullopt;
+  }
+  return shapes;
+}
+
 const std::string* ShapeIndex::KeyOf(TaskId id) const {
   auto it = key_of_.find(id);
   return it == key_of_.end() ? nullptr : &it->second.key;

@@ -127,6 +127,14 @@ class ShapeIndex {
   // building the shapes).
   [[nodiscard]] bool GangWaitedPast(const cluster::ClusterState& state,
                                     int64_t now_us, double after_s) const;
+  // A policy's Refresh before a round: the shapes to reserve again, or
+  // nullopt when nothing starves now nor did at the last reservation
+  // (`starving`, its StarvingFirst::Keys) or the starving set is still
+  // `starving`. O(waiting gang members) in the common nullopt case.
+  [[nodiscard]] std::optional<std::vector<RequestShape>>
+  ShapesIfStarvingChanged(const cluster::ClusterState& state, int64_t now_us,
+                          double after_s,
+                          const std::vector<std::string>& starving) const;
   // The key `id` is indexed under; null if it is not in the index.
   [[nodiscard]] const std::string* KeyOf(TaskId id) const;
 
