@@ -64,19 +64,6 @@ absl::StatusOr<std::unique_ptr<GraphManager>> GraphManager::Create(
   return manager;
 }
 
-bool GraphManager::CountEventForCut(bool tick) {
-  if (!options_.deterministic()) return false;
-  meta_.set_events_since_cut(meta_.events_since_cut() + 1);
-  if ((options_.cut_at_ticks && tick) ||
-      (options_.cut_every_events > 0 &&
-       meta_.events_since_cut() >= options_.cut_every_events)) {
-    meta_.set_events_since_cut(0);
-    meta_.set_cut_pending(true);
-    return true;
-  }
-  return false;
-}
-
 absl::Status GraphManager::AssignInputs() {
   FLOWSCHED_ASSIGN_OR_RETURN(
       event_partitions_,
@@ -130,9 +117,7 @@ absl::Status GraphManager::AssignInputs() {
   spdlog::info("consuming {} event and {} placement partitions{}",
                consumed_event_partitions, placement_partitions_,
                options_.deterministic() ? " (deterministic rounds)" : "");
-  return SetEventsPaused(options_.deterministic() &&
-                         (meta_.cut_pending() || collector_.expecting() ||
-                          meta_.in_flight_round_id() != 0));
+  return SetEventsPaused(rounds_.EventsPaused());
 }
 
 absl::Status GraphManager::SetEventsPaused(bool paused) {
@@ -143,12 +128,6 @@ absl::Status GraphManager::SetEventsPaused(bool paused) {
   }
   events_paused_ = paused;
   return consumer_->Assign(assignment);
-}
-
-bool GraphManager::RoundDue() const {
-  if (collector_.expecting()) return false;
-  if (options_.deterministic()) return meta_.cut_pending();
-  return need_snapshot_ || !pending_changes_.empty();
 }
 
 absl::Status GraphManager::Run(const std::atomic<bool>& stop) {
@@ -202,7 +181,6 @@ absl::Status GraphManager::ProcessRecords(
     const std::vector<bus::Record>& records) {
   cluster::ChangeSet changes;
   storage::StateBatch batch;
-  const bool was_paused = events_paused_;
   bool reseek = false;
   batch_time_us_ = clock_.NowMicros();
   batch_ledger_.Clear();
@@ -214,15 +192,14 @@ absl::Status GraphManager::ProcessRecords(
       // Records fetched before a pause, or from partitions deterministic
       // mode does not read, wait for their turn.
       auto next = next_offsets_.find({record.topic, record.partition});
-      if (events_paused_ || next == next_offsets_.end()) continue;
+      if (rounds_.EventsPaused() || next == next_offsets_.end()) continue;
       // A record fetched before a re-assignment may come again after it;
       // apply each offset once, in order.
       if (next->second >= 0 && record.offset != next->second) {
         if (record.offset > next->second) reseek = true;
         continue;
       }
-      const bool tick = ApplyEventRecord(record, changes);
-      if (CountEventForCut(tick)) events_paused_ = true;
+      rounds_.OnEvent(ApplyEventRecord(record, changes));
       // The ledger keeps the exact interleaving: runs of one partition.
       const int n = batch_ledger_.steps_size();
       v1::EventRun* run =
@@ -251,11 +228,8 @@ absl::Status GraphManager::ProcessRecords(
         ++placements_redelivered_;
         continue;
       }
-      if (collector_.expecting()) {
-        held_placement_offsets_.try_emplace(record.partition, record.offset);
-      }
+      rounds_.HoldPlacementOffset(record.partition, record.offset);
       HandlePlacementRecord(record, changes);
-      if (!collector_.expecting()) held_placement_offsets_.clear();
       next_offsets_[{record.topic, record.partition}] = record.offset + 1;
       continue;
     } else if (record.topic == options_.topics.ledger) {
@@ -286,8 +260,11 @@ absl::Status GraphManager::ProcessRecords(
       CommitChanges(changes, std::move(batch),
                     batch_ledger_.steps_size() > 0 ? &batch_ledger_ : nullptr));
   PublishStagedLetters();
-  if (events_paused_ != was_paused || reseek) {
-    FLOWSCHED_RETURN_IF_ERROR(SetEventsPaused(events_paused_));
+  // Paused when this batch made a cut due, resumed when it applied a round
+  // that changed nothing (deterministic modes).
+  const bool pause = rounds_.EventsPaused();
+  if (pause != events_paused_ || reseek) {
+    FLOWSCHED_RETURN_IF_ERROR(SetEventsPaused(pause));
   }
   return absl::OkStatus();
 }
@@ -350,21 +327,13 @@ void GraphManager::HandlePlacementRecord(const bus::Record& record,
     // are addressed to it and only its answers are applied from now on.
     meta_.set_solver_epoch(message.resync_request().epoch());
     collector_.set_solver_epoch(solver_epoch());
-    // The asking solver cannot answer the round in flight. In
-    // deterministic mode the same cut is re-sent as a snapshot at once
-    // (nothing was consumed since), so rounds keep their places.
-    if (collector_.expecting() && options_.deterministic()) {
-      meta_.set_cut_pending(true);
-    }
-    // Nobody answers that round any more (the asking worker waits for its
-    // snapshot, any other is fenced now), so it is not in flight for a
-    // restart either, which would otherwise wait for the round timeout.
-    if (collector_.expecting()) {
-      meta_.set_in_flight_round_id(0);
-      meta_.set_in_flight_graph_epoch(0);
-    }
+    // The asking solver cannot answer the round in flight, and nobody
+    // else will (any other worker is fenced now): it is abandoned, so a
+    // restart does not wait for its timeout either. In deterministic mode
+    // the same cut is re-sent as a snapshot at once (nothing was consumed
+    // since), so rounds keep their places.
     collector_.Clear();
-    need_snapshot_ = true;
+    rounds_.Abandon();
     return;
   }
   if (collector_.Add(record.partition, record.offset, message)) {
@@ -379,6 +348,7 @@ int64_t GraphManager::StateNowMicros() const {
 void GraphManager::StageMetaWithTime(storage::StateBatch& batch) {
   // Every commit passes here.
   StageAcknowledgedCopies(batch);
+  rounds_.StoreIn(meta_);
   meta_.set_last_time_us(state_.last_time_us());
   StageMeta(meta_, batch);
 }
@@ -393,7 +363,7 @@ absl::Status GraphManager::CommitChanges(const cluster::ChangeSet& changes,
   if (!options_.deterministic()) {
     const int64_t start_us = SteadyMicros();
     FLOWSCHED_RETURN_IF_ERROR(SyncNetwork(changes));
-    sync_us_since_cut_ += SteadyMicros() - start_us;
+    rounds_.AddSyncMicros(SteadyMicros() - start_us);
   }
   std::vector<flow::GraphChange> network_changes = network_.TakeChanges();
   StageEntities(changes, state_, batch);

@@ -32,11 +32,13 @@
 #include "services/cluster/event_decoder.h"
 #include "services/common/clock.h"
 #include "services/common/strong_id.h"
+#include "services/core/cut_policy.h"
 #include "services/core/policy_network.h"
 #include "services/flow/flow_network.h"
 #include "services/graph_manager/dead_letter_outbox.h"
 #include "services/graph_manager/ledger_publisher.h"
 #include "services/graph_manager/round_collector.h"
+#include "services/graph_manager/round_tracker.h"
 #include "services/graph_manager/state_rebuilder.h"
 #include "services/graph_manager/status_report.h"
 #include "services/metrics/graph_manager_metrics.h"
@@ -70,16 +72,19 @@ struct GraphManagerOptions {
   // cut whenever the network changed and no round is in flight).
   // With either set, rounds are cut only after every `cut_every_events`
   // events of events partition 0 and/or at each Tick event, plus at once
-  // after a round whose decisions changed the state; events are not
-  // consumed while a round is due or in flight. Then the state after any
-  // prefix of the log is the same in every run, crashed or not. Time is
-  // then log time too: events, decisions and time-dependent prices use the
-  // latest event_time_us applied (ClusterState::last_time_us), never the
-  // local clock.
+  // after a round whose decisions changed the state (core::CutPolicy);
+  // events are not consumed while a round is due or in flight. Then the
+  // state after any prefix of the log is the same in every run, crashed or
+  // not. Time is then log time too: events, decisions and time-dependent
+  // prices use the latest event_time_us applied
+  // (ClusterState::last_time_us), never the local clock.
   uint64_t cut_every_events = 0;
   bool cut_at_ticks = false;
+  [[nodiscard]] core::CutOptions cut_options() const {
+    return {.every_events = cut_every_events, .at_ticks = cut_at_ticks};
+  }
   [[nodiscard]] bool deterministic() const {
-    return cut_every_events > 0 || cut_at_ticks;
+    return core::CutPolicy(cut_options()).deterministic();
   }
 };
 
@@ -121,14 +126,11 @@ class GraphManager {
   // returns nullopt (nothing to publish).
   std::optional<OutboxEntry> StageLedger(v1::LedgerRecord& record,
                                          storage::StateBatch& batch);
-  // Deterministic mode: counts an applied event toward the next cut;
-  // returns true when a cut became due.
-  bool CountEventForCut(bool tick);
   absl::Status AssignInputs();
-  // Deterministic mode: stop or restart consuming events (re-assigns the
-  // consumer so no fetched-ahead event is ever applied early).
+  // Stops or restarts consuming events, as rounds_.EventsPaused() says
+  // (re-assigns the consumer so no fetched-ahead event is ever applied
+  // early).
   absl::Status SetEventsPaused(bool paused);
-  [[nodiscard]] bool RoundDue() const;
   absl::Status ProcessRecords(const std::vector<bus::Record>& records);
   // Returns true for a Tick event.
   bool ApplyEventRecord(const bus::Record& record, cluster::ChangeSet& changes);
@@ -193,7 +195,8 @@ class GraphManager {
   // Starts collecting the answer of `round_id` (cut by `graph_epoch`).
   void ExpectRound(RoundId round_id, GraphEpoch graph_epoch);
   // Stages the placements offsets a restart must resume from: the held
-  // offset where a partition has one, else the next offset to consume.
+  // offset where a partition has one (InFlightRound), else the next offset
+  // to consume.
   void StagePlacementOffsets(storage::StateBatch& batch) const;
   void CheckRoundTimeout();
   void MaybeWriteStatus(bool force);
@@ -243,39 +246,25 @@ class GraphManager {
   RoundCollector collector_;
   int32_t placement_partitions_ = 0;
   int32_t event_partitions_ = 0;
+  // When rounds are cut, the next one's kind and backoff, the round in
+  // flight (written to meta_ by StageMetaWithTime).
+  RoundTracker rounds_{options_.cut_options()};
   // Next offset to consume per (topic, partition). As committed, except
-  // for placements partitions with a held offset (below).
+  // for placements partitions with a held offset (InFlightRound).
   std::map<std::pair<std::string, int32_t>, int64_t> next_offsets_;
-  // Placements partition -> offset of the first record read there while
-  // the current round was in flight. The collected parts of that round
-  // live only in collector_, so the stored offset must not pass them until
-  // the round is applied (then the full offsets commit in the same batch)
-  // or abandoned: a restart re-reads them and still completes the round,
-  // instead of waiting for the round timeout. Empty while no round is in
-  // flight, and after a start.
-  std::map<int32_t, int64_t> held_placement_offsets_;
   // Placements records delivered again at an offset already handled.
   uint64_t placements_redelivered_ = 0;
   // The dead letters of the batch being applied, in order; then, staged,
   // what to publish once it committed.
   std::vector<v1::DeadLetter> batch_letters_;
   std::vector<OutboxEntry> staged_letters_;
+  // The consumer's assignment leaves the events partitions out.
   bool events_paused_ = false;
 
   // Network changes since the last published round.
   std::vector<flow::GraphChange> pending_changes_;
-  bool need_snapshot_ = true;
-  int64_t round_sent_steady_us_ = 0;
-  // When the cut of the round in flight started (round duration).
-  int64_t round_started_steady_us_ = 0;
-  // Time the policy spent syncing the network since the last cut (the
-  // round's sync phase).
-  int64_t sync_us_since_cut_ = 0;
   // Tasks the last applied round left unscheduled (pending-tasks gauge).
   uint64_t last_unscheduled_ = 0;
-  // After a failed publication, no new attempt before this time.
-  int64_t next_publish_steady_us_ = 0;
-  int publish_backoff_ms_ = 100;
   std::string digest_at_start_;
   std::string digest_at_stop_;
   int64_t last_status_steady_us_ = 0;

@@ -109,16 +109,15 @@ absl::Status GraphManager::Open() {
       network_.arc_count(), digest_at_start_);
   FLOWSCHED_RETURN_IF_ERROR(AssignInputs());
   collector_.set_solver_epoch(solver_epoch());
-  if (meta_.in_flight_round_id() != 0) {
+  // A round restored in flight is waited for from now; the catch-up's
+  // syncs belong to no round.
+  rounds_.OnStart(SteadyMicros());
+  if (const InFlightRound* in_flight = rounds_.in_flight()) {
     // Results of the round cut before the restart may still arrive. Parts
     // read before the restart are read again: the stored placements
-    // offsets were held at them (held_placement_offsets_).
-    ExpectRound(RoundId(meta_.in_flight_round_id()),
-                GraphEpoch(meta_.in_flight_graph_epoch()));
-    round_sent_steady_us_ = SteadyMicros();
-    round_started_steady_us_ = round_sent_steady_us_;
+    // offsets were held at them (InFlightRound::held_placement_offsets).
+    ExpectRound(in_flight->id, in_flight->epoch);
   }
-  sync_us_since_cut_ = 0;  // the catch-up's syncs belong to no round
   return absl::OkStatus();
 }
 
@@ -132,6 +131,7 @@ absl::Status GraphManager::OpenStore(const LedgerHistory& history) {
   // recorded.
   FLOWSCHED_RETURN_IF_ERROR(store_->VerifyChecksums());
   FLOWSCHED_RETURN_IF_ERROR(RestoreState(*store_, state_, network_, meta_));
+  rounds_.Restore(meta_);
   FLOWSCHED_ASSIGN_OR_RETURN(const bool empty, store_->IsEmpty());
   if (meta_.epoch() == 0 && !empty) {
     return absl::DataLossError("state store holds records but no meta");
@@ -232,11 +232,7 @@ absl::Status GraphManager::CatchUp(const LedgerHistory& history,
   // A round cut but not applied in the ledger is cut again (its results,
   // if any, belong to an older epoch and are ignored); results already in
   // the placements topic are not read again.
-  if (meta_.in_flight_round_id() != 0) {
-    meta_.set_in_flight_round_id(0);
-    meta_.set_in_flight_graph_epoch(0);
-    if (options_.deterministic()) meta_.set_cut_pending(true);
-  }
+  rounds_.Abandon();
   storage::StateBatch batch;
   FLOWSCHED_ASSIGN_OR_RETURN(
       const int32_t placement_partitions,
@@ -282,7 +278,7 @@ absl::Status GraphManager::ReplayRecord(const v1::LedgerRecord& record,
            ++offset) {
         FLOWSCHED_ASSIGN_OR_RETURN(const bus::Record event,
                                    feed.Take(run.partition(), offset));
-        CountEventForCut(ApplyEventRecord(event, changes));
+        rounds_.OnEvent(ApplyEventRecord(event, changes));
       }
       next_offsets_[{options_.topics.events, run.partition()}] =
           run.to_offset();
@@ -313,10 +309,8 @@ absl::Status GraphManager::ReplayRecord(const v1::LedgerRecord& record,
     const RoundId round_id(record.cut().round_id());
     meta_.set_next_round_id(
         std::max(meta_.next_round_id(), round_id.value() + 1));
-    meta_.set_in_flight_round_id(round_id.value());
-    meta_.set_in_flight_graph_epoch(record.epoch());
+    rounds_.Cut(round_id, GraphEpoch(record.epoch()), SteadyMicros());
     meta_.set_last_published_round_id(round_id.value());
-    meta_.set_cut_pending(false);
   }
   v1::LedgerRecord copy = record;
   return CommitChanges(changes, std::move(batch), &copy);

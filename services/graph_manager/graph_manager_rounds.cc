@@ -3,7 +3,6 @@
 // answer's decisions to the state (core::ApplyRound), recorded in
 // the ledger.
 
-#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -45,12 +44,17 @@ void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {
   round->set_round_id(summary.round_id());
   round->set_graph_epoch(summary.graph_epoch());
   const int64_t apply_start_us = SteadyMicros();
+  // Its times, before applying it ends the round.
+  const InFlightRound* in_flight = rounds_.in_flight();
+  const int64_t started_us =
+      in_flight != nullptr ? in_flight->started_steady_us : apply_start_us;
+  const int64_t sent_us =
+      in_flight != nullptr ? in_flight->sent_steady_us : apply_start_us;
   ApplyRound(collector_.complete_decisions(), *round, changes);
   const int64_t applied_us = SteadyMicros();
   if (metrics_) {
     metrics_->phase_apply.Observe(Seconds(applied_us - apply_start_us));
-    metrics_->round_duration.Observe(
-        Seconds(applied_us - round_started_steady_us_));
+    metrics_->round_duration.Observe(Seconds(applied_us - started_us));
   }
   last_unscheduled_ = summary.tasks_unscheduled();
   // No worker claimed the rounds yet (a store from before fencing): the
@@ -60,7 +64,7 @@ void GraphManager::ApplyDecisions(cluster::ChangeSet& changes) {
     collector_.set_solver_epoch(solver_epoch());
   }
   const double latency_ms =
-      static_cast<double>(SteadyMicros() - round_sent_steady_us_) / 1000.0;
+      static_cast<double>(SteadyMicros() - sent_us) / 1000.0;
   PushTiming(solve_ms_, summary.solve_ms());
   PushTiming(round_trip_ms_, latency_ms);
   spdlog::info(
@@ -116,20 +120,13 @@ void GraphManager::ApplyRound(std::vector<v1::PlacementDecision> decisions,
   SyncNowIfDeterministic(changes);
   batch_changes.Merge(changes);
   meta_.set_decisions_applied(meta_.decisions_applied() + applied);
-  if (options_.deterministic()) {
-    // A round that changed the state is followed by another right away, at
-    // the same place in the log; otherwise events flow again.
-    if (applied > 0) {
-      meta_.set_cut_pending(true);
-    } else {
-      events_paused_ = false;
-    }
-  }
   meta_.set_decisions_stale(meta_.decisions_stale() + stale);
   meta_.set_rounds_completed(meta_.rounds_completed() + 1);
   meta_.set_last_applied_round_id(out.round_id());
-  meta_.set_in_flight_round_id(0);
-  meta_.set_in_flight_graph_epoch(0);
+  // Deterministic modes: a round that changed the state is followed by
+  // another right away, at the same place in the log; otherwise events
+  // flow again.
+  rounds_.OnApplied(/*changed_state=*/applied > 0);
   out.set_applied(applied);
   out.set_stale(stale);
 }
@@ -146,7 +143,7 @@ absl::Status GraphManager::SwitchPolicy(const std::string& name) {
         absl::StrCat("switching to policy ", name, ": ", switched.message()));
   }
   meta_.set_policy(policy_network_.spec());
-  need_snapshot_ = true;
+  rounds_.RequireSnapshot();
   ++policy_switches_;
   spdlog::info(
       "policy switched from {} to {}: network rebuilt with {} nodes "
@@ -169,25 +166,22 @@ void GraphManager::SyncNowIfDeterministic(const cluster::ChangeSet& changes) {
   if (!options_.deterministic() || !sync_error_.ok()) return;
   const int64_t start_us = SteadyMicros();
   sync_error_ = SyncNetwork(changes);
-  sync_us_since_cut_ += SteadyMicros() - start_us;
+  rounds_.AddSyncMicros(SteadyMicros() - start_us);
 }
 
 void GraphManager::CheckRoundTimeout() {
-  if (!collector_.expecting()) return;
-  const int64_t waited_us = SteadyMicros() - round_sent_steady_us_;
-  if (waited_us < int64_t{options_.round_timeout_ms} * 1000) return;
+  const int64_t now_us = SteadyMicros();
+  if (!rounds_.TimedOut(now_us, options_.round_timeout_ms)) return;
+  const InFlightRound& round = *rounds_.in_flight();
   spdlog::warn(
       "round {} got no complete answer in {} ms; re-cutting as a "
       "snapshot",
-      collector_.round_id().value(), waited_us / 1000);
+      round.id.value(), (now_us - round.sent_steady_us) / 1000);
   ++rounds_timed_out_;
   collector_.Clear();
-  // Abandoned: none of its parts is needed again, so the next commit stores
-  // the full placements offsets.
-  held_placement_offsets_.clear();
-  meta_.set_in_flight_round_id(0);
-  need_snapshot_ = true;
-  if (options_.deterministic()) meta_.set_cut_pending(true);
+  // None of its parts is needed again, so the next commit stores the full
+  // placements offsets.
+  rounds_.Abandon();
 }
 
 absl::StatusOr<std::vector<flow::GraphChange>> GraphManager::RefreshPrices() {
@@ -205,10 +199,10 @@ absl::StatusOr<std::vector<flow::GraphChange>> GraphManager::RefreshPrices() {
 }
 
 absl::Status GraphManager::MaybeCutRound() {
-  if (!RoundDue()) return absl::OkStatus();
-  if (SteadyMicros() < next_publish_steady_us_) return absl::OkStatus();
-
-  round_started_steady_us_ = SteadyMicros();
+  if (!rounds_.CutDue(!pending_changes_.empty(), SteadyMicros())) {
+    return absl::OkStatus();
+  }
+  const int64_t started_us = SteadyMicros();
   batch_time_us_ = clock_.NowMicros();
   FLOWSCHED_ASSIGN_OR_RETURN(const std::vector<flow::GraphChange> refreshed,
                              RefreshPrices());
@@ -216,7 +210,7 @@ absl::Status GraphManager::MaybeCutRound() {
                           refreshed.end());
 
   const RoundId round_id(meta_.next_round_id());
-  const bool snapshot = need_snapshot_;
+  const bool snapshot = rounds_.need_snapshot();
   v1::SolverRound header;
   header.set_round_id(round_id.value());
   header.set_epoch(epoch().value());
@@ -241,9 +235,7 @@ absl::Status GraphManager::MaybeCutRound() {
   // is used up either way, so a partly published round is never mistaken
   // for its successor.
   meta_.set_next_round_id(round_id.value() + 1);
-  meta_.set_in_flight_round_id(round_id.value());
-  meta_.set_in_flight_graph_epoch(meta_.epoch());
-  meta_.set_cut_pending(false);
+  rounds_.Cut(round_id, epoch(), started_us);
   {
     // The ledger records the cut (and its time) so that a replay re-prices
     // at the same moment.
@@ -273,33 +265,27 @@ absl::Status GraphManager::MaybeCutRound() {
     // The solver may have some parts or none; a snapshot next time is safe
     // either way. Back off so a broker outage is not hammered.
     spdlog::warn("publishing round {} failed, retrying in {} ms: {}",
-                 round_id.value(), publish_backoff_ms_, sent.ToString());
-    need_snapshot_ = true;
+                 round_id.value(), rounds_.publish_backoff_ms(),
+                 sent.ToString());
     pending_changes_.clear();
     // Parts may have reached the broker: keep listening for this round's
     // results until it times out, like any round in flight.
-    round_sent_steady_us_ = SteadyMicros();
+    rounds_.OnPublished(/*ok=*/false, SteadyMicros());
     ExpectRound(round_id, epoch());
-    next_publish_steady_us_ =
-        SteadyMicros() + int64_t{publish_backoff_ms_} * 1000;
-    publish_backoff_ms_ = std::min(publish_backoff_ms_ * 2, 5000);
     return absl::OkStatus();
   }
-  publish_backoff_ms_ = 100;
+  const int64_t sync_us = rounds_.TakeSyncMicros();
   if (metrics_) {
-    metrics_->phase_publish.Observe(
-        Seconds(SteadyMicros() - round_started_steady_us_));
-    metrics_->phase_sync.Observe(Seconds(sync_us_since_cut_));
+    metrics_->phase_publish.Observe(Seconds(SteadyMicros() - started_us));
+    metrics_->phase_sync.Observe(Seconds(sync_us));
   }
-  sync_us_since_cut_ = 0;
   if (snapshot) ++snapshots_published_;
   ++rounds_published_;
   spdlog::debug("published round {} ({} with {} changes in {} records)",
                 round_id.value(), snapshot ? "snapshot" : "delta",
                 changes.size(), parts.size());
-  need_snapshot_ = false;
   pending_changes_.clear();
-  round_sent_steady_us_ = SteadyMicros();
+  rounds_.OnPublished(/*ok=*/true, SteadyMicros());
   ExpectRound(round_id, epoch());
   // Bookkeeping only (the base of the next delta); committed with the next
   // batch. Losing it to a crash is harmless: a restart sends a snapshot.
@@ -308,20 +294,22 @@ absl::Status GraphManager::MaybeCutRound() {
 }
 
 void GraphManager::ExpectRound(RoundId round_id, GraphEpoch graph_epoch) {
-  // Holds of an earlier round were released when it stopped being in
-  // flight; this round's start with the first records read for it.
-  held_placement_offsets_.clear();
   collector_.Expect(round_id, graph_epoch,
                     static_cast<uint32_t>(placement_partitions_));
 }
 
 void GraphManager::StagePlacementOffsets(storage::StateBatch& batch) const {
+  const InFlightRound* in_flight = rounds_.in_flight();
   for (const auto& [key, offset] : next_offsets_) {
     if (key.first != options_.topics.placements) continue;
-    auto held = held_placement_offsets_.find(key.second);
-    batch.SetOffset(
-        key.first, key.second,
-        held == held_placement_offsets_.end() ? offset : held->second);
+    int64_t stored = offset;
+    if (in_flight != nullptr) {
+      auto held = in_flight->held_placement_offsets.find(key.second);
+      if (held != in_flight->held_placement_offsets.end()) {
+        stored = held->second;
+      }
+    }
+    batch.SetOffset(key.first, key.second, stored);
   }
 }
 

@@ -31,7 +31,7 @@ v1::GraphManagerStatus GraphManager::BuildStatus() const {
   s.set_decisions_stale(meta_.decisions_stale());
   s.set_network_nodes(network_.node_count());
   s.set_network_arcs(network_.arc_count());
-  s.set_round_in_flight(collector_.expecting());
+  s.set_round_in_flight(rounds_.in_flight() != nullptr);
   SummarizeTimings(solve_ms_, *s.mutable_solve());
   SummarizeTimings(round_trip_ms_, *s.mutable_round_trip());
   s.set_updated_time_us(clock_.NowMicros());
