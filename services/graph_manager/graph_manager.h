@@ -246,8 +246,10 @@ class GraphManager {
   RoundCollector collector_;
   int32_t placement_partitions_ = 0;
   int32_t event_partitions_ = 0;
-  // When rounds are cut, the next one's kind and backoff, the round in
-  // flight (written to meta_ by StageMetaWithTime).
+  // The rounds' state: when the next one is due, its kind and backoff,
+  // and the round in flight. Its fields of meta_ (cut_pending,
+  // events_since_cut, in_flight_*) are written from it by
+  // StageMetaWithTime only, so read them here, not there.
   RoundTracker rounds_{options_.cut_options()};
   // Next offset to consume per (topic, partition). As committed, except
   // for placements partitions with a held offset (InFlightRound).
