@@ -19,31 +19,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "services/bus/kafka_options.h"
+#include "services/bus/record_source.h"
 
 struct rd_kafka_topic_partition_list_s;
 
 namespace flowsched::bus {
-
-// Same values as librdkafka's RD_KAFKA_OFFSET_BEGINNING / _END.
-inline constexpr int64_t kOffsetBeginning = -2;
-inline constexpr int64_t kOffsetEnd = -1;
-
-struct Record {
-  std::string topic;
-  int32_t partition = 0;
-  int64_t offset = 0;
-  std::string key;
-  std::string value;
-  // Producer or broker timestamp; -1 when the broker has none (Kafka 0.9).
-  int64_t timestamp_ms = -1;
-};
-
-struct TopicPartitionOffset {
-  std::string topic;
-  int32_t partition = 0;
-  // An absolute offset, kOffsetBeginning or kOffsetEnd.
-  int64_t offset = kOffsetBeginning;
-};
 
 // Told about group rebalances of a Subscribe()d consumer, from inside
 // Poll(), on the polling thread.
@@ -61,7 +41,7 @@ struct RebalanceListener {
 };
 
 // Not thread-safe: one thread polls a Consumer.
-class Consumer {
+class Consumer final : public RecordSource {
  public:
   // group.id is set because librdkafka requires one; the group is joined
   // only by Subscribe(), and offsets are never committed
@@ -73,12 +53,13 @@ class Consumer {
 
   Consumer(const Consumer&) = delete;
   Consumer& operator=(const Consumer&) = delete;
-  ~Consumer();
+  ~Consumer() override;
 
   // Replaces the whole assignment; an empty list unassigns everything.
   // The first time a topic is assigned, fetches its metadata (blocking up to
   // 2 s) so that fetching starts at once.
-  absl::Status Assign(const std::vector<TopicPartitionOffset>& partitions);
+  absl::Status Assign(
+      const std::vector<TopicPartitionOffset>& partitions) override;
 
   // Joins the consumer group for `topics`; the group's partitions are
   // shared among its live members (session.timeout.ms, heartbeat.interval.ms
@@ -94,23 +75,24 @@ class Consumer {
   // logged, not returned; a fatal client error is Internal, an
   // authorization failure Unavailable (reported after any records already
   // collected, on the next call).
-  absl::StatusOr<std::vector<Record>> Poll(size_t max_records, int timeout_ms);
+  absl::StatusOr<std::vector<Record>> Poll(size_t max_records,
+                                           int timeout_ms) override;
 
   // Poll for service loops that must ride out broker trouble: an error is
   // logged and answered with a sleep that doubles from 50 ms to 2 s while
   // errors continue, and an empty result; a success resets the backoff.
-  std::vector<Record> PollOrBackOff(size_t max_records, int timeout_ms);
+  std::vector<Record> PollOrBackOff(size_t max_records,
+                                    int timeout_ms) override;
 
   // (low, high) watermark offsets from the partition leader; high is the
   // offset the next produced record will get.
-  absl::StatusOr<std::pair<int64_t, int64_t>> Watermarks(std::string_view topic,
-                                                         int32_t partition,
-                                                         int timeout_ms);
+  absl::StatusOr<std::pair<int64_t, int64_t>> Watermarks(
+      std::string_view topic, int32_t partition, int timeout_ms) override;
   // (low, high) watermarks as last reported by fetch responses, without a
   // broker call (cheap enough for every status update). NotFound until the
   // partition was fetched from at least once.
-  absl::StatusOr<std::pair<int64_t, int64_t>> CachedWatermarks(
-      std::string_view topic, int32_t partition) const;
+  [[nodiscard]] absl::StatusOr<std::pair<int64_t, int64_t>> CachedWatermarks(
+      std::string_view topic, int32_t partition) const override;
 
  private:
   struct Token {

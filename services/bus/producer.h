@@ -12,16 +12,15 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "services/bus/kafka_options.h"
+#include "services/bus/record_sink.h"
 
 struct rd_kafka_message_s;
 
 namespace flowsched::bus {
 
-// Partition argument that lets the murmur2 partitioner pick by key.
-inline constexpr int32_t kAnyPartition = -1;
-
+// kAnyPartition: the murmur2 partitioner picks by key (as the Java client).
 // Thread-safe: Produce, Flush and PartitionCount may be called concurrently.
-class Producer {
+class Producer final : public RecordSink {
  public:
   // Defaults: acks=all, enable.idempotence=true (false for legacy brokers),
   // partitioner=murmur2_random (same key -> same partition as the Java
@@ -33,22 +32,23 @@ class Producer {
 
   Producer(const Producer&) = delete;
   Producer& operator=(const Producer&) = delete;
-  ~Producer();
+  ~Producer() override;
 
   // Enqueues a copy of key and value. If librdkafka's local queue is full,
   // serves delivery reports and retries for about a second, then returns
   // Unavailable. Internal after a fatal (idempotence) error.
   absl::Status Produce(std::string_view topic, int32_t partition,
-                       std::string_view key, std::string_view value);
+                       std::string_view key, std::string_view value) override;
 
   // Waits up to timeout_ms for every outstanding delivery. Unavailable if
   // some are still outstanding, or if any delivery failed since the previous
   // Flush (with the count and the first error); the failure record is reset.
-  absl::Status Flush(int timeout_ms);
+  absl::Status Flush(int timeout_ms) override;
 
   // Partition count from a metadata request for all topics (so that asking
   // does not auto-create the topic). NotFound if the topic does not exist.
-  absl::StatusOr<int> PartitionCount(std::string_view topic, int timeout_ms);
+  absl::StatusOr<int> PartitionCount(std::string_view topic,
+                                     int timeout_ms) override;
 
   // Messages enqueued or in flight (librdkafka's outq_len).
   [[nodiscard]] int OutstandingCount() const;
