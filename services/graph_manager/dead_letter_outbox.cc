@@ -19,7 +19,7 @@ std::vector<OutboxMessage> DeadLetterMessages(const v1::DeadLetter& letter,
 
 }  // namespace
 
-DeadLetterOutbox::DeadLetterOutbox(bus::Producer& producer, std::string topic)
+DeadLetterOutbox::DeadLetterOutbox(bus::RecordSink& producer, std::string topic)
     : Outbox(producer, std::move(topic), "dead letter",
              storage::kDeadLetterPrefix, &storage::DeadLetterKey) {}
 

@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "flowsched/v1/dead_letter.pb.h"
-#include "services/bus/producer.h"
+#include "services/bus/record_sink.h"
 #include "services/graph_manager/outbox.h"
 #include "storage/state_store.h"
 
@@ -26,7 +26,7 @@ namespace flowsched::graph_manager {
 // Outbox; the typed Stage and RepublishPending below hide its untyped ones.
 class DeadLetterOutbox : public Outbox {
  public:
-  DeadLetterOutbox(bus::Producer& producer, std::string topic);
+  DeadLetterOutbox(bus::RecordSink& producer, std::string topic);
 
   // Stages `letter` as entry `seq` (numbered by the caller, increasing,
   // GraphManagerMeta.dead_letter_seq) in the batch that consumes its record;

@@ -24,7 +24,8 @@ constexpr int kOutboxFlushTimeoutMs = 2'000;
 
 }  // namespace
 
-GraphManager::GraphManager(GraphManagerOptions options, const Clock& clock)
+GraphManager::GraphManager(GraphManagerOptions options, const Clock& clock,
+                           bus::Bus* bus)
     : options_(std::move(options)),
       clock_(clock),
       metrics_(options_.metrics_registry != nullptr
@@ -35,15 +36,35 @@ GraphManager::GraphManager(GraphManagerOptions options, const Clock& clock)
                [](std::string_view name) {
                  return flow::MakePolicy(name).status();
                }),
-      state_(options_.limits) {}
+      state_(options_.limits) {
+  if (bus == nullptr) {
+    bus::KafkaOptions kafka = options_.kafka;
+    kafka.client_id = "flowsched-graph-manager";
+    owned_bus_ = std::make_unique<bus::KafkaBus>(std::move(kafka));
+    bus = owned_bus_.get();
+  }
+  bus_ = bus;
+}
 
 absl::StatusOr<std::unique_ptr<GraphManager>> GraphManager::Create(
     GraphManagerOptions options, const Clock& clock, bus::LeaderLease* lease) {
+  return CreateOn(std::move(options), clock, nullptr, lease);
+}
+
+absl::StatusOr<std::unique_ptr<GraphManager>> GraphManager::Create(
+    GraphManagerOptions options, const Clock& clock, bus::Bus& bus,
+    bus::LeaderLease* lease) {
+  return CreateOn(std::move(options), clock, &bus, lease);
+}
+
+absl::StatusOr<std::unique_ptr<GraphManager>> GraphManager::CreateOn(
+    GraphManagerOptions options, const Clock& clock, bus::Bus* bus,
+    bus::LeaderLease* lease) {
   if (options.data_dir.empty()) {
     return absl::InvalidArgumentError("graph manager needs a data directory");
   }
   auto manager =
-      std::unique_ptr<GraphManager>(new GraphManager(options, clock));
+      std::unique_ptr<GraphManager>(new GraphManager(options, clock, bus));
   manager->lease_ = lease;
   absl::Status opened = manager->Open();
   if (opened.ok()) return manager;
@@ -57,7 +78,7 @@ absl::StatusOr<std::unique_ptr<GraphManager>> GraphManager::Create(
       "rebuilding the state from the topics",
       dir, opened.ToString(), moved);
   manager = std::unique_ptr<GraphManager>(
-      new GraphManager(std::move(options), clock));
+      new GraphManager(std::move(options), clock, bus));
   manager->lease_ = lease;
   FLOWSCHED_RETURN_IF_ERROR(manager->Open());
   FLOWSCHED_RETURN_IF_ERROR(manager->SalvagePendingLetters(moved));
@@ -132,27 +153,35 @@ absl::Status GraphManager::SetEventsPaused(bool paused) {
 
 absl::Status GraphManager::Run(const std::atomic<bool>& stop) {
   MaybeWriteStatus(/*force=*/true);
-  while (!stop.load()) {
-    const std::vector<bus::Record> records = consumer_->PollOrBackOff(
-        options_.max_batch_records, options_.poll_timeout_ms);
-    if (!records.empty()) FLOWSCHED_RETURN_IF_ERROR(ProcessRecords(records));
-    // Step down before publishing anything more.
-    if (fenced_by_epoch_.has_value()) {
-      MaybeWriteStatus(/*force=*/true);
-      return absl::AbortedError(absl::StrCat(
-          "fenced: the ledger shows epoch ", fenced_by_epoch_->value(),
-          " claimed after this instance's epoch ", meta_.epoch()));
-    }
-    if (lease_ != nullptr && !lease_->Poll(0)) {
-      MaybeWriteStatus(/*force=*/true);
-      return absl::AbortedError("lost the leader lease");
-    }
-    CheckRoundTimeout();
-    FLOWSCHED_RETURN_IF_ERROR(MaybeCutRound());
-    FlushOutboxes(kOutboxFlushIntervalMs, kOutboxFlushTimeoutMs,
-                  /*idle=*/records.empty());
-    MaybeWriteStatus(/*force=*/false);
+  while (!stop.load()) FLOWSCHED_RETURN_IF_ERROR(RunOnce());
+  Stop();
+  return absl::OkStatus();
+}
+
+absl::Status GraphManager::RunOnce() {
+  const std::vector<bus::Record> records = consumer_->PollOrBackOff(
+      options_.max_batch_records, options_.poll_timeout_ms);
+  if (!records.empty()) FLOWSCHED_RETURN_IF_ERROR(ProcessRecords(records));
+  // Step down before publishing anything more.
+  if (fenced_by_epoch_.has_value()) {
+    MaybeWriteStatus(/*force=*/true);
+    return absl::AbortedError(absl::StrCat(
+        "fenced: the ledger shows epoch ", fenced_by_epoch_->value(),
+        " claimed after this instance's epoch ", meta_.epoch()));
   }
+  if (lease_ != nullptr && !lease_->Poll(0)) {
+    MaybeWriteStatus(/*force=*/true);
+    return absl::AbortedError("lost the leader lease");
+  }
+  CheckRoundTimeout();
+  FLOWSCHED_RETURN_IF_ERROR(MaybeCutRound());
+  FlushOutboxes(kOutboxFlushIntervalMs, kOutboxFlushTimeoutMs,
+                /*idle=*/records.empty());
+  MaybeWriteStatus(/*force=*/false);
+  return absl::OkStatus();
+}
+
+void GraphManager::Stop() {
   // Best effort at exit; what the broker did not acknowledge stays pending
   // in the store, and the next start publishes it.
   OnProducerFlushed(producer_->Flush(kFlushTimeoutMs).ok());
@@ -174,7 +203,6 @@ absl::Status GraphManager::Run(const std::atomic<bool>& stop) {
   }
   MaybeWriteStatus(/*force=*/true);
   spdlog::info("graph manager stopped");
-  return absl::OkStatus();
 }
 
 absl::Status GraphManager::ProcessRecords(

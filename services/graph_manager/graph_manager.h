@@ -7,7 +7,8 @@
 // one), and applies each round's decisions once, rejecting stale ones.
 //
 // Lifecycle: Create() opens the store and recovers; Run() loops until the
-// stop flag is set or a non-retryable error (disk) occurs.
+// stop flag is set or a non-retryable error (disk) occurs. Tests may drive
+// the loop themselves instead: RunOnce() per pass, then Stop().
 // Thread-safety: single-threaded; Run() owns everything.
 
 #include <atomic>
@@ -23,10 +24,11 @@
 #include "flowsched/v1/ledger.pb.h"
 #include "flowsched/v1/state.pb.h"
 #include "flowsched/v1/status.pb.h"
-#include "services/bus/consumer.h"
+#include "services/bus/bus.h"
 #include "services/bus/kafka_options.h"
 #include "services/bus/leader_lease.h"
-#include "services/bus/producer.h"
+#include "services/bus/record_sink.h"
+#include "services/bus/record_source.h"
 #include "services/bus/topics.h"
 #include "services/cluster/cluster_state.h"
 #include "services/cluster/event_decoder.h"
@@ -103,6 +105,11 @@ class GraphManager {
   static absl::StatusOr<std::unique_ptr<GraphManager>> Create(
       GraphManagerOptions options, const Clock& clock,
       bus::LeaderLease* lease = nullptr);
+  // The same on `bus` (not owned, must outlive the manager) instead of the
+  // brokers options.kafka names: unit tests run on a bus::MemoryBus.
+  static absl::StatusOr<std::unique_ptr<GraphManager>> Create(
+      GraphManagerOptions options, const Clock& clock, bus::Bus& bus,
+      bus::LeaderLease* lease = nullptr);
 
   // Runs until `stop` is set. Returns OK after a clean stop, Aborted when
   // this instance must step down (its lease was lost, or the ledger shows a
@@ -110,15 +117,30 @@ class GraphManager {
   // unsafe (a failed RocksDB commit, a policy bug).
   absl::Status Run(const std::atomic<bool>& stop);
 
+  // One pass of Run()'s loop: one poll (waiting up to poll_timeout_ms), the
+  // records applied and committed, a step-down check, the round timeout, a
+  // round cut if one is due, the outboxes flushed and the status written
+  // when due. OK to go on; otherwise what Run() returns for it.
+  absl::Status RunOnce();
+  // What Run() does once the stop flag is set: a last flush, the clean-stop
+  // digest committed, the status written. After it, only destroy the
+  // manager. A failed commit is logged (the next start then checks less).
+  void Stop();
+
  private:
-  GraphManager(GraphManagerOptions options, const Clock& clock);
+  // `bus` null: a bus::KafkaBus on options.kafka, owned.
+  GraphManager(GraphManagerOptions options, const Clock& clock, bus::Bus* bus);
+  static absl::StatusOr<std::unique_ptr<GraphManager>> CreateOn(
+      GraphManagerOptions options, const Clock& clock, bus::Bus* bus,
+      bus::LeaderLease* lease);
   absl::Status Open();
   // Opens the store, checks it and restores state, network, meta and
   // policy; sets damaged_store_ with a DataLoss status.
   absl::Status OpenStore(const LedgerHistory& history);
   // Replays the ledger records after meta_.ledger_seq() (all of them on an
   // empty store: the rebuild), reading their events from the events topic.
-  absl::Status CatchUp(const LedgerHistory& history, bus::Consumer& consumer);
+  absl::Status CatchUp(const LedgerHistory& history,
+                       bus::RecordSource& consumer);
   absl::Status ReplayRecord(const v1::LedgerRecord& record, EventFeed& feed);
   // Assigns `record` the next seq and the epoch and stages it pending;
   // returns it as staged, to publish once the batch committed. During a
@@ -217,8 +239,12 @@ class GraphManager {
   // Null without a registry: nothing recorded.
   std::unique_ptr<metrics::GraphManagerMetrics> metrics_;
   std::unique_ptr<storage::StateStore> store_;
-  std::unique_ptr<bus::Producer> producer_;
-  std::unique_ptr<bus::Consumer> consumer_;
+  // Set when the manager makes its own bus (a KafkaBus); bus_ is it or
+  // the one Create() was given.
+  std::unique_ptr<bus::Bus> owned_bus_;
+  bus::Bus* bus_ = nullptr;
+  std::unique_ptr<bus::RecordSink> producer_;
+  std::unique_ptr<bus::RecordSource> consumer_;
   std::unique_ptr<DeadLetterOutbox> dead_letters_;
   std::unique_ptr<LedgerPublisher> ledger_;
   // The ledger record of the batch being applied (steps in order).

@@ -42,18 +42,15 @@ absl::Status GraphManager::Open() {
   }
   // The brokers come first: a missing or damaged store is rebuilt from the
   // topics.
-  bus::KafkaOptions kafka = options_.kafka;
-  kafka.client_id = "flowsched-graph-manager";
-  FLOWSCHED_ASSIGN_OR_RETURN(producer_, bus::Producer::Create(kafka));
-  FLOWSCHED_ASSIGN_OR_RETURN(
-      consumer_, bus::Consumer::Create(kafka, "flowsched-graph-manager"));
+  FLOWSCHED_ASSIGN_OR_RETURN(producer_, bus_->NewSink());
+  FLOWSCHED_ASSIGN_OR_RETURN(consumer_,
+                             bus_->NewSource("flowsched-graph-manager"));
   dead_letters_ = std::make_unique<DeadLetterOutbox>(
       *producer_, options_.topics.dead_letters);
   ledger_ =
       std::make_unique<LedgerPublisher>(*producer_, options_.topics.ledger);
-  FLOWSCHED_ASSIGN_OR_RETURN(
-      auto replay_consumer,
-      bus::Consumer::Create(kafka, "flowsched-graph-manager-replay"));
+  FLOWSCHED_ASSIGN_OR_RETURN(auto replay_consumer,
+                             bus_->NewSource("flowsched-graph-manager-replay"));
   LedgerHistory history;
   int64_t ledger_next = bus::kOffsetBeginning;
   FLOWSCHED_RETURN_IF_ERROR(ReadLedger(*replay_consumer, options_.topics.ledger,
@@ -183,7 +180,7 @@ absl::Status GraphManager::OpenStore(const LedgerHistory& history) {
 }
 
 absl::Status GraphManager::CatchUp(const LedgerHistory& history,
-                                   bus::Consumer& consumer) {
+                                   bus::RecordSource& consumer) {
   uint64_t seq = meta_.ledger_seq();
   if (history.max_seq() <= seq) return absl::OkStatus();
   const bool rebuild = seq == 0;

@@ -26,7 +26,7 @@ std::vector<OutboxMessage> LedgerMessages(std::string bytes, uint64_t seq,
 
 }  // namespace
 
-LedgerPublisher::LedgerPublisher(bus::Producer& producer, std::string topic)
+LedgerPublisher::LedgerPublisher(bus::RecordSink& producer, std::string topic)
     : Outbox(producer, std::move(topic), "ledger record",
              storage::kLedgerPrefix, &storage::LedgerKey) {}
 

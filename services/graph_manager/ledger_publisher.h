@@ -15,7 +15,7 @@
 
 #include "absl/status/status.h"
 #include "flowsched/v1/ledger.pb.h"
-#include "services/bus/producer.h"
+#include "services/bus/record_sink.h"
 #include "services/graph_manager/outbox.h"
 #include "storage/state_store.h"
 
@@ -25,7 +25,7 @@ namespace flowsched::graph_manager {
 // Outbox; the typed Stage and RepublishPending below hide its untyped ones.
 class LedgerPublisher : public Outbox {
  public:
-  LedgerPublisher(bus::Producer& producer, std::string topic);
+  LedgerPublisher(bus::RecordSink& producer, std::string topic);
 
   // Stages `record` (seq assigned by the caller) as pending; Outbox::Publish
   // the result once the batch committed.

@@ -11,7 +11,7 @@
 
 namespace flowsched::graph_manager {
 
-Outbox::Outbox(bus::Producer& producer, std::string topic, std::string what,
+Outbox::Outbox(bus::RecordSink& producer, std::string topic, std::string what,
                std::string_view store_prefix,
                std::string (*store_key)(uint64_t))
     : producer_(producer),

@@ -28,7 +28,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "services/bus/producer.h"
+#include "services/bus/record_sink.h"
 #include "storage/state_store.h"
 
 namespace flowsched::graph_manager {
@@ -57,7 +57,7 @@ class Outbox {
       uint64_t seq, std::string_view stored)>;
 
   // `what` names an entry in logs ("ledger record", "dead letter").
-  Outbox(bus::Producer& producer, std::string topic, std::string what,
+  Outbox(bus::RecordSink& producer, std::string topic, std::string what,
          std::string_view store_prefix, std::string (*store_key)(uint64_t));
 
   // Stages the pending copy of entry `seq` (the typed outboxes build the
@@ -95,7 +95,7 @@ class Outbox {
  private:
   void Produce(uint64_t seq, const std::vector<OutboxMessage>& messages);
 
-  bus::Producer& producer_;
+  bus::RecordSink& producer_;
   const std::string topic_;
   const std::string what_;
   const std::string store_prefix_;

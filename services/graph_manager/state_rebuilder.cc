@@ -79,7 +79,7 @@ const v1::LedgerRecord* LedgerHistory::Find(uint64_t seq) const {
   return it == records_.end() ? nullptr : &it->second;
 }
 
-absl::Status ReadLedger(bus::Consumer& consumer, const std::string& topic,
+absl::Status ReadLedger(bus::RecordSource& consumer, const std::string& topic,
                         int timeout_ms, int64_t* next_offset,
                         LedgerHistory& history) {
   FLOWSCHED_ASSIGN_OR_RETURN(const auto marks,
@@ -130,7 +130,7 @@ absl::Status ReadLedger(bus::Consumer& consumer, const std::string& topic,
   return consumer.Assign({});
 }
 
-EventFeed::EventFeed(bus::Consumer& consumer, std::string topic,
+EventFeed::EventFeed(bus::RecordSource& consumer, std::string topic,
                      int32_t partitions, std::map<int32_t, int64_t> start,
                      int timeout_ms)
     : consumer_(consumer),

@@ -20,7 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "flowsched/v1/ledger.pb.h"
-#include "services/bus/consumer.h"
+#include "services/bus/record_source.h"
 #include "services/common/strong_id.h"
 
 namespace flowsched::graph_manager {
@@ -89,7 +89,7 @@ class LedgerHistory {
 // the call) into `history`, starting at `*next_offset` (kOffsetBeginning
 // for all) and leaving it after the last record read. Unavailable if the
 // broker does not deliver up to the watermark within `timeout_ms`.
-absl::Status ReadLedger(bus::Consumer& consumer, const std::string& topic,
+absl::Status ReadLedger(bus::RecordSource& consumer, const std::string& topic,
                         int timeout_ms, int64_t* next_offset,
                         LedgerHistory& history);
 
@@ -99,7 +99,7 @@ absl::Status ReadLedger(bus::Consumer& consumer, const std::string& topic,
 class EventFeed {
  public:
   // `start`: first offset wanted per partition (others: from the beginning).
-  EventFeed(bus::Consumer& consumer, std::string topic, int32_t partitions,
+  EventFeed(bus::RecordSource& consumer, std::string topic, int32_t partitions,
             std::map<int32_t, int64_t> start, int timeout_ms);
 
   // DataLoss if the topic no longer holds `offset` (retention deleted it:
@@ -110,7 +110,7 @@ class EventFeed {
  private:
   absl::Status EnsureAssigned();
 
-  bus::Consumer& consumer_;
+  bus::RecordSource& consumer_;
   std::string topic_;
   int32_t partitions_;
   std::map<int32_t, int64_t> start_;
