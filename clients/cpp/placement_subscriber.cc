@@ -4,6 +4,7 @@
 
 #include <array>
 #include <chrono>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -41,6 +42,35 @@ absl::StatusOr<int> PartitionCount(rd_kafka_t* rk, const std::string& topic,
     return absl::NotFoundError(absl::StrCat("topic ", topic, " not found"));
   }
   return count;
+}
+
+// The group's committed offsets of `list`, per partition. A group
+// coordinator that is moving or still loading (Kafka 0.9 answers
+// NOT_COORDINATOR for a while after a group's first use) is asked again
+// until `timeout_ms` passed; any other error, or one left then, fails: a
+// partition read as "nothing committed" would be read from the wrong
+// place.
+rd_kafka_resp_err_t FetchCommitted(rd_kafka_t* rk,
+                                   rd_kafka_topic_partition_list_t* list,
+                                   int timeout_ms) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const auto coordinator_moving = [](rd_kafka_resp_err_t e) {
+    return e == RD_KAFKA_RESP_ERR_NOT_COORDINATOR ||
+           e == RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS ||
+           e == RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE;
+  };
+  while (true) {
+    rd_kafka_resp_err_t err = rd_kafka_committed(rk, list, timeout_ms);
+    for (int i = 0; err == RD_KAFKA_RESP_ERR_NO_ERROR && i < list->cnt; ++i) {
+      err = list->elems[i].err;
+    }
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR || !coordinator_moving(err) ||
+        std::chrono::steady_clock::now() >= deadline) {
+      return err;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 }  // namespace
@@ -100,7 +130,7 @@ PlacementSubscriber::Create(SubscriberOptions options, OnRound on_round) {
                                       0);
   }
   rd_kafka_resp_err_t err =
-      rd_kafka_committed(raw, list.get(), options.metadata_timeout_ms);
+      FetchCommitted(raw, list.get(), options.metadata_timeout_ms);
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
     sub->closed_ = true;
     rd_kafka_consumer_close(raw);

@@ -93,13 +93,11 @@ class PlacementSubscriber:
             wanted = [TopicPartition(self.topic, p) for p in self.partitions]
             if on_stale is not None:  # how far an earlier subscriber reported
                 wanted.append(TopicPartition(self.ledger_topic, 0))
-            committed = self._consumer.committed(wanted, timeout=metadata_timeout)
+            committed = self._fetch_committed(wanted, metadata_timeout)
             if on_stale is not None:
                 # By topic, not position: the reply's order is the broker's.
                 ledger_tp = next(tp for tp in committed if tp.topic == self.ledger_topic)
                 committed = [tp for tp in committed if tp.topic == self.topic]
-                if ledger_tp.error is not None:
-                    raise KafkaException(ledger_tp.error)
                 group_known = any(tp.offset >= 0 for tp in committed)
                 floor = 0  # a new group reading from the beginning: all
                 if ledger_tp.offset >= 0:
@@ -133,6 +131,30 @@ class PlacementSubscriber:
         except Exception:
             self._consumer.close()
             raise
+
+    _COORDINATOR_MOVING = (KafkaError.NOT_COORDINATOR,
+                           KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                           KafkaError.COORDINATOR_NOT_AVAILABLE)
+
+    def _fetch_committed(self, wanted, timeout):
+        """The group's committed offsets of `wanted`. A coordinator that is
+        moving or still loading (Kafka 0.9 answers NOT_COORDINATOR for a
+        while after a group's first use) is asked again until `timeout`
+        seconds passed; any other error, or one left then, raises: a
+        partition read as "nothing committed" would be read from the wrong
+        place."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                committed = self._consumer.committed(wanted, timeout=timeout)
+                error = next((tp.error for tp in committed if tp.error is not None), None)
+            except KafkaException as e:
+                error, committed = e.args[0], None
+            if error is None:
+                return committed
+            if error.code() not in self._COORDINATOR_MOVING or time.monotonic() >= deadline:
+                raise KafkaException(error)
+            time.sleep(0.1)
 
     @property
     def stats(self):

@@ -3,6 +3,9 @@ reports) and of the publisher's local validation: synthetic records, no
 broker."""
 
 import unittest
+from types import SimpleNamespace
+
+from confluent_kafka import KafkaError, KafkaException
 
 from flowsched_client import (InvalidEventError, LedgerRounds, PlacementSubscriber,
                               RoundAssembler, event_key, events_pb2, ledger_pb2,
@@ -342,6 +345,55 @@ class StaleReportTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "on_stale"):  # before connecting
             PlacementSubscriber("127.0.0.1:1", group="g", on_round=lambda r: None,
                                 confirm_with_ledger=True, on_stale=lambda s: None)
+
+
+class CommittedOffsetsTest(unittest.TestCase):
+    """The group's committed offsets: a coordinator still moving (Kafka 0.9
+    answers NOT_COORDINATOR for a while) is asked again; other errors are
+    raised, never read as "nothing committed"."""
+
+    class Consumer:
+        def __init__(self, replies):
+            self.replies, self.calls = list(replies), 0
+
+        def committed(self, wanted, timeout):
+            self.calls += 1
+            reply = self.replies.pop(0)
+            if isinstance(reply, Exception):
+                raise reply
+            return reply
+
+    @staticmethod
+    def subscriber(consumer):
+        sub = PlacementSubscriber.__new__(PlacementSubscriber)
+        sub._consumer = consumer
+        return sub
+
+    @staticmethod
+    def tp(offset, error=None):
+        return SimpleNamespace(topic="placements", partition=0, offset=offset,
+                               error=None if error is None else KafkaError(error))
+
+    def test_moving_coordinator_is_asked_again(self):
+        consumer = self.Consumer([
+            [self.tp(-1001, KafkaError.NOT_COORDINATOR)],
+            KafkaException(KafkaError(KafkaError.COORDINATOR_LOAD_IN_PROGRESS)),
+            [self.tp(42)]])
+        got = self.subscriber(consumer)._fetch_committed(["tp"], timeout=5.0)
+        self.assertEqual([tp.offset for tp in got], [42])
+        self.assertEqual(consumer.calls, 3)
+
+    def test_other_errors_raise(self):
+        consumer = self.Consumer([[self.tp(-1001, KafkaError.TOPIC_AUTHORIZATION_FAILED)]])
+        with self.assertRaises(KafkaException):
+            self.subscriber(consumer)._fetch_committed(["tp"], timeout=5.0)
+        self.assertEqual(consumer.calls, 1)
+
+    def test_gives_up_at_the_timeout(self):
+        consumer = self.Consumer([[self.tp(-1001, KafkaError.NOT_COORDINATOR)]] * 50)
+        with self.assertRaises(KafkaException):
+            self.subscriber(consumer)._fetch_committed(["tp"], timeout=0.25)
+        self.assertLess(consumer.calls, 10)
 
 
 class PublisherValidationTest(unittest.TestCase):
