@@ -205,6 +205,69 @@ void GraphManager::Stop() {
   spdlog::info("graph manager stopped");
 }
 
+bool GraphManager::TakeEventRecord(const bus::Record& record,
+                                   cluster::ChangeSet& changes, bool& reseek) {
+  // Records fetched before a pause, or from partitions deterministic
+  // mode does not read, wait for their turn.
+  auto next = next_offsets_.find({record.topic, record.partition});
+  if (rounds_.EventsPaused() || next == next_offsets_.end()) return false;
+  // A record fetched before a re-assignment may come again after it;
+  // apply each offset once, in order.
+  if (next->second >= 0 && record.offset != next->second) {
+    if (record.offset > next->second) reseek = true;
+    return false;
+  }
+  rounds_.OnEvent(ApplyEventRecord(record, changes));
+  // The ledger keeps the exact interleaving: runs of one partition.
+  const int n = batch_ledger_.steps_size();
+  v1::EventRun* run = n > 0 && batch_ledger_.steps(n - 1).has_events()
+                          ? batch_ledger_.mutable_steps(n - 1)->mutable_events()
+                          : nullptr;
+  if (run == nullptr || run->partition() != record.partition ||
+      run->to_offset() != record.offset) {
+    run = batch_ledger_.add_steps()->mutable_events();
+    run->set_partition(record.partition);
+    run->set_from_offset(record.offset);
+  }
+  run->set_to_offset(record.offset + 1);
+  return true;
+}
+
+void GraphManager::TakePlacementRecord(const bus::Record& record,
+                                       cluster::ChangeSet& changes) {
+  // A part of the round in flight is only in memory until the round
+  // completes: hold the stored offset at the first record read while
+  // the round is in flight. Released as soon as it no longer is (this
+  // record completed it, applied in this very batch, or a resync
+  // request dropped it).
+  // Within one process every record is handled once: a re-assignment
+  // or a seek back delivers again what was read (a resync request read
+  // twice would drop the round its snapshot started). After a restart
+  // next_offsets_ starts at the stored, possibly held, offset.
+  auto next = next_offsets_.find({record.topic, record.partition});
+  if (next != next_offsets_.end() && record.offset < next->second) {
+    ++placements_redelivered_;
+    return;
+  }
+  rounds_.HoldPlacementOffset(record.partition, record.offset);
+  HandlePlacementRecord(record, changes);
+  next_offsets_[{record.topic, record.partition}] = record.offset + 1;
+}
+
+void GraphManager::WatchLedgerRecord(const bus::Record& record) {
+  // Watched for other instances' epoch claims only; never stored.
+  next_offsets_[{record.topic, record.partition}] = record.offset + 1;
+  v1::LedgerRecord ledger;
+  if (ledger.ParseFromString(record.value) && ledger.has_claim() &&
+      GraphEpoch(ledger.claim().epoch()) > epoch()) {
+    spdlog::warn(
+        "epoch {} claimed by {}; this instance (epoch {}) "
+        "steps down",
+        ledger.claim().epoch(), ledger.claim().instance(), meta_.epoch());
+    fenced_by_epoch_ = GraphEpoch(ledger.claim().epoch());
+  }
+}
+
 absl::Status GraphManager::ProcessRecords(
     const std::vector<bus::Record>& records) {
   cluster::ChangeSet changes;
@@ -215,69 +278,15 @@ absl::Status GraphManager::ProcessRecords(
   batch_letters_.clear();
   staged_letters_.clear();
   for (const bus::Record& record : records) {
-    const bool is_event = record.topic == options_.topics.events;
-    if (is_event) {
-      // Records fetched before a pause, or from partitions deterministic
-      // mode does not read, wait for their turn.
-      auto next = next_offsets_.find({record.topic, record.partition});
-      if (rounds_.EventsPaused() || next == next_offsets_.end()) continue;
-      // A record fetched before a re-assignment may come again after it;
-      // apply each offset once, in order.
-      if (next->second >= 0 && record.offset != next->second) {
-        if (record.offset > next->second) reseek = true;
-        continue;
-      }
-      rounds_.OnEvent(ApplyEventRecord(record, changes));
-      // The ledger keeps the exact interleaving: runs of one partition.
-      const int n = batch_ledger_.steps_size();
-      v1::EventRun* run =
-          n > 0 && batch_ledger_.steps(n - 1).has_events()
-              ? batch_ledger_.mutable_steps(n - 1)->mutable_events()
-              : nullptr;
-      if (run == nullptr || run->partition() != record.partition ||
-          run->to_offset() != record.offset) {
-        run = batch_ledger_.add_steps()->mutable_events();
-        run->set_partition(record.partition);
-        run->set_from_offset(record.offset);
-      }
-      run->set_to_offset(record.offset + 1);
+    if (record.topic == options_.topics.events) {
+      if (!TakeEventRecord(record, changes, reseek)) continue;
+      next_offsets_[{record.topic, record.partition}] = record.offset + 1;
+      batch.SetOffset(record.topic, record.partition, record.offset + 1);
     } else if (record.topic == options_.topics.placements) {
-      // A part of the round in flight is only in memory until the round
-      // completes: hold the stored offset at the first record read while
-      // the round is in flight. Released as soon as it no longer is (this
-      // record completed it, applied in this very batch, or a resync
-      // request dropped it).
-      // Within one process every record is handled once: a re-assignment
-      // or a seek back delivers again what was read (a resync request read
-      // twice would drop the round its snapshot started). After a restart
-      // next_offsets_ starts at the stored, possibly held, offset.
-      auto next = next_offsets_.find({record.topic, record.partition});
-      if (next != next_offsets_.end() && record.offset < next->second) {
-        ++placements_redelivered_;
-        continue;
-      }
-      rounds_.HoldPlacementOffset(record.partition, record.offset);
-      HandlePlacementRecord(record, changes);
-      next_offsets_[{record.topic, record.partition}] = record.offset + 1;
-      continue;
+      TakePlacementRecord(record, changes);
     } else if (record.topic == options_.topics.ledger) {
-      // Watched for other instances' epoch claims only; never stored.
-      next_offsets_[{record.topic, record.partition}] = record.offset + 1;
-      v1::LedgerRecord ledger;
-      if (ledger.ParseFromString(record.value) && ledger.has_claim() &&
-          GraphEpoch(ledger.claim().epoch()) > epoch()) {
-        spdlog::warn(
-            "epoch {} claimed by {}; this instance (epoch {}) "
-            "steps down",
-            ledger.claim().epoch(), ledger.claim().instance(), meta_.epoch());
-        fenced_by_epoch_ = GraphEpoch(ledger.claim().epoch());
-      }
-      continue;
-    } else {
-      continue;
+      WatchLedgerRecord(record);
     }
-    next_offsets_[{record.topic, record.partition}] = record.offset + 1;
-    batch.SetOffset(record.topic, record.partition, record.offset + 1);
   }
   // The letters commit with the offsets that pass their records.
   StageDeadLetters(batch);

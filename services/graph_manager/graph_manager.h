@@ -137,6 +137,12 @@ class GraphManager {
   // Opens the store, checks it and restores state, network, meta and
   // policy; sets damaged_store_ with a DataLoss status.
   absl::Status OpenStore(const LedgerHistory& history);
+  // Publishes again the ledger records and dead letters the store holds
+  // unacknowledged (DataLoss if a copy does not parse).
+  absl::Status RepublishPendingCopies();
+  // Takes this start's epoch, above the store's and every one the ledger
+  // carried, and commits and publishes its claim.
+  absl::Status ClaimEpoch(const LedgerHistory& history);
   // Replays the ledger records after meta_.ledger_seq() (all of them on an
   // empty store: the rebuild), reading their events from the events topic.
   absl::Status CatchUp(const LedgerHistory& history,
@@ -154,6 +160,16 @@ class GraphManager {
   // early).
   absl::Status SetEventsPaused(bool paused);
   absl::Status ProcessRecords(const std::vector<bus::Record>& records);
+  // ProcessRecords per topic. An event is applied once, in offset order
+  // (false: skipped: paused, a partition not read, or out of order, which
+  // sets `reseek` when offsets were skipped); a placements record goes to
+  // the round collector, its offset held while its round is in flight; a
+  // ledger record is only watched for a higher epoch's claim.
+  bool TakeEventRecord(const bus::Record& record, cluster::ChangeSet& changes,
+                       bool& reseek);
+  void TakePlacementRecord(const bus::Record& record,
+                           cluster::ChangeSet& changes);
+  void WatchLedgerRecord(const bus::Record& record);
   // Returns true for a Tick event.
   bool ApplyEventRecord(const bus::Record& record, cluster::ChangeSet& changes);
   void HandlePlacementRecord(const bus::Record& record,
@@ -214,6 +230,16 @@ class GraphManager {
                              storage::StateBatch batch,
                              v1::LedgerRecord* ledger);
   absl::Status MaybeCutRound();
+  // MaybeCutRound's steps: the round's header; the cut made durable (next
+  // round id, the round in flight, the ledger's cut record, the refreshed
+  // prices) before any part leaves; the parts produced and flushed (the
+  // first error).
+  [[nodiscard]] v1::SolverRound RoundHeader(RoundId round_id,
+                                            bool snapshot) const;
+  absl::Status CommitCut(RoundId round_id, bool snapshot,
+                         const std::vector<flow::GraphChange>& refreshed,
+                         int64_t started_us);
+  absl::Status PublishRoundParts(const std::vector<v1::SolverRound>& parts);
   // Starts collecting the answer of `round_id` (cut by `graph_epoch`).
   void ExpectRound(RoundId round_id, GraphEpoch graph_epoch);
   // Stages the placements offsets a restart must resume from: the held

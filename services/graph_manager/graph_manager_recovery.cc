@@ -30,6 +30,39 @@ constexpr uint32_t kStoreFormatVersion = 1;
 
 }  // namespace
 
+absl::Status GraphManager::RepublishPendingCopies() {
+  // A pending copy that does not parse is a damaged store like any other
+  // record that does not (DataLoss: moved aside and rebuilt).
+  FLOWSCHED_RETURN_IF_ERROR(ledger_->RepublishPending(*store_));
+  FLOWSCHED_ASSIGN_OR_RETURN(const uint64_t last_pending_letter,
+                             dead_letters_->RepublishPending(*store_));
+  // (A store from before the letter outbox has no dead_letter_seq.)
+  meta_.set_dead_letter_seq(
+      std::max(meta_.dead_letter_seq(), last_pending_letter));
+  return absl::OkStatus();
+}
+
+absl::Status GraphManager::ClaimEpoch(const LedgerHistory& history) {
+  // A new epoch per start, above every epoch the ledger ever carried (two
+  // instances with their own stores must never share one): results cut by
+  // an older instance are told apart, and the claim fences it off.
+  meta_.set_epoch(std::max(epoch(), history.max_epoch()).value() + 1);
+  if (meta_.next_round_id() == 0) meta_.set_next_round_id(1);
+  meta_.set_format_version(kStoreFormatVersion);
+  meta_.clear_clean_stop_digest();
+  v1::LedgerRecord claim;
+  claim.mutable_claim()->set_epoch(meta_.epoch());
+  claim.mutable_claim()->set_instance(
+      absl::StrCat(options_.data_dir, " pid ", ::getpid()));
+  claim.mutable_claim()->set_policy(meta_.policy());
+  storage::StateBatch batch;
+  std::optional<OutboxEntry> staged = StageLedger(claim, batch);
+  StageMetaWithTime(batch);
+  FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
+  if (staged) ledger_->Publish(std::move(*staged));
+  return absl::OkStatus();
+}
+
 absl::Status GraphManager::Open() {
   // Fails early on a bad flag, before the store is touched.
   FLOWSCHED_RETURN_IF_ERROR(flow::MakePolicy(options_.policy).status());
@@ -61,41 +94,13 @@ absl::Status GraphManager::Open() {
     damaged_store_ = opened.code() == absl::StatusCode::kDataLoss;
     return opened;
   }
-  // A pending copy that does not parse is a damaged store like any other
-  // record that does not (DataLoss: moved aside and rebuilt).
-  absl::Status republished = ledger_->RepublishPending(*store_);
-  uint64_t last_pending_letter = 0;
-  if (republished.ok()) {
-    absl::StatusOr<uint64_t> last = dead_letters_->RepublishPending(*store_);
-    republished = last.status();
-    if (last.ok()) last_pending_letter = *last;
-  }
+  const absl::Status republished = RepublishPendingCopies();
   if (!republished.ok()) {
     damaged_store_ = republished.code() == absl::StatusCode::kDataLoss;
     return republished;
   }
-  // (A store from before the letter outbox has no dead_letter_seq.)
-  meta_.set_dead_letter_seq(
-      std::max(meta_.dead_letter_seq(), last_pending_letter));
   FLOWSCHED_RETURN_IF_ERROR(CatchUp(history, *replay_consumer));
-
-  // A new epoch per start, above every epoch the ledger ever carried (two
-  // instances with their own stores must never share one): results cut by
-  // an older instance are told apart, and the claim fences it off.
-  meta_.set_epoch(std::max(epoch(), history.max_epoch()).value() + 1);
-  if (meta_.next_round_id() == 0) meta_.set_next_round_id(1);
-  meta_.set_format_version(kStoreFormatVersion);
-  meta_.clear_clean_stop_digest();
-  v1::LedgerRecord claim;
-  claim.mutable_claim()->set_epoch(meta_.epoch());
-  claim.mutable_claim()->set_instance(
-      absl::StrCat(options_.data_dir, " pid ", ::getpid()));
-  claim.mutable_claim()->set_policy(meta_.policy());
-  storage::StateBatch batch;
-  std::optional<OutboxEntry> staged = StageLedger(claim, batch);
-  StageMetaWithTime(batch);
-  FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
-  if (staged) ledger_->Publish(std::move(*staged));
+  FLOWSCHED_RETURN_IF_ERROR(ClaimEpoch(history));
   FlushOutboxes(0, kFlushTimeoutMs, /*idle=*/true);
   digest_at_start_ = StateDigest(state_, network_);
   spdlog::info(

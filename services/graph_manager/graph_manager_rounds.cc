@@ -198,6 +198,64 @@ absl::StatusOr<std::vector<flow::GraphChange>> GraphManager::RefreshPrices() {
   return network_.TakeChanges();
 }
 
+v1::SolverRound GraphManager::RoundHeader(RoundId round_id,
+                                          bool snapshot) const {
+  v1::SolverRound header;
+  header.set_round_id(round_id.value());
+  header.set_epoch(epoch().value());
+  header.set_snapshot(snapshot);
+  header.set_base_round_id(meta_.last_published_round_id());
+  header.set_cut_time_us(clock_.NowMicros());
+  header.set_deterministic(options_.deterministic());
+  header.set_solver_epoch(solver_epoch().value());
+  codec::EncodeGangs(
+      core::GangRequirementsOf(state_, StateNowMicros(),
+                               options_.gang_hold_after_ms * 1000),
+      header);
+  return header;
+}
+
+absl::Status GraphManager::CommitCut(
+    RoundId round_id, bool snapshot,
+    const std::vector<flow::GraphChange>& refreshed, int64_t started_us) {
+  // Write-ahead: the round is durable as in flight before any part leaves,
+  // so a restart after a crash in the middle still accepts its results
+  // (which consumers may already act on) instead of orphaning them. Its id
+  // is used up either way, so a partly published round is never mistaken
+  // for its successor.
+  meta_.set_next_round_id(round_id.value() + 1);
+  rounds_.Cut(round_id, epoch(), started_us);
+  // The ledger records the cut (and its time) so that a replay re-prices
+  // at the same moment.
+  v1::LedgerRecord cut;
+  cut.mutable_cut()->set_round_id(round_id.value());
+  cut.mutable_cut()->set_snapshot(snapshot);
+  storage::StateBatch batch;
+  StageNetwork(refreshed, network_, batch);
+  // No round is in flight here; offsets released since the last commit
+  // (a timed-out round) are stored with the new in-flight round.
+  StagePlacementOffsets(batch);
+  std::optional<OutboxEntry> staged = StageLedger(cut, batch);
+  StageMetaWithTime(batch);
+  FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
+  if (staged) ledger_->Publish(std::move(*staged));
+  return absl::OkStatus();
+}
+
+absl::Status GraphManager::PublishRoundParts(
+    const std::vector<v1::SolverRound>& parts) {
+  absl::Status sent;
+  for (size_t i = 0; i < parts.size() && sent.ok(); ++i) {
+    sent = producer_->Produce(options_.topics.rounds, 0, "round",
+                              parts[i].SerializeAsString());
+  }
+  if (sent.ok()) {
+    sent = producer_->Flush(kFlushTimeoutMs);
+    OnProducerFlushed(sent.ok());
+  }
+  return sent;
+}
+
 absl::Status GraphManager::MaybeCutRound() {
   if (!rounds_.CutDue(!pending_changes_.empty(), SteadyMicros())) {
     return absl::OkStatus();
@@ -211,56 +269,16 @@ absl::Status GraphManager::MaybeCutRound() {
 
   const RoundId round_id(meta_.next_round_id());
   const bool snapshot = rounds_.need_snapshot();
-  v1::SolverRound header;
-  header.set_round_id(round_id.value());
-  header.set_epoch(epoch().value());
-  header.set_snapshot(snapshot);
-  header.set_base_round_id(meta_.last_published_round_id());
-  header.set_cut_time_us(clock_.NowMicros());
-  header.set_deterministic(options_.deterministic());
-  header.set_solver_epoch(solver_epoch().value());
-  codec::EncodeGangs(
-      core::GangRequirementsOf(state_, StateNowMicros(),
-                               options_.gang_hold_after_ms * 1000),
-      header);
+  const v1::SolverRound header = RoundHeader(round_id, snapshot);
   const std::vector<flow::GraphChange> snapshot_changes =
       snapshot ? network_.SnapshotChanges() : std::vector<flow::GraphChange>{};
   const std::vector<flow::GraphChange>& changes =
       snapshot ? snapshot_changes : pending_changes_;
   const std::vector<v1::SolverRound> parts =
       codec::SplitRound(header, changes, options_.max_round_record_bytes);
-  // Write-ahead: the round is durable as in flight before any part leaves,
-  // so a restart after a crash in the middle still accepts its results
-  // (which consumers may already act on) instead of orphaning them. Its id
-  // is used up either way, so a partly published round is never mistaken
-  // for its successor.
-  meta_.set_next_round_id(round_id.value() + 1);
-  rounds_.Cut(round_id, epoch(), started_us);
-  {
-    // The ledger records the cut (and its time) so that a replay re-prices
-    // at the same moment.
-    v1::LedgerRecord cut;
-    cut.mutable_cut()->set_round_id(round_id.value());
-    cut.mutable_cut()->set_snapshot(snapshot);
-    storage::StateBatch batch;
-    StageNetwork(refreshed, network_, batch);
-    // No round is in flight here; offsets released since the last commit
-    // (a timed-out round) are stored with the new in-flight round.
-    StagePlacementOffsets(batch);
-    std::optional<OutboxEntry> staged = StageLedger(cut, batch);
-    StageMetaWithTime(batch);
-    FLOWSCHED_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
-    if (staged) ledger_->Publish(std::move(*staged));
-  }
-  absl::Status sent;
-  for (size_t i = 0; i < parts.size() && sent.ok(); ++i) {
-    sent = producer_->Produce(options_.topics.rounds, 0, "round",
-                              parts[i].SerializeAsString());
-  }
-  if (sent.ok()) {
-    sent = producer_->Flush(kFlushTimeoutMs);
-    OnProducerFlushed(sent.ok());
-  }
+  FLOWSCHED_RETURN_IF_ERROR(
+      CommitCut(round_id, snapshot, refreshed, started_us));
+  const absl::Status sent = PublishRoundParts(parts);
   if (!sent.ok()) {
     // The solver may have some parts or none; a snapshot next time is safe
     // either way. Back off so a broker outage is not hammered.

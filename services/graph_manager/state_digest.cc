@@ -115,11 +115,7 @@ void Labels(Digester& d, std::string_view tag,
   }
 }
 
-}  // namespace
-
-std::string StateDigest(const cluster::ClusterState& state,
-                        const flow::FlowNetwork& network) {
-  Digester d;
+void DigestJobs(Digester& d, const cluster::ClusterState& state) {
   d.Bytes("jobs");
   for (const auto& [id, job] : state.jobs()) {
     d.U64(id.value());
@@ -129,6 +125,9 @@ std::string StateDigest(const cluster::ClusterState& state,
     d.U64(job.different_machines ? 1 : 0);
     d.U64(job.min_members);
   }
+}
+
+void DigestMachines(Digester& d, const cluster::ClusterState& state) {
   d.Bytes("machines");
   for (const auto& [id, machine] : state.machines()) {
     d.U64(id.value());
@@ -143,6 +142,9 @@ std::string StateDigest(const cluster::ClusterState& state,
     for (TaskId task : machine.running) d.U64(task.value());
     Devices(d, machine.devices);
   }
+}
+
+void DigestTasks(Digester& d, const cluster::ClusterState& state) {
   d.Bytes("tasks");
   for (const auto& [id, task] : state.tasks()) {
     d.U64(id.value());
@@ -168,6 +170,11 @@ std::string StateDigest(const cluster::ClusterState& state,
     d.I64(task.wait_us_total);
     d.I64(task.run_us_total);
   }
+}
+
+// Nodes in id order, then arcs sorted by (src, dst): the digest does not
+// depend on the order arcs were added in.
+void DigestNetwork(Digester& d, const flow::FlowNetwork& network) {
   d.Bytes("nodes");
   std::vector<std::tuple<flow::NodeId, flow::NodeId, int64_t, int64_t,
                          std::vector<flow::ArcSegment>>>
@@ -200,6 +207,17 @@ std::string StateDigest(const cluster::ClusterState& state,
       d.I64(piece.cost);
     }
   }
+}
+
+}  // namespace
+
+std::string StateDigest(const cluster::ClusterState& state,
+                        const flow::FlowNetwork& network) {
+  Digester d;
+  DigestJobs(d, state);
+  DigestMachines(d, state);
+  DigestTasks(d, state);
+  DigestNetwork(d, network);
   return d.Hex();
 }
 
