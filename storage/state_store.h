@@ -87,9 +87,8 @@ class StateStore {
     // fsync the WAL on every Commit().
     bool sync_writes = true;
     // Flush the memtables to SST files when the store is destroyed, so the
-    // next Open reads SST files instead of replaying the WAL (a graph
-    // manager with 150,000 tasks restarts about a fifth faster after a clean
-    // stop). Only speed: the WAL holds every committed batch either way.
+    // next Open reads SST files instead of replaying the WAL. Only speed:
+    // the WAL holds every committed batch either way.
     bool flush_on_close = true;
   };
 

@@ -100,37 +100,28 @@ struct QuincyParams {
   size_t max_preferences = 10;
   // Omega in cost units: 2^20 is about 34 minutes of waiting at omega =
   // 0.5, and a task that ran about 34 minutes (its running cost at the floor
-  // -2 Omega) is never preempted. It bounds max|cost| for the solvers. Cost
-  // scaling refused (n + 1)^2 max|cost| >= 2^57 until 2026-11-25, which at
-  // 12,500 machines and 150,000 tasks (161,000 nodes) allowed 2^22, and
-  // with 2^28 every cold start failed once tasks had run for hours; it now
-  // needs (n + 1) max|cost| <= 2^58 and scaled prices within 2^60 (a task
-  // is a few arcs from the sink, so potentials spread over a few
-  // max|cost|), far above 2^20. The value stays 2^20 until the policy's
-  // own trade-off (how long waiting keeps raising a task's priority) is
-  // measured again.
+  // -2 Omega) is never preempted. It bounds max|cost| for the solvers: cost
+  // scaling needs (n + 1) max|cost| <= 2^58 and scaled prices within 2^60
+  // (a task is a few arcs from the sink, so potentials spread over a few
+  // max|cost|), far above 2^20.
   int64_t omega_cap = int64_t{1} << 20;
   // Cost units a running task's arc to its own computer costs less than
   // d* - theta. The paper's theta is 0 when a task starts, so a task that
   // just started could move to any computer of equal data cost at no
-  // price, and a solver from scratch breaks such ties arbitrarily: at
-  // 12,500 machines the round after the first placement migrated 28 % of
-  // all tasks for no gain. One unit makes staying the strict optimum among
-  // equals; a migration still happens whenever it saves anything.
+  // price, and a solver from scratch breaks such ties arbitrarily,
+  // migrating tasks for no gain. One unit makes staying the strict optimum
+  // among equals; a migration still happens whenever it saves anything.
   int64_t stay_bonus = 1;
-  // Resolution of theta in the running cost. Pricing it to the microsecond
-  // re-priced every running task's arc every round (150,000 changes at
-  // 12,500 machines, most of a round's time) although none of them changes
-  // a decision by itself. theta is priced rounded down to a step of
-  // theta_step_us * 2^k, the smallest such step with theta < step *
-  // 2^(theta_bits + 1): steps of 100 ms for the first 1.6 s, then
-  // theta_bits significant bits (3: within 1/8 of theta), so a task is
-  // re-priced about 2^theta_bits times per doubling of its runtime. (The
-  // paper counts whole seconds; 100 ms keeps tasks of sped-up workloads,
-  // which run for seconds, from looking equally new for a whole second:
-  // at 1 s the 1,250-machine simulation at 300x migrated 4,154 tasks in
-  // 20 s instead of 2,337.) A pure function of theta: a network built from
-  // scratch at any time equals the refreshed one.
+  // Resolution of theta in the running cost: a running task's arc is
+  // re-priced when its priced theta steps, not every round. theta is priced
+  // rounded down to a step of theta_step_us * 2^k, the smallest such step
+  // with theta < step * 2^(theta_bits + 1): steps of 100 ms for the first
+  // 1.6 s, then theta_bits significant bits (3: within 1/8 of theta), so a
+  // task is re-priced about 2^theta_bits times per doubling of its runtime.
+  // (The paper counts whole seconds; 100 ms keeps tasks of sped-up
+  // workloads, which run for seconds, from looking equally new for a whole
+  // second.) A pure function of theta: a network built from scratch at any
+  // time equals the refreshed one.
   int64_t theta_step_us = 100'000;
   int theta_bits = 3;
   // Admission control K: 0 means every job is admitted and K = J. With a
