@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "services/common/status_macros.h"
 
 namespace flowsched::flow {
 namespace {
@@ -142,9 +143,9 @@ absl::Status FlowNetwork::RemoveNode(NodeId id) {
   return absl::OkStatus();
 }
 
-absl::Status FlowNetwork::SetArc(NodeId src, NodeId dst, int64_t capacity,
-                                 int64_t cost,
-                                 std::span<const ArcSegment> extra_segments) {
+absl::Status FlowNetwork::CheckArc(
+    NodeId src, NodeId dst, int64_t capacity, int64_t cost,
+    std::span<const ArcSegment> extra_segments) const {
   if (!IsLive(src) || !IsLive(dst)) {
     return absl::FailedPreconditionError(
         absl::StrCat("arc ", src, "->", dst, " names an unknown node"));
@@ -183,6 +184,48 @@ absl::Status FlowNetwork::SetArc(NodeId src, NodeId dst, int64_t capacity,
                                                      solver::kMaxArcCapacity));
     }
   }
+  return absl::OkStatus();
+}
+
+ArcSlot FlowNetwork::LinkNewArc(NodeId src, NodeId dst, int64_t capacity,
+                                int64_t cost,
+                                std::span<const ArcSegment> extra_segments) {
+  ArcSlot slot = kNil;
+  while (!free_arcs_.empty()) {
+    ArcSlot candidate = PopMin(free_arcs_);
+    if (!arcs_[candidate].live) {
+      slot = candidate;
+      break;
+    }
+  }
+  if (slot == kNil) {
+    slot = static_cast<ArcSlot>(arcs_.size());
+    arcs_.emplace_back();
+    arc_ends_.emplace_back();
+  }
+  arc_ends_[slot] = Ends{src, dst};
+  ArcEntry& arc = arcs_[slot];
+  arc = ArcEntry{.src = src,
+                 .dst = dst,
+                 .capacity = capacity,
+                 .cost = cost,
+                 .extra = {extra_segments.begin(), extra_segments.end()},
+                 .prev_out = kNil,
+                 .next_out = nodes_[src].first_out,
+                 .prev_in = kNil,
+                 .next_in = nodes_[dst].first_in,
+                 .live = true};
+  if (arc.next_out != kNil) arcs_[arc.next_out].prev_out = slot;
+  if (arc.next_in != kNil) arcs_[arc.next_in].prev_in = slot;
+  nodes_[src].first_out = slot;
+  nodes_[dst].first_in = slot;
+  return slot;
+}
+
+absl::Status FlowNetwork::SetArc(NodeId src, NodeId dst, int64_t capacity,
+                                 int64_t cost,
+                                 std::span<const ArcSegment> extra_segments) {
+  FLOWSCHED_RETURN_IF_ERROR(CheckArc(src, dst, capacity, cost, extra_segments));
   auto [it, inserted] = arc_index_.try_emplace(ArcKey(src, dst), kNil);
   if (!inserted) {
     ArcEntry& arc = arcs_[it->second];
@@ -195,36 +238,7 @@ absl::Status FlowNetwork::SetArc(NodeId src, NodeId dst, int64_t capacity,
     arc.cost = cost;
     arc.extra.assign(extra_segments.begin(), extra_segments.end());
   } else {
-    ArcSlot slot = kNil;
-    while (!free_arcs_.empty()) {
-      ArcSlot candidate = PopMin(free_arcs_);
-      if (!arcs_[candidate].live) {
-        slot = candidate;
-        break;
-      }
-    }
-    if (slot == kNil) {
-      slot = static_cast<ArcSlot>(arcs_.size());
-      arcs_.emplace_back();
-      arc_ends_.emplace_back();
-    }
-    arc_ends_[slot] = Ends{src, dst};
-    it->second = slot;
-    ArcEntry& arc = arcs_[slot];
-    arc = ArcEntry{.src = src,
-                   .dst = dst,
-                   .capacity = capacity,
-                   .cost = cost,
-                   .extra = {extra_segments.begin(), extra_segments.end()},
-                   .prev_out = kNil,
-                   .next_out = nodes_[src].first_out,
-                   .prev_in = kNil,
-                   .next_in = nodes_[dst].first_in,
-                   .live = true};
-    if (arc.next_out != kNil) arcs_[arc.next_out].prev_out = slot;
-    if (arc.next_in != kNil) arcs_[arc.next_in].prev_in = slot;
-    nodes_[src].first_out = slot;
-    nodes_[dst].first_in = slot;
+    it->second = LinkNewArc(src, dst, capacity, cost, extra_segments);
   }
   if (record_changes_) {
     changes_.push_back(

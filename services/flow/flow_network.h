@@ -147,6 +147,15 @@ class FlowNetwork {
     if (record_changes_) changes_.push_back(change);
   }
   void PlaceNode(NodeId id, const NodeData& data);
+  // SetArc's checks: FailedPrecondition for an unknown node,
+  // InvalidArgument for a self-loop or a value out of range.
+  [[nodiscard]] absl::Status CheckArc(
+      NodeId src, NodeId dst, int64_t capacity, int64_t cost,
+      std::span<const ArcSegment> extra_segments) const;
+  // Puts a new arc in the lowest free slot (or a new one) at the head of
+  // its ends' lists; returns the slot. REQUIRES: no arc src->dst.
+  ArcSlot LinkNewArc(NodeId src, NodeId dst, int64_t capacity, int64_t cost,
+                     std::span<const ArcSegment> extra_segments);
   void UnlinkArc(ArcSlot slot);
 
   std::vector<NodeSlot> nodes_;
