@@ -25,95 +25,122 @@ int64_t MoveUnits(MachineList& from, MachineList& to, int64_t units) {
   return moved;
 }
 
-}  // namespace
+// The arcs with flow, grouped by head in a CSR: in_arcs[first_in[v] ..
+// first_in[v + 1]) enter node v.
+struct FlowInArc {
+  NodeId src;
+  int64_t units;
+};
+struct FlowInArcs {
+  std::vector<uint32_t> first_in;
+  std::vector<FlowInArc> in_arcs;
+};
 
-absl::StatusOr<std::vector<TaskPlacement>> ExtractPlacements(
-    const FlowNetwork& network, const std::vector<int64_t>& flow_by_slot) {
-  if (flow_by_slot.size() < network.arc_slot_count()) {
-    return absl::InternalError(absl::StrCat("flow covers ", flow_by_slot.size(),
-                                            " arc slots, network has ",
-                                            network.arc_slot_count()));
-  }
-  // Only arcs with flow matter, a tenth of a scheduling network's arcs:
-  // one sequential pass over the slots collects them, grouped by head in a
-  // CSR, so the walk below never follows the network's arc lists (at 1.5
-  // million arcs that pointer chasing was most of a round).
+// Only arcs with flow matter, a small part of a scheduling network's arcs:
+// one sequential pass over the slots collects them, so the walk never
+// follows the network's arc lists. REQUIRES: flow_by_slot covers every slot.
+FlowInArcs CollectFlowInArcs(const FlowNetwork& network,
+                             const std::vector<int64_t>& flow_by_slot) {
   const size_t n = network.node_slot_count();
-  struct FlowArc {
-    NodeId src;
-    int64_t units;
-  };
-  std::vector<uint32_t> first_in(n + 1, 0);
-  std::vector<std::pair<NodeId, FlowArc>> flows;
+  FlowInArcs out;
+  out.first_in.assign(n + 1, 0);
+  std::vector<std::pair<NodeId, FlowInArc>> flows;
   for (ArcSlot slot = 0; slot < network.arc_slot_count(); ++slot) {
     const int64_t units = flow_by_slot[slot];
     NodeId src = kNoNode, dst = kNoNode;
     if (units <= 0 || !network.ArcEnds(slot, src, dst)) continue;
-    flows.push_back({dst, FlowArc{src, units}});
-    ++first_in[dst + 1];
+    flows.push_back({dst, FlowInArc{src, units}});
+    ++out.first_in[dst + 1];
   }
-  for (size_t v = 0; v < n; ++v) first_in[v + 1] += first_in[v];
-  std::vector<FlowArc> in_arcs(flows.size());
-  {
-    std::vector<uint32_t> next(first_in.begin(), first_in.end() - 1);
-    for (const auto& [dst, arc] : flows) in_arcs[next[dst]++] = arc;
-  }
-  const auto kind = [&](NodeId id) { return network.kind(id); };
+  for (size_t v = 0; v < n; ++v) out.first_in[v + 1] += out.first_in[v];
+  out.in_arcs.resize(flows.size());
+  std::vector<uint32_t> next(out.first_in.begin(), out.first_in.end() - 1);
+  for (const auto& [dst, arc] : flows) out.in_arcs[next[dst]++] = arc;
+  return out;
+}
 
-  // A node is ready once every outgoing flow arc that leads to another
-  // node than the sink has handed its machines back (Kahn's order on the
-  // flow DAG).
-  std::vector<int64_t> pending(n, 0);
-  std::vector<MachineList> lists(n);
+// Where the backward walk stands: per node the flow arcs still to hand
+// machines back (`pending`), the machines it holds (`lists`), and the
+// nodes ready to hand theirs on.
+struct FlowWalk {
+  std::vector<int64_t> pending;
+  std::vector<MachineList> lists;
   std::deque<NodeId> ready;
+};
+
+// A node is ready once every outgoing flow arc that leads to another node
+// than the sink has handed its machines back (Kahn's order on the flow
+// DAG); machine nodes start with their own inflow.
+FlowWalk StartFlowWalk(const FlowNetwork& network, const FlowInArcs& flows) {
+  const size_t n = network.node_slot_count();
+  const std::vector<uint32_t>& first_in = flows.first_in;
+  FlowWalk walk{std::vector<int64_t>(n, 0), std::vector<MachineList>(n), {}};
   for (NodeId v = 0; v < n; ++v) {
-    if (first_in[v] == first_in[v + 1] || kind(v) == NodeKind::kSink) continue;
+    if (first_in[v] == first_in[v + 1] || network.kind(v) == NodeKind::kSink) {
+      continue;
+    }
     for (uint32_t i = first_in[v]; i < first_in[v + 1]; ++i) {
-      ++pending[in_arcs[i].src];
+      ++walk.pending[flows.in_arcs[i].src];
     }
   }
   for (NodeId v = 0; v < n; ++v) {
     if (first_in[v] == first_in[v + 1]) continue;
-    const NodeKind k = kind(v);
+    const NodeKind k = network.kind(v);
     if (k == NodeKind::kMachine) {
       int64_t inflow = 0;
       for (uint32_t i = first_in[v]; i < first_in[v + 1]; ++i) {
-        inflow += in_arcs[i].units;
+        inflow += flows.in_arcs[i].units;
       }
-      lists[v].emplace_back(v, inflow);
+      walk.lists[v].emplace_back(v, inflow);
     }
-    if (k != NodeKind::kSink && k != NodeKind::kTask && pending[v] == 0) {
-      ready.push_back(v);
+    if (k != NodeKind::kSink && k != NodeKind::kTask && walk.pending[v] == 0) {
+      walk.ready.push_back(v);
     }
   }
+  return walk;
+}
 
-  // Task nodes are most of the network and receive at most one unit, so
-  // they get a machine and a unit count instead of a list of their own:
-  // one allocation per task made extraction the largest cost of a round at
-  // 150,000 tasks. `scratch` keeps its capacity across tasks.
-  std::vector<NodeId> task_machine(n, kNoNode);
-  std::vector<int64_t> task_units(n, 0);
+// The machine and unit count each task node's flow reached. Task nodes are
+// most of the network and receive at most one unit, so they get a machine
+// and a unit count instead of a list of their own; `scratch` keeps its
+// capacity across tasks.
+struct TaskUnits {
+  std::vector<NodeId> machine;
+  std::vector<int64_t> units;
+};
+
+TaskUnits WalkFlowToTasks(const FlowNetwork& network, const FlowInArcs& flows,
+                          FlowWalk& walk) {
+  const size_t n = network.node_slot_count();
+  TaskUnits tasks{std::vector<NodeId>(n, kNoNode), std::vector<int64_t>(n, 0)};
   MachineList scratch;
-  while (!ready.empty()) {
-    const NodeId node = ready.front();
-    ready.pop_front();
-    for (uint32_t i = first_in[node]; i < first_in[node + 1]; ++i) {
-      const auto [src, units] = in_arcs[i];
-      const bool to_task = kind(src) == NodeKind::kTask;
+  while (!walk.ready.empty()) {
+    const NodeId node = walk.ready.front();
+    walk.ready.pop_front();
+    for (uint32_t i = flows.first_in[node]; i < flows.first_in[node + 1]; ++i) {
+      const auto [src, units] = flows.in_arcs[i];
+      const bool to_task = network.kind(src) == NodeKind::kTask;
       if (to_task) {
         scratch.clear();
-        MoveUnits(lists[node], scratch, units);
+        MoveUnits(walk.lists[node], scratch, units);
         for (const auto& [machine, count] : scratch) {
-          task_machine[src] = machine;
-          task_units[src] += count;
+          tasks.machine[src] = machine;
+          tasks.units[src] += count;
         }
       } else {
-        MoveUnits(lists[node], lists[src], units);
+        MoveUnits(walk.lists[node], walk.lists[src], units);
       }
-      if (--pending[src] == 0 && !to_task) ready.push_back(src);
+      if (--walk.pending[src] == 0 && !to_task) walk.ready.push_back(src);
     }
   }
+  return tasks;
+}
 
+// One placement per task node, in node id order; Internal for a task whose
+// flow was not traced or that reached more than one unit.
+absl::StatusOr<std::vector<TaskPlacement>> CollectTaskPlacements(
+    const FlowNetwork& network, const std::vector<int64_t>& pending,
+    const TaskUnits& tasks) {
   std::vector<TaskPlacement> placements;
   absl::Status status;
   network.ForEachNode([&](NodeId id, const NodeData& data) {
@@ -123,7 +150,7 @@ absl::StatusOr<std::vector<TaskPlacement>> ExtractPlacements(
           absl::StrCat("flow from task node ", id, " cannot be traced"));
       return;
     }
-    const int64_t units = task_units[id];
+    const int64_t units = tasks.units[id];
     if (units > 1) {
       status = absl::InternalError(
           absl::StrCat("task node ", id, " reaches ", units, " machine units"));
@@ -131,12 +158,27 @@ absl::StatusOr<std::vector<TaskPlacement>> ExtractPlacements(
     }
     TaskPlacement placement{id, data.entity_id, 0, data.running_on};
     if (units == 1) {
-      placement.machine_id = network.node(task_machine[id]).entity_id;
+      placement.machine_id = network.node(tasks.machine[id]).entity_id;
     }
     placements.push_back(placement);
   });
   if (!status.ok()) return status;
   return placements;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<TaskPlacement>> ExtractPlacements(
+    const FlowNetwork& network, const std::vector<int64_t>& flow_by_slot) {
+  if (flow_by_slot.size() < network.arc_slot_count()) {
+    return absl::InternalError(absl::StrCat("flow covers ", flow_by_slot.size(),
+                                            " arc slots, network has ",
+                                            network.arc_slot_count()));
+  }
+  const FlowInArcs flows = CollectFlowInArcs(network, flow_by_slot);
+  FlowWalk walk = StartFlowWalk(network, flows);
+  const TaskUnits tasks = WalkFlowToTasks(network, flows, walk);
+  return CollectTaskPlacements(network, walk.pending, tasks);
 }
 
 }  // namespace flowsched::flow
