@@ -76,6 +76,123 @@ std::vector<Key> Preferred(const std::map<Key, int64_t>& bytes,
   return keys;
 }
 
+using QuincyBoundsByJob = std::map<JobId, QuincyJobBounds>;
+
+// Section 3.3: A*_j = min(floor(M / K), N_j); leftover slots go equally
+// to jobs with more ready tasks, so that sum A_j = min(M, sum N_j).
+void QuincyFairShares(const std::vector<JobId>& admitted, int64_t k,
+                      int64_t slots, int64_t demand,
+                      QuincyBoundsByJob& bounds) {
+  int64_t assigned = 0;
+  for (JobId id : admitted) {
+    QuincyJobBounds& b = bounds[id];
+    b.share = std::min(slots / k, b.tasks);
+    assigned += b.share;
+  }
+  int64_t leftover = std::min(slots, demand) - assigned;
+  while (leftover > 0) {
+    int64_t hungry = 0;
+    for (JobId id : admitted) hungry += bounds[id].share < bounds[id].tasks;
+    if (hungry == 0) break;
+    const int64_t each = std::max<int64_t>(1, leftover / hungry);
+    for (JobId id : admitted) {
+      QuincyJobBounds& b = bounds[id];
+      const int64_t add = std::min({each, b.tasks - b.share, leftover});
+      b.share += add;
+      leftover -= add;
+      if (leftover == 0) break;
+    }
+  }
+}
+
+// QF (section 4.3): a job running more than its share keeps what it runs,
+// and the other jobs' shares are cut in proportion to their size.
+void QuincyKeepRunningShares(int64_t slots, int64_t demand,
+                             QuincyBoundsByJob& bounds) {
+  int64_t total = 0;
+  for (auto& [id, b] : bounds) {
+    b.share = std::max(b.share, b.running);
+    total += b.share;
+  }
+  int64_t running = 0;
+  for (const auto& [id, b] : bounds) running += b.running;
+  int64_t excess = total - std::max(std::min(slots, demand), running);
+  int64_t base = 0;
+  for (const auto& [id, b] : bounds) {
+    if (b.share > b.running) base += b.share;
+  }
+  if (excess <= 0 || base <= 0) return;
+  const int64_t to_cut = excess;
+  for (auto& [id, b] : bounds) {
+    if (b.share <= b.running) continue;
+    const int64_t cut = std::min(b.share - b.running, to_cut * b.share / base);
+    b.share -= cut;
+    excess -= cut;
+  }
+  // Rounding remainder: one at a time, in job order.
+  bool progress = true;
+  while (excess > 0 && progress) {
+    progress = false;
+    for (auto& [id, b] : bounds) {
+      if (excess == 0) break;
+      if (b.share > b.running) {
+        --b.share;
+        --excess;
+        progress = true;
+      }
+    }
+  }
+}
+
+// E_j and F_j from the shares (section 4.3); jobs past admission get 0.
+void QuincyVariantBounds(const std::vector<JobId>& admitted, bool unfair,
+                         int64_t slots, int64_t demand,
+                         QuincyBoundsByJob& bounds) {
+  const std::set<JobId> admitted_set(admitted.begin(), admitted.end());
+  for (auto& [id, b] : bounds) {
+    if (!admitted_set.contains(id)) {
+      b.share = 0;
+      b.min_running = b.max_running = 0;
+    } else if (unfair) {
+      // QP: E_j = 1, F_j = N_j; if N <= M then E_j = F_j = N_j so that no
+      // computer idles while a locality-seeking task waits.
+      b.max_running = b.tasks;
+      b.min_running = demand <= slots ? b.tasks : std::min<int64_t>(1, b.tasks);
+    } else {
+      b.min_running = b.max_running = b.share;
+    }
+  }
+}
+
+// Feasibility (not in the paper, which admits K <= M jobs): the lower
+// bounds must fit the slots the flow can reach. Without preemption,
+// running tasks are pinned, so F_j covers them and the new placements
+// E_j - running_j must fit the free slots. Lower bounds are cut from the
+// last job (latest submitted) first.
+void QuincyFitLowerBounds(const cluster::ClusterState& state, bool preemptive,
+                          int64_t slots, QuincyBoundsByJob& bounds) {
+  int64_t budget = slots;
+  if (!preemptive) {
+    budget = 0;
+    for (const auto& [id, machine] : state.machines()) {
+      budget += machine.free_slots();
+    }
+  }
+  int64_t need = 0;
+  for (auto& [id, b] : bounds) {
+    if (!preemptive) b.max_running = std::max(b.max_running, b.running);
+    need += preemptive ? b.min_running
+                       : std::max<int64_t>(0, b.min_running - b.running);
+  }
+  for (auto it = bounds.rbegin(); it != bounds.rend() && need > budget; ++it) {
+    QuincyJobBounds& b = it->second;
+    const int64_t floor = preemptive ? 0 : std::min(b.running, b.min_running);
+    const int64_t cut = std::min(need - budget, b.min_running - floor);
+    b.min_running -= cut;
+    need -= cut;
+  }
+}
+
 }  // namespace
 
 QuincyParams QuincyParams::ForVariant(QuincyVariant variant) {
@@ -149,114 +266,16 @@ std::map<JobId, QuincyJobBounds> QuincyPolicy::ComputeBounds(
   const auto slots = static_cast<int64_t>(state.total_slots());
   int64_t demand = 0;
   for (JobId id : admitted) demand += bounds[id].tasks;
-
-  // Section 3.3: A*_j = min(floor(M / K), N_j); leftover slots go equally
-  // to jobs with more ready tasks, so that sum A_j = min(M, sum N_j).
   const auto k = static_cast<int64_t>(
       params_.admission_limit == 0 ? admitted.size() : params_.admission_limit);
-  int64_t assigned = 0;
-  for (JobId id : admitted) {
-    QuincyJobBounds& b = bounds[id];
-    b.share = std::min(slots / k, b.tasks);
-    assigned += b.share;
-  }
-  int64_t leftover = std::min(slots, demand) - assigned;
-  while (leftover > 0) {
-    int64_t hungry = 0;
-    for (JobId id : admitted) hungry += bounds[id].share < bounds[id].tasks;
-    if (hungry == 0) break;
-    const int64_t each = std::max<int64_t>(1, leftover / hungry);
-    for (JobId id : admitted) {
-      QuincyJobBounds& b = bounds[id];
-      const int64_t add = std::min({each, b.tasks - b.share, leftover});
-      b.share += add;
-      leftover -= add;
-      if (leftover == 0) break;
-    }
-  }
-
+  QuincyFairShares(admitted, k, slots, demand, bounds);
   if (params_.variant == QuincyVariant::kQf) {
-    // Section 4.3: a job running more than its share keeps what it runs,
-    // and the other jobs' shares are cut in proportion to their size.
-    int64_t total = 0;
-    for (auto& [id, b] : bounds) {
-      b.share = std::max(b.share, b.running);
-      total += b.share;
-    }
-    int64_t running = 0;
-    for (const auto& [id, b] : bounds) running += b.running;
-    int64_t excess = total - std::max(std::min(slots, demand), running);
-    int64_t base = 0;
-    for (const auto& [id, b] : bounds) {
-      if (b.share > b.running) base += b.share;
-    }
-    if (excess > 0 && base > 0) {
-      const int64_t to_cut = excess;
-      for (auto& [id, b] : bounds) {
-        if (b.share <= b.running) continue;
-        const int64_t cut =
-            std::min(b.share - b.running, to_cut * b.share / base);
-        b.share -= cut;
-        excess -= cut;
-      }
-      // Rounding remainder: one at a time, in job order.
-      bool progress = true;
-      while (excess > 0 && progress) {
-        progress = false;
-        for (auto& [id, b] : bounds) {
-          if (excess == 0) break;
-          if (b.share > b.running) {
-            --b.share;
-            --excess;
-            progress = true;
-          }
-        }
-      }
-    }
+    QuincyKeepRunningShares(slots, demand, bounds);
   }
-
   const bool unfair = params_.variant == QuincyVariant::kQp ||
                       params_.variant == QuincyVariant::kQ;
-  const std::set<JobId> admitted_set(admitted.begin(), admitted.end());
-  for (auto& [id, b] : bounds) {
-    if (!admitted_set.contains(id)) {
-      b.share = 0;
-      b.min_running = b.max_running = 0;
-    } else if (unfair) {
-      // QP: E_j = 1, F_j = N_j; if N <= M then E_j = F_j = N_j so that no
-      // computer idles while a locality-seeking task waits.
-      b.max_running = b.tasks;
-      b.min_running = demand <= slots ? b.tasks : std::min<int64_t>(1, b.tasks);
-    } else {
-      b.min_running = b.max_running = b.share;
-    }
-  }
-
-  // Feasibility (not in the paper, which admits K <= M jobs): the lower
-  // bounds must fit the slots the flow can reach. Without preemption,
-  // running tasks are pinned, so F_j covers them and the new placements
-  // E_j - running_j must fit the free slots. Lower bounds are cut from the
-  // last job (latest submitted) first.
-  int64_t budget = slots;
-  if (!preemptive()) {
-    budget = 0;
-    for (const auto& [id, machine] : state.machines()) {
-      budget += machine.free_slots();
-    }
-  }
-  int64_t need = 0;
-  for (auto& [id, b] : bounds) {
-    if (!preemptive()) b.max_running = std::max(b.max_running, b.running);
-    need += preemptive() ? b.min_running
-                         : std::max<int64_t>(0, b.min_running - b.running);
-  }
-  for (auto it = bounds.rbegin(); it != bounds.rend() && need > budget; ++it) {
-    QuincyJobBounds& b = it->second;
-    const int64_t floor = preemptive() ? 0 : std::min(b.running, b.min_running);
-    const int64_t cut = std::min(need - budget, b.min_running - floor);
-    b.min_running -= cut;
-    need -= cut;
-  }
+  QuincyVariantBounds(admitted, unfair, slots, demand, bounds);
+  QuincyFitLowerBounds(state, preemptive(), slots, bounds);
   return bounds;
 }
 
@@ -375,21 +394,9 @@ absl::Status QuincyPolicy::SyncJobs(const cluster::ChangeSet& changes,
   return absl::OkStatus();
 }
 
-absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
-                                    const cluster::ClusterState& state,
-                                    int64_t now_us, NetworkBuilder& builder) {
-  const TaskId task_id = task.spec.id;
-  const NodeId node = builder.EnsureTaskNode(task_id, 1, task.machine);
-  const NodeId job_node = builder.FindJobNode(task.job);
-  if (job_node == kNoNode) {
-    return absl::InternalError(absl::StrCat(
-        "task ", task_id.value(), " has no node for job ", task.job.value()));
-  }
-  // Where the task's input lives (section 4.2's data-size inputs).
-  const cluster::InputLocation locality =
-      cluster::LocateInput(task.spec, state);
+void QuincyPolicy::PriceRacks(const cluster::InputLocation& locality,
+                              TaskPrices& prices) const {
   const int64_t total = locality.total;
-
   // Rack worst cases R^R_l, X^R_l and the cluster's R^X, X^X. A rack
   // without input data has B_l = 0 and R^R_l = 0, so only the racks named
   // by the task's entries are visited: B_l, and the smallest L_m of the
@@ -413,7 +420,6 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
     ++rack->second.with_data;
     rack->second.smallest = std::min(rack->second.smallest, bytes);
   }
-  std::map<std::string, int64_t> rack_cost;
   int64_t worst_rack_bytes = 0;
   int64_t min_rack_bytes = total;
   if (data_racks.size() < topology_.racks.size()) {
@@ -424,40 +430,85 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
         bytes.with_data == topology_.racks.at(rack).size() ? bytes.smallest : 0;
     worst_rack_bytes = std::max(worst_rack_bytes, bytes.in_rack - min_local);
     min_rack_bytes = std::min(min_rack_bytes, bytes.in_rack);
-    rack_cost[rack] =
+    prices.rack_costs[rack] =
         DataCost(bytes.in_rack - min_local, total - bytes.in_rack);
   }
   if (topology_.racks.empty()) min_rack_bytes = 0;
-  const int64_t cluster_core_bytes = total - min_rack_bytes;
-  const int64_t alpha = DataCost(worst_rack_bytes, cluster_core_bytes);
+  prices.cluster_core_bytes = total - min_rack_bytes;
+  prices.alpha = DataCost(worst_rack_bytes, prices.cluster_core_bytes);
+}
 
+QuincyPolicy::TaskPrices QuincyPolicy::PriceTask(
+    const cluster::Task& task, const cluster::ClusterState& state) const {
+  // Where the task's input lives (section 4.2's data-size inputs).
+  const cluster::InputLocation locality =
+      cluster::LocateInput(task.spec, state);
+  const int64_t total = locality.total;
+  TaskPrices prices;
+  PriceRacks(locality, prices);
   const double t = static_cast<double>(total);
-  const std::vector<MachineId> computers = Preferred<MachineId>(
+  prices.computers = Preferred<MachineId>(
       locality.on_machine, params_.delta_computer * t, params_.max_preferences,
       [&](const MachineId& id) { return topology_.machines.contains(id); });
-  const std::vector<std::string> racks = Preferred<std::string>(
+  prices.racks = Preferred<std::string>(
       locality.in_rack, params_.delta_rack * t, params_.max_preferences,
       [&](const std::string& rack) { return topology_.racks.contains(rack); });
-  const auto computer_cost = [&](MachineId id) {
+  for (MachineId id : prices.computers) {
     const std::string& rack = topology_.machines.at(id).first;
     const int64_t in_rack = locality.InRack(rack);
-    return DataCost(in_rack - locality.OnMachine(id), total - in_rack);
-  };
+    prices.computer_costs.push_back(
+        DataCost(in_rack - locality.OnMachine(id), total - in_rack));
+  }
+  return prices;
+}
 
+int64_t QuincyPolicy::RunningDataCost(MachineId machine,
+                                      const std::string& rack,
+                                      const TaskPrices& prices) const {
+  // d*: exact for a preferred computer; otherwise the paper's
+  // approximations (its rack's worst case, or (X^X / P, X^X)).
+  auto computer =
+      std::find(prices.computers.begin(), prices.computers.end(), machine);
+  if (computer != prices.computers.end()) {
+    return prices.computer_costs[static_cast<size_t>(computer -
+                                                     prices.computers.begin())];
+  }
+  if (std::find(prices.racks.begin(), prices.racks.end(), rack) !=
+      prices.racks.end()) {
+    return prices.rack_costs.at(rack);
+  }
+  const auto p = static_cast<int64_t>(topology_.racks.size());
+  return DataCost(prices.cluster_core_bytes / std::max<int64_t>(1, p),
+                  prices.cluster_core_bytes);
+}
+
+absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
+                                    const cluster::ClusterState& state,
+                                    int64_t now_us, NetworkBuilder& builder) {
+  const TaskId task_id = task.spec.id;
+  const NodeId node = builder.EnsureTaskNode(task_id, 1, task.machine);
+  const NodeId job_node = builder.FindJobNode(task.job);
+  if (job_node == kNoNode) {
+    return absl::InternalError(absl::StrCat(
+        "task ", task_id.value(), " has no node for job ", task.job.value()));
+  }
+  const TaskPrices prices = PriceTask(task, state);
   std::vector<DesiredArc> arcs;
   TimePricing pricing;
   const bool asks_for_room = AsksForRoom(task, state);
   if (room_.WaitsForRoom(task_id)) {
     // The same arcs at the same costs, to the shape's aggregators.
-    FLOWSCHED_ASSIGN_OR_RETURN(RoomRoutes::Targets targets,
-                               room_.Route(task, racks, computers, builder));
+    FLOWSCHED_ASSIGN_OR_RETURN(
+        RoomRoutes::Targets targets,
+        room_.Route(task, prices.racks, prices.computers, builder));
     arcs.push_back({job_node, 1, WaitCost(task.WaitMicros(now_us))});
-    arcs.push_back({targets.shape, 1, alpha});
-    for (size_t i = 0; i < racks.size(); ++i) {
-      arcs.push_back({targets.racks[i], 1, rack_cost.at(racks[i])});
+    arcs.push_back({targets.shape, 1, prices.alpha});
+    for (size_t i = 0; i < prices.racks.size(); ++i) {
+      arcs.push_back(
+          {targets.racks[i], 1, prices.rack_costs.at(prices.racks[i])});
     }
-    for (size_t i = 0; i < computers.size(); ++i) {
-      arcs.push_back({targets.computers[i], 1, computer_cost(computers[i])});
+    for (size_t i = 0; i < prices.computers.size(); ++i) {
+      arcs.push_back({targets.computers[i], 1, prices.computer_costs[i]});
     }
     FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, arcs));
     Remember(task, pricing, now_us);
@@ -471,20 +522,8 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
           absl::StrCat("task ", task_id.value(), " runs on machine ",
                        task.machine.value(), " that has no node"));
     }
-    // d*: exact for a preferred computer; otherwise the paper's
-    // approximations (its rack's worst case, or (X^X / P, X^X)).
-    int64_t data = 0;
-    const std::string& rack = where->second.first;
-    if (std::find(computers.begin(), computers.end(), task.machine) !=
-        computers.end()) {
-      data = computer_cost(task.machine);
-    } else if (std::find(racks.begin(), racks.end(), rack) != racks.end()) {
-      data = rack_cost.at(rack);
-    } else {
-      const auto p = static_cast<int64_t>(topology_.racks.size());
-      data = DataCost(cluster_core_bytes / std::max<int64_t>(1, p),
-                      cluster_core_bytes);
-    }
+    const int64_t data =
+        RunningDataCost(task.machine, where->second.first, prices);
     arcs.push_back(
         {machine_node, 1, RunningCost(data, task.RunMicros(now_us))});
     pricing = {task.machine, data};
@@ -498,13 +537,16 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
     }
   } else if (!task.running() || preemptive()) {
     arcs.push_back({job_node, 1, WaitCost(task.WaitMicros(now_us))});
-    arcs.push_back({builder.cluster_aggregator(), 1, alpha});
-    for (const std::string& rack : racks) {
-      arcs.push_back({builder.FindRackNode(rack), 1, rack_cost.at(rack)});
+    arcs.push_back({builder.cluster_aggregator(), 1, prices.alpha});
+    for (const std::string& rack : prices.racks) {
+      arcs.push_back(
+          {builder.FindRackNode(rack), 1, prices.rack_costs.at(rack)});
     }
-    for (MachineId id : computers) {
+    for (size_t i = 0; i < prices.computers.size(); ++i) {
+      const MachineId id = prices.computers[i];
       if (id == task.machine) continue;  // already priced as running
-      arcs.push_back({builder.FindMachineNode(id), 1, computer_cost(id)});
+      arcs.push_back(
+          {builder.FindMachineNode(id), 1, prices.computer_costs[i]});
     }
   }
   FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, arcs));

@@ -74,6 +74,10 @@
 #include "services/flow/quincy_room_routes.h"
 #include "services/flow/scheduling_policy.h"
 
+namespace flowsched::cluster {
+struct InputLocation;
+}  // namespace flowsched::cluster
+
 namespace flowsched::flow {
 
 // The policies of Quincy section 4.3, set by capacities only.
@@ -201,6 +205,26 @@ class QuincyPolicy final : public SchedulingPolicy {
   absl::Status SyncJobs(const cluster::ChangeSet& changes,
                         const cluster::ClusterState& state,
                         NetworkBuilder& builder);
+  // What a task's data placement costs (section 4.2): alpha to X, rho_l to
+  // each rack holding input, gamma_m to each preferred computer.
+  struct TaskPrices {
+    std::vector<MachineId> computers;           // preferred, most bytes first
+    std::vector<int64_t> computer_costs;        // gamma_m, as `computers`
+    std::vector<std::string> racks;             // preferred, most bytes first
+    std::map<std::string, int64_t> rack_costs;  // racks with input data
+    int64_t alpha = 0;
+    int64_t cluster_core_bytes = 0;  // X^X
+  };
+  // O(locality entries + preferences * log).
+  [[nodiscard]] TaskPrices PriceTask(const cluster::Task& task,
+                                     const cluster::ClusterState& state) const;
+  // rack_costs, alpha and cluster_core_bytes of `prices`.
+  void PriceRacks(const cluster::InputLocation& locality,
+                  TaskPrices& prices) const;
+  // d* of a task running on `machine` in `rack`.
+  [[nodiscard]] int64_t RunningDataCost(MachineId machine,
+                                        const std::string& rack,
+                                        const TaskPrices& prices) const;
   absl::Status SyncTask(const cluster::Task& task,
                         const cluster::ClusterState& state, int64_t now_us,
                         NetworkBuilder& builder);
