@@ -4,6 +4,8 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "services/flow/placement_extractor.h"
@@ -90,6 +92,122 @@ std::vector<ExplainedArc> PathTo(NodeId target, NodeId source,
   return path;
 }
 
+// The task's own path: along flow-carrying arcs from `task_node` to
+// `machine_node` (or, when that is kNoNode, to U_job and the sink).
+std::vector<ExplainedArc> OwnFlowPath(const FlowNetwork& network,
+                                      const std::vector<int64_t>& flow_by_slot,
+                                      NodeId task_node, NodeId machine_node,
+                                      NodeId sink) {
+  std::map<NodeId, ExplainedArc> via;
+  std::deque<NodeId> queue = {task_node};
+  std::map<NodeId, bool> seen = {{task_node, true}};
+  const NodeId target = machine_node != kNoNode ? machine_node : sink;
+  while (!queue.empty()) {
+    const NodeId node = queue.front();
+    queue.pop_front();
+    if (node == target) break;
+    if (node != task_node && network.node(node).kind == NodeKind::kMachine) {
+      continue;
+    }
+    network.ForEachOutArc(node, [&](const ArcView& arc) {
+      if (flow_by_slot[arc.slot] <= 0 || seen[arc.dst]) return;
+      // Waiting flow ends at U_job then the sink; placed flow must not
+      // detour through the sink.
+      if (machine_node != kNoNode &&
+          network.node(arc.dst).kind == NodeKind::kSink) {
+        return;
+      }
+      seen[arc.dst] = true;
+      via[arc.dst] = Describe(network, arc, flow_by_slot, /*used=*/true);
+      queue.push_back(arc.dst);
+    });
+  }
+  return PathTo(target, task_node, via);
+}
+
+// How many machines the task reaches, and the cheapest path cost with room
+// to any of them (kUnreached if none).
+struct ReachedMachines {
+  size_t reachable = 0;
+  int64_t best_room = kUnreached;
+};
+
+// Alternatives: cheapest path to every reachable machine other than
+// `machine_node`, with and without regard to room, into out.alternatives
+// (those with room first, then by cost; at most `max_alternatives`).
+ReachedMachines ExplainAlternatives(const FlowNetwork& network,
+                                    const std::vector<int64_t>& flow_by_slot,
+                                    NodeId task_node, NodeId machine_node,
+                                    size_t max_alternatives,
+                                    TaskExplanation& out) {
+  std::map<NodeId, int64_t> any_distance, room_distance;
+  std::map<NodeId, ExplainedArc> any_via, room_via;
+  CheapestPaths(network, flow_by_slot, task_node, false, any_distance, any_via);
+  CheapestPaths(network, flow_by_slot, task_node, true, room_distance,
+                room_via);
+  ReachedMachines reached;
+  for (const auto& [node, distance] : any_distance) {
+    if (network.node(node).kind != NodeKind::kMachine) continue;
+    ++reached.reachable;
+    const bool room = room_distance.contains(node);
+    if (room) {
+      reached.best_room = std::min(reached.best_room, room_distance.at(node));
+    }
+    if (node == machine_node) continue;
+    PathOption option;
+    option.machine_id = network.node(node).entity_id;
+    option.has_room = room;
+    option.path_cost = room ? room_distance.at(node) : distance;
+    option.arcs = PathTo(node, task_node, room ? room_via : any_via);
+    out.alternatives.push_back(std::move(option));
+  }
+  std::stable_sort(out.alternatives.begin(), out.alternatives.end(),
+                   [](const PathOption& a, const PathOption& b) {
+                     if (a.has_room != b.has_room) return a.has_room;
+                     return a.path_cost < b.path_cost;
+                   });
+  if (out.alternatives.size() > max_alternatives) {
+    out.alternatives.resize(max_alternatives);
+  }
+  return reached;
+}
+
+// The one-line reason for `out`'s placement or wait.
+std::string ExplainReason(const TaskExplanation& out,
+                          const ReachedMachines& reached) {
+  std::string reason;
+  if (out.machine_id != 0) {
+    reason = absl::StrCat(out.running_on == out.machine_id
+                              ? "keeps running on machine "
+                          : out.running_on != 0 ? "moves to machine "
+                                                : "placed on machine ",
+                          out.machine_id, " at path cost ", out.path_cost);
+  } else if (reached.reachable == 0) {
+    reason =
+        "waits: no machine is reachable from the task (no machine fits its "
+        "request or matches its constraints)";
+  } else if (reached.best_room == kUnreached) {
+    reason = absl::StrCat("waits: every path to the ", reached.reachable,
+                          " reachable machines is saturated");
+  } else if (!out.has_unscheduled_arc ||
+             reached.best_room >= out.unscheduled_cost) {
+    reason = absl::StrCat("waits: the cheapest path with room costs ",
+                          reached.best_room, ", not less than waiting (",
+                          out.unscheduled_cost, ")");
+  } else {
+    reason = absl::StrCat(
+        "waits: a path with room costs ", reached.best_room, " < waiting (",
+        out.unscheduled_cost,
+        "), but the round's optimum keeps the task "
+        "unscheduled (its job's bounds or other tasks' larger savings)");
+  }
+  if (out.machine_id == 0 && out.running_on != 0) {
+    reason =
+        absl::StrCat("preempted from machine ", out.running_on, "; ", reason);
+  }
+  return reason;
+}
+
 }  // namespace
 
 absl::StatusOr<TaskExplanation> ExplainTask(
@@ -113,103 +231,18 @@ absl::StatusOr<TaskExplanation> ExplainTask(
     machine_node = builder.FindMachineNode(MachineId(out.machine_id));
   }
 
-  // The task's own path: along flow-carrying arcs to its machine (or to
-  // U_job and the sink when it waits).
   network.ForEachOutArc(task_node, [&](const ArcView& arc) {
     if (network.node(arc.dst).kind == NodeKind::kJobUnscheduled) {
       out.has_unscheduled_arc = true;
       out.unscheduled_cost = Describe(network, arc, flow_by_slot).cost;
     }
   });
-  {
-    std::map<NodeId, ExplainedArc> via;
-    std::deque<NodeId> queue = {task_node};
-    std::map<NodeId, bool> seen = {{task_node, true}};
-    const NodeId target =
-        machine_node != kNoNode ? machine_node : builder.sink();
-    while (!queue.empty()) {
-      const NodeId node = queue.front();
-      queue.pop_front();
-      if (node == target) break;
-      if (node != task_node && network.node(node).kind == NodeKind::kMachine) {
-        continue;
-      }
-      network.ForEachOutArc(node, [&](const ArcView& arc) {
-        if (flow_by_slot[arc.slot] <= 0 || seen[arc.dst]) return;
-        // Waiting flow ends at U_job then the sink; placed flow must not
-        // detour through the sink.
-        if (machine_node != kNoNode &&
-            network.node(arc.dst).kind == NodeKind::kSink) {
-          return;
-        }
-        seen[arc.dst] = true;
-        via[arc.dst] = Describe(network, arc, flow_by_slot, /*used=*/true);
-        queue.push_back(arc.dst);
-      });
-    }
-    out.path = PathTo(target, task_node, via);
-    for (const ExplainedArc& arc : out.path) out.path_cost += arc.cost;
-  }
-
-  // Alternatives: cheapest path to every reachable machine, with and
-  // without regard to room.
-  std::map<NodeId, int64_t> any_distance, room_distance;
-  std::map<NodeId, ExplainedArc> any_via, room_via;
-  CheapestPaths(network, flow_by_slot, task_node, false, any_distance, any_via);
-  CheapestPaths(network, flow_by_slot, task_node, true, room_distance,
-                room_via);
-  int64_t best_room = kUnreached;
-  size_t reachable = 0;
-  for (const auto& [node, distance] : any_distance) {
-    if (network.node(node).kind != NodeKind::kMachine) continue;
-    ++reachable;
-    const bool room = room_distance.contains(node);
-    if (room) best_room = std::min(best_room, room_distance.at(node));
-    if (node == machine_node) continue;
-    PathOption option;
-    option.machine_id = network.node(node).entity_id;
-    option.has_room = room;
-    option.path_cost = room ? room_distance.at(node) : distance;
-    option.arcs = PathTo(node, task_node, room ? room_via : any_via);
-    out.alternatives.push_back(std::move(option));
-  }
-  std::stable_sort(out.alternatives.begin(), out.alternatives.end(),
-                   [](const PathOption& a, const PathOption& b) {
-                     if (a.has_room != b.has_room) return a.has_room;
-                     return a.path_cost < b.path_cost;
-                   });
-  if (out.alternatives.size() > max_alternatives) {
-    out.alternatives.resize(max_alternatives);
-  }
-
-  if (out.machine_id != 0) {
-    out.reason = absl::StrCat(out.running_on == out.machine_id
-                                  ? "keeps running on machine "
-                              : out.running_on != 0 ? "moves to machine "
-                                                    : "placed on machine ",
-                              out.machine_id, " at path cost ", out.path_cost);
-  } else if (reachable == 0) {
-    out.reason =
-        "waits: no machine is reachable from the task (no machine fits its "
-        "request or matches its constraints)";
-  } else if (best_room == kUnreached) {
-    out.reason = absl::StrCat("waits: every path to the ", reachable,
-                              " reachable machines is saturated");
-  } else if (!out.has_unscheduled_arc || best_room >= out.unscheduled_cost) {
-    out.reason =
-        absl::StrCat("waits: the cheapest path with room costs ", best_room,
-                     ", not less than waiting (", out.unscheduled_cost, ")");
-  } else {
-    out.reason = absl::StrCat(
-        "waits: a path with room costs ", best_room, " < waiting (",
-        out.unscheduled_cost,
-        "), but the round's optimum keeps the task "
-        "unscheduled (its job's bounds or other tasks' larger savings)");
-  }
-  if (out.machine_id == 0 && out.running_on != 0) {
-    out.reason = absl::StrCat("preempted from machine ", out.running_on, "; ",
-                              out.reason);
-  }
+  out.path = OwnFlowPath(network, flow_by_slot, task_node, machine_node,
+                         builder.sink());
+  for (const ExplainedArc& arc : out.path) out.path_cost += arc.cost;
+  const ReachedMachines reached = ExplainAlternatives(
+      network, flow_by_slot, task_node, machine_node, max_alternatives, out);
+  out.reason = ExplainReason(out, reached);
   return out;
 }
 
