@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -17,6 +18,48 @@ constexpr int64_t kBytesPerMiB = int64_t{1} << 20;
 int64_t Load(const cluster::Machine& machine) {
   return std::max(machine.used.network_bytes_per_sec,
                   machine.allocated.network_bytes_per_sec);
+}
+
+// The request aggregators' arcs to machines, by request: each machine's
+// spare bandwidth and free slots reserved greedily among the requests
+// (`order`: request, waiting count) in an order rotated per machine.
+std::map<int64_t, std::vector<DesiredArc>> NetworkReservationArcs(
+    const cluster::ClusterState& state,
+    const std::vector<std::pair<int64_t, int64_t>>& order,
+    const NetworkBuilder& builder) {
+  std::map<int64_t, std::vector<DesiredArc>> ra_arcs;
+  size_t machine_index = 0;
+  for (const auto& [machine_id, machine] : state.machines()) {
+    const size_t rotation = order.empty() ? 0 : machine_index % order.size();
+    ++machine_index;
+    const int64_t capacity = machine.capacity.network_bytes_per_sec;
+    const int64_t load = Load(machine);
+    int64_t spare = capacity - load;
+    int64_t slots = machine.free_slots();
+    for (size_t j = 0; j < order.size() && slots > 0; ++j) {
+      const auto& [request, count] = order[(rotation + j) % order.size()];
+      int64_t n = std::min(count, slots);
+      if (capacity > 0 && request > 0) {
+        n = std::min(n, std::max<int64_t>(0, spare) / request);
+      }
+      if (n <= 0) continue;
+      if (capacity > 0) spare -= n * request;
+      slots -= n;
+      // clang 14 cannot capture a structured binding: capture a copy.
+      const auto cost = [&, per_task = request](int64_t k) {
+        return std::min(solver::kMaxArcCost,
+                        (load + k * per_task) / kBytesPerMiB);
+      };
+      const int64_t pieces =
+          std::min<int64_t>(n, static_cast<int64_t>(kMaxArcSegments) + 1);
+      DesiredArc arc{builder.FindMachineNode(machine_id), 1, cost(1), {}};
+      for (int64_t k = 2; k <= pieces; ++k) {
+        arc.extra_segments.push_back({k == pieces ? n - k + 1 : 1, cost(k)});
+      }
+      ra_arcs[request].push_back(std::move(arc));
+    }
+  }
+  return ra_arcs;
 }
 
 }  // namespace
@@ -65,38 +108,8 @@ absl::Status NetworkAwarePolicy::Sync(const cluster::ChangeSet& changes,
 
   // RA -> machine arcs: greedy reservation of spare bandwidth and slots in
   // an order rotated per machine (see cpu_memory_policy.h for why).
-  std::map<int64_t, std::vector<DesiredArc>> ra_arcs;
-  size_t machine_index = 0;
-  for (const auto& [machine_id, machine] : state.machines()) {
-    const size_t rotation = order.empty() ? 0 : machine_index % order.size();
-    ++machine_index;
-    const int64_t capacity = machine.capacity.network_bytes_per_sec;
-    const int64_t load = Load(machine);
-    int64_t spare = capacity - load;
-    int64_t slots = machine.free_slots();
-    for (size_t j = 0; j < order.size() && slots > 0; ++j) {
-      const auto& [request, count] = order[(rotation + j) % order.size()];
-      int64_t n = std::min(count, slots);
-      if (capacity > 0 && request > 0) {
-        n = std::min(n, std::max<int64_t>(0, spare) / request);
-      }
-      if (n <= 0) continue;
-      if (capacity > 0) spare -= n * request;
-      slots -= n;
-      // clang 14 cannot capture a structured binding: capture a copy.
-      const auto cost = [&, per_task = request](int64_t k) {
-        return std::min(solver::kMaxArcCost,
-                        (load + k * per_task) / kBytesPerMiB);
-      };
-      const int64_t pieces =
-          std::min<int64_t>(n, static_cast<int64_t>(kMaxArcSegments) + 1);
-      DesiredArc arc{builder.FindMachineNode(machine_id), 1, cost(1), {}};
-      for (int64_t k = 2; k <= pieces; ++k) {
-        arc.extra_segments.push_back({k == pieces ? n - k + 1 : 1, cost(k)});
-      }
-      ra_arcs[request].push_back(std::move(arc));
-    }
-  }
+  std::map<int64_t, std::vector<DesiredArc>> ra_arcs =
+      NetworkReservationArcs(state, order, builder);
   for (const auto& [request, node] : ra_nodes) {
     FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, ra_arcs[request]));
   }
