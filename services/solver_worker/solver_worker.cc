@@ -306,6 +306,59 @@ void SolverWorker::RequestResync(const std::string& reason) {
   ++stats_.resyncs_requested;
 }
 
+absl::Status SolverWorker::ProduceDecisions(
+    const std::vector<core::Decision>& decisions,
+    std::vector<uint32_t>& per_partition) {
+  const auto partitions = static_cast<uint32_t>(placement_partitions_);
+  per_partition.assign(partitions, 0);
+  absl::Status sent;
+  for (const core::Decision& d : decisions) {
+    const uint64_t keyed_machine =
+        d.machine.value() != 0 ? d.machine.value() : d.previous.value();
+    const auto partition = static_cast<uint32_t>(keyed_machine % partitions);
+    v1::PlacementRecord record;
+    v1::PlacementDecision* out = record.mutable_decision();
+    out->set_round_id(round_id_.value());
+    out->set_epoch(epoch_.value());
+    out->set_graph_epoch(graph_epoch_.value());
+    codec::EncodeDecision(d, *out);
+    out->set_idempotency_key(core::IdempotencyKey(round_id_, d.task));
+    sent.Update(producer_->Produce(
+        options_.topics.placements, static_cast<int32_t>(partition),
+        absl::StrCat("machine/", keyed_machine), record.SerializeAsString()));
+    ++per_partition[partition];
+  }
+  return sent;
+}
+
+absl::Status SolverWorker::ProduceRoundMarkers(
+    const core::SolvedRound& solved, const std::vector<uint32_t>& per_partition,
+    uint64_t placed) {
+  const auto partitions = static_cast<uint32_t>(placement_partitions_);
+  absl::Status sent;
+  for (uint32_t p = 0; p < partitions; ++p) {
+    v1::PlacementRecord record;
+    v1::RoundComplete* marker = record.mutable_round_complete();
+    marker->set_round_id(round_id_.value());
+    marker->set_epoch(epoch_.value());
+    marker->set_graph_epoch(graph_epoch_.value());
+    marker->set_solver_epoch(addressed_epoch_.value());
+    marker->set_partition(p);
+    marker->set_partition_decisions(per_partition[p]);
+    marker->set_total_decisions(static_cast<uint32_t>(solved.decisions.size()));
+    marker->set_partition_count(partitions);
+    marker->set_total_cost(solved.total_cost);
+    marker->set_solve_ms(solved.solve_ms);
+    marker->set_algorithm(solved.algorithm);
+    marker->set_tasks_placed(placed);
+    marker->set_tasks_unscheduled(solved.placements.size() - placed);
+    sent.Update(producer_->Produce(options_.topics.placements,
+                                   static_cast<int32_t>(p), "round-complete",
+                                   record.SerializeAsString()));
+  }
+  return sent;
+}
+
 void SolverWorker::SolveAndPublish() {
   unsolved_ = false;
   core::SolvedRound solved = round_solver_->Solve(deterministic_, gangs_);
@@ -327,47 +380,11 @@ void SolverWorker::SolveAndPublish() {
   }
   const int64_t publish_start_us = SteadyMicros();
   const std::vector<core::Decision>& decisions = solved.decisions;
-  const auto partitions = static_cast<uint32_t>(placement_partitions_);
-  std::vector<uint32_t> per_partition(partitions, 0);
-  absl::Status sent;
-  for (const core::Decision& d : decisions) {
-    const uint64_t keyed_machine =
-        d.machine.value() != 0 ? d.machine.value() : d.previous.value();
-    const auto partition = static_cast<uint32_t>(keyed_machine % partitions);
-    v1::PlacementRecord record;
-    v1::PlacementDecision* out = record.mutable_decision();
-    out->set_round_id(round_id_.value());
-    out->set_epoch(epoch_.value());
-    out->set_graph_epoch(graph_epoch_.value());
-    codec::EncodeDecision(d, *out);
-    out->set_idempotency_key(core::IdempotencyKey(round_id_, d.task));
-    sent.Update(producer_->Produce(
-        options_.topics.placements, static_cast<int32_t>(partition),
-        absl::StrCat("machine/", keyed_machine), record.SerializeAsString()));
-    ++per_partition[partition];
-  }
+  std::vector<uint32_t> per_partition;
+  absl::Status sent = ProduceDecisions(decisions, per_partition);
   uint64_t placed = 0;
   for (const auto& p : solved.placements) placed += p.machine_id != 0;
-  for (uint32_t p = 0; p < partitions; ++p) {
-    v1::PlacementRecord record;
-    v1::RoundComplete* marker = record.mutable_round_complete();
-    marker->set_round_id(round_id_.value());
-    marker->set_epoch(epoch_.value());
-    marker->set_graph_epoch(graph_epoch_.value());
-    marker->set_solver_epoch(addressed_epoch_.value());
-    marker->set_partition(p);
-    marker->set_partition_decisions(per_partition[p]);
-    marker->set_total_decisions(static_cast<uint32_t>(decisions.size()));
-    marker->set_partition_count(partitions);
-    marker->set_total_cost(solved.total_cost);
-    marker->set_solve_ms(solved.solve_ms);
-    marker->set_algorithm(solved.algorithm);
-    marker->set_tasks_placed(placed);
-    marker->set_tasks_unscheduled(solved.placements.size() - placed);
-    sent.Update(producer_->Produce(options_.topics.placements,
-                                   static_cast<int32_t>(p), "round-complete",
-                                   record.SerializeAsString()));
-  }
+  sent.Update(ProduceRoundMarkers(solved, per_partition, placed));
   sent.Update(producer_->Flush(kFlushTimeoutMs));
   if (!sent.ok()) {
     spdlog::warn("round {} publication incomplete: {}", round_id_.value(),

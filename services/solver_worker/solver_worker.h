@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -107,6 +108,16 @@ class SolverWorker {
   absl::Status ApplyRound(const v1::SolverRound& round);
   void RequestResync(const std::string& reason);
   void SolveAndPublish();
+  // One PlacementDecision per decision, keyed and partitioned by machine;
+  // `per_partition` gets the count sent to each partition. The first
+  // failed Produce's status (every record is still attempted).
+  absl::Status ProduceDecisions(const std::vector<core::Decision>& decisions,
+                                std::vector<uint32_t>& per_partition);
+  // One RoundComplete per partition, with that partition's count and the
+  // round's totals. The first failed Produce's status.
+  absl::Status ProduceRoundMarkers(const core::SolvedRound& solved,
+                                   const std::vector<uint32_t>& per_partition,
+                                   uint64_t placed);
   // The rounds partition's lag, about once a second.
   void MaybeUpdateLag();
 
