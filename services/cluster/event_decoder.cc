@@ -305,51 +305,133 @@ absl::StatusOr<TaskSpec> DecodeTask(const v1::TaskSpec& message,
   return spec;
 }
 
+absl::StatusOr<EventBody> DecodeJobSubmitted(const v1::JobSubmitted& m,
+                                             const ValidationLimits& limits) {
+  FLOWSCHED_RETURN_IF_ERROR(CheckId("job_submitted.job_id", m.job_id()));
+  FLOWSCHED_RETURN_IF_ERROR(
+      CheckString("job_submitted.name", m.name(), limits));
+  // Check the announced size before touching the task list, so a job
+  // that claims a billion tasks is refused without work.
+  const uint64_t announced = m.task_count() != 0
+                                 ? m.task_count()
+                                 : static_cast<uint64_t>(m.tasks_size());
+  if (announced > limits.max_tasks_per_job ||
+      static_cast<uint64_t>(m.tasks_size()) > limits.max_tasks_per_job) {
+    return Invalid(absl::StrCat("job ", m.job_id(), " announces ", announced,
+                                " tasks; the limit is ",
+                                limits.max_tasks_per_job));
+  }
+  if (m.task_count() != 0 &&
+      m.task_count() != static_cast<uint64_t>(m.tasks_size())) {
+    return Invalid(absl::StrCat("job ", m.job_id(), " announces ",
+                                m.task_count(), " tasks but carries ",
+                                m.tasks_size()));
+  }
+  if (m.min_members() > static_cast<uint64_t>(m.tasks_size())) {
+    return Invalid(absl::StrCat("job ", m.job_id(), " asks for a gang of ",
+                                m.min_members(), " but carries ",
+                                m.tasks_size(), " tasks"));
+  }
+  JobSubmitted job{JobId(m.job_id()),      m.name(),       m.priority(), {},
+                   m.different_machines(), m.min_members()};
+  job.tasks.reserve(static_cast<size_t>(m.tasks_size()));
+  std::set<uint64_t> seen;
+  for (const v1::TaskSpec& task : m.tasks()) {
+    FLOWSCHED_ASSIGN_OR_RETURN(TaskSpec spec, DecodeTask(task, limits));
+    if (!seen.insert(spec.id.value()).second) {
+      return Invalid(absl::StrCat("job ", m.job_id(), " lists task ",
+                                  spec.id.value(), " twice"));
+    }
+    job.tasks.push_back(std::move(spec));
+  }
+  return job;
+}
+
+absl::StatusOr<EventBody> DecodeTaskUpdated(const v1::TaskUpdated& m,
+                                            const ValidationLimits& limits) {
+  FLOWSCHED_RETURN_IF_ERROR(CheckId("task_updated.job_id", m.job_id()));
+  FLOWSCHED_RETURN_IF_ERROR(CheckId("task_updated.task_id", m.task_id()));
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      Resources request,
+      DecodeResources("task_updated.request", m.request(), limits));
+  return TaskUpdated{JobId(m.job_id()), TaskId(m.task_id()), request,
+                     m.priority()};
+}
+
+absl::StatusOr<EventBody> DecodeMachineAdded(const v1::MachineAdded& m,
+                                             const ValidationLimits& limits) {
+  FLOWSCHED_RETURN_IF_ERROR(
+      CheckId("machine_added.machine_id", m.machine_id()));
+  FLOWSCHED_RETURN_IF_ERROR(
+      CheckString("machine_added.rack", m.rack(), limits));
+  if (m.task_slots() == 0 || m.task_slots() > limits.max_task_slots) {
+    return Invalid(absl::StrCat("machine_added.task_slots = ", m.task_slots(),
+                                " is outside [1, ", limits.max_task_slots,
+                                "]"));
+  }
+  if (static_cast<uint64_t>(m.labels_size()) > limits.max_labels) {
+    return Invalid(absl::StrCat("machine ", m.machine_id(), " has ",
+                                m.labels_size(), " labels; the limit is ",
+                                limits.max_labels));
+  }
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      Resources capacity,
+      DecodeResources("machine_added.capacity", m.capacity(), limits));
+  FLOWSCHED_ASSIGN_OR_RETURN(std::vector<AcceleratorGroup> accelerators,
+                             DecodeAccelerators(m, limits));
+  MachineAdded added{
+      MachineId(m.machine_id()), m.rack(), capacity, m.task_slots(), {},
+      std::move(accelerators)};
+  for (const auto& [key, value] : m.labels()) {
+    FLOWSCHED_RETURN_IF_ERROR(
+        CheckString("machine_added.labels key", key, limits));
+    FLOWSCHED_RETURN_IF_ERROR(
+        CheckString("machine_added.labels value", value, limits));
+    added.labels.emplace(key, value);
+  }
+  return added;
+}
+
+absl::StatusOr<EventBody> DecodeMachineUsage(const v1::MachineUsage& m,
+                                             const ValidationLimits& limits) {
+  FLOWSCHED_RETURN_IF_ERROR(
+      CheckId("machine_usage.machine_id", m.machine_id()));
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      Resources used, DecodeResources("machine_usage.used", m.used(), limits));
+  return MachineUsage{MachineId(m.machine_id()), used};
+}
+
+absl::StatusOr<EventBody> DecodeTaskUsage(const v1::TaskUsage& m,
+                                          const ValidationLimits& limits) {
+  FLOWSCHED_RETURN_IF_ERROR(CheckId("task_usage.job_id", m.job_id()));
+  FLOWSCHED_RETURN_IF_ERROR(CheckId("task_usage.task_id", m.task_id()));
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      Resources used, DecodeResources("task_usage.used", m.used(), limits));
+  return TaskUsage{JobId(m.job_id()), TaskId(m.task_id()), used};
+}
+
+absl::StatusOr<EventBody> DecodeSetPolicy(
+    const v1::SetPolicy& m, const ValidationLimits& limits,
+    const EventDecoder::PolicyValidator& policy_validator) {
+  const std::string& name = m.policy();
+  if (name.empty()) return Invalid("set_policy.policy is empty");
+  FLOWSCHED_RETURN_IF_ERROR(CheckString("set_policy.policy", name, limits));
+  if (policy_validator) {
+    absl::Status known = policy_validator(name);
+    if (!known.ok()) {
+      return Invalid(absl::StrCat("set_policy.policy: ", known.message()));
+    }
+  }
+  return SetPolicy{name};
+}
+
+// One decoder per event kind with more to check than its ids.
 absl::StatusOr<EventBody> DecodeBody(
     const v1::ClusterEvent& message, const ValidationLimits& limits,
     const EventDecoder::PolicyValidator& policy_validator) {
   switch (message.event_case()) {
-    case v1::ClusterEvent::kJobSubmitted: {
-      const v1::JobSubmitted& m = message.job_submitted();
-      FLOWSCHED_RETURN_IF_ERROR(CheckId("job_submitted.job_id", m.job_id()));
-      FLOWSCHED_RETURN_IF_ERROR(
-          CheckString("job_submitted.name", m.name(), limits));
-      // Check the announced size before touching the task list, so a job
-      // that claims a billion tasks is refused without work.
-      const uint64_t announced = m.task_count() != 0
-                                     ? m.task_count()
-                                     : static_cast<uint64_t>(m.tasks_size());
-      if (announced > limits.max_tasks_per_job ||
-          static_cast<uint64_t>(m.tasks_size()) > limits.max_tasks_per_job) {
-        return Invalid(absl::StrCat("job ", m.job_id(), " announces ",
-                                    announced, " tasks; the limit is ",
-                                    limits.max_tasks_per_job));
-      }
-      if (m.task_count() != 0 &&
-          m.task_count() != static_cast<uint64_t>(m.tasks_size())) {
-        return Invalid(absl::StrCat("job ", m.job_id(), " announces ",
-                                    m.task_count(), " tasks but carries ",
-                                    m.tasks_size()));
-      }
-      if (m.min_members() > static_cast<uint64_t>(m.tasks_size())) {
-        return Invalid(absl::StrCat("job ", m.job_id(), " asks for a gang of ",
-                                    m.min_members(), " but carries ",
-                                    m.tasks_size(), " tasks"));
-      }
-      JobSubmitted job{JobId(m.job_id()),      m.name(),       m.priority(), {},
-                       m.different_machines(), m.min_members()};
-      job.tasks.reserve(static_cast<size_t>(m.tasks_size()));
-      std::set<uint64_t> seen;
-      for (const v1::TaskSpec& task : m.tasks()) {
-        FLOWSCHED_ASSIGN_OR_RETURN(TaskSpec spec, DecodeTask(task, limits));
-        if (!seen.insert(spec.id.value()).second) {
-          return Invalid(absl::StrCat("job ", m.job_id(), " lists task ",
-                                      spec.id.value(), " twice"));
-        }
-        job.tasks.push_back(std::move(spec));
-      }
-      return job;
-    }
+    case v1::ClusterEvent::kJobSubmitted:
+      return DecodeJobSubmitted(message.job_submitted(), limits);
     case v1::ClusterEvent::kTaskSubmitted: {
       const v1::TaskSubmitted& m = message.task_submitted();
       FLOWSCHED_RETURN_IF_ERROR(CheckId("task_submitted.job_id", m.job_id()));
@@ -377,49 +459,10 @@ absl::StatusOr<EventBody> DecodeBody(
       FLOWSCHED_RETURN_IF_ERROR(CheckId("task_killed.task_id", m.task_id()));
       return TaskKilled{JobId(m.job_id()), TaskId(m.task_id())};
     }
-    case v1::ClusterEvent::kTaskUpdated: {
-      const v1::TaskUpdated& m = message.task_updated();
-      FLOWSCHED_RETURN_IF_ERROR(CheckId("task_updated.job_id", m.job_id()));
-      FLOWSCHED_RETURN_IF_ERROR(CheckId("task_updated.task_id", m.task_id()));
-      FLOWSCHED_ASSIGN_OR_RETURN(
-          Resources request,
-          DecodeResources("task_updated.request", m.request(), limits));
-      return TaskUpdated{JobId(m.job_id()), TaskId(m.task_id()), request,
-                         m.priority()};
-    }
-    case v1::ClusterEvent::kMachineAdded: {
-      const v1::MachineAdded& m = message.machine_added();
-      FLOWSCHED_RETURN_IF_ERROR(
-          CheckId("machine_added.machine_id", m.machine_id()));
-      FLOWSCHED_RETURN_IF_ERROR(
-          CheckString("machine_added.rack", m.rack(), limits));
-      if (m.task_slots() == 0 || m.task_slots() > limits.max_task_slots) {
-        return Invalid(
-            absl::StrCat("machine_added.task_slots = ", m.task_slots(),
-                         " is outside [1, ", limits.max_task_slots, "]"));
-      }
-      if (static_cast<uint64_t>(m.labels_size()) > limits.max_labels) {
-        return Invalid(absl::StrCat("machine ", m.machine_id(), " has ",
-                                    m.labels_size(), " labels; the limit is ",
-                                    limits.max_labels));
-      }
-      FLOWSCHED_ASSIGN_OR_RETURN(
-          Resources capacity,
-          DecodeResources("machine_added.capacity", m.capacity(), limits));
-      FLOWSCHED_ASSIGN_OR_RETURN(std::vector<AcceleratorGroup> accelerators,
-                                 DecodeAccelerators(m, limits));
-      MachineAdded added{
-          MachineId(m.machine_id()), m.rack(), capacity, m.task_slots(), {},
-          std::move(accelerators)};
-      for (const auto& [key, value] : m.labels()) {
-        FLOWSCHED_RETURN_IF_ERROR(
-            CheckString("machine_added.labels key", key, limits));
-        FLOWSCHED_RETURN_IF_ERROR(
-            CheckString("machine_added.labels value", value, limits));
-        added.labels.emplace(key, value);
-      }
-      return added;
-    }
+    case v1::ClusterEvent::kTaskUpdated:
+      return DecodeTaskUpdated(message.task_updated(), limits);
+    case v1::ClusterEvent::kMachineAdded:
+      return DecodeMachineAdded(message.machine_added(), limits);
     case v1::ClusterEvent::kMachineRemoved: {
       const v1::MachineRemoved& m = message.machine_removed();
       FLOWSCHED_RETURN_IF_ERROR(
@@ -434,37 +477,14 @@ absl::StatusOr<EventBody> DecodeBody(
           CheckString("machine_failed.reason", m.reason(), limits));
       return MachineFailed{MachineId(m.machine_id()), m.reason()};
     }
-    case v1::ClusterEvent::kMachineUsage: {
-      const v1::MachineUsage& m = message.machine_usage();
-      FLOWSCHED_RETURN_IF_ERROR(
-          CheckId("machine_usage.machine_id", m.machine_id()));
-      FLOWSCHED_ASSIGN_OR_RETURN(
-          Resources used,
-          DecodeResources("machine_usage.used", m.used(), limits));
-      return MachineUsage{MachineId(m.machine_id()), used};
-    }
-    case v1::ClusterEvent::kTaskUsage: {
-      const v1::TaskUsage& m = message.task_usage();
-      FLOWSCHED_RETURN_IF_ERROR(CheckId("task_usage.job_id", m.job_id()));
-      FLOWSCHED_RETURN_IF_ERROR(CheckId("task_usage.task_id", m.task_id()));
-      FLOWSCHED_ASSIGN_OR_RETURN(
-          Resources used, DecodeResources("task_usage.used", m.used(), limits));
-      return TaskUsage{JobId(m.job_id()), TaskId(m.task_id()), used};
-    }
+    case v1::ClusterEvent::kMachineUsage:
+      return DecodeMachineUsage(message.machine_usage(), limits);
+    case v1::ClusterEvent::kTaskUsage:
+      return DecodeTaskUsage(message.task_usage(), limits);
     case v1::ClusterEvent::kTick:
       return Tick{};
-    case v1::ClusterEvent::kSetPolicy: {
-      const std::string& name = message.set_policy().policy();
-      if (name.empty()) return Invalid("set_policy.policy is empty");
-      FLOWSCHED_RETURN_IF_ERROR(CheckString("set_policy.policy", name, limits));
-      if (policy_validator) {
-        absl::Status known = policy_validator(name);
-        if (!known.ok()) {
-          return Invalid(absl::StrCat("set_policy.policy: ", known.message()));
-        }
-      }
-      return SetPolicy{name};
-    }
+    case v1::ClusterEvent::kSetPolicy:
+      return DecodeSetPolicy(message.set_policy(), limits, policy_validator);
     case v1::ClusterEvent::EVENT_NOT_SET:
       break;
   }
