@@ -58,6 +58,48 @@ void WithdrawBrokenGangs(std::span<const Decision> decisions,
   }
 }
 
+// Applies one decision to `state`; the cluster's code if it is stale.
+absl::Status ApplyDecisionToState(const Decision& d,
+                                  cluster::ClusterState& state, int64_t now_us,
+                                  cluster::ChangeSet& changes,
+                                  const StartTimeFn& start_time) {
+  switch (d.action) {
+    case Action::kPlace:
+      return state.Place(d.task, d.machine,
+                         start_time ? start_time(d.task) : now_us, changes,
+                         d.devices);
+    case Action::kPreempt:
+      return state.Preempt(d.task, now_us, changes);
+    case Action::kMigrate:
+      return state.Migrate(d.task, d.previous, d.machine, now_us, changes);
+    case Action::kUnspecified:
+      break;
+  }
+  return absl::InvalidArgumentError("decision without action");
+}
+
+// Marks `outcome` applied (with the task's devices and, for a placement,
+// its wait) and counts it in `round`.
+void RecordApplied(std::span<const Decision> decisions,
+                   const cluster::ClusterState& state, Action action,
+                   DecisionOutcome& outcome, AppliedRound& round) {
+  outcome.applied = true;
+  outcome.stale_reason.clear();
+  if (action != Action::kPreempt) {
+    if (const cluster::Task* task =
+            state.FindTask(decisions[outcome.index].task)) {
+      outcome.devices = task->devices;
+      if (action == Action::kPlace) {
+        outcome.waited_us = task->start_time_us - task->wait_start_us;
+      }
+    }
+  }
+  ++round.applied;
+  round.placed += action == Action::kPlace;
+  round.preempted += action == Action::kPreempt;
+  round.migrated += action == Action::kMigrate;
+}
+
 }  // namespace
 
 AppliedRound ApplyRound(std::span<const Decision> decisions,
@@ -73,37 +115,11 @@ AppliedRound ApplyRound(std::span<const Decision> decisions,
 
   AppliedRound round;
   round.outcomes.resize(order.size());
-  const auto apply = [&](const Decision& d) -> absl::Status {
-    switch (d.action) {
-      case Action::kPlace:
-        return state.Place(d.task, d.machine,
-                           start_time ? start_time(d.task) : now_us, changes,
-                           d.devices);
-      case Action::kPreempt:
-        return state.Preempt(d.task, now_us, changes);
-      case Action::kMigrate:
-        return state.Migrate(d.task, d.previous, d.machine, now_us, changes);
-      case Action::kUnspecified:
-        break;
-    }
-    return absl::InvalidArgumentError("decision without action");
+  const auto apply = [&](const Decision& d) {
+    return ApplyDecisionToState(d, state, now_us, changes, start_time);
   };
   const auto succeeded = [&](DecisionOutcome& outcome, Action action) {
-    outcome.applied = true;
-    outcome.stale_reason.clear();
-    if (action != Action::kPreempt) {
-      if (const cluster::Task* task =
-              state.FindTask(decisions[outcome.index].task)) {
-        outcome.devices = task->devices;
-        if (action == Action::kPlace) {
-          outcome.waited_us = task->start_time_us - task->wait_start_us;
-        }
-      }
-    }
-    ++round.applied;
-    round.placed += action == Action::kPlace;
-    round.preempted += action == Action::kPreempt;
-    round.migrated += action == Action::kMigrate;
+    RecordApplied(decisions, state, action, outcome, round);
   };
 
   // Positions (in `order`) of migrations that failed so far.

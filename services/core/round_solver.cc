@@ -162,6 +162,9 @@ void RoundSolver::SolvePass(const flow::FlowNetwork& solved, bool deterministic,
 void RoundSolver::EnforceGangs(flow::FlowNetwork& solved, bool deterministic,
                                std::span<const GangRequirement> gangs,
                                SolvedRound& round) {
+  // One function of 111 lines on purpose: each pass chooses hold, release or
+  // withdraw from state the passes share (the held gang, the room before the
+  // hold, the blocker and the withdrawn set), so a split would pass it all.
   const TaskArcBlocker::ApplyFn apply =
       [this, &solved, deterministic](const flow::GraphChange& change) {
         return deterministic ? solved.Apply(change) : Apply(change);
