@@ -45,15 +45,21 @@ Fit FitDevices(const Machine& machine, const AcceleratorRequest& ask) {
   const uint32_t needed = ask.device_count();
   uint32_t of_model = 0;
   uint32_t with_memory = 0;
+  // A device the ask can use at all (a model it accepts, the memory it
+  // asks), counted for the reason when none fits.
+  const auto usable = [&](const Device& device) {
+    if (!ask.AcceptsModel(device.model)) return false;
+    ++of_model;
+    if (!HasDeviceMemory(device, ask.memory_bytes)) return false;
+    ++with_memory;
+    return true;
+  };
   if (ask.milli == 0) {
     // Free devices of a preferred model first, then the others.
     std::vector<DeviceShare> others;
     for (uint32_t i = 0; i < machine.devices.size(); ++i) {
       const Device& device = machine.devices[i];
-      if (!ask.AcceptsModel(device.model)) continue;
-      ++of_model;
-      if (!HasDeviceMemory(device, ask.memory_bytes)) continue;
-      ++with_memory;
+      if (!usable(device)) continue;
       if (device.used_milli != 0 || !device.tasks.empty()) continue;
       const bool preferred =
           ask.preferred_models.empty() || ask.PrefersModel(device.model);
@@ -73,10 +79,7 @@ Fit FitDevices(const Machine& machine, const AcceleratorRequest& ask) {
     bool best_preferred = false;
     for (uint32_t i = 0; i < machine.devices.size(); ++i) {
       const Device& device = machine.devices[i];
-      if (!ask.AcceptsModel(device.model)) continue;
-      ++of_model;
-      if (!HasDeviceMemory(device, ask.memory_bytes)) continue;
-      ++with_memory;
+      if (!usable(device)) continue;
       if (device.free_milli() < ask.milli ||
           !HasFreeDeviceMemory(device, ask.memory_bytes)) {
         continue;
