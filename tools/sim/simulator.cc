@@ -11,6 +11,7 @@
 #include "services/cluster/cluster_state.h"
 #include "services/cluster/resource_fit.h"
 #include "services/common/clock.h"
+#include "services/core/cut_policy.h"
 #include "tools/sim/contender.h"
 
 namespace flowsched::sim {
@@ -350,8 +351,12 @@ absl::Status Simulation::Run() {
   // Wall time is measured from here: sim/wall compares the steady state.
   const int64_t measured_start_us = SteadyMicros();
   int settle = 0;
+  // The graph manager's cut rule in its clock mode: a round whenever the
+  // state changed and none is in flight (here rounds run one at a time).
+  const core::CutPolicy cut_policy{core::CutOptions{}};
   while (true) {
-    if (pending_.empty()) {
+    if (!cut_policy.RoundDue(/*network_changed=*/!pending_.empty(),
+                             /*in_flight=*/false)) {
       if (queue_.empty() || queue_.top().time_us > horizon_us_) break;
       now = std::max(now, queue_.top().time_us);
       ApplyDue(now);
