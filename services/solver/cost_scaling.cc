@@ -18,6 +18,7 @@
 #include "services/solver/no_index.h"
 #include "services/solver/problem_validator.h"
 #include "services/solver/solution_cost.h"
+#include "services/solver/static_residual_graph.h"
 
 namespace flowsched::solver {
 namespace {
@@ -52,18 +53,10 @@ int64_t FloorDiv(int64_t a, int64_t b) {
   return (a % b != 0 && a < 0) ? q - 1 : q;
 }
 
-// Residual arcs in CSR order (a node's outgoing arcs are contiguous, which
-// is what push, relabel and both price heuristics scan); `mate` is the O(1)
-// link to the paired arc in the other direction.
-struct CostScalingArc {
-  int64_t residual = 0;
-  int64_t cost = 0;  // original cost * scale_; negated on the reverse arc
-  uint32_t head = 0;
-  uint32_t mate = 0;
-};
-
 class CostScalingWorkspace {
  public:
+  using Arc = StaticResidualGraph::Arc;
+
   CostScalingWorkspace(const McmfProblem& problem,
                        const CostScalingOptions& options)
       : problem_(problem), options_(options) {}
@@ -98,13 +91,13 @@ class CostScalingWorkspace {
   absl::StatusOr<McmfSolution> ExtractSolution();
 
  private:
-  int64_t ReducedCost(uint32_t tail, const CostScalingArc& arc) const {
+  int64_t ReducedCost(uint32_t tail, const Arc& arc) const {
     return arc.cost + price_[tail] - price_[arc.head];
   }
   void PushFlow(uint32_t tail, uint32_t a, int64_t delta) {
-    CostScalingArc& arc = arcs_[a];
+    Arc& arc = graph_.arc(a);
     arc.residual -= delta;
-    arcs_[arc.mate].residual += delta;
+    graph_.arc(arc.mate).residual += delta;
     mate_open_[a] = 1;
     mate_open_[arc.mate] = arc.residual > 0 ? 1 : 0;
     excess_[tail] -= delta;
@@ -132,9 +125,9 @@ class CostScalingWorkspace {
   int64_t scale_ = 1;
   int64_t max_abs_cost_ = 0;
 
-  std::vector<uint32_t> first_out_;  // node_count_ + 1 offsets into arcs_
-  std::vector<CostScalingArc> arcs_;
-  std::vector<uint32_t> forward_arc_;  // input arc -> residual arc
+  // A node's arcs are contiguous, which is what push, relabel and both
+  // price heuristics scan. Arc costs are the original costs times scale_.
+  StaticResidualGraph graph_;
   // mate_open_[a]: the paired arc of a has residual capacity. The global
   // update walks arcs into a node as the mates of its own arcs; this copy
   // spares it reading the mate (a cache miss per arc, the mates lie in
@@ -173,7 +166,6 @@ class CostScalingWorkspace {
 
 absl::Status CostScalingWorkspace::Init() {
   node_count_ = problem_.node_count;
-  const size_t arc_count = problem_.arcs.size();
   for (const McmfArc& arc : problem_.arcs) {
     max_abs_cost_ =
         std::max(max_abs_cost_, arc.cost < 0 ? -arc.cost : arc.cost);
@@ -188,29 +180,10 @@ absl::Status CostScalingWorkspace::Init() {
   scale_ = static_cast<int64_t>(n1);
 
   FLOWSCHED_RETURN_IF_ERROR(CheckNodeThroughput(problem_, "cost_scaling"));
-  first_out_.assign(size_t{node_count_} + 1, 0);
-  for (const McmfArc& arc : problem_.arcs) {
-    ++first_out_[size_t{arc.src} + 1];
-    ++first_out_[size_t{arc.dst} + 1];
-  }
-
-  for (size_t v = 0; v < node_count_; ++v) first_out_[v + 1] += first_out_[v];
-  // Counting sort by tail in input order: the layout, and so the whole run,
-  // is a pure function of the input.
-  std::vector<uint32_t> next(first_out_.begin(), first_out_.end() - 1);
-  arcs_.assign(2 * arc_count, CostScalingArc{});
-  forward_arc_.assign(arc_count, 0);
-  for (size_t i = 0; i < arc_count; ++i) {
-    const McmfArc& arc = problem_.arcs[i];
-    const uint32_t fwd = next[arc.src]++;
-    const uint32_t rev = next[arc.dst]++;
-    arcs_[fwd] = CostScalingArc{arc.capacity, arc.cost * scale_, arc.dst, rev};
-    arcs_[rev] = CostScalingArc{0, -arc.cost * scale_, arc.src, fwd};
-    forward_arc_[i] = fwd;
-  }
-  mate_open_.assign(arcs_.size(), 0);
-  for (size_t a = 0; a < arcs_.size(); ++a) {
-    mate_open_[arcs_[a].mate] = arcs_[a].residual > 0 ? 1 : 0;
+  graph_.Build(problem_, scale_);
+  mate_open_.assign(graph_.arc_count(), 0);
+  for (uint32_t a = 0; a < graph_.arc_count(); ++a) {
+    mate_open_[graph_.arc(a).mate] = graph_.arc(a).residual > 0 ? 1 : 0;
   }
   excess_.assign(problem_.supply.begin(), problem_.supply.end());
   price_.assign(node_count_, 0);
@@ -224,7 +197,7 @@ void CostScalingWorkspace::SetFlow(const std::vector<int64_t>& flow) {
     const McmfArc& arc = problem_.arcs[i];
     const int64_t f = std::clamp<int64_t>(flow[i], 0, arc.capacity);
     if (f == 0) continue;
-    PushFlow(arc.src, forward_arc_[i], f);
+    PushFlow(arc.src, graph_.forward_arc(i), f);
   }
 }
 
@@ -252,9 +225,9 @@ int64_t CostScalingWorkspace::WarmEpsilon() {
   if (options_.price_refinement) PriceRefine(1);
   int64_t violation = 1;
   for (uint32_t u = 0; u < node_count_; ++u) {
-    for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
-      if (arcs_[a].residual == 0) continue;
-      violation = std::max(violation, -ReducedCost(u, arcs_[a]));
+    for (uint32_t a = graph_.first_out(u); a < graph_.first_out(u + 1); ++a) {
+      if (graph_.arc(a).residual == 0) continue;
+      violation = std::max(violation, -ReducedCost(u, graph_.arc(a)));
     }
   }
   const int64_t cold = ColdEpsilon();
@@ -327,8 +300,8 @@ absl::Status CostScalingWorkspace::Refine(int64_t epsilon) {
   // Saturate every residual arc that violates epsilon-optimality; arcs with
   // reduced cost in [-epsilon, 0) may stay, they are merely admissible.
   for (uint32_t u = 0; u < node_count_; ++u) {
-    for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
-      const CostScalingArc& arc = arcs_[a];
+    for (uint32_t a = graph_.first_out(u); a < graph_.first_out(u + 1); ++a) {
+      const Arc& arc = graph_.arc(a);
       if (arc.residual > 0 && ReducedCost(u, arc) < -epsilon) {
         PushFlow(u, a, arc.residual);
       }
@@ -337,7 +310,7 @@ absl::Status CostScalingWorkspace::Refine(int64_t epsilon) {
   active_.clear();
   active_head_ = 0;
   for (uint32_t v = 0; v < node_count_; ++v) {
-    current_arc_[v] = first_out_[v];
+    current_arc_[v] = graph_.first_out(v);
     if (excess_[v] > 0) Activate(v);
   }
   if (active_.empty()) return absl::OkStatus();
@@ -376,7 +349,7 @@ absl::Status CostScalingWorkspace::Discharge(uint32_t u, int64_t epsilon) {
   // arcs (residual, reduced cost < 0) from the current arc on; relabel when
   // none is left. Only a relabel of u changes which of u's arcs are
   // admissible, so arcs before the current arc stay inadmissible.
-  const uint32_t end = first_out_[u + 1];
+  const uint32_t end = graph_.first_out(u + 1);
   while (excess_[u] > 0) {
     const uint32_t start = current_arc_[u];
     uint32_t a = start;
@@ -391,7 +364,7 @@ absl::Status CostScalingWorkspace::Discharge(uint32_t u, int64_t epsilon) {
     int64_t best = std::numeric_limits<int64_t>::min();
     uint32_t best_arc = kNoIndex;
     for (; a < end; ++a) {
-      CostScalingArc& arc = arcs_[a];
+      Arc& arc = graph_.arc(a);
       if (arc.residual == 0 || arc.head == u) continue;
       const int64_t candidate = price_[arc.head] - arc.cost;
       if (price_u >= candidate) {  // reduced cost cost + p[u] - p[v] >= 0
@@ -431,8 +404,8 @@ bool CostScalingWorkspace::Relabel(uint32_t u, int64_t epsilon,
   // Self-loops are ignored: their reduced cost never depends on prices.
   // (best, best_arc) is the maximum over the arcs from scanned_from on; the
   // arcs before it are read here, and on a tie the earlier arc wins.
-  for (uint32_t a = first_out_[u]; a < scanned_from; ++a) {
-    const CostScalingArc& arc = arcs_[a];
+  for (uint32_t a = graph_.first_out(u); a < scanned_from; ++a) {
+    const Arc& arc = graph_.arc(a);
     if (arc.residual == 0 || arc.head == u) continue;
     const int64_t candidate = price_[arc.head] - arc.cost;
     if (candidate > best || (candidate == best && best_arc > a)) {
@@ -503,15 +476,16 @@ absl::Status CostScalingWorkspace::GlobalUpdate(int64_t epsilon) {
     settled_[u] = 1;
     if (excess_[u] > 0) --excess_left;
     const int64_t price_u = price_[u];
-    for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
+    for (uint32_t a = graph_.first_out(u); a < graph_.first_out(u + 1); ++a) {
       // The mate of u's arc a is the arc v -> u; its reduced cost is
       // -cost(a) + price[v] - price[u].
-      const uint32_t v = arcs_[a].head;
+      const uint32_t v = graph_.arc(a).head;
       // Debug builds (the sanitizer suite) check the copy against the mate:
       // a stale byte would only misprice, which no result shows.
-      assert(mate_open_[a] == (arcs_[arcs_[a].mate].residual > 0 ? 1 : 0));
+      assert(mate_open_[a] ==
+             (graph_.arc(graph_.arc(a).mate).residual > 0 ? 1 : 0));
       if (!mate_open_[a] || settled_[v]) continue;
-      const int64_t back_rc = price_[v] - price_u - arcs_[a].cost;
+      const int64_t back_rc = price_[v] - price_u - graph_.arc(a).cost;
       // max(0, floor(rc / epsilon) + 1): 0 for every rc < 0.
       const int64_t r = std::min(
           rank_limit, level + (back_rc < 0 ? 0 : back_rc / epsilon + 1));
@@ -556,7 +530,7 @@ absl::Status CostScalingWorkspace::GlobalUpdate(int64_t epsilon) {
       return PriceFloorError();
     }
     price_[v] -= r * epsilon;
-    current_arc_[v] = first_out_[v];
+    current_arc_[v] = graph_.first_out(v);
   }
   return absl::OkStatus();
 }
@@ -573,8 +547,8 @@ bool CostScalingWorkspace::PriceRefine(int64_t epsilon) {
   std::vector<uint32_t> queue;
   std::vector<uint8_t> in_queue(node_count_, 0);
   for (uint32_t u = 0; u < node_count_; ++u) {
-    for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
-      const CostScalingArc& arc = arcs_[a];
+    for (uint32_t a = graph_.first_out(u); a < graph_.first_out(u + 1); ++a) {
+      const Arc& arc = graph_.arc(a);
       if (arc.residual == 0) continue;
       // floor(rc / epsilon) + 1 < 0 exactly when rc < -epsilon.
       if (ReducedCost(u, arc) < -epsilon) {
@@ -595,7 +569,7 @@ bool CostScalingWorkspace::PriceRefine(int64_t epsilon) {
   // a ~90 ms solve) before giving up.
   parent_.assign(node_count_, kNoIndex);
   size_t scans_until_check = node_count_;
-  const size_t work_cap = 4 * arcs_.size() + node_count_;
+  const size_t work_cap = 4 * graph_.arc_count() + node_count_;
   size_t work = 0;
   // Distances below this would lower some price past the floor: the
   // refinement gives up rather than compute them (it is only a heuristic).
@@ -604,8 +578,8 @@ bool CostScalingWorkspace::PriceRefine(int64_t epsilon) {
     const uint32_t u = queue[qi];
     in_queue[u] = 0;
     const int64_t du = distance_[u];
-    for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
-      const CostScalingArc& arc = arcs_[a];
+    for (uint32_t a = graph_.first_out(u); a < graph_.first_out(u + 1); ++a) {
+      const Arc& arc = graph_.arc(a);
       if (arc.residual == 0 || arc.head == u) continue;
       const int64_t rc = ReducedCost(u, arc);
       // A length is >= 1 when rc >= 0: skip the division when that cannot
@@ -626,7 +600,7 @@ bool CostScalingWorkspace::PriceRefine(int64_t epsilon) {
       scans_until_check = node_count_;
       if (ParentsHaveCycle()) return false;
     }
-    work += first_out_[u + 1] - first_out_[u] + 1;
+    work += graph_.first_out(u + 1) - graph_.first_out(u) + 1;
     if (work > work_cap) return false;
   }
   for (uint32_t v = 0; v < node_count_; ++v) {
@@ -672,16 +646,17 @@ absl::Status CostScalingWorkspace::ExactPotentials() {
   queue.reserve(node_count_);
   for (uint32_t v = 0; v < node_count_; ++v) queue.push_back(v);
   // Bellman-Ford's bound; only a bug could reach it.
-  const Int128 work_cap = (static_cast<Int128>(node_count_) + 1) *
-                          (static_cast<Int128>(arcs_.size()) + node_count_);
+  const Int128 work_cap =
+      (static_cast<Int128>(node_count_) + 1) *
+      (static_cast<Int128>(graph_.arc_count()) + node_count_);
   Int128 work = 0;
   size_t qi = 0;
   while (qi < queue.size()) {
     const uint32_t u = queue[qi++];
     in_queue[u] = 0;
     const int64_t lu = label[u];
-    for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
-      const CostScalingArc& arc = arcs_[a];
+    for (uint32_t a = graph_.first_out(u); a < graph_.first_out(u + 1); ++a) {
+      const Arc& arc = graph_.arc(a);
       if (arc.residual == 0) continue;
       // label[v] <= label[u] + c means c + label[u] - label[v] >= 0.
       const int64_t candidate = lu + arc.cost / scale_;
@@ -693,7 +668,7 @@ absl::Status CostScalingWorkspace::ExactPotentials() {
         }
       }
     }
-    work += first_out_[u + 1] - first_out_[u] + 1;
+    work += graph_.first_out(u + 1) - graph_.first_out(u) + 1;
     if (work > work_cap) {
       return absl::InternalError(
           "cost_scaling: residual network has a negative cycle at the end");
@@ -709,10 +684,10 @@ absl::Status CostScalingWorkspace::ExactPotentials() {
 
 absl::StatusOr<McmfSolution> CostScalingWorkspace::ExtractSolution() {
   FLOWSCHED_RETURN_IF_ERROR(ExactPotentials());
-  FLOWSCHED_ASSIGN_OR_RETURN(McmfSolution solution,
-                             SolutionFromResiduals(problem_, [this](size_t i) {
-                               return arcs_[forward_arc_[i]].residual;
-                             }));
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      McmfSolution solution, SolutionFromResiduals(problem_, [this](size_t i) {
+        return graph_.arc(graph_.forward_arc(i)).residual;
+      }));
   solution.potentials.resize(node_count_);
   for (uint32_t v = 0; v < node_count_; ++v) {
     solution.potentials[v] = -distance_[v];

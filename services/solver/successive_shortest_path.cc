@@ -14,6 +14,7 @@
 #include "services/solver/int128.h"
 #include "services/solver/problem_validator.h"
 #include "services/solver/solution_cost.h"
+#include "services/solver/static_residual_graph.h"
 
 namespace flowsched::solver {
 namespace {
@@ -26,19 +27,10 @@ constexpr int64_t kInfiniteDistance = std::numeric_limits<int64_t>::max();
 // inside int64 without per-operation checks.
 constexpr int64_t kMaxPotentialSpan = int64_t{1} << 61;
 
-// Residual arcs are stored in CSR order (all arcs leaving node v are
-// contiguous) rather than as an i / i^1 forward-star list, because Dijkstra
-// and the DFS scan a node's arcs sequentially and a CSR block is one or two
-// cache lines; `mate` replaces the i^1 pairing.
-struct SspArc {
-  int64_t residual = 0;  // remaining capacity
-  int64_t cost = 0;      // original cost; negated on the reverse arc
-  uint32_t head = 0;
-  uint32_t mate = 0;  // index of the paired arc in the other direction
-};
-
 class SspWorkspace {
  public:
+  using Arc = StaticResidualGraph::Arc;
+
   explicit SspWorkspace(const McmfProblem& problem) : problem_(problem) {}
 
   // Returns kOptimal / kInfeasible, or OutOfRange if the numbers could
@@ -49,7 +41,6 @@ class SspWorkspace {
   absl::StatusOr<McmfSolution> ExtractSolution() const;
 
  private:
-  void BuildResidualGraph();
   absl::Status SaturateNegativeArcs();
 
   // Multi-source Dijkstra on reduced costs from every node with excess.
@@ -64,18 +55,18 @@ class SspWorkspace {
   bool BlockingFlow();
   void TouchForDfs(uint32_t v);
 
-  int64_t ReducedCost(uint32_t tail, const SspArc& arc) const {
+  int64_t ReducedCost(uint32_t tail, const Arc& arc) const {
     return arc.cost + potential_[tail] - potential_[arc.head];
   }
 
   const McmfProblem& problem_;
   uint32_t node_count_ = 0;
 
-  // Residual network.
-  std::vector<uint32_t> first_out_;  // node_count_ + 1 offsets into arcs_
-  std::vector<SspArc> arcs_;
-  std::vector<uint32_t> forward_arc_;  // input arc index -> residual arc
-  std::vector<int64_t> excess_;        // > 0 excess, < 0 deficit
+  // Residual network with the original costs, in CSR order rather than as
+  // an i / i^1 forward-star list: Dijkstra and the DFS scan a node's arcs
+  // sequentially, and a CSR block is one or two cache lines.
+  StaticResidualGraph graph_;
+  std::vector<int64_t> excess_;  // > 0 excess, < 0 deficit
   // Internal potential pi with reduced cost c + pi[u] - pi[v] >= 0 on every
   // residual arc with capacity; the published potentials are -pi to match
   // the McmfSolution convention c - p[u] + p[v].
@@ -97,32 +88,6 @@ class SspWorkspace {
   std::vector<uint32_t> path_;  // residual arcs from the root
 };
 
-void SspWorkspace::BuildResidualGraph() {
-  node_count_ = problem_.node_count;
-  const size_t arc_count = problem_.arcs.size();
-  first_out_.assign(size_t{node_count_} + 1, 0);
-  for (const McmfArc& arc : problem_.arcs) {
-    ++first_out_[size_t{arc.src} + 1];
-    ++first_out_[size_t{arc.dst} + 1];
-  }
-  for (size_t v = 0; v < node_count_; ++v) {
-    first_out_[v + 1] += first_out_[v];
-  }
-  // Counting sort by tail, in input order, so the layout (and therefore the
-  // whole run) is a pure function of the input.
-  std::vector<uint32_t> next(first_out_.begin(), first_out_.end() - 1);
-  arcs_.assign(2 * arc_count, SspArc{});
-  forward_arc_.assign(arc_count, 0);
-  for (size_t i = 0; i < arc_count; ++i) {
-    const McmfArc& arc = problem_.arcs[i];
-    const uint32_t fwd = next[arc.src]++;
-    const uint32_t rev = next[arc.dst]++;
-    arcs_[fwd] = SspArc{arc.capacity, arc.cost, arc.dst, rev};
-    arcs_[rev] = SspArc{0, -arc.cost, arc.src, fwd};
-    forward_arc_[i] = fwd;
-  }
-}
-
 absl::Status SspWorkspace::SaturateNegativeArcs() {
   // Saturating every negative arc leaves only non-negative-cost residual
   // arcs, so zero potentials are a valid start for Dijkstra. Excess is summed
@@ -131,8 +96,8 @@ absl::Status SspWorkspace::SaturateNegativeArcs() {
   for (size_t i = 0; i < problem_.arcs.size(); ++i) {
     const McmfArc& arc = problem_.arcs[i];
     if (arc.cost >= 0 || arc.capacity == 0) continue;
-    SspArc& fwd = arcs_[forward_arc_[i]];
-    arcs_[fwd.mate].residual += fwd.residual;
+    Arc& fwd = graph_.arc(graph_.forward_arc(i));
+    graph_.arc(fwd.mate).residual += fwd.residual;
     fwd.residual = 0;
     excess[arc.src] -= arc.capacity;
     excess[arc.dst] += arc.capacity;
@@ -165,7 +130,8 @@ absl::StatusOr<McmfOutcome> SspWorkspace::Run() {
         "overflow int64",
         problem_.node_count, max_abs_cost));
   }
-  BuildResidualGraph();
+  node_count_ = problem_.node_count;
+  graph_.Build(problem_);
   FLOWSCHED_RETURN_IF_ERROR(SaturateNegativeArcs());
 
   potential_.assign(node_count_, 0);
@@ -212,8 +178,8 @@ int64_t SspWorkspace::ShortestDistances() {
       bound = d;
       break;
     }
-    for (uint32_t a = first_out_[u]; a < first_out_[u + 1]; ++a) {
-      const SspArc& arc = arcs_[a];
+    for (uint32_t a = graph_.first_out(u); a < graph_.first_out(u + 1); ++a) {
+      const Arc& arc = graph_.arc(a);
       if (arc.residual == 0) continue;
       const int64_t nd = d + ReducedCost(u, arc);
       if (nd < dist_[arc.head]) {
@@ -244,7 +210,7 @@ void SspWorkspace::UpdatePotentials(int64_t bound) {
 void SspWorkspace::TouchForDfs(uint32_t v) {
   if (pass_stamp_[v] != pass_) {
     pass_stamp_[v] = pass_;
-    current_arc_[v] = first_out_[v];
+    current_arc_[v] = graph_.first_out(v);
     dfs_state_[v] = kFresh;
   }
 }
@@ -268,10 +234,11 @@ bool SspWorkspace::BlockingFlow() {
     while (excess_[root] > 0) {
       if (excess_[u] < 0) {
         int64_t delta = std::min(excess_[root], -excess_[u]);
-        for (uint32_t a : path_) delta = std::min(delta, arcs_[a].residual);
+        for (uint32_t a : path_)
+          delta = std::min(delta, graph_.arc(a).residual);
         for (uint32_t a : path_) {
-          arcs_[a].residual -= delta;
-          arcs_[arcs_[a].mate].residual += delta;
+          graph_.arc(a).residual -= delta;
+          graph_.arc(graph_.arc(a).mate).residual += delta;
         }
         excess_[root] -= delta;
         excess_[u] += delta;
@@ -279,20 +246,20 @@ bool SspWorkspace::BlockingFlow() {
         // Retreat to the tail of the first saturated arc; nodes above it
         // are left fresh, not dead, since they may still reach a deficit.
         for (size_t k = 0; k < path_.size(); ++k) {
-          if (arcs_[path_[k]].residual != 0) continue;
+          if (graph_.arc(path_[k]).residual != 0) continue;
           for (size_t j = k; j < path_.size(); ++j) {
-            dfs_state_[arcs_[path_[j]].head] = kFresh;
+            dfs_state_[graph_.arc(path_[j]).head] = kFresh;
           }
           path_.resize(k);
-          u = path_.empty() ? root : arcs_[path_.back()].head;
+          u = path_.empty() ? root : graph_.arc(path_.back()).head;
           break;
         }
         continue;
       }
       uint32_t a = current_arc_[u];
-      const uint32_t end = first_out_[u + 1];
+      const uint32_t end = graph_.first_out(u + 1);
       for (; a < end; ++a) {
-        const SspArc& arc = arcs_[a];
+        const Arc& arc = graph_.arc(a);
         if (arc.residual == 0 || ReducedCost(u, arc) != 0) continue;
         TouchForDfs(arc.head);
         if (dfs_state_[arc.head] == kFresh) break;
@@ -300,28 +267,28 @@ bool SspWorkspace::BlockingFlow() {
       current_arc_[u] = a;
       if (a < end) {
         path_.push_back(a);
-        u = arcs_[a].head;
+        u = graph_.arc(a).head;
         dfs_state_[u] = kOnPath;
         continue;
       }
       dfs_state_[u] = kDead;
       if (path_.empty()) break;  // the root cannot reach a deficit
       path_.pop_back();
-      u = path_.empty() ? root : arcs_[path_.back()].head;
+      u = path_.empty() ? root : graph_.arc(path_.back()).head;
       ++current_arc_[u];
     }
     // Leave nodes of an abandoned path fresh for the next root.
-    for (uint32_t a : path_) dfs_state_[arcs_[a].head] = kFresh;
+    for (uint32_t a : path_) dfs_state_[graph_.arc(a).head] = kFresh;
     if (dfs_state_[root] == kOnPath) dfs_state_[root] = kFresh;
   }
   return moved;
 }
 
 absl::StatusOr<McmfSolution> SspWorkspace::ExtractSolution() const {
-  FLOWSCHED_ASSIGN_OR_RETURN(McmfSolution solution,
-                             SolutionFromResiduals(problem_, [this](size_t i) {
-                               return arcs_[forward_arc_[i]].residual;
-                             }));
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      McmfSolution solution, SolutionFromResiduals(problem_, [this](size_t i) {
+        return graph_.arc(graph_.forward_arc(i)).residual;
+      }));
   solution.potentials.resize(node_count_);
   for (uint32_t v = 0; v < node_count_; ++v) {
     solution.potentials[v] = -potential_[v];
