@@ -421,6 +421,10 @@ bool CostScalingWorkspace::Relabel(uint32_t u, int64_t epsilon,
 }
 
 absl::Status CostScalingWorkspace::GlobalUpdate(int64_t epsilon) {
+  // One function of 114 lines on purpose: a hot pass whose bucket lists,
+  // overflow heap and settle loop share the rank bounds and the lambdas
+  // that move nodes between buckets.
+  //
   // Goldberg's global price update ("set relabel"): a bucket-based Dijkstra
   // backwards from the deficit nodes where an arc (v, u) has length
   // floor(rc(v, u) / epsilon) + 1 >= 0 in units of epsilon; every node's

@@ -15,6 +15,9 @@ bool HasFeasibleFlow(const McmfProblem& problem) {
 
 Feasibility CheckFeasibility(const McmfProblem& problem,
                              const std::atomic<bool>* stop) {
+  // One function of 117 lines on purpose: a preflight of cost scaling and
+  // relaxation whose CSR build and Dinic phases share seven local arrays
+  // (levels, current arcs, path, roots, queue, residuals, excesses).
   const auto stopped = [stop] {
     return stop != nullptr && stop->load(std::memory_order_relaxed);
   };

@@ -17,6 +17,22 @@ namespace {
 constexpr int64_t kRelaxationStallWindows = 8;
 constexpr int64_t kRelaxationMinStallWindowNs = 10'000'000;
 
+// The error of a race nobody won: all were stopped by the caller
+// (Cancelled), or all failed the same way (e.g. InvalidArgument), or cost
+// scaling refused a cost range the other thread's algorithms accept (its
+// price floor is the narrowest: scaled prices within 2^60) and they failed
+// later. Their error then says more: usually the problem's own (a total
+// cost beyond int64), at worst their own run-time guard.
+absl::Status RaceLostStatus(const absl::Status& scaled,
+                            const absl::Status& other) {
+  if (scaled.code() == absl::StatusCode::kOutOfRange && !other.ok() &&
+      other.code() != absl::StatusCode::kCancelled &&
+      other.code() != absl::StatusCode::kDeadlineExceeded) {
+    return other;
+  }
+  return scaled;
+}
+
 }  // namespace
 
 double MeanSourceOutDegree(const McmfProblem& problem) {
@@ -39,6 +55,25 @@ absl::StatusOr<McmfSolution> Portfolio::SolveFrom(
     const std::vector<int64_t>& potentials) {
   const WarmStart warm{flow, potentials};
   return Race(problem, &warm);
+}
+
+RelaxationOptions Portfolio::RacingRelaxationOptions(
+    const McmfProblem& problem) const {
+  RelaxationOptions options;
+  // Cost scaling asks the same max flow on the other core and decides
+  // infeasibility; relaxation without it may not see it, and its budget
+  // ends it (then the primal-dual takes over the core).
+  options.check_feasibility = false;
+  options.cpu_budget_ns = std::max(
+      relaxation_budget_min_ns,
+      relaxation_budget_ns_per_arc * static_cast<int64_t>(problem.arcs.size()));
+  // A loss shows itself long before the budget ends: its surplus stops
+  // falling (RelaxationOptions::stall_window_ns), and the primal-dual
+  // then starts at once.
+  options.stall_window_ns =
+      std::max(kRelaxationMinStallWindowNs,
+               options.cpu_budget_ns / kRelaxationStallWindows);
+  return options;
 }
 
 absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
@@ -77,32 +112,14 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
     // From scratch relaxation has a CPU budget, and past it the
     // incremental solver's primal-dual takes over its core: relaxation
     // wins the common case fast, and where it does not it rarely finishes
-    // at all (a whole Quincy population waiting, 12,500 machines: over two
-    // minutes, cost scaling 8.2 s, the primal-dual 0.9 s). A third thread
-    // would cost more: on two cores the scheduler lets two racers share
-    // one core for the whole race, and the winner ran at half speed two
-    // times in three.
+    // at all. A third thread would cost more: on two cores the scheduler
+    // lets two racers share one core for the whole race.
     if (relaxation_min_source_degree > 0 &&
         MeanSourceOutDegree(problem) < relaxation_min_source_degree) {
       run_primal_dual();
       return;
     }
-    RelaxationOptions options;
-    // Cost scaling asks the same max flow on the other core and decides
-    // infeasibility; relaxation without it may not see it, and its budget
-    // ends it (then the primal-dual takes over the core).
-    options.check_feasibility = false;
-    options.cpu_budget_ns =
-        std::max(relaxation_budget_min_ns,
-                 relaxation_budget_ns_per_arc *
-                     static_cast<int64_t>(problem.arcs.size()));
-    // A loss shows itself long before the budget ends: its surplus stops
-    // falling (RelaxationOptions::stall_window_ns), and the primal-dual
-    // then starts at once.
-    options.stall_window_ns =
-        std::max(kRelaxationMinStallWindowNs,
-                 options.cpu_budget_ns / kRelaxationStallWindows);
-    Relaxation relaxation(options);
+    Relaxation relaxation(RacingRelaxationOptions(problem));
     relaxation.set_stop_flag(stop);
     relaxed = relaxation.Solve(problem);
     if (relaxed.status().code() != absl::StatusCode::kDeadlineExceeded) {
@@ -126,22 +143,10 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
       return scaled;
     case 3:
       return primal_dual;
-    default: {
-      // None finished: all were stopped by the caller (Cancelled), or all
-      // failed the same way (e.g. InvalidArgument), or cost scaling refused
-      // a cost range the other thread's algorithms accept (its price floor
-      // is the narrowest: scaled prices within 2^60) and they failed
-      // later. Their error then says more: usually the problem's own (a
-      // total cost beyond int64), at worst their own run-time guard.
-      const absl::Status& other =
-          primal_dual_ran ? primal_dual.status() : relaxed.status();
-      if (scaled.status().code() == absl::StatusCode::kOutOfRange &&
-          !other.ok() && other.code() != absl::StatusCode::kCancelled &&
-          other.code() != absl::StatusCode::kDeadlineExceeded) {
-        return other;
-      }
-      return scaled.status();
-    }
+    default:
+      return RaceLostStatus(scaled.status(), primal_dual_ran
+                                                 ? primal_dual.status()
+                                                 : relaxed.status());
   }
 }
 

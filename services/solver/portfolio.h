@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "services/solver/mcmf_solver.h"
+#include "services/solver/relaxation.h"
 
 namespace flowsched::solver {
 
@@ -43,9 +44,9 @@ class Portfolio final : public McmfSolver {
       : race_stop_(race_stop) {}
 
   // Relaxation's CPU budget from scratch: this many ns per arc, at least
-  // relaxation_budget_min_ns. Its wins on the generated Quincy networks at
-  // 50-97% load took at most 0.18 us an arc (1.1 million arcs in 202 ms),
-  // so 0.3 us keeps every one. Tests shorten it.
+  // relaxation_budget_min_ns; the default leaves every relaxation win on
+  // the generated Quincy networks inside it
+  // (docs/2026-11-27-solver-measurements.md). Tests shorten it.
   int64_t relaxation_budget_ns_per_arc = 300;
   int64_t relaxation_budget_min_ns = 10'000'000;
   // From scratch, a network whose supply nodes average fewer arcs than
@@ -72,6 +73,9 @@ class Portfolio final : public McmfSolver {
     const std::vector<int64_t>& flow;
     const std::vector<int64_t>& potentials;
   };
+  // The from-scratch relaxation racer's options: no feasibility check (cost
+  // scaling's), a CPU budget by arc count, and the stall window.
+  RelaxationOptions RacingRelaxationOptions(const McmfProblem& problem) const;
   absl::StatusOr<McmfSolution> Race(const McmfProblem& problem,
                                     const WarmStart* warm);
 

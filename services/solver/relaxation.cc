@@ -475,6 +475,10 @@ absl::Status RelaxationWorkspace::RaiseSet(int64_t step, Int128& delx) {
 }
 
 absl::Status RelaxationWorkspace::Multinode(uint32_t s) {
+  // One function of 93 lines on purpose: RELAX-IV's multinode iteration,
+  // whose growth of the set S, price rise and flow adjustments share the
+  // set's cut state in locals.
+  //
   // Grow S (the scanned set) from s through balanced residual arcs. delx is
   // the residual capacity of balanced arcs from S to outside; the ascent of
   // raising all prices in S is surplus(S) - delx. When it is >= 0 the prices
