@@ -79,6 +79,15 @@ bus::TopicNames Topics(const CommonFlags& flags) {
   return bus::TopicNames::WithPrefix(flags.topic_prefix);
 }
 
+void AddInitialPolicyOption(CLI::App& cmd, std::string& policy) {
+  cmd.add_option("--policy", policy,
+                 "Initial scheduling policy of a fresh data directory (a "
+                 "store keeps its active one; see `flowsched policy set`): "
+                 "NAME or NAME:key=value,... (`flowsched policy list`)")
+      ->check(PolicySpecValidator())
+      ->capture_default_str();
+}
+
 CLI::Validator PolicySpecValidator() {
   return CLI::Validator(
       [](const std::string& value) -> std::string {

@@ -42,4 +42,8 @@ absl::StatusOr<bus::KafkaOptions> ResolveKafka(const CommonFlags& flags);
 // Refuses a --policy value flow::ParsePolicySpec refuses, with its reason.
 [[nodiscard]] CLI::Validator PolicySpecValidator();
 
+// `--policy`, the initial policy of a fresh data directory, checked by
+// PolicySpecValidator (the graph manager's and `up`'s flag).
+void AddInitialPolicyOption(CLI::App& cmd, std::string& policy);
+
 }  // namespace flowsched::tools

@@ -31,12 +31,7 @@ CommandMain AddUpCommand(CLI::App& app, CommonFlags& flags) {
       "every service runs and is ready");
   auto options = std::make_shared<UpOptions>();
   auto reset = std::make_shared<bool>(false);
-  cmd->add_option("--policy", options->policy,
-                  "Initial scheduling policy of a fresh data directory (a "
-                  "store keeps its active one; see `flowsched policy set`): "
-                  "NAME or NAME:key=value,... (`flowsched policy list`)")
-      ->check(PolicySpecValidator())
-      ->capture_default_str();
+  AddInitialPolicyOption(*cmd, options->policy);
   cmd->add_option("--algorithm", options->algorithm, "Solver algorithm")
       ->capture_default_str();
   cmd->add_option("--cut-every-events", options->cut_every_events,

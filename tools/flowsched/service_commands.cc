@@ -232,12 +232,7 @@ CommandMain AddGraphManagerCommand(CLI::App& app, CommonFlags& flags) {
       "Run the graph manager: events -> cluster state -> flow network -> "
       "rounds; applies decisions");
   auto options = std::make_shared<graph_manager::GraphManagerOptions>();
-  cmd->add_option("--policy", options->policy,
-                  "Initial scheduling policy of a fresh data directory (a "
-                  "store keeps its active one; see `flowsched policy set`): "
-                  "NAME or NAME:key=value,... (`flowsched policy list`)")
-      ->check(PolicySpecValidator())
-      ->capture_default_str();
+  AddInitialPolicyOption(*cmd, options->policy);
   cmd->add_option("--round-timeout-ms", options->round_timeout_ms,
                   "Re-cut a round as a snapshot when its results take longer")
       ->check(CLI::Range(100, 3'600'000))
