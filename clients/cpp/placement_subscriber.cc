@@ -2,8 +2,10 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -61,7 +63,10 @@ rd_kafka_resp_err_t FetchCommitted(rd_kafka_t* rk,
            e == RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE;
   };
   while (true) {
-    rd_kafka_resp_err_t err = rd_kafka_committed(rk, list, timeout_ms);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    rd_kafka_resp_err_t err = rd_kafka_committed(
+        rk, list, static_cast<int>(std::max<int64_t>(1, left.count())));
     for (int i = 0; err == RD_KAFKA_RESP_ERR_NO_ERROR && i < list->cnt; ++i) {
       err = list->elems[i].err;
     }

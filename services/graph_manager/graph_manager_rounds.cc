@@ -232,8 +232,8 @@ absl::Status GraphManager::CommitCut(
   cut.mutable_cut()->set_snapshot(snapshot);
   storage::StateBatch batch;
   StageNetwork(refreshed, network_, batch);
-  // No round is in flight here; offsets released since the last commit
-  // (a timed-out round) are stored with the new in-flight round.
+  // The new round holds no placements offset yet; offsets released since
+  // the last commit (a timed-out round) are stored with it.
   StagePlacementOffsets(batch);
   std::optional<OutboxEntry> staged = StageLedger(cut, batch);
   StageMetaWithTime(batch);

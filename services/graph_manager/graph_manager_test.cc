@@ -95,6 +95,7 @@ class GraphManagerInProcessTest : public ::testing::Test {
   // Outboxes flush every 100 ms, so a ledger record or a dead letter takes
   // that long to show up.
   void RunUntil(const std::function<bool()>& done, const std::string& what) {
+    ASSERT_NE(manager_, nullptr) << "the manager did not start";
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (std::chrono::steady_clock::now() < deadline) {
@@ -107,6 +108,7 @@ class GraphManagerInProcessTest : public ::testing::Test {
   // Runs passes for `ms` milliseconds, so that anything the manager would
   // do on its own (a round, a flush) had the time to happen.
   void RunFor(int ms) {
+    ASSERT_NE(manager_, nullptr) << "the manager did not start";
     const auto until =
         std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
     while (std::chrono::steady_clock::now() < until) {
@@ -264,13 +266,15 @@ class GraphManagerInProcessTest : public ::testing::Test {
   StoredState Stored() const {
     auto reader = StateReader::Open(options_.data_dir);
     EXPECT_THAT(reader.status(), IsOk());
-    auto stored = (*reader)->Load();
+    // value(): a failed read ends the test (throws), never a null access.
+    auto stored = reader.value()->Load();
     EXPECT_THAT(stored.status(), IsOk());
     return std::move(stored).value();
   }
   std::string StoredDigest() const {
     auto reader = StateReader::Open(options_.data_dir);
     EXPECT_THAT(reader.status(), IsOk());
+    if (!reader.ok()) return "";
     auto digest = (*reader)->Digest();
     EXPECT_THAT(digest.status(), IsOk());
     return digest.value_or("");

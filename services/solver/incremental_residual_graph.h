@@ -51,7 +51,7 @@ class IncrementalResidualGraph {
   // Makes handles up to `handle` addressable, growing geometrically.
   void GrowHandles(uint32_t handle);
   [[nodiscard]] uint32_t handle_limit() const { return handle_limit_; }
-  // Empties node v's list (v must have no live arc).
+  // Resets node v's regions. REQUIRES: v's list is empty (no live arc).
   void ClearNode(uint32_t v) {
     assert(adj_[v].empty());
     regions_[v] = Regions{};

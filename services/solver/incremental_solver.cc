@@ -135,9 +135,6 @@ absl::Status IncrementalSolver::Load(const McmfProblem& problem) {
         ValidateArc(problem.arcs[a], a, problem.node_count));
   }
   GrowNodes(problem.node_count - 1);
-  if (!problem.arcs.empty()) {
-    GrowHandles(static_cast<uint32_t>(problem.arcs.size() - 1));
-  }
   // A race's loser leaves within 16,384 elements.
   const absl::Status stopped = absl::CancelledError(
       "Load stopped by its caller; the solver holds part "
@@ -149,6 +146,10 @@ absl::Status IncrementalSolver::Load(const McmfProblem& problem) {
   // Each list laid out in its regions at once: appended by SetArc, every
   // entry would need a move by PlaceMisplaced.
   if (!graph_.Load(problem, [this] { return Stopped(); })) return stopped;
+  // The graph grew its handles itself; this sizes the solver's own arrays.
+  if (!problem.arcs.empty()) {
+    GrowHandles(static_cast<uint32_t>(problem.arcs.size() - 1));
+  }
   dirty_handles_.reserve(problem.arcs.size());
   for (uint32_t a = 0; a < problem.arcs.size(); ++a) {
     const int64_t cost = problem.arcs[a].cost;

@@ -146,7 +146,8 @@ class PlacementSubscriber:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                committed = self._consumer.committed(wanted, timeout=timeout)
+                left = max(0.001, deadline - time.monotonic())
+                committed = self._consumer.committed(wanted, timeout=left)
                 error = next((tp.error for tp in committed if tp.error is not None), None)
             except KafkaException as e:
                 error, committed = e.args[0], None
