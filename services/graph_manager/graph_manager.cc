@@ -86,13 +86,6 @@ absl::StatusOr<std::unique_ptr<GraphManager>> GraphManager::CreateOn(
 }
 
 absl::Status GraphManager::AssignInputs() {
-  FLOWSCHED_ASSIGN_OR_RETURN(
-      event_partitions_,
-      producer_->PartitionCount(options_.topics.events, kMetadataTimeoutMs));
-  FLOWSCHED_ASSIGN_OR_RETURN(
-      placement_partitions_,
-      producer_->PartitionCount(options_.topics.placements,
-                                kMetadataTimeoutMs));
   FLOWSCHED_ASSIGN_OR_RETURN(auto event_offsets,
                              store_->LoadOffsets(options_.topics.events));
   FLOWSCHED_ASSIGN_OR_RETURN(auto placement_offsets,
