@@ -163,11 +163,24 @@ void ClusterState::CountRunning(JobId job, int delta) {
       static_cast<uint32_t>(static_cast<int64_t>(it->second.running) + delta);
 }
 
+void ClusterState::Unindex(const Machine& machine) {
+  open_by_load_.erase(
+      {static_cast<uint32_t>(machine.running.size()), machine.id});
+}
+
+void ClusterState::Index(const Machine& machine) {
+  if (machine.free_slots() == 0) return;
+  open_by_load_.insert(
+      {static_cast<uint32_t>(machine.running.size()), machine.id});
+}
+
 void ClusterState::Unplace(Task& task, int64_t now_us, ChangeSet& changes) {
   if (!task.running()) return;
   auto machine_it = machines_.find(task.machine);
   if (machine_it != machines_.end()) {
+    Unindex(machine_it->second);
     machine_it->second.running.erase(task.spec.id);
+    Index(machine_it->second);
     UnbookTask(machine_it->second, task.spec, task.devices);
     changes.machines.insert(task.machine);
   }
@@ -230,6 +243,7 @@ absl::Status ClusterState::ApplyMachineAdded(const MachineAdded& e,
   machine.task_slots = e.task_slots;
   machine.labels = e.labels;
   machine.devices = ExpandAccelerators(e.accelerators);
+  Index(machine);
   total_slots_ += e.task_slots;
   changes.machines.insert(e.machine);
   return absl::OkStatus();
@@ -255,6 +269,7 @@ absl::Status ClusterState::ApplyMachineGone(MachineId id, int64_t time_us,
     changes.tasks.insert(task_id);
   }
   total_slots_ -= it->second.task_slots;
+  Unindex(it->second);
   machines_.erase(it);
   changes.machines.insert(id);
   return absl::OkStatus();
@@ -310,7 +325,9 @@ absl::Status ClusterState::Place(TaskId task_id, MachineId machine_id,
                      " does not fit the free resources of machine ",
                      machine_id.value(), " (", fit.reason, ")"));
   }
+  Unindex(machine);
   machine.running.insert(task_id);
+  Index(machine);
   BookTask(machine, task.spec, fit.devices);
   task.devices = std::move(fit.devices);
   task.wait_us_total += std::max<int64_t>(0, now_us - task.wait_start_us);
@@ -386,6 +403,7 @@ absl::Status ClusterState::RestoreMachine(Machine machine) {
     device.tasks.clear();
   }
   total_slots_ += machine.task_slots;
+  Index(machine);
   machines_.emplace(machine.id, std::move(machine));
   return absl::OkStatus();
 }
@@ -455,7 +473,9 @@ absl::Status ClusterState::RestoreTask(Task task) {
     }
     FLOWSCHED_RETURN_IF_ERROR(CheckStoredDevices(task, machine_it->second));
     std::set<TaskId>& running = machine_it->second.running;
+    Unindex(machine_it->second);
     running.emplace_hint(running.end(), id);
+    Index(machine_it->second);
     BookTask(machine_it->second, task.spec, task.devices);
     ++running_count_;
     ++job_it->second.running;

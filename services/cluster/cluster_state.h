@@ -12,6 +12,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -77,6 +78,14 @@ class ClusterState {
   [[nodiscard]] const std::map<MachineId, Machine>& machines() const {
     return machines_;
   }
+  // The machines with a free slot as (running tasks, id), least loaded
+  // first and ties in id order: the order policies hand out room in. Kept
+  // on every placement, so a policy that needs only the first few machines
+  // does not walk them all (O(log machines) per change).
+  using LoadKey = std::pair<uint32_t, MachineId>;
+  [[nodiscard]] const std::set<LoadKey>& open_machines_by_load() const {
+    return open_by_load_;
+  }
   [[nodiscard]] size_t running_task_count() const { return running_count_; }
   [[nodiscard]] size_t waiting_task_count() const {
     return tasks_.size() - running_count_;
@@ -107,6 +116,10 @@ class ClusterState {
   void CountRunning(JobId job, int delta);
   // Takes the task off its machine and starts a waiting period at now_us.
   void Unplace(Task& task, int64_t now_us, ChangeSet& changes);
+  // Around every change to a machine's running set: Unindex before, Index
+  // after (Index adds it only while it has a free slot).
+  void Unindex(const Machine& machine);
+  void Index(const Machine& machine);
   void SeeTime(int64_t now_us) {
     if (now_us > last_time_us_) last_time_us_ = now_us;
   }
@@ -115,6 +128,7 @@ class ClusterState {
   std::map<JobId, Job> jobs_;
   std::map<TaskId, Task> tasks_;
   std::map<MachineId, Machine> machines_;
+  std::set<LoadKey> open_by_load_;
   size_t running_count_ = 0;
   uint64_t total_slots_ = 0;
   int64_t last_time_us_ = 0;

@@ -1,5 +1,8 @@
 #include "services/cluster/cluster_state.h"
 
+#include <iterator>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -596,6 +599,80 @@ TEST_F(ClusterStateDevicesTest, RestoreRejectsDevicesPlaceCouldNotHaveMade) {
               StatusIs(absl::StatusCode::kDataLoss, "does not accept"));
   EXPECT_THAT(restore_with(4, MachineId(1), {{1, 1000}, {2, 1000}}),
               StatusIs(absl::StatusCode::kDataLoss, "does not accept"));
+}
+
+// The load index against its definition: every machine with a free slot,
+// keyed by its running count.
+std::set<ClusterState::LoadKey> LoadOrderByDefinition(
+    const ClusterState& state) {
+  std::set<ClusterState::LoadKey> keys;
+  for (const auto& [id, machine] : state.machines()) {
+    if (machine.free_slots() > 0) {
+      keys.insert({static_cast<uint32_t>(machine.running.size()), id});
+    }
+  }
+  return keys;
+}
+
+TEST(ClusterStateLoadIndexTest, FollowsEveryWayARunningSetChanges) {
+  std::mt19937_64 rng(20261127);
+  ClusterState state;
+  ChangeSet changes;
+  uint64_t next_machine = 1, next_job = 1;
+  const auto pick = [&](const auto& map) {
+    auto it = map.begin();
+    std::advance(it,
+                 std::uniform_int_distribution<size_t>(0, map.size() - 1)(rng));
+    return it->first;
+  };
+  for (int step = 0; step < 3000; ++step) {
+    const int op = std::uniform_int_distribution<int>(0, 9)(rng);
+    if (op == 0 || state.machines().empty()) {
+      const auto slots = std::uniform_int_distribution<uint32_t>(0, 4)(rng);
+      ASSERT_THAT(
+          state.Apply(Event(MachineAdded{
+                          MachineId(next_machine++), "r", {}, slots, {}}),
+                      step, changes),
+          IsOk());
+    } else if (op == 1 || state.tasks().empty()) {
+      ASSERT_THAT(state.Apply(Event(Job2(next_job++)), step, changes), IsOk());
+    } else if (op <= 5) {
+      // Place or migrate; refusals (full machine, already there) are fine.
+      const TaskId task = pick(state.tasks());
+      const MachineId to = pick(state.machines());
+      const Task* t = state.FindTask(task);
+      if (t->running()) {
+        (void)state.Migrate(task, t->machine, to, step, changes);
+      } else {
+        (void)state.Place(task, to, step, changes);
+      }
+    } else if (op == 6) {
+      (void)state.Preempt(pick(state.tasks()), step, changes);
+    } else if (op == 7) {
+      const Task* t = state.FindTask(pick(state.tasks()));
+      ASSERT_THAT(
+          state.Apply(Event(TaskFinished{t->job, t->spec.id}), step, changes),
+          IsOk());
+    } else if (op == 8 && state.machines().size() > 3) {
+      ASSERT_THAT(state.Apply(Event(MachineFailed{pick(state.machines()), "x"}),
+                              step, changes),
+                  IsOk());
+    }
+    ASSERT_EQ(state.open_machines_by_load(), LoadOrderByDefinition(state))
+        << "after step " << step << " (op " << op << ")";
+  }
+  EXPECT_GT(state.running_task_count(), 0u);
+  ClusterState restored;
+  for (const auto& [id, job] : state.jobs()) {
+    ASSERT_THAT(restored.RestoreJob(job), IsOk());
+  }
+  for (const auto& [id, machine] : state.machines()) {
+    ASSERT_THAT(restored.RestoreMachine(machine), IsOk());
+  }
+  for (const auto& [id, task] : state.tasks()) {
+    ASSERT_THAT(restored.RestoreTask(task), IsOk());
+  }
+  EXPECT_EQ(restored.open_machines_by_load(), state.open_machines_by_load());
 }
 
 TEST(ClusterStateCapacityTest, UnreportedCapacityIsBoundedBySlotsOnly) {

@@ -457,16 +457,10 @@ void MachineRoom::Offer(const cluster::ClusterState& state,
 
 std::vector<const cluster::Machine*> MachinesLeastLoadedFirst(
     const cluster::ClusterState& state) {
-  std::vector<std::vector<const cluster::Machine*>> by_running;
-  for (const auto& [id, machine] : state.machines()) {
-    if (machine.free_slots() == 0) continue;
-    const size_t running = machine.running.size();
-    if (by_running.size() <= running) by_running.resize(running + 1);
-    by_running[running].push_back(&machine);
-  }
   std::vector<const cluster::Machine*> order;
-  for (const auto& machines : by_running) {
-    order.insert(order.end(), machines.begin(), machines.end());
+  order.reserve(state.open_machines_by_load().size());
+  for (const auto& [running, id] : state.open_machines_by_load()) {
+    order.push_back(state.FindMachine(id));
   }
   return order;
 }

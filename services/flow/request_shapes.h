@@ -214,6 +214,8 @@ class MachineRoom {
 
 // The machines with a free slot, fewest running tasks first (ties in id
 // order): the order policies hand out room in, so that machines fill evenly.
+// All of them; a caller that stops early walks
+// ClusterState::open_machines_by_load() instead.
 std::vector<const cluster::Machine*> MachinesLeastLoadedFirst(
     const cluster::ClusterState& state);
 
