@@ -165,13 +165,13 @@ void ClusterState::CountRunning(JobId job, int delta) {
 
 void ClusterState::Unindex(const Machine& machine) {
   open_by_load_.erase(
-      {static_cast<uint32_t>(machine.running.size()), machine.id});
+      {static_cast<uint32_t>(machine.running.size()), machine.id, nullptr});
 }
 
 void ClusterState::Index(const Machine& machine) {
   if (machine.free_slots() == 0) return;
   open_by_load_.insert(
-      {static_cast<uint32_t>(machine.running.size()), machine.id});
+      {static_cast<uint32_t>(machine.running.size()), machine.id, &machine});
 }
 
 void ClusterState::Unplace(Task& task, int64_t now_us, ChangeSet& changes) {
@@ -403,8 +403,8 @@ absl::Status ClusterState::RestoreMachine(Machine machine) {
     device.tasks.clear();
   }
   total_slots_ += machine.task_slots;
-  Index(machine);
-  machines_.emplace(machine.id, std::move(machine));
+  const auto [it, inserted] = machines_.emplace(machine.id, std::move(machine));
+  Index(it->second);
   return absl::OkStatus();
 }
 

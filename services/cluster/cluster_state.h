@@ -27,6 +27,12 @@ namespace flowsched::cluster {
 class ClusterState {
  public:
   explicit ClusterState(ValidationLimits limits = {}) : limits_(limits) {}
+  // Move-only: the load index points into the machine map, whose nodes a
+  // move keeps and a copy would not.
+  ClusterState(const ClusterState&) = delete;
+  ClusterState& operator=(const ClusterState&) = delete;
+  ClusterState(ClusterState&&) = default;
+  ClusterState& operator=(ClusterState&&) = default;
 
   // Applies one decoded event at time `now_us` (used when the event carries
   // no time). Records what it touched in `changes`.
@@ -78,12 +84,20 @@ class ClusterState {
   [[nodiscard]] const std::map<MachineId, Machine>& machines() const {
     return machines_;
   }
-  // The machines with a free slot as (running tasks, id), least loaded
-  // first and ties in id order: the order policies hand out room in. Kept
-  // on every placement, so a policy that needs only the first few machines
-  // does not walk them all (O(log machines) per change).
-  using LoadKey = std::pair<uint32_t, MachineId>;
-  [[nodiscard]] const std::set<LoadKey>& open_machines_by_load() const {
+  // A machine with a free slot, ordered by (running tasks, id).
+  struct OpenMachine {
+    uint32_t running = 0;
+    MachineId id;
+    const Machine* machine = nullptr;  // in machines()
+    bool operator<(const OpenMachine& other) const {
+      return running != other.running ? running < other.running : id < other.id;
+    }
+  };
+  // The machines with a free slot, least loaded first and ties in id order:
+  // the order policies hand out room in. Kept on every placement, so a
+  // policy that needs only the first few machines does not walk them all
+  // (O(log machines) per change).
+  [[nodiscard]] const std::set<OpenMachine>& open_machines_by_load() const {
     return open_by_load_;
   }
   [[nodiscard]] size_t running_task_count() const { return running_count_; }
@@ -128,7 +142,7 @@ class ClusterState {
   std::map<JobId, Job> jobs_;
   std::map<TaskId, Task> tasks_;
   std::map<MachineId, Machine> machines_;
-  std::set<LoadKey> open_by_load_;
+  std::set<OpenMachine> open_by_load_;
   size_t running_count_ = 0;
   uint64_t total_slots_ = 0;
   int64_t last_time_us_ = 0;

@@ -1,9 +1,10 @@
 #include "services/cluster/cluster_state.h"
 
+#include <algorithm>
 #include <iterator>
 #include <random>
-#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -603,13 +604,25 @@ TEST_F(ClusterStateDevicesTest, RestoreRejectsDevicesPlaceCouldNotHaveMade) {
 
 // The load index against its definition: every machine with a free slot,
 // keyed by its running count.
-std::set<ClusterState::LoadKey> LoadOrderByDefinition(
-    const ClusterState& state) {
-  std::set<ClusterState::LoadKey> keys;
+using LoadKeys = std::vector<std::pair<uint32_t, MachineId>>;
+
+LoadKeys LoadOrderByDefinition(const ClusterState& state) {
+  LoadKeys keys;
   for (const auto& [id, machine] : state.machines()) {
     if (machine.free_slots() > 0) {
-      keys.insert({static_cast<uint32_t>(machine.running.size()), id});
+      keys.emplace_back(static_cast<uint32_t>(machine.running.size()), id);
     }
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+// The index's keys; each entry must point at its machine.
+LoadKeys LoadOrderOfIndex(const ClusterState& state) {
+  LoadKeys keys;
+  for (const ClusterState::OpenMachine& open : state.open_machines_by_load()) {
+    EXPECT_EQ(open.machine, state.FindMachine(open.id));
+    keys.emplace_back(open.running, open.id);
   }
   return keys;
 }
@@ -658,7 +671,7 @@ TEST(ClusterStateLoadIndexTest, FollowsEveryWayARunningSetChanges) {
                               step, changes),
                   IsOk());
     }
-    ASSERT_EQ(state.open_machines_by_load(), LoadOrderByDefinition(state))
+    ASSERT_EQ(LoadOrderOfIndex(state), LoadOrderByDefinition(state))
         << "after step " << step << " (op " << op << ")";
   }
   EXPECT_GT(state.running_task_count(), 0u);
@@ -672,7 +685,10 @@ TEST(ClusterStateLoadIndexTest, FollowsEveryWayARunningSetChanges) {
   for (const auto& [id, task] : state.tasks()) {
     ASSERT_THAT(restored.RestoreTask(task), IsOk());
   }
-  EXPECT_EQ(restored.open_machines_by_load(), state.open_machines_by_load());
+  EXPECT_EQ(LoadOrderOfIndex(restored), LoadOrderOfIndex(state));
+  // A move keeps the machines, so the index stays valid.
+  const ClusterState moved = std::move(restored);
+  EXPECT_EQ(LoadOrderOfIndex(moved), LoadOrderOfIndex(state));
 }
 
 TEST(ClusterStateCapacityTest, UnreportedCapacityIsBoundedBySlotsOnly) {

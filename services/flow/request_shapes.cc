@@ -459,8 +459,9 @@ std::vector<const cluster::Machine*> MachinesLeastLoadedFirst(
     const cluster::ClusterState& state) {
   std::vector<const cluster::Machine*> order;
   order.reserve(state.open_machines_by_load().size());
-  for (const auto& [running, id] : state.open_machines_by_load()) {
-    order.push_back(state.FindMachine(id));
+  for (const cluster::ClusterState::OpenMachine& open :
+       state.open_machines_by_load()) {
+    order.push_back(open.machine);
   }
   return order;
 }
