@@ -17,6 +17,7 @@
 #include "services/solver/no_index.h"
 #include "services/solver/problem_validator.h"
 #include "services/solver/solution_cost.h"
+#include "services/solver/static_residual_graph.h"
 
 namespace flowsched::solver {
 
@@ -60,18 +61,10 @@ int64_t ThreadCpuNs() {
   return int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
 }
 
-// Residual arcs in CSR order with the reduced cost stored per arc (RELAX-IV
-// keeps rc, not prices, on arcs): scans test "balanced" without touching the
-// head's price, and a price rise already visits every arc whose rc changes.
-struct RelaxationArc {
-  int64_t residual = 0;
-  int64_t rc = 0;  // cost - p[tail] + p[head]; negated on the mate
-  uint32_t head = 0;
-  uint32_t mate = 0;
-};
-
 class RelaxationWorkspace {
  public:
+  using Arc = StaticResidualGraph::Arc;
+
   RelaxationWorkspace(const McmfProblem& problem,
                       const RelaxationOptions& options,
                       const std::atomic<bool>* stop)
@@ -86,7 +79,6 @@ class RelaxationWorkspace {
   absl::StatusOr<McmfSolution> ExtractSolution() const;
 
  private:
-  uint32_t Tail(uint32_t a) const { return arcs_[arcs_[a].mate].head; }
   void Enqueue(uint32_t v) {
     if (!queued_[v]) {
       queued_[v] = 1;
@@ -94,9 +86,9 @@ class RelaxationWorkspace {
     }
   }
   void Push(uint32_t tail, uint32_t a, int64_t delta) {
-    RelaxationArc& arc = arcs_[a];
+    Arc& arc = graph_.arc(a);
     arc.residual -= delta;
-    arcs_[arc.mate].residual += delta;
+    graph_.arc(arc.mate).residual += delta;
     surplus_[tail] -= delta;
     surplus_[arc.head] += delta;
     if (surplus_[arc.head] > 0) Enqueue(arc.head);
@@ -176,11 +168,13 @@ class RelaxationWorkspace {
   int windows_ended_ = 0;
   bool infeasible_ = false;
 
-  std::vector<uint32_t> first_out_;  // node_count_ + 1 offsets into arcs_
-  std::vector<RelaxationArc> arcs_;
-  std::vector<uint32_t> forward_arc_;  // input arc -> residual arc
-  std::vector<int64_t> surplus_;       // supply + inflow - outflow
-  std::vector<int64_t> price_;         // published as potentials
+  // An arc's cost is its reduced cost cost - p[tail] + p[head], kept by
+  // every price change (RELAX-IV keeps rc, not prices, on arcs): scans test
+  // "balanced" without touching the head's price, and a price rise already
+  // visits every arc whose rc changes.
+  StaticResidualGraph graph_;
+  std::vector<int64_t> surplus_;  // supply + inflow - outflow
+  std::vector<int64_t> price_;    // published as potentials
   // 1 if the node has an arc into a node with negative supply: machines and
   // unscheduled aggregators, the "sink side" of a scheduling network.
   std::vector<uint8_t> sink_side_;
@@ -208,7 +202,6 @@ class RelaxationWorkspace {
 
 absl::Status RelaxationWorkspace::Init(const RelaxationWarmStart* warm) {
   node_count_ = problem_.node_count;
-  const size_t arc_count = problem_.arcs.size();
   int64_t max_abs_cost = 0;
   for (const McmfArc& arc : problem_.arcs) {
     max_abs_cost = std::max(max_abs_cost, arc.cost < 0 ? -arc.cost : arc.cost);
@@ -221,20 +214,6 @@ absl::Status RelaxationWorkspace::Init(const RelaxationWarmStart* warm) {
         node_count_, max_abs_cost));
   }
   FLOWSCHED_RETURN_IF_ERROR(CheckNodeThroughput(problem_, "relaxation"));
-  first_out_.assign(size_t{node_count_} + 1, 0);
-  for (const McmfArc& arc : problem_.arcs) {
-    ++first_out_[size_t{arc.src} + 1];
-    ++first_out_[size_t{arc.dst} + 1];
-  }
-
-  for (size_t v = 0; v < node_count_; ++v) first_out_[v + 1] += first_out_[v];
-  // Counting sort by tail in input order: the layout, and so the whole run,
-  // is a pure function of the input. (StaticResidualGraph builds the same
-  // layout; relaxation keeps its own build because it ran about 6% slower
-  // on the shared one, docs/2026-11-27-solver-measurements.md.)
-  std::vector<uint32_t> next(first_out_.begin(), first_out_.end() - 1);
-  arcs_.assign(2 * arc_count, RelaxationArc{});
-  forward_arc_.assign(arc_count, 0);
   surplus_.assign(problem_.supply.begin(), problem_.supply.end());
   sink_side_.assign(node_count_, 0);
   price_.assign(node_count_, 0);
@@ -254,14 +233,15 @@ absl::Status RelaxationWorkspace::Init(const RelaxationWarmStart* warm) {
     for (size_t v = 0; v < known; ++v) price_[v] = warm->potentials[v] - low;
     for (size_t v = known; v < node_count_; ++v) price_[v] = -low;
   }
-  for (size_t i = 0; i < arc_count; ++i) {
+  const auto reduced_cost = [this](size_t i) {
     const McmfArc& arc = problem_.arcs[i];
-    const uint32_t fwd = next[arc.src]++;
-    const uint32_t rev = next[arc.dst]++;
-    const int64_t rc = arc.cost - price_[arc.src] + price_[arc.dst];
-    arcs_[fwd] = RelaxationArc{arc.capacity, rc, arc.dst, rev};
-    arcs_[rev] = RelaxationArc{0, -rc, arc.src, fwd};
-    forward_arc_[i] = fwd;
+    return arc.cost - price_[arc.src] + price_[arc.dst];
+  };
+  graph_.BuildWithCosts(problem_, reduced_cost, [&](size_t i, uint32_t a) {
+    const McmfArc& arc = problem_.arcs[i];
+    Arc& fwd = graph_.arc(a);
+    Arc& rev = graph_.arc(fwd.mate);
+    const int64_t rc = fwd.cost;
     // Complementary slackness: an arc with negative reduced cost carries
     // its capacity, one with positive reduced cost nothing, a balanced
     // one whatever the warm start had on it.
@@ -272,8 +252,8 @@ absl::Status RelaxationWorkspace::Init(const RelaxationWarmStart* warm) {
       flow = std::clamp<int64_t>(warm->flow[i], 0, arc.capacity);
     }
     if (flow > 0) {
-      arcs_[fwd].residual = arc.capacity - flow;
-      arcs_[rev].residual = flow;
+      fwd.residual = arc.capacity - flow;
+      rev.residual = flow;
       surplus_[arc.src] -= flow;
       surplus_[arc.dst] += flow;
     }
@@ -281,7 +261,7 @@ absl::Status RelaxationWorkspace::Init(const RelaxationWarmStart* warm) {
         problem_.supply[arc.dst] < 0) {
       sink_side_[arc.src] = 1;
     }
-  }
+  });
   queued_.assign(node_count_, 0);
   label_stamp_.assign(node_count_, 0);
   scan_stamp_.assign(node_count_, 0);
@@ -341,19 +321,19 @@ absl::StatusOr<bool> RelaxationWorkspace::SingleNode(uint32_t s) {
   // out of s, which balances that arc. Then push what is left to balanced
   // neighbours with a deficit.
   const int64_t initial = surplus_[s];
-  const uint32_t begin = first_out_[s];
-  const uint32_t end = first_out_[s + 1];
+  const uint32_t begin = graph_.first_out(s);
+  const uint32_t end = graph_.first_out(s + 1);
   while (surplus_[s] > 0) {
     FLOWSCHED_RETURN_IF_ERROR(Tick(end - begin));  // the scan below
     Int128 balanced = 0;
     int64_t step = kInfinite;
     for (uint32_t a = begin; a < end; ++a) {
-      const RelaxationArc& arc = arcs_[a];
+      const Arc& arc = graph_.arc(a);
       if (arc.residual == 0 || arc.head == s) continue;
-      if (arc.rc == 0) {
+      if (arc.cost == 0) {
         balanced += arc.residual;
       } else {
-        step = std::min(step, arc.rc);  // rc > 0 by complementary slackness
+        step = std::min(step, arc.cost);  // rc > 0 by complementary slackness
       }
     }
     if (balanced > surplus_[s]) break;
@@ -366,17 +346,17 @@ absl::StatusOr<bool> RelaxationWorkspace::SingleNode(uint32_t s) {
     FLOWSCHED_RETURN_IF_ERROR(CheckPrice(price_[s], step));
     price_[s] += step;
     for (uint32_t a = begin; a < end; ++a) {
-      RelaxationArc& arc = arcs_[a];
+      Arc& arc = graph_.arc(a);
       if (arc.head == s) continue;
-      if (arc.rc == 0 && arc.residual > 0) Push(s, a, arc.residual);
-      arc.rc -= step;
-      arcs_[arc.mate].rc += step;
+      if (arc.cost == 0 && arc.residual > 0) Push(s, a, arc.residual);
+      arc.cost -= step;
+      graph_.arc(arc.mate).cost += step;
     }
   }
   if (infeasible_) return false;
   for (uint32_t a = begin; a < end && surplus_[s] > 0; ++a) {
-    const RelaxationArc& arc = arcs_[a];
-    if (arc.rc != 0 || arc.residual == 0 || arc.head == s ||
+    const Arc& arc = graph_.arc(a);
+    if (arc.cost != 0 || arc.residual == 0 || arc.head == s ||
         surplus_[arc.head] >= 0) {
       continue;
     }
@@ -430,14 +410,14 @@ bool RelaxationWorkspace::Augment(uint32_t s, Int128& surplus_s, Int128& delx) {
   for (uint32_t t : targets_) {
     if (surplus_[s] == 0) break;
     int64_t dx = std::min(surplus_[s], -surplus_[t]);
-    for (uint32_t v = t; v != s && dx > 0; v = Tail(pred_[v])) {
-      dx = std::min(dx, arcs_[pred_[v]].residual);
+    for (uint32_t v = t; v != s && dx > 0; v = graph_.tail(pred_[v])) {
+      dx = std::min(dx, graph_.arc(pred_[v]).residual);
     }
     if (dx <= 0) continue;
-    for (uint32_t v = t; v != s; v = Tail(pred_[v])) {
-      RelaxationArc& arc = arcs_[pred_[v]];
+    for (uint32_t v = t; v != s; v = graph_.tail(pred_[v])) {
+      Arc& arc = graph_.arc(pred_[v]);
       arc.residual -= dx;
-      arcs_[arc.mate].residual += dx;
+      graph_.arc(arc.mate).residual += dx;
     }
     surplus_[s] -= dx;
     surplus_[t] += dx;
@@ -474,14 +454,14 @@ absl::Status RelaxationWorkspace::RaiseSet(int64_t step, Int128& delx) {
   delx = 0;
   for (uint32_t i : members_) {
     price_[i] += step;
-    for (uint32_t a = first_out_[i]; a < first_out_[i + 1]; ++a) {
-      RelaxationArc& arc = arcs_[a];
+    for (uint32_t a = graph_.first_out(i); a < graph_.first_out(i + 1); ++a) {
+      Arc& arc = graph_.arc(a);
       const uint32_t j = arc.head;
       if (j == i || scan_stamp_[j] == stamp_) continue;
-      if (arc.rc == 0 && arc.residual > 0) Push(i, a, arc.residual);
-      arc.rc -= step;
-      arcs_[arc.mate].rc += step;
-      if (arc.rc == 0 && arc.residual > 0) {
+      if (arc.cost == 0 && arc.residual > 0) Push(i, a, arc.residual);
+      arc.cost -= step;
+      graph_.arc(arc.mate).cost += step;
+      if (arc.cost == 0 && arc.residual > 0) {
         delx += arc.residual;
         if (label_stamp_[j] != stamp_) Label(j, a);
       }
@@ -529,13 +509,14 @@ absl::Status RelaxationWorkspace::Multinode(uint32_t s) {
       FLOWSCHED_RETURN_IF_ERROR(Tick(2 * member_arcs));
       int64_t step = kInfinite;
       for (uint32_t i : members_) {
-        for (uint32_t a = first_out_[i]; a < first_out_[i + 1]; ++a) {
-          const RelaxationArc& arc = arcs_[a];
-          if (arc.residual == 0 || arc.rc == 0 || arc.head == i ||
+        for (uint32_t a = graph_.first_out(i); a < graph_.first_out(i + 1);
+             ++a) {
+          const Arc& arc = graph_.arc(a);
+          if (arc.residual == 0 || arc.cost == 0 || arc.head == i ||
               scan_stamp_[arc.head] == stamp_) {
             continue;
           }
-          step = std::min(step, arc.rc);
+          step = std::min(step, arc.cost);
         }
       }
       if (step == kInfinite) {
@@ -566,16 +547,16 @@ absl::Status RelaxationWorkspace::Multinode(uint32_t s) {
     }
     scan_stamp_[i] = stamp_;
     members_.push_back(i);
-    member_arcs += first_out_[i + 1] - first_out_[i];
-    work_ += first_out_[i + 1] - first_out_[i];  // the scan below
+    member_arcs += graph_.first_out(i + 1) - graph_.first_out(i);
+    work_ += graph_.first_out(i + 1) - graph_.first_out(i);  // the scan below
     surplus_s += surplus_[i];
-    for (uint32_t a = first_out_[i]; a < first_out_[i + 1]; ++a) {
-      const RelaxationArc& arc = arcs_[a];
+    for (uint32_t a = graph_.first_out(i); a < graph_.first_out(i + 1); ++a) {
+      const Arc& arc = graph_.arc(a);
       const uint32_t j = arc.head;
-      if (arc.rc != 0 || j == i) continue;
+      if (arc.cost != 0 || j == i) continue;
       if (scan_stamp_[j] == stamp_) {
         // j -> i (the mate, also balanced) no longer leaves S.
-        delx -= arcs_[arc.mate].residual;
+        delx -= graph_.arc(arc.mate).residual;
       } else if (arc.residual > 0) {
         delx += arc.residual;
         if (label_stamp_[j] != stamp_) Label(j, a);
@@ -594,10 +575,10 @@ absl::Status RelaxationWorkspace::Multinode(uint32_t s) {
 }
 
 absl::StatusOr<McmfSolution> RelaxationWorkspace::ExtractSolution() const {
-  FLOWSCHED_ASSIGN_OR_RETURN(McmfSolution solution,
-                             SolutionFromResiduals(problem_, [this](size_t i) {
-                               return arcs_[forward_arc_[i]].residual;
-                             }));
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      McmfSolution solution, SolutionFromResiduals(problem_, [this](size_t i) {
+        return graph_.arc(graph_.forward_arc(i)).residual;
+      }));
   solution.potentials = price_;
   return solution;
 }

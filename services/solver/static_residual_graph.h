@@ -1,8 +1,8 @@
 #pragma once
 
 // The residual network of an McmfProblem whose arcs do not change, in the
-// layout the from-scratch solvers scan (cost scaling and successive
-// shortest path use this class; relaxation builds the same layout itself): one
+// layout the from-scratch solvers scan (cost scaling, relaxation and
+// successive shortest path): one
 // CSR array of residual arcs in which node v's arcs are [first_out(v),
 // first_out(v + 1)). Input arc i becomes a forward arc (tail src, head dst,
 // residual = capacity, cost = cost * cost_scale) and a reverse arc (tail dst,
@@ -45,12 +45,24 @@ class StaticResidualGraph {
   // every |cost| * cost_scale fits int64_t.
   template <typename Placed>
   void Build(const McmfProblem& problem, int64_t cost_scale, Placed placed) {
+    BuildWithCosts(
+        problem,
+        [&problem, cost_scale](size_t i) {
+          return problem.arcs[i].cost * cost_scale;
+        },
+        placed);
+  }
+  // As Build, with input arc i's cost cost_of(i) (a reduced cost, say):
+  // each arc is written once. REQUIRES: every |cost_of(i)| fits int64_t.
+  template <typename CostOf, typename Placed>
+  void BuildWithCosts(const McmfProblem& problem, CostOf cost_of,
+                      Placed placed) {
     std::vector<uint32_t> next = Layout(problem);
     for (size_t i = 0; i < problem.arcs.size(); ++i) {
       const McmfArc& arc = problem.arcs[i];
       const uint32_t fwd = next[arc.src]++;
       const uint32_t rev = next[arc.dst]++;
-      const int64_t cost = arc.cost * cost_scale;
+      const int64_t cost = cost_of(i);
       arcs_[fwd] = Arc{arc.capacity, cost, arc.dst, rev};
       arcs_[rev] = Arc{0, -cost, arc.src, fwd};
       forward_arc_[i] = fwd;

@@ -161,6 +161,23 @@ TEST(StaticResidualGraphTest, ScalesCosts) {
   EXPECT_EQ(graph.arc(graph.forward_arc(1)).cost, -20);
 }
 
+TEST(StaticResidualGraphTest, BuildWithCostsWritesTheGivenCosts) {
+  const McmfProblem problem =
+      ZeroSupplyProblem(3, {{0, 1, 2, 3}, {1, 2, 1, -4}, {2, 0, 5, 0}});
+  StaticResidualGraph graph;
+  // A solver's own cost per arc, say a reduced cost; here 10 * i - 7.
+  graph.BuildWithCosts(
+      problem, [](size_t i) { return 10 * static_cast<int64_t>(i) - 7; },
+      [](size_t, uint32_t) {});
+  for (size_t i = 0; i < problem.arcs.size(); ++i) {
+    const StaticResidualGraph::Arc& fwd = graph.arc(graph.forward_arc(i));
+    EXPECT_EQ(fwd.cost, 10 * static_cast<int64_t>(i) - 7) << "arc " << i;
+    EXPECT_EQ(graph.arc(fwd.mate).cost, -fwd.cost) << "arc " << i;
+    EXPECT_EQ(fwd.residual, problem.arcs[i].capacity) << "arc " << i;
+    EXPECT_EQ(fwd.head, problem.arcs[i].dst) << "arc " << i;
+  }
+}
+
 TEST(StaticResidualGraphTest, RandomNetworksWithParallelArcsAndSelfLoops) {
   testgen::RandomNetworkOptions options;
   options.node_count = 40;
