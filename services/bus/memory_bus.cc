@@ -39,7 +39,9 @@ class MemoryBus::Source final : public RecordSource {
       const std::vector<Record>* log = bus_.FindLocked(p.topic, p.partition);
       if (log == nullptr) return UnknownPartition(p.topic, p.partition);
       int64_t next = p.offset;
-      if (p.offset == kOffsetBeginning) next = 0;
+      if (p.offset == kOffsetBeginning) {
+        next = bus_.LowLocked(p.topic, p.partition);
+      }
       if (p.offset == kOffsetEnd) next = static_cast<int64_t>(log->size());
       if (next < 0) {
         return absl::InvalidArgumentError(
@@ -63,6 +65,7 @@ class MemoryBus::Source final : public RecordSource {
       // Starts one partition further each time, so none starves another.
       Position& at = assigned_[(rotate_ + i) % n];
       const std::vector<Record>& log = *bus_.FindLocked(at.topic, at.partition);
+      at.next = std::max(at.next, bus_.LowLocked(at.topic, at.partition));
       while (at.next < static_cast<int64_t>(log.size()) &&
              records.size() < max_records) {
         records.push_back(log[static_cast<size_t>(at.next)]);
@@ -84,7 +87,8 @@ class MemoryBus::Source final : public RecordSource {
       std::string_view topic, int32_t partition, int /*timeout_ms*/) override {
     const int64_t end = bus_.EndOffset(topic, partition);
     if (end < 0) return UnknownPartition(topic, partition);
-    return std::make_pair(int64_t{0}, end);
+    std::lock_guard lock(bus_.mu_);
+    return std::make_pair(bus_.LowLocked(topic, partition), end);
   }
 
   [[nodiscard]] absl::StatusOr<std::pair<int64_t, int64_t>> CachedWatermarks(
@@ -93,7 +97,9 @@ class MemoryBus::Source final : public RecordSource {
       return absl::NotFoundError(fmt::format(
           "no watermarks cached for {} [{}] yet", topic, partition));
     }
-    return std::make_pair(int64_t{0}, bus_.EndOffset(topic, partition));
+    const int64_t end = bus_.EndOffset(topic, partition);
+    std::lock_guard lock(bus_.mu_);
+    return std::make_pair(bus_.LowLocked(topic, partition), end);
   }
 
  private:
@@ -235,7 +241,8 @@ std::vector<Record> MemoryBus::Read(std::string_view topic, int32_t partition,
     return {};
   }
   const std::vector<Record>& log = it->second[static_cast<size_t>(partition)];
-  const auto start = static_cast<size_t>(std::max<int64_t>(0, from));
+  const auto start =
+      static_cast<size_t>(std::max<int64_t>(LowLocked(topic, partition), from));
   if (start >= log.size()) return {};
   return {log.begin() + static_cast<std::ptrdiff_t>(start), log.end()};
 }
@@ -249,6 +256,22 @@ int64_t MemoryBus::EndOffset(std::string_view topic, int32_t partition) const {
   }
   return static_cast<int64_t>(
       it->second[static_cast<size_t>(partition)].size());
+}
+
+absl::Status MemoryBus::DeleteBefore(std::string_view topic, int32_t partition,
+                                     int64_t offset) {
+  std::lock_guard lock(mu_);
+  if (FindLocked(topic, partition) == nullptr) {
+    return UnknownPartition(topic, partition);
+  }
+  int64_t& low = low_[{std::string(topic), partition}];
+  low = std::max(low, offset);
+  return absl::OkStatus();
+}
+
+int64_t MemoryBus::LowLocked(std::string_view topic, int32_t partition) const {
+  auto it = low_.find({std::string(topic), partition});
+  return it == low_.end() ? 0 : it->second;
 }
 
 void MemoryBus::set_refuse_produce(bool refuse) {

@@ -60,14 +60,20 @@ class MemoryBus final : public Bus {
   absl::StatusOr<int64_t> Append(std::string_view topic, int32_t partition,
                                  std::string_view key, std::string_view value);
 
-  // Copies of the records of one partition from offset `from` on; empty for
-  // an unknown topic or partition.
+  // Copies of the records of one partition from offset `from` (or its low
+  // watermark) on; empty for an unknown topic or partition.
   [[nodiscard]] std::vector<Record> Read(std::string_view topic,
                                          int32_t partition,
                                          int64_t from = 0) const;
   // The partition's high watermark (its record count); -1 if unknown.
   [[nodiscard]] int64_t EndOffset(std::string_view topic,
                                   int32_t partition) const;
+  // Drops the records below `offset`, as a broker's retention does: the
+  // low watermark becomes `offset`, and a reader positioned below it
+  // continues at it (a Kafka consumer's auto.offset.reset=earliest).
+  // NotFound for an unknown topic or partition.
+  absl::Status DeleteBefore(std::string_view topic, int32_t partition,
+                            int64_t offset);
 
   void set_refuse_produce(bool refuse);
   void set_fail_delivery(bool fail);
@@ -81,6 +87,9 @@ class MemoryBus final : public Bus {
 
   // REQUIRES: mu_ held. Null for an unknown topic or partition.
   std::vector<Record>* FindLocked(std::string_view topic, int32_t partition);
+  // REQUIRES: mu_ held. The partition's low watermark.
+  [[nodiscard]] int64_t LowLocked(std::string_view topic,
+                                  int32_t partition) const;
   // REQUIRES: mu_ held. Stores `record` under its topic and partition
   // (known), setting its offset.
   void StoreLocked(Record record);
@@ -89,9 +98,11 @@ class MemoryBus final : public Bus {
   // Signalled whenever records are stored.
   std::condition_variable stored_;
   std::map<std::string, Partitions, std::less<>> topics_;  // guarded by mu_
-  bool refuse_produce_ = false;                            // guarded by mu_
-  bool fail_delivery_ = false;                             // guarded by mu_
-  uint64_t failed_deliveries_ = 0;                         // guarded by mu_
+  // Low watermarks above 0 (DeleteBefore); guarded by mu_.
+  std::map<std::pair<std::string, int32_t>, int64_t> low_;
+  bool refuse_produce_ = false;     // guarded by mu_
+  bool fail_delivery_ = false;      // guarded by mu_
+  uint64_t failed_deliveries_ = 0;  // guarded by mu_
 };
 
 }  // namespace flowsched::bus

@@ -76,6 +76,31 @@ TEST(BusMemoryTest, SourceReadsFromAssignedOffsetsAndReportsWatermarks) {
               StatusIs(absl::StatusCode::kNotFound, ""));
 }
 
+TEST(BusMemoryTest, DeletedRecordsMoveTheLowWatermarkAndReadersOn) {
+  MemoryBus bus({{"t", 1}});
+  for (const char* value : {"a", "b", "c", "d"}) {
+    ASSERT_THAT(bus.Append("t", 0, "", value).status(), IsOk());
+  }
+  auto source = bus.NewSource("g");
+  ASSERT_THAT(source.status(), IsOk());
+  RecordSource& in = **source;
+  ASSERT_THAT(in.Assign({{"t", 0, 1}}), IsOk());
+  ASSERT_THAT(bus.DeleteBefore("t", 0, 2), IsOk());
+  ASSERT_THAT(bus.DeleteBefore("t", 0, 1), IsOk());  // never moves back
+  EXPECT_EQ(*in.Watermarks("t", 0, 0), std::make_pair(int64_t{2}, int64_t{4}));
+  // A reader below the low watermark continues at it, as with
+  // auto.offset.reset=earliest; offsets stay those of the records.
+  auto records = in.Poll(10, 0);
+  ASSERT_THAT(records.status(), IsOk());
+  EXPECT_THAT(MemoryValues(*records), ::testing::ElementsAre("c", "d"));
+  EXPECT_EQ(records->front().offset, 2);
+  ASSERT_THAT(in.Assign({{"t", 0, kOffsetBeginning}}), IsOk());
+  EXPECT_THAT(MemoryValues(*in.Poll(10, 0)), ::testing::ElementsAre("c", "d"));
+  EXPECT_THAT(MemoryValues(bus.Read("t", 0)), ::testing::ElementsAre("c", "d"));
+  EXPECT_THAT(bus.DeleteBefore("t", 1, 0),
+              StatusIs(absl::StatusCode::kNotFound, ""));
+}
+
 TEST(BusMemoryTest, FaultsRefuseProduceAndFailDeliveries) {
   MemoryBus bus({{"t", 1}});
   auto sink = bus.NewSink();

@@ -261,6 +261,24 @@ void GraphManager::WatchLedgerRecord(const bus::Record& record) {
   }
 }
 
+absl::Status GraphManager::CheckEventsStillHeld() {
+  for (const auto& [key, next] : next_offsets_) {
+    if (key.first != options_.topics.events || next < 0) continue;
+    FLOWSCHED_ASSIGN_OR_RETURN(
+        const auto marks,
+        consumer_->Watermarks(key.first, key.second, kMetadataTimeoutMs));
+    if (marks.first > next) {
+      return absl::DataLossError(absl::StrCat(
+          "events ", key.first, " [", key.second, "] no longer holds offsets ",
+          next, " to ", marks.first - 1,
+          ": the broker deleted them before they were applied (the topic's "
+          "retention must be infinite: services/bus/README.md); stopping "
+          "rather than running without those events"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status GraphManager::ProcessRecords(
     const std::vector<bus::Record>& records) {
   cluster::ChangeSet changes;
@@ -281,6 +299,7 @@ absl::Status GraphManager::ProcessRecords(
       WatchLedgerRecord(record);
     }
   }
+  if (reseek) FLOWSCHED_RETURN_IF_ERROR(CheckEventsStillHeld());
   // The letters commit with the offsets that pass their records.
   StageDeadLetters(batch);
   // Every batch, not only those with placements records: a released hold

@@ -165,6 +165,10 @@ class GraphManager {
   // sets `reseek` when offsets were skipped); a placements record goes to
   // the round collector, its offset held while its round is in flight; a
   // ledger record is only watched for a higher epoch's claim.
+  // After an event record beyond the next offset: DataLoss if the broker
+  // no longer holds the records in between (its low watermark passed them),
+  // rather than re-seeking to them forever.
+  absl::Status CheckEventsStillHeld();
   bool TakeEventRecord(const bus::Record& record, cluster::ChangeSet& changes,
                        bool& reseek);
   void TakePlacementRecord(const bus::Record& record,

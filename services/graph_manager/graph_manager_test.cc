@@ -24,6 +24,7 @@
 #include "flowsched/v1/ledger.pb.h"
 #include "flowsched/v1/placements.pb.h"
 #include "flowsched/v1/rounds.pb.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/bus/memory_bus.h"
 #include "services/bus/topics.h"
@@ -507,6 +508,28 @@ TEST_F(GraphManagerInProcessTest,
   EXPECT_EQ(applied[0].applied(), 1U);
   EXPECT_EQ(applied[0].graph_epoch(), 1U);  // cut before the restart
   EXPECT_EQ(Stored().state.tasks().at(TaskId(100)).machine, MachineId(1));
+}
+
+TEST_F(GraphManagerInProcessTest, EventsDeletedBeforeTheyWereAppliedStopIt) {
+  StartWithTwoTasks();
+  StopManager();
+  const std::string digest_at_stop = Status().digest_at_stop();
+  // While it is stopped, three machines arrive and the broker's retention
+  // drops the first two of them (offsets 2 and 3).
+  for (uint64_t m = 2; m <= 4; ++m) {
+    AppendEvent(flowsched::testing::MachineAdded(m));
+  }
+  ASSERT_THAT(bus_.DeleteBefore(topics_.events, 0, 4), IsOk());
+  Start();
+  absl::Status pass = absl::OkStatus();
+  for (int i = 0; i < 100 && pass.ok(); ++i) pass = manager_->RunOnce();
+  EXPECT_EQ(pass.code(), absl::StatusCode::kDataLoss) << pass;
+  EXPECT_THAT(std::string(pass.message()),
+              ::testing::HasSubstr("no longer holds offsets 2 to 3"));
+  manager_.reset();
+  // Nothing after the gap was committed: the store is as at the stop.
+  EXPECT_EQ(StoredDigest(), digest_at_stop);
+  EXPECT_EQ(Stored().state.machines().size(), 1U);
 }
 
 TEST_F(GraphManagerInProcessTest, DecisionForAFinishedTaskIsRecordedStale) {
