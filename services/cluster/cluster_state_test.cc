@@ -22,6 +22,21 @@ ClusterEvent Event(EventBody body) {
   return ClusterEvent{"e", 0, "test", body};
 }
 
+// A fresh state restored from `state`'s entities, as RestoreState does.
+ClusterState RestoredFrom(const ClusterState& state) {
+  ClusterState restored;
+  for (const auto& [id, job] : state.jobs()) {
+    EXPECT_THAT(restored.RestoreJob(job), IsOk());
+  }
+  for (const auto& [id, machine] : state.machines()) {
+    EXPECT_THAT(restored.RestoreMachine(machine), IsOk());
+  }
+  for (const auto& [id, task] : state.tasks()) {
+    EXPECT_THAT(restored.RestoreTask(task), IsOk());
+  }
+  return restored;
+}
+
 JobSubmitted Job2(uint64_t job) {
   JobSubmitted j{JobId(job), "j", 0, {}};
   j.tasks.push_back(TaskSpec{TaskId(job * 10 + 1), {}, 0, {}, 0});
@@ -442,20 +457,7 @@ class ClusterStateDevicesTest : public ::testing::Test {
   const Device& DeviceOf(uint64_t machine, uint32_t index) {
     return state_.FindMachine(MachineId(machine))->devices.at(index);
   }
-  // A fresh state restored from this one's entities, as RestoreState does.
-  ClusterState Restored() {
-    ClusterState restored;
-    for (const auto& [id, job] : state_.jobs()) {
-      EXPECT_THAT(restored.RestoreJob(job), IsOk());
-    }
-    for (const auto& [id, machine] : state_.machines()) {
-      EXPECT_THAT(restored.RestoreMachine(machine), IsOk());
-    }
-    for (const auto& [id, task] : state_.tasks()) {
-      EXPECT_THAT(restored.RestoreTask(task), IsOk());
-    }
-    return restored;
-  }
+  ClusterState Restored() { return RestoredFrom(state_); }
   ClusterState state_;
   ChangeSet changes_;
 };
@@ -675,16 +677,7 @@ TEST(ClusterStateLoadIndexTest, FollowsEveryWayARunningSetChanges) {
         << "after step " << step << " (op " << op << ")";
   }
   EXPECT_GT(state.running_task_count(), 0u);
-  ClusterState restored;
-  for (const auto& [id, job] : state.jobs()) {
-    ASSERT_THAT(restored.RestoreJob(job), IsOk());
-  }
-  for (const auto& [id, machine] : state.machines()) {
-    ASSERT_THAT(restored.RestoreMachine(machine), IsOk());
-  }
-  for (const auto& [id, task] : state.tasks()) {
-    ASSERT_THAT(restored.RestoreTask(task), IsOk());
-  }
+  ClusterState restored = RestoredFrom(state);
   EXPECT_EQ(LoadOrderOfIndex(restored), LoadOrderOfIndex(state));
   // A move keeps the machines, so the index stays valid.
   const ClusterState moved = std::move(restored);

@@ -96,6 +96,7 @@ absl::Status GraphManager::Open() {
   }
   // The brokers come first: a missing or damaged store is rebuilt from the
   // topics.
+  StartPhases phases(SteadyMicros());
   FLOWSCHED_ASSIGN_OR_RETURN(producer_, bus_->NewSink());
   FLOWSCHED_ASSIGN_OR_RETURN(consumer_,
                              bus_->NewSource("flowsched-graph-manager"));
@@ -113,11 +114,11 @@ absl::Status GraphManager::Open() {
       placement_partitions_,
       producer_->PartitionCount(options_.topics.placements,
                                 kMetadataTimeoutMs));
+  phases.Mark("metadata", SteadyMicros());
   FLOWSCHED_ASSIGN_OR_RETURN(auto replay_consumer,
                              bus_->NewSource("flowsched-graph-manager-replay"));
   LedgerHistory history;
   int64_t ledger_next = bus::kOffsetBeginning;
-  StartPhases phases(SteadyMicros());
   FLOWSCHED_RETURN_IF_ERROR(ReadLedger(*replay_consumer, options_.topics.ledger,
                                        kReplayTimeoutMs, &ledger_next,
                                        history));
@@ -140,6 +141,7 @@ absl::Status GraphManager::Open() {
   FlushOutboxes(0, kFlushTimeoutMs, /*idle=*/true);
   phases.Mark("claim", SteadyMicros());
   digest_at_start_ = StateDigest(state_, network_);
+  phases.Mark("digest", SteadyMicros());
   spdlog::info(
       "graph manager epoch {} (policy {}) restored {} machines, {} jobs, {} "
       "tasks, network of {} nodes and {} arcs; state digest {}",

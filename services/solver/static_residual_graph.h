@@ -1,15 +1,15 @@
 #pragma once
 
 // The residual network of an McmfProblem whose arcs do not change, in the
-// layout the from-scratch solvers scan (cost scaling, relaxation and
-// successive shortest path): one
-// CSR array of residual arcs in which node v's arcs are [first_out(v),
-// first_out(v + 1)). Input arc i becomes a forward arc (tail src, head dst,
-// residual = capacity, cost = cost * cost_scale) and a reverse arc (tail dst,
-// head src, residual 0, the negated cost); `mate` links the two. Within a node,
-// arcs keep input order (a counting sort), so the layout, and a deterministic
-// solver's run, is a pure function of the input. Parallel arcs and self-loops
-// are kept as given (a self-loop's two arcs both lie in its node's block).
+// layout the from-scratch solvers scan (cost scaling, relaxation and successive
+// shortest path): one CSR array of residual arcs in which node v's arcs are
+// [first_out(v), first_out(v + 1)). Input arc i becomes a forward arc (tail
+// src, head dst, residual = capacity, cost = cost * cost_scale) and a reverse
+// arc (tail dst, head src, residual 0, the negated cost); `mate` links the two.
+// Within a node, arcs keep input order (a counting sort), so the layout, and a
+// deterministic solver's run, is a pure function of the input. Parallel arcs
+// and self-loops are kept as given (a self-loop's two arcs both lie in its
+// node's block).
 //
 // The graph fixes the structure (first_out, head, mate, forward_arc); the
 // solver owns the residual capacities and costs it stores in the arcs and
