@@ -130,10 +130,7 @@ absl::Status IncrementalSolver::Load(const McmfProblem& problem) {
   }
   // Every arc checked first (ValidateProblem's per-arc checks, which
   // SetArc's match), so a bad one leaves the solver empty.
-  for (size_t a = 0; a < problem.arcs.size(); ++a) {
-    FLOWSCHED_RETURN_IF_ERROR(
-        ValidateArc(problem.arcs[a], a, problem.node_count));
-  }
+  FLOWSCHED_RETURN_IF_ERROR(ValidateArcs(problem.arcs, problem.node_count));
   GrowNodes(problem.node_count - 1);
   // A race's loser leaves within 16,384 elements.
   const absl::Status stopped = absl::CancelledError(

@@ -33,9 +33,15 @@ absl::Status ValidateProblem(const McmfProblem& problem) {
     return absl::InvalidArgumentError(fmt::format(
         "supplies sum to {} instead of 0", static_cast<long long>(supply_sum)));
   }
-  for (size_t i = 0; i < problem.arcs.size(); ++i) {
-    FLOWSCHED_RETURN_IF_ERROR(
-        ValidateArc(problem.arcs[i], i, problem.node_count));
+  return ValidateArcs(problem.arcs, problem.node_count);
+}
+
+absl::Status ValidateArcs(const std::vector<McmfArc>& arcs,
+                          uint32_t node_count) {
+  for (size_t i = 0; i < arcs.size(); ++i) {
+    if (!ArcWithinBounds(arcs[i], node_count)) [[unlikely]] {
+      return ValidateArc(arcs[i], i, node_count);
+    }
   }
   return absl::OkStatus();
 }

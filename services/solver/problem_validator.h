@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
 // Structural checks every solver runs before touching a problem, so that the
 // algorithms themselves may assume in-range indices and bounded numbers.
@@ -30,6 +31,20 @@ absl::Status ValidateProblem(const McmfProblem& problem);
 // The per-arc part of ValidateProblem for arc `index` of a problem with
 // `node_count` nodes: endpoints, capacity and cost bounds.
 absl::Status ValidateArc(const McmfArc& arc, size_t index, uint32_t node_count);
+
+// Whether ValidateArc accepts `arc`, as a branch that loops over millions of
+// arcs inline (ValidateArc then names what is wrong with one that fails).
+[[nodiscard]] inline bool ArcWithinBounds(const McmfArc& arc,
+                                          uint32_t node_count) {
+  return arc.src < node_count && arc.dst < node_count && arc.capacity >= 0 &&
+         arc.capacity <= kMaxArcCapacity && arc.cost <= kMaxArcCost &&
+         arc.cost >= -kMaxArcCost;
+}
+
+// The first arc of `arcs` that ValidateArc rejects, as its InvalidArgument;
+// OK if none. O(arcs) with one inline test per arc.
+absl::Status ValidateArcs(const std::vector<McmfArc>& arcs,
+                          uint32_t node_count);
 
 // Push-based algorithms keep a per-node excess that can reach |supply| plus
 // the capacity of every incident arc; OutOfRange (naming `algorithm` and

@@ -1,5 +1,8 @@
 #include "services/solver/problem_validator.h"
 
+#include <cstdint>
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/common/status_matchers.h"
@@ -105,6 +108,37 @@ TEST(ValidateProblemTest, RejectsSupplyAboveLimit) {
   EXPECT_THAT(ValidateProblem(problem),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "node 0 has supply -1099511627777 outside"));
+}
+
+TEST(ValidateProblemTest, InlineBoundsAgreeWithValidateArc) {
+  // Every combination of in-range, boundary and out-of-range values.
+  const uint32_t nodes = 3;
+  const std::vector<uint32_t> ends = {0, nodes - 1, nodes, 4'000'000'000U};
+  const std::vector<int64_t> capacities = {-1, 0, 5, kMaxArcCapacity,
+                                           kMaxArcCapacity + 1};
+  const std::vector<int64_t> costs = {-kMaxArcCost - 1, -kMaxArcCost, 0,
+                                      kMaxArcCost, kMaxArcCost + 1};
+  int accepted = 0;
+  for (uint32_t src : ends) {
+    for (uint32_t dst : ends) {
+      for (int64_t capacity : capacities) {
+        for (int64_t cost : costs) {
+          const McmfArc arc{src, dst, capacity, cost};
+          const bool valid = ValidateArc(arc, 0, nodes).ok();
+          EXPECT_EQ(ArcWithinBounds(arc, nodes), valid)
+              << src << " " << dst << " " << capacity << " " << cost;
+          accepted += valid ? 1 : 0;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(accepted, 2 * 2 * 3 * 3);
+  // ValidateArcs names the first rejected arc.
+  const std::vector<McmfArc> arcs = {{0, 1, 1, 0}, {0, 1, -1, 0}, {0, 5, 1, 0}};
+  EXPECT_THAT(
+      ValidateArcs(arcs, nodes),
+      StatusIs(absl::StatusCode::kInvalidArgument, "arc 1 has capacity -1"));
+  EXPECT_THAT(ValidateArcs({arcs[0]}, nodes), IsOk());
 }
 
 }  // namespace
