@@ -1,5 +1,6 @@
 #include "services/solver/flow_checker.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -197,6 +198,45 @@ TEST(CheckOptimalFlowTest, RejectsEveryOneArcPerturbationOfRandomOptima) {
     }
   }
   EXPECT_GT(perturbed, 1000);
+}
+
+// The int64 pass overflows on potentials near INT64_MIN (cost - p[src]
+// passes 2^63); the 128-bit pass then decides, exactly as without it.
+TEST(CheckOptimalFlowTest, OverflowingShiftedPotentialsAreCheckedExactly) {
+  SuccessiveShortestPath solver;
+  int overflowing = 0;  // arcs whose int64 reduced cost overflows
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    SCOPED_TRACE(seed);
+    const McmfProblem problem = testgen::RandomFeasibleNetwork(
+        seed, {.node_count = 15, .arc_count = 50});
+    absl::StatusOr<McmfSolution> solution = solver.Solve(problem);
+    ASSERT_THAT(solution, IsOk());
+    // Shifted so that the lowest price is INT64_MIN: cost - p[src]
+    // overflows on every arc out of that node with cost >= 0.
+    McmfSolution shifted = *solution;
+    const int64_t low =
+        *std::min_element(shifted.potentials.begin(), shifted.potentials.end());
+    const int64_t high =
+        *std::max_element(shifted.potentials.begin(), shifted.potentials.end());
+    ASSERT_LT(high - low, int64_t{1} << 40);
+    for (int64_t& p : shifted.potentials) p = INT64_MIN + (p - low);
+    for (const McmfArc& arc : problem.arcs) {
+      overflowing += shifted.potentials[arc.src] == INT64_MIN && arc.cost >= 0;
+    }
+    EXPECT_THAT(CheckOptimalFlow(problem, shifted), IsOk());
+    // One node's price off by one breaks slackness on some arc (or not,
+    // if its arcs have slack): both verdicts must match the exact rule.
+    for (size_t v = 0; v < shifted.potentials.size(); ++v) {
+      McmfSolution moved = shifted;
+      moved.potentials[v] += 1;
+      McmfSolution unshifted = *solution;
+      unshifted.potentials[v] += 1;
+      EXPECT_EQ(CheckOptimalFlow(problem, moved).ok(),
+                CheckOptimalFlow(problem, unshifted).ok())
+          << "node " << v;
+    }
+  }
+  EXPECT_GT(overflowing, 0);
 }
 
 }  // namespace
