@@ -167,7 +167,8 @@ class GraphManager {
   // ledger record is only watched for a higher epoch's claim.
   // After an event record beyond the next offset: DataLoss if the broker
   // no longer holds the records in between (its low watermark passed them),
-  // rather than re-seeking to them forever.
+  // rather than re-seeking to them forever. OK if the watermarks cannot be
+  // read now (logged; the re-seek goes ahead).
   absl::Status CheckEventsStillHeld();
   bool TakeEventRecord(const bus::Record& record, cluster::ChangeSet& changes,
                        bool& reseek);

@@ -477,7 +477,7 @@ absl::Status RelaxationWorkspace::RaiseSet(int64_t step, Int128& delx) {
 }
 
 absl::Status RelaxationWorkspace::Multinode(uint32_t s) {
-  // One function of 93 lines on purpose: RELAX-IV's multinode iteration,
+  // One long function on purpose: RELAX-IV's multinode iteration,
   // whose growth of the set S, price rise and flow adjustments share the
   // set's cut state in locals.
   //
