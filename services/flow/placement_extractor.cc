@@ -37,25 +37,30 @@ struct FlowInArcs {
 };
 
 // Only arcs with flow matter, a small part of a scheduling network's arcs:
-// one sequential pass over the slots collects them, so the walk never
-// follows the network's arc lists. REQUIRES: flow_by_slot covers every slot.
+// two sequential passes over the slots (count per head, then place) collect
+// them, so the walk never follows the network's arc lists and nothing grows
+// while it fills. REQUIRES: flow_by_slot covers every slot.
 FlowInArcs CollectFlowInArcs(const FlowNetwork& network,
                              const std::vector<int64_t>& flow_by_slot) {
   const size_t n = network.node_slot_count();
+  const ArcSlot slots = static_cast<ArcSlot>(network.arc_slot_count());
   FlowInArcs out;
   out.first_in.assign(n + 1, 0);
-  std::vector<std::pair<NodeId, FlowInArc>> flows;
-  for (ArcSlot slot = 0; slot < network.arc_slot_count(); ++slot) {
-    const int64_t units = flow_by_slot[slot];
-    NodeId src = kNoNode, dst = kNoNode;
-    if (units <= 0 || !network.ArcEnds(slot, src, dst)) continue;
-    flows.push_back({dst, FlowInArc{src, units}});
-    ++out.first_in[dst + 1];
+  NodeId src = kNoNode, dst = kNoNode;
+  for (ArcSlot slot = 0; slot < slots; ++slot) {
+    if (flow_by_slot[slot] > 0 && network.ArcEnds(slot, src, dst)) {
+      ++out.first_in[dst + 1];
+    }
   }
   for (size_t v = 0; v < n; ++v) out.first_in[v + 1] += out.first_in[v];
-  out.in_arcs.resize(flows.size());
+  out.in_arcs.resize(out.first_in[n]);
   std::vector<uint32_t> next(out.first_in.begin(), out.first_in.end() - 1);
-  for (const auto& [dst, arc] : flows) out.in_arcs[next[dst]++] = arc;
+  for (ArcSlot slot = 0; slot < slots; ++slot) {
+    const int64_t units = flow_by_slot[slot];
+    if (units > 0 && network.ArcEnds(slot, src, dst)) {
+      out.in_arcs[next[dst]++] = FlowInArc{src, units};
+    }
+  }
   return out;
 }
 
@@ -137,32 +142,32 @@ TaskUnits WalkFlowToTasks(const FlowNetwork& network, const FlowInArcs& flows,
 }
 
 // One placement per task node, in node id order; Internal for a task whose
-// flow was not traced or that reached more than one unit.
+// flow was not traced or that reached more than one unit. Walks the kinds
+// (one byte per node) and reads a node's data only for tasks.
 absl::StatusOr<std::vector<TaskPlacement>> CollectTaskPlacements(
     const FlowNetwork& network, const std::vector<int64_t>& pending,
     const TaskUnits& tasks) {
   std::vector<TaskPlacement> placements;
-  absl::Status status;
-  network.ForEachNode([&](NodeId id, const NodeData& data) {
-    if (data.kind != NodeKind::kTask || !status.ok()) return;
+  placements.reserve(network.node_count());
+  const auto n = static_cast<NodeId>(network.node_slot_count());
+  for (NodeId id = 0; id < n; ++id) {
+    if (network.kind(id) != NodeKind::kTask) continue;
     if (pending[id] != 0) {
-      status = absl::InternalError(
+      return absl::InternalError(
           absl::StrCat("flow from task node ", id, " cannot be traced"));
-      return;
     }
     const int64_t units = tasks.units[id];
     if (units > 1) {
-      status = absl::InternalError(
+      return absl::InternalError(
           absl::StrCat("task node ", id, " reaches ", units, " machine units"));
-      return;
     }
+    const NodeData& data = network.node(id);
     TaskPlacement placement{id, data.entity_id, 0, data.running_on};
     if (units == 1) {
       placement.machine_id = network.node(tasks.machine[id]).entity_id;
     }
     placements.push_back(placement);
-  });
-  if (!status.ok()) return status;
+  }
   return placements;
 }
 
