@@ -30,9 +30,8 @@ std::string SaturatingInt128ToString(Int128 value) {
 // else (a failure, an overflow) goes to that pass, which names the cause.
 // REQUIRES: ValidateProblem(problem) is OK, flow.size() == arcs.size(),
 // potentials.size() == node_count.
-bool OptimalInInt64(const McmfProblem& problem, const McmfSolution& solution,
-                    std::vector<int64_t>& balance) {
-  balance.assign(problem.node_count, 0);
+bool OptimalInInt64(const McmfProblem& problem, const McmfSolution& solution) {
+  std::vector<int64_t> balance(problem.node_count, 0);
   const std::vector<int64_t>& potentials = solution.potentials;
   int64_t total_cost = 0;
   bool overflow = false;
@@ -83,10 +82,7 @@ absl::Status CheckOptimalFlow(const McmfProblem& problem,
                     solution.potentials.size(), problem.node_count));
   }
 
-  {
-    std::vector<int64_t> balance;
-    if (OptimalInInt64(problem, solution, balance)) return absl::OkStatus();
-  }
+  if (OptimalInInt64(problem, solution)) return absl::OkStatus();
   // All arithmetic is Int128: flows, potentials and total cost come from
   // the code under suspicion and may hold any int64 value.
   std::vector<Int128> balance(problem.node_count, 0);
