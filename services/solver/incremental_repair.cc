@@ -87,6 +87,7 @@ void IncrementalSolver::PriceFreshNode(uint32_t v) {
     }
   }
   leaf_stamp_[v] = leaf_pass_;
+  LogPotentialChange(v);
   if (best_out != std::numeric_limits<int64_t>::min()) {
     label_[v].potential = best_out;
   } else if (best_in != kInfinity) {
@@ -171,6 +172,7 @@ void IncrementalSolver::RebalanceLeaf(uint32_t u, IncrementalStats& stats) {
   // Units beyond the capacity of every arc stay at u as excess; every arc
   // is full then and pi[u] = -(largest key) keeps all their rc <= 0.
   if (left > 0) price_key = leaf_arcs_.back().first;
+  LogPotentialChange(u);
   label_[u].potential = -price_key;
   if (-price_key > kPotentialLimit || -price_key < -kPotentialLimit) {
     recenter_needed_ = true;

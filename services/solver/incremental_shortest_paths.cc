@@ -194,6 +194,8 @@ void IncrementalSolver::UpdatePotentials(int64_t bound, bool backward) {
   // min(dist[v], bound), the same argument read against the arcs.
   for (uint32_t v : settled_) {
     NodeLabel& l = label_[v];
+    if (l.dist == bound) continue;
+    LogPotentialChange(v);
     l.potential += backward ? bound - l.dist : l.dist - bound;
     if (l.potential < -kPotentialLimit || l.potential > kPotentialLimit) {
       recenter_needed_ = true;
@@ -298,6 +300,7 @@ void IncrementalSolver::RecenterPotentials() {
       }
     }
   }
+  LogEverythingChanged();
   for (uint32_t v = 0; v < node_limit_; ++v) {
     if (NodeExists(v))
       label_[v].potential = dist[v] - top + label_[v].potential;

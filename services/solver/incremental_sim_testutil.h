@@ -31,10 +31,12 @@ struct SimOptions {
   bool populate = true;
 };
 
-class SchedulingSim {
+// `Network` takes SetSupply, SetArc, RemoveArc and RemoveNode as
+// IncrementalSolver does (a test may pass a tee that feeds a checker too).
+template <typename Network>
+class BasicSchedulingSim {
  public:
-  SchedulingSim(uint64_t seed, const SimOptions& options,
-                IncrementalSolver& solver)
+  BasicSchedulingSim(uint64_t seed, const SimOptions& options, Network& solver)
       : options_(options), engine_(seed), solver_(solver) {}
 
   // Node layout: sink 0, cluster aggregator 1, racks, machines, job
@@ -332,7 +334,7 @@ class SchedulingSim {
 
   SimOptions options_;
   std::mt19937_64 engine_;
-  IncrementalSolver& solver_;
+  Network& solver_;
   absl::Status status_;
 
   uint32_t first_rack_ = 0;
@@ -353,5 +355,7 @@ class SchedulingSim {
   std::vector<uint32_t> arc_src_;
   std::vector<uint32_t> arc_dst_;
 };
+
+using SchedulingSim = BasicSchedulingSim<IncrementalSolver>;
 
 }  // namespace flowsched::solver::testgen

@@ -53,6 +53,7 @@ void IncrementalSolver::GrowNodes(uint32_t node) {
     GrowTo(settled_stamp_, size, uint32_t{0});
     GrowTo(parent_arc_, size, kNoArc);
     GrowTo(leaf_stamp_, size, uint32_t{0});
+    GrowTo(potential_logged_, size, uint8_t{0});
   }
   node_limit_ = node + 1;
 }
@@ -63,7 +64,27 @@ void IncrementalSolver::GrowHandles(uint32_t handle) {
     handle_dirty_.resize(
         std::max<size_t>({size_t{handle} + 1, 2 * handle_dirty_.size(), 16}),
         0);
+    flow_logged_.resize(handle_dirty_.size(), 0);
   }
+}
+
+void IncrementalSolver::LogEverythingChanged() {
+  for (uint32_t h : changes_.handles) flow_logged_[h] = 0;
+  for (uint32_t v : changes_.nodes) potential_logged_[v] = 0;
+  changes_.handles.clear();
+  changes_.nodes.clear();
+  changes_.everything = true;
+}
+
+void IncrementalSolver::TakeChanges(SolutionChanges& out) {
+  for (uint32_t h : changes_.handles) flow_logged_[h] = 0;
+  for (uint32_t v : changes_.nodes) potential_logged_[v] = 0;
+  out.everything = changes_.everything;
+  out.handles.swap(changes_.handles);
+  out.nodes.swap(changes_.nodes);
+  changes_.handles.clear();
+  changes_.nodes.clear();
+  changes_.everything = false;
 }
 
 void IncrementalSolver::MarkFresh(uint32_t v) {
@@ -89,6 +110,7 @@ absl::Status IncrementalSolver::SetSupply(uint32_t node, int64_t supply) {
     supply_[node] = 0;
     excess_[node] = 0;
     label_[node].potential = 0;
+    LogPotentialChange(node);
     graph_.ClearNode(node);
     MarkFresh(node);
     ++node_count_live_;
@@ -132,6 +154,7 @@ absl::Status IncrementalSolver::Load(const McmfProblem& problem) {
   // SetArc's match), so a bad one leaves the solver empty.
   FLOWSCHED_RETURN_IF_ERROR(ValidateArcs(problem.arcs, problem.node_count));
   GrowNodes(problem.node_count - 1);
+  LogEverythingChanged();
   // A race's loser leaves within 16,384 elements.
   const absl::Status stopped = absl::CancelledError(
       "Load stopped by its caller; the solver holds part "
@@ -291,6 +314,7 @@ absl::Status IncrementalSolver::InstallSolution(
           fmt::format("node {}: flow does not balance its supply", v));
     }
   }
+  LogEverythingChanged();
   for (uint32_t h = 0; h < graph_.handle_limit(); ++h) {
     if (!HandleLive(h)) continue;
     graph_.SetCapacityAndFlow(h, graph_.capacity(h), flow[h]);

@@ -118,6 +118,21 @@ class IncrementalSolver {
 
   uint32_t node_limit() const { return node_limit_; }
 
+  // What the solver changed in its solution since the last TakeChanges:
+  // handles whose flow and nodes whose potential may differ (a superset,
+  // each listed once), or `everything` after a step that rewrote them all
+  // (Load, InstallSolution, RecenterPotentials). For a checker that keeps
+  // its own copy of the solution (IncrementalCertificate): it reads only
+  // these, and its soundness does not depend on the list being complete.
+  struct SolutionChanges {
+    bool everything = false;
+    std::vector<uint32_t> handles;
+    std::vector<uint32_t> nodes;
+  };
+  // Moves the changes into `out` (its buffers are reused) and starts a new
+  // list.
+  void TakeChanges(SolutionChanges& out);
+
   // Cooperative cancellation for a portfolio race: Solve checks the flag
   // between Dijkstra phases, every 4,096 nodes a search settles, every 64
   // roots of a blocking flow, every 256 drain walks and every 64 pairing
@@ -194,6 +209,7 @@ class IncrementalSolver {
   // Moves flow along residual arc r without touching excesses (path
   // interiors, whose net excess change is zero).
   void MoveFlow(uint32_t r, int64_t delta) {
+    LogFlowChange(r >> 1);
     graph_.MoveResidual(r, delta);
     total_cost_ += static_cast<Int128>(delta) * graph_.arc(r).cost;
   }
@@ -294,6 +310,19 @@ class IncrementalSolver {
   bool SearchBackward(const Imbalances& imbalances,
                       const IncrementalStats& stats) const;
 
+  // The change log TakeChanges hands out.
+  void LogFlowChange(uint32_t handle) {
+    if (changes_.everything || flow_logged_[handle] != 0) return;
+    flow_logged_[handle] = 1;
+    changes_.handles.push_back(handle);
+  }
+  void LogPotentialChange(uint32_t v) {
+    if (changes_.everything || potential_logged_[v] != 0) return;
+    potential_logged_[v] = 1;
+    changes_.nodes.push_back(v);
+  }
+  void LogEverythingChanged();
+
   bool Stopped() const {
     return stop_ != nullptr && stop_->load(std::memory_order_relaxed);
   }
@@ -336,6 +365,10 @@ class IncrementalSolver {
   int64_t max_abs_cost_ = 0;  // over every cost ever set; monotone
 
   Int128 total_cost_ = 0;  // sum cost * flow, kept up to date by Push
+  // TakeChanges' log; the flags mark what it lists.
+  SolutionChanges changes_;
+  std::vector<uint8_t> flow_logged_;       // per handle
+  std::vector<uint8_t> potential_logged_;  // per node
   bool overflow_ = false;  // an excess left [-2^62, 2^62]
   bool recenter_needed_ = false;
   McmfOutcome last_outcome_ = McmfOutcome::kOptimal;
