@@ -9,17 +9,15 @@
 
 namespace flowsched::core {
 
-CheckedPlacements CheckAndExtract(
-    const solver::McmfProblem& problem, const solver::McmfSolution& solution,
-    const flow::FlowNetwork& network, const std::vector<int64_t>& flow_by_slot,
-    const std::function<void()>& prepare_check,
-    const std::function<void()>& prepare_extract) {
+CheckedPlacements CheckAndExtract(const solver::McmfProblem& problem,
+                                  const solver::McmfSolution& solution,
+                                  const flow::FlowNetwork& network,
+                                  const std::vector<int64_t>& flow_by_slot) {
   CheckedPlacements out;
   const int64_t start = SteadyMicros();
   absl::Status checked;
   const auto check = [&] {
     const int64_t check_start = SteadyMicros();
-    if (prepare_check) prepare_check();
     checked = solver::CheckOptimalFlow(problem, solution);
     out.check_ms = SteadyMillisSince(check_start);
   };
@@ -31,7 +29,6 @@ CheckedPlacements CheckAndExtract(
   } catch (const std::system_error&) {
     check();
   }
-  if (prepare_extract) prepare_extract();
   absl::StatusOr<std::vector<flow::TaskPlacement>> extracted =
       flow::ExtractPlacements(network, flow_by_slot);
   out.extract_ms = SteadyMillisSince(start);

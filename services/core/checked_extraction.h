@@ -4,11 +4,11 @@
 // the solution (guarantee 6) and the extraction of placements from its flow.
 // Both only read, and different data (the exported problem and solution;
 // the replica network and its flow per slot), so they run side by side on
-// two threads and a round costs the longer of the two. The inputs of each
-// side can be produced on its own thread as well.
+// two threads and a round costs the longer of the two. For rounds solved
+// from scratch; a repaired round is certified incrementally instead
+// (IncrementalMirror::Certify).
 
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -28,15 +28,9 @@ struct CheckedPlacements {
   double wall_ms = 0;     // both, side by side
 };
 
-// `prepare_check` and `prepare_extract`, when given, run first on the
-// checker's and on the extraction's side and fill `problem` and `solution`,
-// respectively `flow_by_slot` (the incremental mirror's export and flow per
-// slot: both only read the solver). Their time counts in check_ms and
-// extract_ms.
-CheckedPlacements CheckAndExtract(
-    const solver::McmfProblem& problem, const solver::McmfSolution& solution,
-    const flow::FlowNetwork& network, const std::vector<int64_t>& flow_by_slot,
-    const std::function<void()>& prepare_check = nullptr,
-    const std::function<void()>& prepare_extract = nullptr);
+CheckedPlacements CheckAndExtract(const solver::McmfProblem& problem,
+                                  const solver::McmfSolution& solution,
+                                  const flow::FlowNetwork& network,
+                                  const std::vector<int64_t>& flow_by_slot);
 
 }  // namespace flowsched::core

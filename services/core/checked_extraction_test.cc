@@ -83,25 +83,5 @@ TEST_F(CheckAndExtractTest, AnUntraceableFlowIsReportedAfterAPassingCheck) {
   EXPECT_TRUE(out.placements.empty());
 }
 
-// The inputs made by the steps, each on its own side (as the solver worker
-// hands over the incremental mirror's export and flow per slot): both sides
-// start from empty inputs, so a step that did not run first fails its side.
-TEST_F(CheckAndExtractTest, PreparedInputsAreCheckedAndExtracted) {
-  solver::McmfProblem problem;
-  solver::McmfSolution solution;
-  std::vector<int64_t> flow_by_slot;
-  const CheckedPlacements out = CheckAndExtract(
-      problem, solution, net_, flow_by_slot,
-      [&] {
-        problem = problem_;
-        solution = solution_;
-      },
-      [&] { flow_by_slot = flow_by_slot_; });
-  ASSERT_THAT(out.verdict, IsOk());
-  ASSERT_EQ(out.placements.size(), 2u);
-  EXPECT_EQ(out.placements[0].machine_id, 101u);
-  EXPECT_EQ(out.placements[1].machine_id, 102u);
-}
-
 }  // namespace
 }  // namespace flowsched::core

@@ -42,6 +42,7 @@ class GangRoundTest
     auto created = RoundSolver::Create(std::get<0>(GetParam()));
     ASSERT_THAT(created.status(), IsOk());
     round_solver_ = std::move(*created);
+    round_solver_->set_keep_problems(true);
   }
 
   void Event(cluster::EventBody body, int64_t now_us) {
@@ -95,7 +96,7 @@ class GangRoundTest
     SolvedRound solved = round_solver_->Solve(std::get<1>(GetParam()), gangs);
     EXPECT_THAT(solved.verdict, IsOk());
     const solver::testgen::LemonResult reference =
-        solver::testgen::SolveWithLemon(round_solver_->problem());
+        solver::testgen::SolveWithLemon(*round_solver_->problem());
     EXPECT_EQ(reference.outcome, solver::McmfOutcome::kOptimal);
     EXPECT_EQ(solved.total_cost, reference.total_cost);
     EXPECT_EQ(Sorted(round_solver_->network().SnapshotChanges()),

@@ -53,6 +53,11 @@ void IncrementalMirror::Reset() {
   free_handles_.clear();
   next_handle_ = 0;
   cold_ = true;
+  certificate_.Clear();
+  changes_ = {};
+  flow_by_slot_.clear();
+  rounds_since_full_ = 0;
+  last_certify_ = {};
 }
 
 uint32_t IncrementalMirror::AllocateHandle() {
@@ -77,7 +82,9 @@ absl::Status IncrementalMirror::ReleaseSlot(flow::ArcSlot slot) {
 absl::Status IncrementalMirror::RemovePiece(PieceHandle& piece) {
   if (!piece.in_solver) return absl::OkStatus();
   piece.in_solver = false;
-  return solver_->RemoveArc(piece.handle);
+  flow_by_slot_[handle_slot_[piece.handle]] -= certificate_.flow(piece.handle);
+  FLOWSCHED_RETURN_IF_ERROR(solver_->RemoveArc(piece.handle));
+  return certificate_.RemoveArc(piece.handle);
 }
 
 absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
@@ -87,7 +94,9 @@ absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
     case Type::kAddNode:
     case Type::kUpdateNode:
       FLOWSCHED_RETURN_IF_ERROR(network.Apply(change));
-      return solver_->SetSupply(change.node, change.data.supply);
+      FLOWSCHED_RETURN_IF_ERROR(
+          solver_->SetSupply(change.node, change.data.supply));
+      return certificate_.SetSupply(change.node, change.data.supply);
     case Type::kRemoveNode: {
       // Deltas list the node's arc removals first; a stray arc is removed
       // here all the same.
@@ -100,7 +109,8 @@ absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
       for (flow::ArcSlot slot : slots)
         FLOWSCHED_RETURN_IF_ERROR(ReleaseSlot(slot));
       FLOWSCHED_RETURN_IF_ERROR(network.Apply(change));
-      return solver_->RemoveNode(change.node);
+      FLOWSCHED_RETURN_IF_ERROR(solver_->RemoveNode(change.node));
+      return certificate_.RemoveNode(change.node);
     }
     case Type::kRemoveArc: {
       auto arc = network.FindArc(change.src, change.dst);
@@ -122,6 +132,7 @@ absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
       FLOWSCHED_RETURN_IF_ERROR(network.Apply(change));
       const flow::ArcSlot slot = network.FindArc(change.src, change.dst)->slot;
       if (slot >= slot_handles_.size()) slot_handles_.resize(slot + 1);
+      if (slot >= flow_by_slot_.size()) flow_by_slot_.resize(slot + 1, 0);
       std::vector<PieceHandle>& handles = slot_handles_[slot];
       const size_t pieces = 1 + change.extra_segments.size();
       while (handles.size() > pieces) {
@@ -151,6 +162,9 @@ absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
         FLOWSCHED_RETURN_IF_ERROR(solver_->SetArc(handles[i].handle, change.src,
                                                   change.dst, piece.capacity,
                                                   piece.cost));
+        FLOWSCHED_RETURN_IF_ERROR(
+            certificate_.SetArc(handles[i].handle, change.src, change.dst,
+                                piece.capacity, piece.cost));
         handles[i].in_solver = true;
       }
       return absl::OkStatus();
@@ -298,23 +312,52 @@ void IncrementalMirror::FlowBySlot(const flow::FlowNetwork& network,
   }
 }
 
-IncrementalMirror::DeferredInputs IncrementalMirror::InputsOf(
-    const flow::FlowNetwork& network, MirrorResult& result,
-    std::vector<int64_t>& flow_by_slot) const {
-  if (result.exported) {
-    return {nullptr, [this, &network, &result, &flow_by_slot] {
-              FlowBySlot(network, result, flow_by_slot);
-            }};
+void IncrementalMirror::ReportFlow(uint32_t handle) {
+  const int64_t before = certificate_.flow(handle);
+  certificate_.SetFlow(handle, solver_->flow(handle));
+  flow_by_slot_[handle_slot_[handle]] += certificate_.flow(handle) - before;
+}
+
+void IncrementalMirror::ReportChanges(bool everything) {
+  if (!everything) {
+    for (uint32_t h : changes_.handles) {
+      if (h < handle_slot_.size()) ReportFlow(h);
+    }
+    for (uint32_t v : changes_.nodes) {
+      certificate_.SetPotential(v, solver_->potential(v));
+    }
+    return;
   }
-  return {[this, &result] { ExportResult(result); },
-          [this, &network, &flow_by_slot] {
-            flow_by_slot.assign(network.arc_slot_count(), 0);
-            solver_->ForEachFlow([&](uint32_t handle, int64_t units) {
-              if (handle >= handle_slot_.size()) return;
-              const flow::ArcSlot slot = handle_slot_[handle];
-              if (slot < flow_by_slot.size()) flow_by_slot[slot] += units;
-            });
-          }};
+  for (uint32_t h = 0; h < certificate_.handle_limit(); ++h) {
+    if (certificate_.HandleLive(h)) ReportFlow(h);
+  }
+  for (uint32_t v = 0; v < certificate_.node_limit(); ++v) {
+    certificate_.SetPotential(v, solver_->potential(v));
+  }
+}
+
+absl::Status IncrementalMirror::Certify(const MirrorResult& result,
+                                        const flow::FlowNetwork& network) {
+  solver_->TakeChanges(changes_);
+  last_certify_ = {};
+  last_certify_.full =
+      changes_.everything || ++rounds_since_full_ >= options_.full_check_every;
+  ReportChanges(last_certify_.full);
+  absl::Status status = last_certify_.full
+                            ? certificate_.CertifyAll(result.total_cost)
+                            : certificate_.Certify(result.total_cost);
+  last_certify_.arcs_checked = certificate_.last_arcs_checked();
+  if (!status.ok() && !last_certify_.full) {
+    // The solver's report may have missed a change: read everything.
+    last_certify_.full = true;
+    ReportChanges(true);
+    status = certificate_.CertifyAll(result.total_cost);
+    last_certify_.report_gap = status.ok();
+    last_certify_.arcs_checked += certificate_.last_arcs_checked();
+  }
+  if (last_certify_.full) rounds_since_full_ = 0;
+  flow_by_slot_.resize(network.arc_slot_count(), 0);
+  return status;
 }
 
 }  // namespace flowsched::core

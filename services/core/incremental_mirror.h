@@ -26,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "services/flow/flow_network.h"
+#include "services/solver/incremental_certificate.h"
 #include "services/solver/incremental_solver.h"
 #include "services/solver/mcmf_solver.h"
 
@@ -50,6 +51,10 @@ struct MirrorOptions {
   // racers take; a longer one loses at most the delay. Measurements behind
   // the default: docs/2026-11-26-core-measurements.md.
   int64_t race_delay_us = 200'000;
+  // Certify reads and checks everything at least once every this many
+  // rounds, so that a slip in the certificate's own bookkeeping cannot
+  // last (solver::IncrementalCertificate::CertifyAll).
+  uint32_t full_check_every = 256;
 };
 
 class IncrementalMirror {
@@ -63,8 +68,8 @@ class IncrementalMirror {
   // mirror unusable until Reset (the worker then asks for a snapshot).
   absl::Status Apply(const flow::GraphChange& change,
                      flow::FlowNetwork& network);
-  // Solves the current network and exports problem and solution for the
-  // checker: a cold start by the cold solver, or the incremental repair,
+  // Solves the current network and exports problem and solution: a cold
+  // start by the cold solver, or the incremental repair,
   // raced after MirrorOptions::race_delay_us against the portfolio solving
   // from scratch (first to finish wins).
   absl::StatusOr<MirrorResult> Solve();
@@ -72,33 +77,38 @@ class IncrementalMirror {
   // MirrorResult across rounds exports the network without allocating.
   absl::Status Solve(MirrorResult& result);
   // Solve without the export when the repair wins (a from-scratch solve
-  // exports first, as its input): ExportResult completes `result` later.
-  // The export is only the checker's input, so it can run on the
-  // checker's thread while FlowBySlot and the extraction run on the other.
+  // exports first, as its input): a round needs none (Certify), a DIMACS
+  // dump or a test completes `result` with ExportResult.
   absl::Status SolveWithoutExport(MirrorResult& result);
-  // Exports the last solve into `result` unless it already holds it. Only
-  // reads the solver: may run beside FlowBySlot.
+  // Exports the last solve into `result` unless it already holds it.
   void ExportResult(MirrorResult& result) const;
-  // Flow per arc slot of `network` (pieces summed), for placement
-  // extraction, read from `result`, this mirror's last Solve result (it
-  // must hold the export): one sequential pass over the exported flow,
-  // skipping the nine tenths that are zero, instead of asking the solver
-  // for every piece of every slot.
+  // Flow per arc slot of `network` (pieces summed), read from `result`,
+  // this mirror's last Solve result (it must hold the export). For tests
+  // and tools; rounds read the certified copy (certified_flow_by_slot).
   void FlowBySlot(const flow::FlowNetwork& network, const MirrorResult& result,
                   std::vector<int64_t>& flow_by_slot) const;
-  // The inputs of CheckAndExtract for the last SolveWithoutExport, as two
-  // steps to run on its two threads: the first completes `result` (the
-  // checker's problem and solution; empty if `result` holds them already),
-  // the second fills `flow_by_slot` (from the export if there is one, else
-  // from the solver's arcs in handle order, so it never reads what the
-  // first writes). Both only read the solver.
-  struct DeferredInputs {
-    std::function<void()> check;
-    std::function<void()> extract;
+  // Guarantee 6 for the last optimal solve (`result`), at the cost of what
+  // it changed: the solver's reported flows and potentials go into the
+  // certificate, which has its own copy of the network
+  // (solver::IncrementalCertificate), and what changed is checked; every
+  // MirrorOptions::full_check_every rounds, after a cold start or a race
+  // won from scratch, and whenever the changed part fails, everything is
+  // read from the solver and all of it checked. OK: the certified copy is
+  // feasible and optimal, and certified_flow_by_slot() is its flow per
+  // slot of `network` (pieces summed), what placements must be read from.
+  absl::Status Certify(const MirrorResult& result,
+                       const flow::FlowNetwork& network);
+  [[nodiscard]] const std::vector<int64_t>& certified_flow_by_slot() const {
+    return flow_by_slot_;
+  }
+  struct CertifyStats {
+    bool full = false;        // everything was read and checked
+    bool report_gap = false;  // the changed part failed, everything passed
+    uint64_t arcs_checked = 0;
   };
-  DeferredInputs InputsOf(const flow::FlowNetwork& network,
-                          MirrorResult& result,
-                          std::vector<int64_t>& flow_by_slot) const;
+  [[nodiscard]] const CertifyStats& last_certify() const {
+    return last_certify_;
+  }
   // Arc pieces handed to the solver since construction: what the changes
   // really cost it (a re-sent piece with its old values is not handed on).
   [[nodiscard]] uint64_t pieces_sent() const { return pieces_sent_; }
@@ -133,6 +143,18 @@ class IncrementalMirror {
   uint32_t next_handle_ = 0;
   bool cold_ = true;
   uint64_t pieces_sent_ = 0;
+  // The checker's side: its own copy of the network and solution, and the
+  // flow per slot of that copy, kept up to date as its flows change.
+  solver::IncrementalCertificate certificate_;
+  solver::IncrementalSolver::SolutionChanges changes_;
+  std::vector<int64_t> flow_by_slot_;
+  uint32_t rounds_since_full_ = 0;
+  CertifyStats last_certify_;
+  // Hands the certificate the solver's flow on `handle` (kept in
+  // flow_by_slot_ too).
+  void ReportFlow(uint32_t handle);
+  // Reads what the solver reported changed, or everything.
+  void ReportChanges(bool everything);
 };
 
 }  // namespace flowsched::core

@@ -104,9 +104,6 @@ void RoundSolver::SolvePass(const flow::FlowNetwork& solved, bool deterministic,
   solver::McmfProblem& problem = result_.problem;
   solver::McmfSolution& solution = result_.solution;
   solver::McmfOutcome outcome = solver::McmfOutcome::kInfeasible;
-  // The mirror's export (the checker's input) and flow per slot (the
-  // extraction's) are made on CheckAndExtract's two threads.
-  IncrementalMirror::DeferredInputs inputs;
   const bool repair = mirror_ != nullptr && !deterministic;
   const int64_t start_us = SteadyMicros();
   absl::Status verdict;
@@ -115,7 +112,6 @@ void RoundSolver::SolvePass(const flow::FlowNetwork& solved, bool deterministic,
     if (verdict.ok()) {
       outcome = result_.outcome;
       round.algorithm = result_.algorithm;
-      inputs = mirror_->InputsOf(network_, result_, flow_by_slot_);
     } else {
       mirror_->Reset();
       round.replica_lost = true;
@@ -143,20 +139,48 @@ void RoundSolver::SolvePass(const flow::FlowNetwork& solved, bool deterministic,
   round.verdict = std::move(verdict);
   if (!round.verdict.ok()) return;
   if (outcome != solver::McmfOutcome::kOptimal) {
-    if (inputs.check) inputs.check();  // problem() for a DIMACS export
     round.verdict =
         absl::InternalError("the network of the round is infeasible");
     return;
   }
-  CheckedPlacements checked = CheckAndExtract(
-      problem, solution, solved, flow_by_slot_, inputs.check, inputs.extract);
+  if (repair) {
+    CertifyAndExtract(round);
+    return;
+  }
+  CheckedPlacements checked =
+      CheckAndExtract(problem, solution, solved, flow_by_slot_);
   round.check_ms += checked.check_ms;
   round.extract_ms += checked.extract_ms;
   round.check_extract_ms += checked.wall_ms;
   round.verdict = std::move(checked.verdict);
   if (!round.verdict.ok()) return;
-  round.total_cost = repair ? result_.total_cost : solution.total_cost;
+  round.total_cost = solution.total_cost;
   round.placements = std::move(checked.placements);
+}
+
+void RoundSolver::CertifyAndExtract(SolvedRound& round) {
+  // The mirror's certificate checks what the repair changed against its
+  // own copy (guarantee 6), and placements are read from that copy: one
+  // step after the other, the check being the short one.
+  const int64_t check_start = SteadyMicros();
+  absl::Status certified = mirror_->Certify(result_, network_);
+  round.check_ms += SteadyMillisSince(check_start);
+  if (!certified.ok()) {
+    round.verdict = std::move(certified);
+    return;
+  }
+  if (keep_problems_) mirror_->ExportResult(result_);
+  const int64_t extract_start = SteadyMicros();
+  absl::StatusOr<std::vector<flow::TaskPlacement>> extracted =
+      flow::ExtractPlacements(network_, mirror_->certified_flow_by_slot());
+  round.extract_ms += SteadyMillisSince(extract_start);
+  round.check_extract_ms += SteadyMillisSince(check_start);
+  if (!extracted.ok()) {
+    round.verdict = extracted.status();
+    return;
+  }
+  round.total_cost = result_.total_cost;
+  round.placements = std::move(*extracted);
 }
 
 void RoundSolver::EnforceGangs(flow::FlowNetwork& solved, bool deterministic,

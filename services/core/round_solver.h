@@ -96,10 +96,14 @@ class RoundSolver {
                     std::span<const GangRequirement> gangs = {});
 
   [[nodiscard]] const flow::FlowNetwork& network() const { return network_; }
-  // The problem and solution the last Solve checked (for DIMACS export;
-  // its last pass when gangs were withdrawn); complete once Solve returned.
-  [[nodiscard]] const solver::McmfProblem& problem() const {
-    return result_.problem;
+  // Keeps the problem each pass solved, for problem(). Off by default: a
+  // repaired pass needs no export of the network (IncrementalMirror::
+  // Certify), and the export costs O(network).
+  void set_keep_problems(bool keep) { keep_problems_ = keep; }
+  // The problem the last Solve solved (its last pass when gangs were
+  // withdrawn), for a DIMACS export; null unless set_keep_problems(true).
+  [[nodiscard]] const solver::McmfProblem* problem() const {
+    return keep_problems_ ? &result_.problem : nullptr;
   }
   // kIncrementalRounds or the one-shot algorithm's name.
   [[nodiscard]] std::string_view name() const;
@@ -110,6 +114,9 @@ class RoundSolver {
   // extract; no decisions. Times add up in `round`.
   void SolvePass(const flow::FlowNetwork& solved, bool deterministic,
                  SolvedRound& round);
+  // A repaired pass's check (IncrementalMirror::Certify) and extraction
+  // from the certified flow.
+  void CertifyAndExtract(SolvedRound& round);
   // The gang passes after the first one (see Solve).
   void EnforceGangs(flow::FlowNetwork& solved, bool deterministic,
                     std::span<const GangRequirement> gangs, SolvedRound& round);
@@ -123,6 +130,7 @@ class RoundSolver {
   // exports into buffers already mapped.
   MirrorResult result_;
   std::vector<int64_t> flow_by_slot_;
+  bool keep_problems_ = false;
 };
 
 }  // namespace flowsched::core

@@ -46,6 +46,8 @@ class FlowContender final : public Contender {
         export_dir_(std::move(export_dir)),
         export_rounds_(export_rounds) {
     policy_.network().set_record_changes(true);
+    round_solver_->set_keep_problems(!export_dir_.empty() &&
+                                     export_rounds_ > 0);
   }
 
   absl::Status Adopt(std::string_view policy) { return policy_.Adopt(policy); }
@@ -86,12 +88,14 @@ class FlowContender final : public Contender {
     ++rounds_;
     if (export_dir_.empty() || rounds_ > export_rounds_)
       return absl::OkStatus();
+    // The rounds after the last one exported need not keep their problem.
+    if (rounds_ == export_rounds_) round_solver_->set_keep_problems(false);
     const std::string path =
         absl::StrCat(export_dir_, "/round-", rounds_, ".dimacs");
     std::ofstream out(path);
     if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
     return solver::WriteDimacs(
-        round_solver_->problem(), out,
+        *round_solver_->problem(), out,
         absl::StrCat("flowsched simulate: ",
                      std::string(policy_.policy().name()), " round ", rounds_));
   }
