@@ -56,6 +56,7 @@ void IncrementalMirror::Reset() {
   certificate_.Clear();
   changes_ = {};
   flow_by_slot_.clear();
+  slots_with_flow_.clear();
   rounds_since_full_ = 0;
   last_certify_ = {};
 }
@@ -82,7 +83,7 @@ absl::Status IncrementalMirror::ReleaseSlot(flow::ArcSlot slot) {
 absl::Status IncrementalMirror::RemovePiece(PieceHandle& piece) {
   if (!piece.in_solver) return absl::OkStatus();
   piece.in_solver = false;
-  flow_by_slot_[handle_slot_[piece.handle]] -= certificate_.flow(piece.handle);
+  AddSlotFlow(handle_slot_[piece.handle], -certificate_.flow(piece.handle));
   FLOWSCHED_RETURN_IF_ERROR(solver_->RemoveArc(piece.handle));
   return certificate_.RemoveArc(piece.handle);
 }
@@ -132,7 +133,7 @@ absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
       FLOWSCHED_RETURN_IF_ERROR(network.Apply(change));
       const flow::ArcSlot slot = network.FindArc(change.src, change.dst)->slot;
       if (slot >= slot_handles_.size()) slot_handles_.resize(slot + 1);
-      if (slot >= flow_by_slot_.size()) flow_by_slot_.resize(slot + 1, 0);
+      if (slot >= flow_by_slot_.size()) ResizeSlots(slot + 1);
       std::vector<PieceHandle>& handles = slot_handles_[slot];
       const size_t pieces = 1 + change.extra_segments.size();
       while (handles.size() > pieces) {
@@ -312,10 +313,26 @@ void IncrementalMirror::FlowBySlot(const flow::FlowNetwork& network,
   }
 }
 
+void IncrementalMirror::ResizeSlots(size_t slots) {
+  flow_by_slot_.resize(slots, 0);
+  slots_with_flow_.resize((slots + 63) / 64, 0);
+}
+
+void IncrementalMirror::AddSlotFlow(flow::ArcSlot slot, int64_t delta) {
+  if (delta == 0) return;
+  flow_by_slot_[slot] += delta;
+  const uint64_t bit = uint64_t{1} << (slot % 64);
+  if (flow_by_slot_[slot] > 0) {
+    slots_with_flow_[slot / 64] |= bit;
+  } else {
+    slots_with_flow_[slot / 64] &= ~bit;
+  }
+}
+
 void IncrementalMirror::ReportFlow(uint32_t handle) {
   const int64_t before = certificate_.flow(handle);
   certificate_.SetFlow(handle, solver_->flow(handle));
-  flow_by_slot_[handle_slot_[handle]] += certificate_.flow(handle) - before;
+  AddSlotFlow(handle_slot_[handle], certificate_.flow(handle) - before);
 }
 
 void IncrementalMirror::ReportChanges(bool everything) {
@@ -356,7 +373,7 @@ absl::Status IncrementalMirror::Certify(const MirrorResult& result,
     last_certify_.arcs_checked += certificate_.last_arcs_checked();
   }
   if (last_certify_.full) rounds_since_full_ = 0;
-  flow_by_slot_.resize(network.arc_slot_count(), 0);
+  ResizeSlots(network.arc_slot_count());
   return status;
 }
 

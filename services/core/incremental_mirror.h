@@ -101,6 +101,11 @@ class IncrementalMirror {
   [[nodiscard]] const std::vector<int64_t>& certified_flow_by_slot() const {
     return flow_by_slot_;
   }
+  // Bit s set iff certified_flow_by_slot()[s] > 0 (ExtractPlacements'
+  // slots_with_flow).
+  [[nodiscard]] const std::vector<uint64_t>& certified_slots_with_flow() const {
+    return slots_with_flow_;
+  }
   struct CertifyStats {
     bool full = false;        // everything was read and checked
     bool report_gap = false;  // the changed part failed, everything passed
@@ -148,11 +153,15 @@ class IncrementalMirror {
   solver::IncrementalCertificate certificate_;
   solver::IncrementalSolver::SolutionChanges changes_;
   std::vector<int64_t> flow_by_slot_;
+  std::vector<uint64_t> slots_with_flow_;
   uint32_t rounds_since_full_ = 0;
   CertifyStats last_certify_;
   // Hands the certificate the solver's flow on `handle` (kept in
-  // flow_by_slot_ too).
+  // flow_by_slot_ and slots_with_flow_ too).
   void ReportFlow(uint32_t handle);
+  // Adds `delta` to the slot's flow, keeping its bit.
+  void AddSlotFlow(flow::ArcSlot slot, int64_t delta);
+  void ResizeSlots(size_t slots);
   // Reads what the solver reported changed, or everything.
   void ReportChanges(bool everything);
 };

@@ -133,6 +133,13 @@ TEST_P(IncrementalMirrorTest, EveryRoundIsOptimalAndMatchesAFromScratchSolve) {
     std::vector<int64_t> exported_flow;
     mirror.FlowBySlot(replica, *result, exported_flow);
     EXPECT_EQ(exported_flow, flow_by_slot) << "round " << round;
+    const std::vector<uint64_t>& bits = mirror.certified_slots_with_flow();
+    ASSERT_EQ(bits.size(), (flow_by_slot.size() + 63) / 64);
+    for (size_t slot = 0; slot < flow_by_slot.size(); ++slot) {
+      EXPECT_EQ((bits[slot / 64] >> (slot % 64)) & 1,
+                flow_by_slot[slot] > 0 ? 1u : 0u)
+          << "slot " << slot;
+    }
     auto placements = flow::ExtractPlacements(replica, flow_by_slot);
     ASSERT_THAT(placements, IsOk());
     EXPECT_EQ(placements->size(), state.tasks().size());

@@ -1,5 +1,7 @@
 #include "services/flow/placement_extractor.h"
 
+#include <algorithm>
+#include <bit>
 #include <deque>
 #include <utility>
 
@@ -36,31 +38,56 @@ struct FlowInArcs {
   std::vector<FlowInArc> in_arcs;
 };
 
+// Calls f(slot, units) for every slot with flow, ascending: from the bit
+// set when there is one, else by reading every slot.
+template <typename F>
+void ForEachSlotWithFlow(const std::vector<int64_t>& flow_by_slot,
+                         ArcSlot slots, const std::vector<uint64_t>* bits,
+                         F&& f) {
+  if (bits == nullptr) {
+    for (ArcSlot slot = 0; slot < slots; ++slot) {
+      if (flow_by_slot[slot] > 0) f(slot, flow_by_slot[slot]);
+    }
+    return;
+  }
+  const size_t words =
+      std::min<size_t>(bits->size(), (size_t{slots} + 63) / 64);
+  for (size_t w = 0; w < words; ++w) {
+    for (uint64_t word = (*bits)[w]; word != 0; word &= word - 1) {
+      const auto slot = static_cast<ArcSlot>(
+          w * 64 + static_cast<size_t>(std::countr_zero(word)));
+      if (slot < slots && flow_by_slot[slot] > 0) f(slot, flow_by_slot[slot]);
+    }
+  }
+}
+
 // Only arcs with flow matter, a small part of a scheduling network's arcs:
-// two sequential passes over the slots (count per head, then place) collect
+// two sequential passes over them (count per head, then place) collect
 // them, so the walk never follows the network's arc lists and nothing grows
 // while it fills. REQUIRES: flow_by_slot covers every slot.
 FlowInArcs CollectFlowInArcs(const FlowNetwork& network,
-                             const std::vector<int64_t>& flow_by_slot) {
+                             const std::vector<int64_t>& flow_by_slot,
+                             const std::vector<uint64_t>* slots_with_flow) {
   const size_t n = network.node_slot_count();
-  const ArcSlot slots = static_cast<ArcSlot>(network.arc_slot_count());
+  const auto slots = static_cast<ArcSlot>(network.arc_slot_count());
   FlowInArcs out;
   out.first_in.assign(n + 1, 0);
   NodeId src = kNoNode, dst = kNoNode;
-  for (ArcSlot slot = 0; slot < slots; ++slot) {
-    if (flow_by_slot[slot] > 0 && network.ArcEnds(slot, src, dst)) {
-      ++out.first_in[dst + 1];
-    }
-  }
+  ForEachSlotWithFlow(flow_by_slot, slots, slots_with_flow,
+                      [&](ArcSlot slot, int64_t) {
+                        if (network.ArcEnds(slot, src, dst)) {
+                          ++out.first_in[dst + 1];
+                        }
+                      });
   for (size_t v = 0; v < n; ++v) out.first_in[v + 1] += out.first_in[v];
   out.in_arcs.resize(out.first_in[n]);
   std::vector<uint32_t> next(out.first_in.begin(), out.first_in.end() - 1);
-  for (ArcSlot slot = 0; slot < slots; ++slot) {
-    const int64_t units = flow_by_slot[slot];
-    if (units > 0 && network.ArcEnds(slot, src, dst)) {
-      out.in_arcs[next[dst]++] = FlowInArc{src, units};
-    }
-  }
+  ForEachSlotWithFlow(flow_by_slot, slots, slots_with_flow,
+                      [&](ArcSlot slot, int64_t units) {
+                        if (network.ArcEnds(slot, src, dst)) {
+                          out.in_arcs[next[dst]++] = FlowInArc{src, units};
+                        }
+                      });
   return out;
 }
 
@@ -174,13 +201,15 @@ absl::StatusOr<std::vector<TaskPlacement>> CollectTaskPlacements(
 }  // namespace
 
 absl::StatusOr<std::vector<TaskPlacement>> ExtractPlacements(
-    const FlowNetwork& network, const std::vector<int64_t>& flow_by_slot) {
+    const FlowNetwork& network, const std::vector<int64_t>& flow_by_slot,
+    const std::vector<uint64_t>* slots_with_flow) {
   if (flow_by_slot.size() < network.arc_slot_count()) {
     return absl::InternalError(absl::StrCat("flow covers ", flow_by_slot.size(),
                                             " arc slots, network has ",
                                             network.arc_slot_count()));
   }
-  const FlowInArcs flows = CollectFlowInArcs(network, flow_by_slot);
+  const FlowInArcs flows =
+      CollectFlowInArcs(network, flow_by_slot, slots_with_flow);
   FlowWalk walk = StartFlowWalk(network, flows);
   const TaskUnits tasks = WalkFlowToTasks(network, flows, walk);
   return CollectTaskPlacements(network, walk.pending, tasks);

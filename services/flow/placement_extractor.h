@@ -26,7 +26,13 @@ struct TaskPlacement {
 // Returns one entry per task node, in node id order. Internal if the flow
 // is inconsistent (a task node with more than one unit leaving it, flow
 // that cannot be traced, or a cycle of flow).
+//
+// `slots_with_flow`, when given, must have bit s % 64 of word s / 64 set
+// for every s with flow_by_slot[s] > 0 (others are ignored): only those
+// slots are read (a tenth of a scheduling
+// network's), in the same order, so the placements are the same.
 absl::StatusOr<std::vector<TaskPlacement>> ExtractPlacements(
-    const FlowNetwork& network, const std::vector<int64_t>& flow_by_slot);
+    const FlowNetwork& network, const std::vector<int64_t>& flow_by_slot,
+    const std::vector<uint64_t>* slots_with_flow = nullptr);
 
 }  // namespace flowsched::flow

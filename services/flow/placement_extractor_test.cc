@@ -94,5 +94,40 @@ TEST_F(PlacementExtractorTest, RejectsTaskWithTwoUnits) {
               StatusIs(absl::StatusCode::kInternal, "machine units"));
 }
 
+// The bit set of slots with flow reads the same slots in the same order:
+// the placements equal the full scan's, and a set bit of an empty slot
+// changes nothing.
+TEST_F(PlacementExtractorTest, SlotsWithFlowGiveTheSamePlacements) {
+  std::vector<NodeId> extra;
+  for (uint64_t i = 4; i <= 5; ++i) {
+    extra.push_back(
+        net_.AddNode({.kind = NodeKind::kTask, .supply = 1, .entity_id = i}));
+    Arc(extra.back(), x_, 1);
+  }
+  flow_[net_.FindArc(x_, m2_)->slot] = 2;
+  flow_[net_.FindArc(m2_, sink_)->slot] = 3;
+  std::vector<uint64_t> bits((flow_.size() + 63) / 64, 0);
+  for (size_t slot = 0; slot < flow_.size(); ++slot) {
+    if (flow_[slot] > 0) bits[slot / 64] |= uint64_t{1} << (slot % 64);
+  }
+  auto scanned = ExtractPlacements(net_, flow_);
+  auto from_bits = ExtractPlacements(net_, flow_, &bits);
+  ASSERT_THAT(scanned, IsOk());
+  ASSERT_THAT(from_bits, IsOk());
+  ASSERT_EQ(scanned->size(), from_bits->size());
+  for (size_t i = 0; i < scanned->size(); ++i) {
+    EXPECT_EQ((*scanned)[i].task_id, (*from_bits)[i].task_id);
+    EXPECT_EQ((*scanned)[i].machine_id, (*from_bits)[i].machine_id);
+  }
+  // An empty slot's bit is ignored.
+  const ArcSlot empty = net_.FindArc(t_[0], u_)->slot;
+  bits[empty / 64] |= uint64_t{1} << (empty % 64);
+  auto with_stray = ExtractPlacements(net_, flow_, &bits);
+  ASSERT_THAT(with_stray, IsOk());
+  for (size_t i = 0; i < scanned->size(); ++i) {
+    EXPECT_EQ((*scanned)[i].machine_id, (*with_stray)[i].machine_id);
+  }
+}
+
 }  // namespace
 }  // namespace flowsched::flow
