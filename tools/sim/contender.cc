@@ -88,14 +88,18 @@ class FlowContender final : public Contender {
     ++rounds_;
     if (export_dir_.empty() || rounds_ > export_rounds_)
       return absl::OkStatus();
-    // The rounds after the last one exported need not keep their problem.
-    if (rounds_ == export_rounds_) round_solver_->set_keep_problems(false);
     const std::string path =
         absl::StrCat(export_dir_, "/round-", rounds_, ".dimacs");
     std::ofstream out(path);
     if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+    const solver::McmfProblem* problem = round_solver_->problem();
+    if (problem == nullptr) {
+      return absl::InternalError("the round's problem was not kept");
+    }
+    // The rounds after the last one exported need not keep their problem.
+    if (rounds_ == export_rounds_) round_solver_->set_keep_problems(false);
     return solver::WriteDimacs(
-        *round_solver_->problem(), out,
+        *problem, out,
         absl::StrCat("flowsched simulate: ",
                      std::string(policy_.policy().name()), " round ", rounds_));
   }
