@@ -369,7 +369,7 @@ class IncrementalSolver {
   SolutionChanges changes_;
   std::vector<uint8_t> flow_logged_;       // per handle
   std::vector<uint8_t> potential_logged_;  // per node
-  bool overflow_ = false;  // an excess left [-2^62, 2^62]
+  bool overflow_ = false;                  // an excess left [-2^62, 2^62]
   bool recenter_needed_ = false;
   McmfOutcome last_outcome_ = McmfOutcome::kOptimal;
 
