@@ -172,8 +172,8 @@ void RoundSolver::CertifyAndExtract(SolvedRound& round) {
   if (keep_problems_) mirror_->ExportResult(result_);
   const int64_t extract_start = SteadyMicros();
   absl::StatusOr<std::vector<flow::TaskPlacement>> extracted =
-      flow::ExtractPlacements(network_, mirror_->certified_flow_by_slot(),
-                              &mirror_->certified_slots_with_flow());
+      extractor_.Extract(network_, mirror_->certified_flow_by_slot(),
+                         &mirror_->certified_slots_with_flow());
   round.extract_ms += SteadyMillisSince(extract_start);
   round.check_extract_ms += SteadyMillisSince(check_start);
   if (!extracted.ok()) {

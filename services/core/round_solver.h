@@ -131,6 +131,8 @@ class RoundSolver {
   MirrorResult result_;
   std::vector<int64_t> flow_by_slot_;
   bool keep_problems_ = false;
+  // Repaired rounds' extraction, its work arrays kept across rounds.
+  flow::PlacementExtractor extractor_;
 };
 
 }  // namespace flowsched::core

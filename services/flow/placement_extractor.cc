@@ -2,41 +2,12 @@
 
 #include <algorithm>
 #include <bit>
-#include <deque>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 
 namespace flowsched::flow {
 namespace {
-
-// Machines a node's outgoing flow reached, as (machine node, units) runs.
-using MachineList = std::vector<std::pair<NodeId, int64_t>>;
-
-// Moves `units` from the back of `from` to `to`; returns how many moved.
-int64_t MoveUnits(MachineList& from, MachineList& to, int64_t units) {
-  int64_t moved = 0;
-  while (moved < units && !from.empty()) {
-    auto& [machine, count] = from.back();
-    const int64_t take = std::min(count, units - moved);
-    to.emplace_back(machine, take);
-    count -= take;
-    moved += take;
-    if (count == 0) from.pop_back();
-  }
-  return moved;
-}
-
-// The arcs with flow, grouped by head in a CSR: in_arcs[first_in[v] ..
-// first_in[v + 1]) enter node v.
-struct FlowInArc {
-  NodeId src;
-  int64_t units;
-};
-struct FlowInArcs {
-  std::vector<uint32_t> first_in;
-  std::vector<FlowInArc> in_arcs;
-};
 
 // Calls f(slot, units) for every slot with flow, ascending: from the bit
 // set when there is one, else by reading every slot.
@@ -61,129 +32,128 @@ void ForEachSlotWithFlow(const std::vector<int64_t>& flow_by_slot,
   }
 }
 
+}  // namespace
+
+void PlacementExtractor::MoveUnits(MachineList& from, MachineList& to,
+                                   int64_t units) {
+  int64_t moved = 0;
+  while (moved < units && !from.empty()) {
+    auto& [machine, count] = from.back();
+    const int64_t take = std::min(count, units - moved);
+    to.emplace_back(machine, take);
+    count -= take;
+    moved += take;
+    if (count == 0) from.pop_back();
+  }
+}
+
 // Only arcs with flow matter, a small part of a scheduling network's arcs:
 // two sequential passes over them (count per head, then place) collect
 // them, so the walk never follows the network's arc lists and nothing grows
 // while it fills. REQUIRES: flow_by_slot covers every slot.
-FlowInArcs CollectFlowInArcs(const FlowNetwork& network,
-                             const std::vector<int64_t>& flow_by_slot,
-                             const std::vector<uint64_t>* slots_with_flow) {
+void PlacementExtractor::CollectFlowInArcs(
+    const FlowNetwork& network, const std::vector<int64_t>& flow_by_slot,
+    const std::vector<uint64_t>* slots_with_flow) {
   const size_t n = network.node_slot_count();
   const auto slots = static_cast<ArcSlot>(network.arc_slot_count());
-  FlowInArcs out;
-  out.first_in.assign(n + 1, 0);
+  first_in_.assign(n + 1, 0);
   NodeId src = kNoNode, dst = kNoNode;
   ForEachSlotWithFlow(flow_by_slot, slots, slots_with_flow,
                       [&](ArcSlot slot, int64_t) {
                         if (network.ArcEnds(slot, src, dst)) {
-                          ++out.first_in[dst + 1];
+                          ++first_in_[dst + 1];
                         }
                       });
-  for (size_t v = 0; v < n; ++v) out.first_in[v + 1] += out.first_in[v];
-  out.in_arcs.resize(out.first_in[n]);
-  std::vector<uint32_t> next(out.first_in.begin(), out.first_in.end() - 1);
+  for (size_t v = 0; v < n; ++v) first_in_[v + 1] += first_in_[v];
+  in_arcs_.resize(first_in_[n]);
+  next_.assign(first_in_.begin(), first_in_.end() - 1);
   ForEachSlotWithFlow(flow_by_slot, slots, slots_with_flow,
                       [&](ArcSlot slot, int64_t units) {
                         if (network.ArcEnds(slot, src, dst)) {
-                          out.in_arcs[next[dst]++] = FlowInArc{src, units};
+                          in_arcs_[next_[dst]++] = FlowInArc{src, units};
                         }
                       });
-  return out;
 }
-
-// Where the backward walk stands: per node the flow arcs still to hand
-// machines back (`pending`), the machines it holds (`lists`), and the
-// nodes ready to hand theirs on.
-struct FlowWalk {
-  std::vector<int64_t> pending;
-  std::vector<MachineList> lists;
-  std::deque<NodeId> ready;
-};
 
 // A node is ready once every outgoing flow arc that leads to another node
 // than the sink has handed its machines back (Kahn's order on the flow
 // DAG); machine nodes start with their own inflow.
-FlowWalk StartFlowWalk(const FlowNetwork& network, const FlowInArcs& flows) {
+void PlacementExtractor::StartFlowWalk(const FlowNetwork& network) {
   const size_t n = network.node_slot_count();
-  const std::vector<uint32_t>& first_in = flows.first_in;
-  FlowWalk walk{std::vector<int64_t>(n, 0), std::vector<MachineList>(n), {}};
+  pending_.assign(n, 0);
+  if (lists_.size() < n) lists_.resize(n);
+  for (NodeId v : listed_) {
+    if (v < lists_.size()) lists_[v].clear();
+  }
+  listed_.clear();
+  ready_.clear();
+  ready_head_ = 0;
   for (NodeId v = 0; v < n; ++v) {
-    if (first_in[v] == first_in[v + 1] || network.kind(v) == NodeKind::kSink) {
+    if (first_in_[v] == first_in_[v + 1] ||
+        network.kind(v) == NodeKind::kSink) {
       continue;
     }
-    for (uint32_t i = first_in[v]; i < first_in[v + 1]; ++i) {
-      ++walk.pending[flows.in_arcs[i].src];
+    for (uint32_t i = first_in_[v]; i < first_in_[v + 1]; ++i) {
+      ++pending_[in_arcs_[i].src];
     }
   }
   for (NodeId v = 0; v < n; ++v) {
-    if (first_in[v] == first_in[v + 1]) continue;
+    if (first_in_[v] == first_in_[v + 1]) continue;
     const NodeKind k = network.kind(v);
     if (k == NodeKind::kMachine) {
       int64_t inflow = 0;
-      for (uint32_t i = first_in[v]; i < first_in[v + 1]; ++i) {
-        inflow += flows.in_arcs[i].units;
+      for (uint32_t i = first_in_[v]; i < first_in_[v + 1]; ++i) {
+        inflow += in_arcs_[i].units;
       }
-      walk.lists[v].emplace_back(v, inflow);
+      lists_[v].emplace_back(v, inflow);
+      listed_.push_back(v);
     }
-    if (k != NodeKind::kSink && k != NodeKind::kTask && walk.pending[v] == 0) {
-      walk.ready.push_back(v);
+    if (k != NodeKind::kSink && k != NodeKind::kTask && pending_[v] == 0) {
+      ready_.push_back(v);
     }
   }
-  return walk;
 }
 
-// The machine and unit count each task node's flow reached. Task nodes are
-// most of the network and receive at most one unit, so they get a machine
-// and a unit count instead of a list of their own; `scratch` keeps its
-// capacity across tasks.
-struct TaskUnits {
-  std::vector<NodeId> machine;
-  std::vector<int64_t> units;
-};
-
-TaskUnits WalkFlowToTasks(const FlowNetwork& network, const FlowInArcs& flows,
-                          FlowWalk& walk) {
+void PlacementExtractor::WalkFlowToTasks(const FlowNetwork& network) {
   const size_t n = network.node_slot_count();
-  TaskUnits tasks{std::vector<NodeId>(n, kNoNode), std::vector<int64_t>(n, 0)};
-  MachineList scratch;
-  while (!walk.ready.empty()) {
-    const NodeId node = walk.ready.front();
-    walk.ready.pop_front();
-    for (uint32_t i = flows.first_in[node]; i < flows.first_in[node + 1]; ++i) {
-      const auto [src, units] = flows.in_arcs[i];
+  task_machine_.assign(n, kNoNode);
+  task_units_.assign(n, 0);
+  while (ready_head_ < ready_.size()) {
+    const NodeId node = ready_[ready_head_++];
+    for (uint32_t i = first_in_[node]; i < first_in_[node + 1]; ++i) {
+      const auto [src, units] = in_arcs_[i];
       const bool to_task = network.kind(src) == NodeKind::kTask;
       if (to_task) {
-        scratch.clear();
-        MoveUnits(walk.lists[node], scratch, units);
-        for (const auto& [machine, count] : scratch) {
-          tasks.machine[src] = machine;
-          tasks.units[src] += count;
+        scratch_.clear();
+        MoveUnits(lists_[node], scratch_, units);
+        for (const auto& [machine, count] : scratch_) {
+          task_machine_[src] = machine;
+          task_units_[src] += count;
         }
       } else {
-        MoveUnits(walk.lists[node], walk.lists[src], units);
+        if (lists_[src].empty()) listed_.push_back(src);
+        MoveUnits(lists_[node], lists_[src], units);
       }
-      if (--walk.pending[src] == 0 && !to_task) walk.ready.push_back(src);
+      if (--pending_[src] == 0 && !to_task) ready_.push_back(src);
     }
   }
-  return tasks;
 }
 
 // One placement per task node, in node id order; Internal for a task whose
 // flow was not traced or that reached more than one unit. Walks the kinds
 // (one byte per node) and reads a node's data only for tasks.
-absl::StatusOr<std::vector<TaskPlacement>> CollectTaskPlacements(
-    const FlowNetwork& network, const std::vector<int64_t>& pending,
-    const TaskUnits& tasks) {
+absl::StatusOr<std::vector<TaskPlacement>>
+PlacementExtractor::CollectTaskPlacements(const FlowNetwork& network) const {
   std::vector<TaskPlacement> placements;
   placements.reserve(network.node_count());
   const auto n = static_cast<NodeId>(network.node_slot_count());
   for (NodeId id = 0; id < n; ++id) {
     if (network.kind(id) != NodeKind::kTask) continue;
-    if (pending[id] != 0) {
+    if (pending_[id] != 0) {
       return absl::InternalError(
           absl::StrCat("flow from task node ", id, " cannot be traced"));
     }
-    const int64_t units = tasks.units[id];
+    const int64_t units = task_units_[id];
     if (units > 1) {
       return absl::InternalError(
           absl::StrCat("task node ", id, " reaches ", units, " machine units"));
@@ -191,16 +161,14 @@ absl::StatusOr<std::vector<TaskPlacement>> CollectTaskPlacements(
     const NodeData& data = network.node(id);
     TaskPlacement placement{id, data.entity_id, 0, data.running_on};
     if (units == 1) {
-      placement.machine_id = network.node(tasks.machine[id]).entity_id;
+      placement.machine_id = network.node(task_machine_[id]).entity_id;
     }
     placements.push_back(placement);
   }
   return placements;
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<TaskPlacement>> ExtractPlacements(
+absl::StatusOr<std::vector<TaskPlacement>> PlacementExtractor::Extract(
     const FlowNetwork& network, const std::vector<int64_t>& flow_by_slot,
     const std::vector<uint64_t>* slots_with_flow) {
   if (flow_by_slot.size() < network.arc_slot_count()) {
@@ -208,11 +176,16 @@ absl::StatusOr<std::vector<TaskPlacement>> ExtractPlacements(
                                             " arc slots, network has ",
                                             network.arc_slot_count()));
   }
-  const FlowInArcs flows =
-      CollectFlowInArcs(network, flow_by_slot, slots_with_flow);
-  FlowWalk walk = StartFlowWalk(network, flows);
-  const TaskUnits tasks = WalkFlowToTasks(network, flows, walk);
-  return CollectTaskPlacements(network, walk.pending, tasks);
+  CollectFlowInArcs(network, flow_by_slot, slots_with_flow);
+  StartFlowWalk(network);
+  WalkFlowToTasks(network);
+  return CollectTaskPlacements(network);
+}
+
+absl::StatusOr<std::vector<TaskPlacement>> ExtractPlacements(
+    const FlowNetwork& network, const std::vector<int64_t>& flow_by_slot,
+    const std::vector<uint64_t>* slots_with_flow) {
+  return PlacementExtractor().Extract(network, flow_by_slot, slots_with_flow);
 }
 
 }  // namespace flowsched::flow

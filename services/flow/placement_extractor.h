@@ -8,6 +8,7 @@
 // (unscheduled aggregators) leaves its tasks unplaced.
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -34,5 +35,53 @@ struct TaskPlacement {
 absl::StatusOr<std::vector<TaskPlacement>> ExtractPlacements(
     const FlowNetwork& network, const std::vector<int64_t>& flow_by_slot,
     const std::vector<uint64_t>* slots_with_flow = nullptr);
+
+// ExtractPlacements with its work arrays kept from one call to the next:
+// a caller that extracts every round (RoundSolver) allocates them once and
+// keeps the machine lists' capacity, instead of allocating a list per
+// machine and arrays per node each round. Not thread-safe.
+class PlacementExtractor {
+ public:
+  absl::StatusOr<std::vector<TaskPlacement>> Extract(
+      const FlowNetwork& network, const std::vector<int64_t>& flow_by_slot,
+      const std::vector<uint64_t>* slots_with_flow = nullptr);
+
+ private:
+  // Machines a node's outgoing flow reached, as (machine node, units) runs.
+  using MachineList = std::vector<std::pair<NodeId, int64_t>>;
+  struct FlowInArc {
+    NodeId src;
+    int64_t units;
+  };
+  void CollectFlowInArcs(const FlowNetwork& network,
+                         const std::vector<int64_t>& flow_by_slot,
+                         const std::vector<uint64_t>* slots_with_flow);
+  void StartFlowWalk(const FlowNetwork& network);
+  void WalkFlowToTasks(const FlowNetwork& network);
+  absl::StatusOr<std::vector<TaskPlacement>> CollectTaskPlacements(
+      const FlowNetwork& network) const;
+  // Moves `units` from the back of `from` to `to`.
+  static void MoveUnits(MachineList& from, MachineList& to, int64_t units);
+
+  // The arcs with flow, grouped by head in a CSR: in_arcs_[first_in_[v] ..
+  // first_in_[v + 1]) enter node v.
+  std::vector<uint32_t> first_in_;
+  std::vector<FlowInArc> in_arcs_;
+  std::vector<uint32_t> next_;
+  // The backward walk: per node the flow arcs still to hand machines back,
+  // the machines it holds, and the nodes ready to hand theirs on (a queue
+  // read from ready_head_).
+  std::vector<int64_t> pending_;
+  std::vector<MachineList> lists_;
+  std::vector<NodeId> listed_;  // nodes whose list may hold entries
+  std::vector<NodeId> ready_;
+  size_t ready_head_ = 0;
+  // The machine and unit count each task node's flow reached: tasks are
+  // most of the network and receive at most one unit, so they get these
+  // instead of a list of their own.
+  std::vector<NodeId> task_machine_;
+  std::vector<int64_t> task_units_;
+  MachineList scratch_;
+};
 
 }  // namespace flowsched::flow

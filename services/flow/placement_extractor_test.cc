@@ -129,5 +129,38 @@ TEST_F(PlacementExtractorTest, SlotsWithFlowGiveTheSamePlacements) {
   }
 }
 
+// One extractor reused across calls, on networks that grow and change
+// flow, gives what a fresh one gives each time: nothing of a call's lists
+// leaks into the next.
+TEST_F(PlacementExtractorTest, AReusedExtractorMatchesAFreshOne) {
+  PlacementExtractor extractor;
+  const auto same = [&] {
+    auto reused = extractor.Extract(net_, flow_);
+    auto fresh = ExtractPlacements(net_, flow_);
+    ASSERT_THAT(reused, IsOk());
+    ASSERT_THAT(fresh, IsOk());
+    ASSERT_EQ(reused->size(), fresh->size());
+    for (size_t i = 0; i < fresh->size(); ++i) {
+      EXPECT_EQ((*reused)[i].task_id, (*fresh)[i].task_id);
+      EXPECT_EQ((*reused)[i].machine_id, (*fresh)[i].machine_id);
+    }
+  };
+  same();
+  for (uint64_t i = 4; i <= 6; ++i) {
+    const NodeId task =
+        net_.AddNode({.kind = NodeKind::kTask, .supply = 1, .entity_id = i});
+    Arc(task, x_, 1);
+  }
+  flow_[net_.FindArc(x_, m2_)->slot] = 3;
+  flow_[net_.FindArc(m2_, sink_)->slot] = 4;
+  same();
+  // A failed call leaves lists behind; the next call starts clean.
+  flow_[net_.FindArc(t_[0], x_)->slot] = 2;
+  EXPECT_THAT(extractor.Extract(net_, flow_),
+              StatusIs(absl::StatusCode::kInternal, ""));
+  flow_[net_.FindArc(t_[0], x_)->slot] = 1;
+  same();
+}
+
 }  // namespace
 }  // namespace flowsched::flow
