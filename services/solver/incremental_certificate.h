@@ -58,7 +58,8 @@ class IncrementalCertificate {
   void SetPotential(uint32_t node, int64_t potential);
 
   // Checks what changed since the last passed check (everything, if the
-  // last one failed or there was none yet), with `claimed_total_cost` the
+  // last one failed, there was none yet, or what changed reaches a
+  // quarter of the network's arcs), with `claimed_total_cost` the
   // solver's total cost. OK: the copy is feasible and optimal. Internal
   // naming the first violation otherwise.
   absl::Status Certify(int64_t claimed_total_cost);
@@ -105,9 +106,14 @@ class IncrementalCertificate {
     bool live = false;
     bool marked = false;  // in dirty_arcs_
   };
+  // Certify checks everything instead once the arcs to check, times this,
+  // exceed the live arcs.
+  static constexpr uint64_t kRandomReadCost = 4;
+  // A node's potential lives in potentials_: the checks read it for both
+  // ends of every arc, and a dense array keeps that to one cache line per
+  // eight nodes.
   struct Node {
     int64_t supply = 0;
-    int64_t potential = 0;
     Int128 balance = 0;              // outflow - inflow
     std::vector<uint32_t> incident;  // handles with the node at an end
     bool exists = false;
@@ -128,6 +134,8 @@ class IncrementalCertificate {
 
   std::vector<Arc> arcs_;
   std::vector<Node> nodes_;
+  std::vector<int64_t> potentials_;  // per node
+  uint64_t live_arcs_ = 0;
   std::vector<uint32_t> dirty_arcs_;
   std::vector<uint32_t> dirty_nodes_;
   std::vector<uint32_t> moved_nodes_;  // potential changed
