@@ -145,12 +145,14 @@ void QuincyKeepRunningShares(int64_t slots, int64_t demand,
 }
 
 // E_j and F_j from the shares (section 4.3); jobs past admission get 0.
+// REQUIRES: `admitted` are the first jobs of `bounds` (ComputeBounds admits
+// in job id order), so a position tells admission without a set of jobs.
 void QuincyVariantBounds(const std::vector<JobId>& admitted, bool unfair,
                          int64_t slots, int64_t demand,
                          QuincyBoundsByJob& bounds) {
-  const std::set<JobId> admitted_set(admitted.begin(), admitted.end());
+  size_t position = 0;
   for (auto& [id, b] : bounds) {
-    if (!admitted_set.contains(id)) {
+    if (position++ >= admitted.size()) {
       b.share = 0;
       b.min_running = b.max_running = 0;
     } else if (unfair) {
