@@ -83,9 +83,63 @@ absl::Status IncrementalMirror::ReleaseSlot(flow::ArcSlot slot) {
 absl::Status IncrementalMirror::RemovePiece(PieceHandle& piece) {
   if (!piece.in_solver) return absl::OkStatus();
   piece.in_solver = false;
-  AddSlotFlow(handle_slot_[piece.handle], -certificate_.flow(piece.handle));
+  const int64_t flow = certificate_.flow(piece.handle);
   FLOWSCHED_RETURN_IF_ERROR(solver_->RemoveArc(piece.handle));
-  return certificate_.RemoveArc(piece.handle);
+  FLOWSCHED_RETURN_IF_ERROR(certificate_.RemoveArc(piece.handle));
+  AddSlotFlow(handle_slot_[piece.handle], -flow);
+  return absl::OkStatus();
+}
+
+absl::Status IncrementalMirror::ApplySetArc(const flow::GraphChange& change,
+                                            flow::FlowNetwork& network) {
+  // A change re-sends the whole arc; the pieces it had before let the
+  // solver be told only about pieces that really changed. A piece left
+  // alone keeps its flow and is not queued for repair, so a load
+  // spreading start or finish (one slot piece flips its capacity) costs
+  // the solver one arc, not the machine's whole arc.
+  std::vector<flow::ArcSegment> before;
+  if (auto old_arc = network.FindArc(change.src, change.dst)) {
+    before.push_back({old_arc->capacity, old_arc->cost});
+    before.insert(before.end(), old_arc->extra_segments.begin(),
+                  old_arc->extra_segments.end());
+  }
+  FLOWSCHED_RETURN_IF_ERROR(network.Apply(change));
+  const flow::ArcSlot slot = network.FindArc(change.src, change.dst)->slot;
+  if (slot >= slot_handles_.size()) slot_handles_.resize(slot + 1);
+  if (slot >= flow_by_slot_.size()) ResizeSlots(slot + 1);
+  std::vector<PieceHandle>& handles = slot_handles_[slot];
+  const size_t pieces = 1 + change.extra_segments.size();
+  while (handles.size() > pieces) {
+    FLOWSCHED_RETURN_IF_ERROR(RemovePiece(handles.back()));
+    free_handles_.push_back(handles.back().handle);
+    handles.pop_back();
+  }
+  // Handles beyond the old piece count are new to the solver.
+  const size_t known = std::min(handles.size(), before.size());
+  while (handles.size() < pieces) {
+    const uint32_t handle = AllocateHandle();
+    if (handle >= handle_slot_.size()) handle_slot_.resize(handle + 1);
+    handle_slot_[handle] = slot;
+    handles.push_back({handle});
+  }
+  for (size_t i = 0; i < pieces; ++i) {
+    const flow::ArcSegment piece =
+        i == 0 ? flow::ArcSegment{change.capacity, change.cost}
+               : change.extra_segments[i - 1];
+    if (i < known && before[i] == piece) continue;
+    ++pieces_sent_;
+    if (piece.capacity == 0) {
+      // Cancels any flow, as a capacity of 0 would.
+      FLOWSCHED_RETURN_IF_ERROR(RemovePiece(handles[i]));
+      continue;
+    }
+    FLOWSCHED_RETURN_IF_ERROR(solver_->SetArc(
+        handles[i].handle, change.src, change.dst, piece.capacity, piece.cost));
+    FLOWSCHED_RETURN_IF_ERROR(certificate_.SetArc(
+        handles[i].handle, change.src, change.dst, piece.capacity, piece.cost));
+    handles[i].in_solver = true;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
@@ -118,58 +172,8 @@ absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
       if (arc.has_value()) FLOWSCHED_RETURN_IF_ERROR(ReleaseSlot(arc->slot));
       return network.Apply(change);
     }
-    case Type::kSetArc: {
-      // A change re-sends the whole arc; the pieces it had before let the
-      // solver be told only about pieces that really changed. A piece left
-      // alone keeps its flow and is not queued for repair, so a load
-      // spreading start or finish (one slot piece flips its capacity) costs
-      // the solver one arc, not the machine's whole arc.
-      std::vector<flow::ArcSegment> before;
-      if (auto old_arc = network.FindArc(change.src, change.dst)) {
-        before.push_back({old_arc->capacity, old_arc->cost});
-        before.insert(before.end(), old_arc->extra_segments.begin(),
-                      old_arc->extra_segments.end());
-      }
-      FLOWSCHED_RETURN_IF_ERROR(network.Apply(change));
-      const flow::ArcSlot slot = network.FindArc(change.src, change.dst)->slot;
-      if (slot >= slot_handles_.size()) slot_handles_.resize(slot + 1);
-      if (slot >= flow_by_slot_.size()) ResizeSlots(slot + 1);
-      std::vector<PieceHandle>& handles = slot_handles_[slot];
-      const size_t pieces = 1 + change.extra_segments.size();
-      while (handles.size() > pieces) {
-        FLOWSCHED_RETURN_IF_ERROR(RemovePiece(handles.back()));
-        free_handles_.push_back(handles.back().handle);
-        handles.pop_back();
-      }
-      // Handles beyond the old piece count are new to the solver.
-      const size_t known = std::min(handles.size(), before.size());
-      while (handles.size() < pieces) {
-        const uint32_t handle = AllocateHandle();
-        if (handle >= handle_slot_.size()) handle_slot_.resize(handle + 1);
-        handle_slot_[handle] = slot;
-        handles.push_back({handle});
-      }
-      for (size_t i = 0; i < pieces; ++i) {
-        const flow::ArcSegment piece =
-            i == 0 ? flow::ArcSegment{change.capacity, change.cost}
-                   : change.extra_segments[i - 1];
-        if (i < known && before[i] == piece) continue;
-        ++pieces_sent_;
-        if (piece.capacity == 0) {
-          // Cancels any flow, as a capacity of 0 would.
-          FLOWSCHED_RETURN_IF_ERROR(RemovePiece(handles[i]));
-          continue;
-        }
-        FLOWSCHED_RETURN_IF_ERROR(solver_->SetArc(handles[i].handle, change.src,
-                                                  change.dst, piece.capacity,
-                                                  piece.cost));
-        FLOWSCHED_RETURN_IF_ERROR(
-            certificate_.SetArc(handles[i].handle, change.src, change.dst,
-                                piece.capacity, piece.cost));
-        handles[i].in_solver = true;
-      }
-      return absl::OkStatus();
-    }
+    case Type::kSetArc:
+      return ApplySetArc(change, network);
   }
   return absl::InvalidArgumentError("unknown graph change");
 }
@@ -357,24 +361,51 @@ absl::Status IncrementalMirror::Certify(const MirrorResult& result,
                                         const flow::FlowNetwork& network) {
   solver_->TakeChanges(changes_);
   last_certify_ = {};
-  last_certify_.full =
+  const bool read_all =
       changes_.everything || ++rounds_since_full_ >= options_.full_check_every;
-  ReportChanges(last_certify_.full);
-  absl::Status status = last_certify_.full
-                            ? certificate_.CertifyAll(result.total_cost)
-                            : certificate_.Certify(result.total_cost);
+  ReportChanges(read_all);
+  absl::Status status = read_all ? certificate_.CertifyAll(result.total_cost)
+                                 : certificate_.Certify(result.total_cost);
   last_certify_.arcs_checked = certificate_.last_arcs_checked();
-  if (!status.ok() && !last_certify_.full) {
+  if (!status.ok() && !read_all) {
     // The solver's report may have missed a change: read everything.
-    last_certify_.full = true;
     ReportChanges(true);
     status = certificate_.CertifyAll(result.total_cost);
     last_certify_.report_gap = status.ok();
     last_certify_.arcs_checked += certificate_.last_arcs_checked();
   }
-  if (last_certify_.full) rounds_since_full_ = 0;
   ResizeSlots(network.arc_slot_count());
+  // Whenever the whole copy was checked (here or by the certificate's own
+  // choice), the flow per slot and its bits, kept step by step for the
+  // extraction, are checked against the copy as well.
+  last_certify_.full = certificate_.last_full();
+  if (last_certify_.full) {
+    rounds_since_full_ = 0;
+    if (status.ok()) status = CheckSlotFlows();
+  }
   return status;
+}
+
+absl::Status IncrementalMirror::CheckSlotFlows() const {
+  std::vector<int64_t> sums(flow_by_slot_.size(), 0);
+  for (uint32_t h = 0; h < certificate_.handle_limit(); ++h) {
+    if (!certificate_.HandleLive(h)) continue;
+    const flow::ArcSlot slot = h < handle_slot_.size() ? handle_slot_[h] : 0;
+    if (h >= handle_slot_.size() || slot >= sums.size()) {
+      return absl::InternalError(
+          absl::StrCat("arc handle ", h, " has no arc slot of the network"));
+    }
+    sums[slot] += certificate_.flow(h);
+  }
+  for (size_t slot = 0; slot < sums.size(); ++slot) {
+    const bool bit = ((slots_with_flow_[slot / 64] >> (slot % 64)) & 1) != 0;
+    if (sums[slot] != flow_by_slot_[slot] || bit != (sums[slot] > 0)) {
+      return absl::InternalError(absl::StrCat(
+          "arc slot ", slot, ": kept flow ", flow_by_slot_[slot], " (bit ", bit,
+          ") but the certified arcs carry ", sums[slot]));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace flowsched::core

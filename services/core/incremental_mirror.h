@@ -36,8 +36,10 @@ struct MirrorResult {
   solver::McmfOutcome outcome = solver::McmfOutcome::kInfeasible;
   int64_t total_cost = 0;
   std::string algorithm;  // "incremental" or the from-scratch winner
-  // The exported problem and solution, in handle order, for the checker.
-  // Valid only once `exported` is true (IncrementalMirror::ExportResult).
+  // The exported problem and solution, in handle order: a from-scratch
+  // solve's input, or for DIMACS dumps and tests (a repaired round is
+  // certified without it). Valid only once `exported` is true
+  // (IncrementalMirror::ExportResult).
   solver::McmfProblem problem;
   solver::McmfSolution solution;
   std::vector<uint32_t> handles;
@@ -95,7 +97,10 @@ class IncrementalMirror {
   // won from scratch, and whenever the changed part fails, everything is
   // read from the solver and all of it checked. OK: the certified copy is
   // feasible and optimal, and certified_flow_by_slot() is its flow per
-  // slot of `network` (pieces summed), what placements must be read from.
+  // slot of `network` (pieces summed), what placements must be read from;
+  // after a failed Certify, or once changes are applied, it holds values
+  // nobody checked (until the next passed Certify). Whenever the whole copy
+  // was checked, the flow per slot and its bits are checked against it.
   absl::Status Certify(const MirrorResult& result,
                        const flow::FlowNetwork& network);
   [[nodiscard]] const std::vector<int64_t>& certified_flow_by_slot() const {
@@ -140,6 +145,12 @@ class IncrementalMirror {
     bool in_solver = false;
   };
   absl::Status RemovePiece(PieceHandle& piece);
+  // Apply's kSetArc: only the pieces that changed reach the solver.
+  absl::Status ApplySetArc(const flow::GraphChange& change,
+                           flow::FlowNetwork& network);
+  // Full rounds: flow_by_slot_ and slots_with_flow_ against the sums of
+  // the certificate's flows (Internal naming the first slot that differs).
+  absl::Status CheckSlotFlows() const;
   std::vector<std::vector<PieceHandle>> slot_handles_;
   // The slot each handle was last given to (a free handle's is stale, but
   // only live handles are exported).

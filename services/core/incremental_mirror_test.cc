@@ -140,7 +140,8 @@ TEST_P(IncrementalMirrorTest, EveryRoundIsOptimalAndMatchesAFromScratchSolve) {
                 flow_by_slot[slot] > 0 ? 1u : 0u)
           << "slot " << slot;
     }
-    auto placements = flow::ExtractPlacements(replica, flow_by_slot);
+    auto placements = flow::ExtractPlacements(
+        replica, flow_by_slot, &mirror.certified_slots_with_flow());
     ASSERT_THAT(placements, IsOk());
     EXPECT_EQ(placements->size(), state.tasks().size());
     // Apply the decisions so later rounds see running tasks.

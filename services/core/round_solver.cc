@@ -112,6 +112,9 @@ void RoundSolver::SolvePass(const flow::FlowNetwork& solved, bool deterministic,
     if (verdict.ok()) {
       outcome = result_.outcome;
       round.algorithm = result_.algorithm;
+      // Kept whatever the outcome: an infeasible or refused round is the
+      // one worth a dump.
+      if (keep_problems_) mirror_->ExportResult(result_);
     } else {
       mirror_->Reset();
       round.replica_lost = true;
@@ -169,7 +172,6 @@ void RoundSolver::CertifyAndExtract(SolvedRound& round) {
     round.verdict = std::move(certified);
     return;
   }
-  if (keep_problems_) mirror_->ExportResult(result_);
   const int64_t extract_start = SteadyMicros();
   absl::StatusOr<std::vector<flow::TaskPlacement>> extracted =
       extractor_.Extract(network_, mirror_->certified_flow_by_slot(),

@@ -126,8 +126,9 @@ class RoundSolver {
   std::unique_ptr<solver::McmfSolver> solver_;
   // Null unless kIncrementalRounds.
   std::unique_ptr<IncrementalMirror> mirror_;
-  // The last round's problem, solution and flow per slot: the next round
-  // exports into buffers already mapped.
+  // The last round's problem and solution (the next round exports into
+  // buffers already mapped), and the flow per slot of rounds solved from
+  // scratch (repaired rounds read the mirror's certified one).
   MirrorResult result_;
   std::vector<int64_t> flow_by_slot_;
   bool keep_problems_ = false;

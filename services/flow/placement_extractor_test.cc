@@ -98,6 +98,13 @@ TEST_F(PlacementExtractorTest, RejectsTaskWithTwoUnits) {
 // the placements equal the full scan's, and a set bit of an empty slot
 // changes nothing.
 TEST_F(PlacementExtractorTest, SlotsWithFlowGiveTheSamePlacements) {
+  // Seventy unscheduled tasks first, so that the tasks through X below sit
+  // in later words of the bit set.
+  for (uint64_t i = 100; i < 170; ++i) {
+    Arc(net_.AddNode({.kind = NodeKind::kTask, .supply = 1, .entity_id = i}),
+        u_, 1);
+  }
+  ASSERT_GT(flow_.size(), 64u);
   std::vector<NodeId> extra;
   for (uint64_t i = 4; i <= 5; ++i) {
     extra.push_back(
@@ -129,37 +136,41 @@ TEST_F(PlacementExtractorTest, SlotsWithFlowGiveTheSamePlacements) {
   }
 }
 
-// One extractor reused across calls, on networks that grow and change
-// flow, gives what a fresh one gives each time: nothing of a call's lists
-// leaks into the next.
+// One extractor reused across calls gives what a fresh one gives each
+// time: machines a call left in an aggregator's list (flow that did not
+// balance there) never reach the next call's tasks.
 TEST_F(PlacementExtractorTest, AReusedExtractorMatchesAFreshOne) {
   PlacementExtractor extractor;
-  const auto same = [&] {
-    auto reused = extractor.Extract(net_, flow_);
-    auto fresh = ExtractPlacements(net_, flow_);
+  const auto expect_same = [&](const std::vector<int64_t>& flow) {
+    auto reused = extractor.Extract(net_, flow);
+    auto fresh = ExtractPlacements(net_, flow);
     ASSERT_THAT(reused, IsOk());
     ASSERT_THAT(fresh, IsOk());
     ASSERT_EQ(reused->size(), fresh->size());
     for (size_t i = 0; i < fresh->size(); ++i) {
       EXPECT_EQ((*reused)[i].task_id, (*fresh)[i].task_id);
-      EXPECT_EQ((*reused)[i].machine_id, (*fresh)[i].machine_id);
+      EXPECT_EQ((*reused)[i].machine_id, (*fresh)[i].machine_id) << i;
     }
   };
-  same();
-  for (uint64_t i = 4; i <= 6; ++i) {
-    const NodeId task =
-        net_.AddNode({.kind = NodeKind::kTask, .supply = 1, .entity_id = i});
-    Arc(task, x_, 1);
-  }
-  flow_[net_.FindArc(x_, m2_)->slot] = 3;
-  flow_[net_.FindArc(m2_, sink_)->slot] = 4;
-  same();
-  // A failed call leaves lists behind; the next call starts clean.
-  flow_[net_.FindArc(t_[0], x_)->slot] = 2;
-  EXPECT_THAT(extractor.Extract(net_, flow_),
-              StatusIs(absl::StatusCode::kInternal, ""));
-  flow_[net_.FindArc(t_[0], x_)->slot] = 1;
-  same();
+  expect_same(flow_);
+  // X receives a unit from m2 and hands it to nobody: it stays in X's list.
+  std::vector<int64_t> leftover(flow_.size(), 0);
+  leftover[net_.FindArc(x_, m2_)->slot] = 1;
+  leftover[net_.FindArc(m2_, sink_)->slot] = 1;
+  expect_same(leftover);
+  // Then a task sends a unit into X and nothing leaves X: a fresh walk
+  // has no machine for it.
+  std::vector<int64_t> task_only(flow_.size(), 0);
+  task_only[net_.FindArc(t_[0], x_)->slot] = 1;
+  expect_same(task_only);
+  // After a failed call as well.
+  std::vector<int64_t> two_units = flow_;
+  two_units[net_.FindArc(t_[0], x_)->slot] = 2;
+  two_units[net_.FindArc(x_, m2_)->slot] = 1;
+  EXPECT_THAT(extractor.Extract(net_, two_units),
+              StatusIs(absl::StatusCode::kInternal, "machine units"));
+  expect_same(task_only);
+  expect_same(flow_);
 }
 
 }  // namespace

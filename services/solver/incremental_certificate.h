@@ -83,6 +83,9 @@ class IncrementalCertificate {
   [[nodiscard]] uint32_t node_limit() const {
     return static_cast<uint32_t>(nodes_.size());
   }
+  // Whether the last Certify checked everything (CertifyAll, or Certify
+  // when it chose to).
+  [[nodiscard]] bool last_full() const { return last_full_; }
   // Arcs and nodes the last Certify checked (CertifyAll: all of them).
   [[nodiscard]] uint64_t last_arcs_checked() const { return arcs_checked_; }
   [[nodiscard]] uint64_t last_nodes_checked() const { return nodes_checked_; }
@@ -142,6 +145,7 @@ class IncrementalCertificate {
   Int128 supply_sum_ = 0;
   Int128 total_cost_ = 0;      // sum cost * flow over live arcs
   bool all_unchecked_ = true;  // the next Certify checks everything
+  bool last_full_ = false;
   uint64_t arcs_checked_ = 0;
   uint64_t nodes_checked_ = 0;
 };

@@ -240,6 +240,17 @@ TEST(IncrementalCertificateTest, ReportedChangesCertifyEveryOptimalRound) {
         live += cert.HandleLive(h);
         EXPECT_EQ(cert.flow(h), solver.flow(h));
       }
+      // The copy's potentials are the solver's too (an unlogged potential
+      // change would pass only while no arc at the node broke).
+      McmfProblem copy_problem;
+      McmfSolution copy;
+      std::vector<uint32_t> copy_handles;
+      cert.Export(copy_problem, copy, copy_handles);
+      for (uint32_t v = 0; v < cert.node_limit(); ++v) {
+        if (cert.NodeExists(v)) {
+          EXPECT_EQ(copy.potentials[v], solver.potential(v)) << "node " << v;
+        }
+      }
       full += live;
       ++rounds;
       if (batch % 10 == 0) {
