@@ -14,20 +14,6 @@
 namespace flowsched::solver {
 namespace {
 
-std::string Int128ToString(Int128 value) {
-  if (value == 0) return "0";
-  const bool negative = value < 0;
-  std::string digits;
-  while (value != 0) {
-    const int digit = static_cast<int>(value % 10);
-    digits.push_back(static_cast<char>('0' + (negative ? -digit : digit)));
-    value /= 10;
-  }
-  if (negative) digits.push_back('-');
-  std::reverse(digits.begin(), digits.end());
-  return digits;
-}
-
 absl::Status LineError(size_t line, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat("line ", line, ": ", what));
 }

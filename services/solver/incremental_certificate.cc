@@ -2,28 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <string>
-
 #include "services/solver/incremental_solver.h"
 #include "services/solver/problem_validator.h"
 
 namespace flowsched::solver {
-namespace {
-
-std::string ToString(Int128 v) {
-  if (v == 0) return "0";
-  const bool negative = v < 0;
-  std::string digits;
-  while (v != 0) {
-    const int digit = static_cast<int>(v % 10);
-    digits.insert(digits.begin(),
-                  static_cast<char>('0' + (digit < 0 ? -digit : digit)));
-    v /= 10;
-  }
-  return negative ? "-" + digits : digits;
-}
-
-}  // namespace
 
 void IncrementalCertificate::MarkArc(uint32_t handle) {
   Arc& arc = arcs_[handle];
@@ -211,7 +193,7 @@ absl::Status IncrementalCertificate::CheckArc(uint32_t handle) const {
     return absl::InternalError(fmt::format(
         "arc handle {} ({} -> {}): flow {} of {} with reduced cost {} "
         "violates complementary slackness",
-        handle, arc.src, arc.dst, arc.flow, arc.capacity, ToString(rc)));
+        handle, arc.src, arc.dst, arc.flow, arc.capacity, Int128ToString(rc)));
   }
   return absl::OkStatus();
 }
@@ -221,19 +203,19 @@ absl::Status IncrementalCertificate::CheckNode(uint32_t node) const {
   if (!n.exists || n.balance == n.supply) return absl::OkStatus();
   return absl::InternalError(
       fmt::format("node {}: outflow - inflow = {}, supply {}", node,
-                  ToString(n.balance), n.supply));
+                  Int128ToString(n.balance), n.supply));
 }
 
 absl::Status IncrementalCertificate::CheckSums(
     int64_t claimed_total_cost) const {
   if (supply_sum_ != 0) {
     return absl::InternalError(
-        fmt::format("supplies sum to {}, not 0", ToString(supply_sum_)));
+        fmt::format("supplies sum to {}, not 0", Int128ToString(supply_sum_)));
   }
   if (total_cost_ != claimed_total_cost) {
     return absl::InternalError(
         fmt::format("total cost {} claimed, the flow costs {}",
-                    claimed_total_cost, ToString(total_cost_)));
+                    claimed_total_cost, Int128ToString(total_cost_)));
   }
   return absl::OkStatus();
 }
@@ -317,7 +299,7 @@ absl::Status IncrementalCertificate::CertifyAll(int64_t claimed_total_cost) {
     if (balance[v] != n.balance) {
       return absl::InternalError(
           fmt::format("node {}: kept balance {} but its arcs give {}", v,
-                      ToString(n.balance), ToString(balance[v])));
+                      Int128ToString(n.balance), Int128ToString(balance[v])));
     }
     if (absl::Status s = CheckNode(v); !s.ok()) return s;
     supplies += n.supply;
@@ -325,8 +307,8 @@ absl::Status IncrementalCertificate::CertifyAll(int64_t claimed_total_cost) {
   if (supplies != supply_sum_ || cost != total_cost_) {
     return absl::InternalError(fmt::format(
         "kept sums (supply {}, cost {}) differ from the arcs' ({}, {})",
-        ToString(supply_sum_), ToString(total_cost_), ToString(supplies),
-        ToString(cost)));
+        Int128ToString(supply_sum_), Int128ToString(total_cost_),
+        Int128ToString(supplies), Int128ToString(cost)));
   }
   absl::Status status = CheckSums(claimed_total_cost);
   all_unchecked_ = !status.ok();
