@@ -375,13 +375,14 @@ absl::Status IncrementalMirror::Certify(const MirrorResult& result,
     last_certify_.arcs_checked += certificate_.last_arcs_checked();
   }
   ResizeSlots(network.arc_slot_count());
-  // Whenever the whole copy was checked (here or by the certificate's own
-  // choice), the flow per slot and its bits, kept step by step for the
-  // extraction, are checked against the copy as well.
   last_certify_.full = certificate_.last_full();
-  if (last_certify_.full) {
-    rounds_since_full_ = 0;
-    if (status.ok()) status = CheckSlotFlows();
+  if (last_certify_.full) rounds_since_full_ = 0;
+  // When everything was read from the solver, the flow per slot and its
+  // bits, kept step by step for the extraction, are checked against the
+  // copy as well (not when the certificate chose a full pass itself: a
+  // burst of such rounds would pay a second pass over the network each).
+  if (status.ok() && (read_all || last_certify_.report_gap)) {
+    status = CheckSlotFlows();
   }
   return status;
 }

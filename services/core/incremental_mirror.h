@@ -99,8 +99,9 @@ class IncrementalMirror {
   // feasible and optimal, and certified_flow_by_slot() is its flow per
   // slot of `network` (pieces summed), what placements must be read from;
   // after a failed Certify, or once changes are applied, it holds values
-  // nobody checked (until the next passed Certify). Whenever the whole copy
-  // was checked, the flow per slot and its bits are checked against it.
+  // nobody checked (until the next passed Certify). Whenever everything
+  // was read from the solver, the flow per slot and its bits are checked
+  // against the copy.
   absl::Status Certify(const MirrorResult& result,
                        const flow::FlowNetwork& network);
   [[nodiscard]] const std::vector<int64_t>& certified_flow_by_slot() const {
@@ -148,8 +149,9 @@ class IncrementalMirror {
   // Apply's kSetArc: only the pieces that changed reach the solver.
   absl::Status ApplySetArc(const flow::GraphChange& change,
                            flow::FlowNetwork& network);
-  // Full rounds: flow_by_slot_ and slots_with_flow_ against the sums of
-  // the certificate's flows (Internal naming the first slot that differs).
+  // Rounds that read everything: flow_by_slot_ and slots_with_flow_
+  // against the sums of the certificate's flows (Internal naming the first
+  // slot that differs).
   absl::Status CheckSlotFlows() const;
   std::vector<std::vector<PieceHandle>> slot_handles_;
   // The slot each handle was last given to (a free handle's is stale, but
