@@ -387,7 +387,7 @@ absl::Status IncrementalMirror::Certify(const MirrorResult& result,
   return status;
 }
 
-absl::Status IncrementalMirror::CheckSlotFlows() const {
+absl::Status IncrementalMirror::CheckSlotFlows() {
   std::vector<int64_t> sums(flow_by_slot_.size(), 0);
   for (uint32_t h = 0; h < certificate_.handle_limit(); ++h) {
     if (!certificate_.HandleLive(h)) continue;
@@ -398,15 +398,27 @@ absl::Status IncrementalMirror::CheckSlotFlows() const {
     }
     sums[slot] += certificate_.flow(h);
   }
+  absl::Status status;
   for (size_t slot = 0; slot < sums.size(); ++slot) {
     const bool bit = ((slots_with_flow_[slot / 64] >> (slot % 64)) & 1) != 0;
-    if (sums[slot] != flow_by_slot_[slot] || bit != (sums[slot] > 0)) {
-      return absl::InternalError(absl::StrCat(
+    if (status.ok() &&
+        (sums[slot] != flow_by_slot_[slot] || bit != (sums[slot] > 0))) {
+      status = absl::InternalError(absl::StrCat(
           "arc slot ", slot, ": kept flow ", flow_by_slot_[slot], " (bit ", bit,
           ") but the certified arcs carry ", sums[slot]));
     }
   }
-  return absl::OkStatus();
+  if (!status.ok()) {
+    // This round fails; later ones read the copy's own sums.
+    flow_by_slot_ = std::move(sums);
+    std::fill(slots_with_flow_.begin(), slots_with_flow_.end(), 0);
+    for (size_t slot = 0; slot < flow_by_slot_.size(); ++slot) {
+      if (flow_by_slot_[slot] > 0) {
+        slots_with_flow_[slot / 64] |= uint64_t{1} << (slot % 64);
+      }
+    }
+  }
+  return status;
 }
 
 }  // namespace flowsched::core

@@ -150,9 +150,9 @@ class IncrementalMirror {
   absl::Status ApplySetArc(const flow::GraphChange& change,
                            flow::FlowNetwork& network);
   // Rounds that read everything: flow_by_slot_ and slots_with_flow_
-  // against the sums of the certificate's flows (Internal naming the first
-  // slot that differs).
-  absl::Status CheckSlotFlows() const;
+  // against the sums of the certificate's flows. Internal naming the first
+  // slot that differs, after rebuilding both from those sums.
+  absl::Status CheckSlotFlows();
   std::vector<std::vector<PieceHandle>> slot_handles_;
   // The slot each handle was last given to (a free handle's is stale, but
   // only live handles are exported).
