@@ -44,6 +44,15 @@ class PlacementExtractorTest : public ::testing::Test {
     if (flow_.size() <= slot) flow_.resize(slot + 1, 0);
     flow_[slot] = flow;
   }
+  // Tasks 4 and 5 through X onto m2 (which then takes three units).
+  void AddTwoTasksThroughXOntoM2() {
+    for (uint64_t i = 4; i <= 5; ++i) {
+      Arc(net_.AddNode({.kind = NodeKind::kTask, .supply = 1, .entity_id = i}),
+          x_, 1);
+    }
+    flow_[net_.FindArc(x_, m2_)->slot] = 2;
+    flow_[net_.FindArc(m2_, sink_)->slot] = 3;
+  }
   FlowNetwork net_;
   NodeId sink_, x_, m1_, m2_, u_;
   std::vector<NodeId> t_;
@@ -62,15 +71,7 @@ TEST_F(PlacementExtractorTest, TracesFlowThroughAggregatorsToTasks) {
 }
 
 TEST_F(PlacementExtractorTest, ManyTasksThroughOneAggregatorGetDistinctSlots) {
-  // Two more tasks through X onto m2.
-  std::vector<NodeId> extra;
-  for (uint64_t i = 4; i <= 5; ++i) {
-    extra.push_back(
-        net_.AddNode({.kind = NodeKind::kTask, .supply = 1, .entity_id = i}));
-    Arc(extra.back(), x_, 1);
-  }
-  flow_[net_.FindArc(x_, m2_)->slot] = 2;
-  flow_[net_.FindArc(m2_, sink_)->slot] = 3;
+  AddTwoTasksThroughXOntoM2();
   auto placements = ExtractPlacements(net_, flow_);
   ASSERT_THAT(placements, IsOk());
   int on_m1 = 0, on_m2 = 0;
@@ -105,14 +106,7 @@ TEST_F(PlacementExtractorTest, SlotsWithFlowGiveTheSamePlacements) {
         u_, 1);
   }
   ASSERT_GT(flow_.size(), 64u);
-  std::vector<NodeId> extra;
-  for (uint64_t i = 4; i <= 5; ++i) {
-    extra.push_back(
-        net_.AddNode({.kind = NodeKind::kTask, .supply = 1, .entity_id = i}));
-    Arc(extra.back(), x_, 1);
-  }
-  flow_[net_.FindArc(x_, m2_)->slot] = 2;
-  flow_[net_.FindArc(m2_, sink_)->slot] = 3;
+  AddTwoTasksThroughXOntoM2();
   std::vector<uint64_t> bits((flow_.size() + 63) / 64, 0);
   for (size_t slot = 0; slot < flow_.size(); ++slot) {
     if (flow_[slot] > 0) bits[slot / 64] |= uint64_t{1} << (slot % 64);

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "services/common/status_macros.h"
 #include "services/solver/incremental_solver.h"
-#include "services/solver/problem_validator.h"
 
 namespace flowsched::solver {
 
@@ -22,15 +22,7 @@ void IncrementalCertificate::MarkNode(uint32_t node) {
 }
 
 absl::Status IncrementalCertificate::SetSupply(uint32_t node, int64_t supply) {
-  if (node > kMaxIncrementalNodeId) {
-    return absl::InvalidArgumentError(fmt::format(
-        "node {} exceeds the limit {}", node, kMaxIncrementalNodeId));
-  }
-  if (supply > kMaxNodeSupply || supply < -kMaxNodeSupply) {
-    return absl::InvalidArgumentError(
-        fmt::format("node {} supply {} outside [-{}, {}]", node, supply,
-                    kMaxNodeSupply, kMaxNodeSupply));
-  }
+  FLOWSCHED_RETURN_IF_ERROR(ValidateSupplyChange(node, supply));
   if (node >= nodes_.size()) {
     nodes_.resize(size_t{node} + 1);
     potentials_.resize(size_t{node} + 1, 0);
@@ -67,16 +59,7 @@ absl::Status IncrementalCertificate::RemoveNode(uint32_t node) {
 absl::Status IncrementalCertificate::SetArc(uint32_t handle, uint32_t src,
                                             uint32_t dst, int64_t capacity,
                                             int64_t cost) {
-  if (handle > kMaxIncrementalArcHandle) {
-    return absl::InvalidArgumentError(
-        fmt::format("arc handle {} exceeds the limit {}", handle,
-                    kMaxIncrementalArcHandle));
-  }
-  if (!ArcWithinBounds(McmfArc{0, 0, capacity, cost}, 1)) {
-    return absl::InvalidArgumentError(
-        fmt::format("arc {} has capacity {} or cost {} out of bounds", handle,
-                    capacity, cost));
-  }
+  FLOWSCHED_RETURN_IF_ERROR(ValidateArcChange(handle, capacity, cost));
   if (!NodeExists(src) || !NodeExists(dst)) {
     return absl::NotFoundError(fmt::format(
         "arc {} has an end ({} -> {}) that does not exist", handle, src, dst));

@@ -94,7 +94,7 @@ void IncrementalSolver::MarkFresh(uint32_t v) {
   }
 }
 
-absl::Status IncrementalSolver::SetSupply(uint32_t node, int64_t supply) {
+absl::Status ValidateSupplyChange(uint32_t node, int64_t supply) {
   if (node > kMaxIncrementalNodeId) {
     return absl::InvalidArgumentError(fmt::format(
         "node {} exceeds the limit {}", node, kMaxIncrementalNodeId));
@@ -104,6 +104,31 @@ absl::Status IncrementalSolver::SetSupply(uint32_t node, int64_t supply) {
         fmt::format("node {} supply {} outside [-{}, {}]", node, supply,
                     kMaxNodeSupply, kMaxNodeSupply));
   }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateArcChange(uint32_t handle, int64_t capacity,
+                               int64_t cost) {
+  if (handle > kMaxIncrementalArcHandle) {
+    return absl::InvalidArgumentError(
+        fmt::format("arc handle {} exceeds the limit {}", handle,
+                    kMaxIncrementalArcHandle));
+  }
+  if (capacity < 0 || capacity > kMaxArcCapacity) {
+    return absl::InvalidArgumentError(
+        fmt::format("arc {} has capacity {} outside [0, {}]", handle, capacity,
+                    kMaxArcCapacity));
+  }
+  if (cost > kMaxArcCost || cost < -kMaxArcCost) {
+    return absl::InvalidArgumentError(
+        fmt::format("arc {} has cost {} outside [-{}, {}]", handle, cost,
+                    kMaxArcCost, kMaxArcCost));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status IncrementalSolver::SetSupply(uint32_t node, int64_t supply) {
+  FLOWSCHED_RETURN_IF_ERROR(ValidateSupplyChange(node, supply));
   if (!NodeExists(node)) {
     GrowNodes(node);
     node_exists_[node] = 1;
@@ -204,21 +229,7 @@ absl::Status IncrementalSolver::RemoveNode(uint32_t node) {
 absl::Status IncrementalSolver::SetArc(uint32_t handle, uint32_t src,
                                        uint32_t dst, int64_t capacity,
                                        int64_t cost) {
-  if (handle > kMaxIncrementalArcHandle) {
-    return absl::InvalidArgumentError(
-        fmt::format("arc handle {} exceeds the limit {}", handle,
-                    kMaxIncrementalArcHandle));
-  }
-  if (capacity < 0 || capacity > kMaxArcCapacity) {
-    return absl::InvalidArgumentError(
-        fmt::format("arc {} has capacity {} outside [0, {}]", handle, capacity,
-                    kMaxArcCapacity));
-  }
-  if (cost > kMaxArcCost || cost < -kMaxArcCost) {
-    return absl::InvalidArgumentError(
-        fmt::format("arc {} has cost {} outside [-{}, {}]", handle, cost,
-                    kMaxArcCost, kMaxArcCost));
-  }
+  FLOWSCHED_RETURN_IF_ERROR(ValidateArcChange(handle, capacity, cost));
   if (!NodeExists(src)) {
     return absl::NotFoundError(
         fmt::format("arc {} has src {} which does not exist", handle, src));

@@ -32,6 +32,12 @@ namespace flowsched::solver {
 inline constexpr uint32_t kMaxIncrementalNodeId = (uint32_t{1} << 31) - 2;
 inline constexpr uint32_t kMaxIncrementalArcHandle = (uint32_t{1} << 31) - 2;
 
+// The value checks of IncrementalSolver::SetSupply and SetArc (ids within
+// the limits, supply, capacity and cost within ValidateProblem's bounds),
+// shared with IncrementalCertificate, which takes the same changes.
+absl::Status ValidateSupplyChange(uint32_t node, int64_t supply);
+absl::Status ValidateArcChange(uint32_t handle, int64_t capacity, int64_t cost);
+
 class IncrementalSolver {
  public:
   explicit IncrementalSolver(IncrementalOptions options = {});
