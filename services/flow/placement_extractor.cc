@@ -34,8 +34,7 @@ void ForEachSlotWithFlow(const std::vector<int64_t>& flow_by_slot,
 
 }  // namespace
 
-void PlacementExtractor::MoveUnits(MachineList& from, MachineList& to,
-                                   int64_t units) {
+void MoveMachineUnits(MachineList& from, MachineList& to, int64_t units) {
   int64_t moved = 0;
   while (moved < units && !from.empty()) {
     auto& [machine, count] = from.back();
@@ -125,14 +124,14 @@ void PlacementExtractor::WalkFlowToTasks(const FlowNetwork& network) {
       const bool to_task = network.kind(src) == NodeKind::kTask;
       if (to_task) {
         scratch_.clear();
-        MoveUnits(lists_[node], scratch_, units);
+        MoveMachineUnits(lists_[node], scratch_, units);
         for (const auto& [machine, count] : scratch_) {
           task_machine_[src] = machine;
           task_units_[src] += count;
         }
       } else {
         if (lists_[src].empty()) listed_.push_back(src);
-        MoveUnits(lists_[node], lists_[src], units);
+        MoveMachineUnits(lists_[node], lists_[src], units);
       }
       if (--pending_[src] == 0 && !to_task) ready_.push_back(src);
     }

@@ -21,7 +21,14 @@ struct TaskPlacement {
   uint64_t task_id = 0;
   uint64_t machine_id = 0;  // 0: the flow leaves the task unscheduled
   uint64_t running_on = 0;  // where the task ran when the round was cut
+  bool operator==(const TaskPlacement&) const = default;
 };
+
+// Machines a node's outgoing flow reached, as (machine node, units) runs.
+using MachineList = std::vector<std::pair<NodeId, int64_t>>;
+// Moves `units` from the back of `from` to the back of `to` (fewer if
+// `from` runs out): how both extractions hand machines back along flow.
+void MoveMachineUnits(MachineList& from, MachineList& to, int64_t units);
 
 // `flow_by_slot[s]` is the flow on arc slot s of `network`.
 // Returns one entry per task node, in node id order. Internal if the flow
@@ -47,8 +54,6 @@ class PlacementExtractor {
       const std::vector<uint64_t>* slots_with_flow = nullptr);
 
  private:
-  // Machines a node's outgoing flow reached, as (machine node, units) runs.
-  using MachineList = std::vector<std::pair<NodeId, int64_t>>;
   struct FlowInArc {
     NodeId src;
     int64_t units;
@@ -60,8 +65,6 @@ class PlacementExtractor {
   void WalkFlowToTasks(const FlowNetwork& network);
   absl::StatusOr<std::vector<TaskPlacement>> CollectTaskPlacements(
       const FlowNetwork& network) const;
-  // Moves `units` from the back of `from` to `to`.
-  static void MoveUnits(MachineList& from, MachineList& to, int64_t units);
 
   // The arcs with flow, grouped by head in a CSR: in_arcs_[first_in_[v] ..
   // first_in_[v + 1]) enter node v.
