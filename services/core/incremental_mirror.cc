@@ -59,6 +59,7 @@ void IncrementalMirror::Reset() {
   slots_with_flow_.clear();
   rounds_since_full_ = 0;
   last_certify_ = {};
+  flow_changes_.MarkEverything();
 }
 
 uint32_t IncrementalMirror::AllocateHandle() {
@@ -84,9 +85,10 @@ absl::Status IncrementalMirror::RemovePiece(PieceHandle& piece) {
   if (!piece.in_solver) return absl::OkStatus();
   piece.in_solver = false;
   const int64_t flow = certificate_.flow(piece.handle);
+  const uint32_t tail = certificate_.arc_src(piece.handle);
   FLOWSCHED_RETURN_IF_ERROR(solver_->RemoveArc(piece.handle));
   FLOWSCHED_RETURN_IF_ERROR(certificate_.RemoveArc(piece.handle));
-  AddSlotFlow(handle_slot_[piece.handle], -flow);
+  AddSlotFlow(handle_slot_[piece.handle], -flow, tail);
   return absl::OkStatus();
 }
 
@@ -149,6 +151,7 @@ absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
     case Type::kAddNode:
     case Type::kUpdateNode:
       FLOWSCHED_RETURN_IF_ERROR(network.Apply(change));
+      flow_changes_.nodes.push_back(change.node);
       FLOWSCHED_RETURN_IF_ERROR(
           solver_->SetSupply(change.node, change.data.supply));
       return certificate_.SetSupply(change.node, change.data.supply);
@@ -164,6 +167,7 @@ absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
       for (flow::ArcSlot slot : slots)
         FLOWSCHED_RETURN_IF_ERROR(ReleaseSlot(slot));
       FLOWSCHED_RETURN_IF_ERROR(network.Apply(change));
+      flow_changes_.nodes.push_back(change.node);
       FLOWSCHED_RETURN_IF_ERROR(solver_->RemoveNode(change.node));
       return certificate_.RemoveNode(change.node);
     }
@@ -322,9 +326,20 @@ void IncrementalMirror::ResizeSlots(size_t slots) {
   slots_with_flow_.resize((slots + 63) / 64, 0);
 }
 
-void IncrementalMirror::AddSlotFlow(flow::ArcSlot slot, int64_t delta) {
+void IncrementalMirror::AddSlotFlow(flow::ArcSlot slot, int64_t delta,
+                                    flow::NodeId tail) {
   if (delta == 0) return;
   flow_by_slot_[slot] += delta;
+  if (!flow_changes_.everything) {
+    // A log longer than the network costs more to replay than a full
+    // extraction.
+    if (flow_changes_.slots.size() > flow_by_slot_.size() + kLogSlack) {
+      flow_changes_.MarkEverything();
+    } else {
+      flow_changes_.slots.push_back(slot);
+      flow_changes_.nodes.push_back(tail);
+    }
+  }
   const uint64_t bit = uint64_t{1} << (slot % 64);
   if (flow_by_slot_[slot] > 0) {
     slots_with_flow_[slot / 64] |= bit;
@@ -336,7 +351,8 @@ void IncrementalMirror::AddSlotFlow(flow::ArcSlot slot, int64_t delta) {
 void IncrementalMirror::ReportFlow(uint32_t handle) {
   const int64_t before = certificate_.flow(handle);
   certificate_.SetFlow(handle, solver_->flow(handle));
-  AddSlotFlow(handle_slot_[handle], certificate_.flow(handle) - before);
+  AddSlotFlow(handle_slot_[handle], certificate_.flow(handle) - before,
+              certificate_.arc_src(handle));
 }
 
 void IncrementalMirror::ReportChanges(bool everything) {
@@ -364,12 +380,15 @@ absl::Status IncrementalMirror::Certify(const MirrorResult& result,
   const bool read_all =
       changes_.everything || ++rounds_since_full_ >= options_.full_check_every;
   ReportChanges(read_all);
+  // Everything read: the placements are read in full too.
+  if (read_all) flow_changes_.MarkEverything();
   absl::Status status = read_all ? certificate_.CertifyAll(result.total_cost)
                                  : certificate_.Certify(result.total_cost);
   last_certify_.arcs_checked = certificate_.last_arcs_checked();
   if (!status.ok() && !read_all) {
     // The solver's report may have missed a change: read everything.
     ReportChanges(true);
+    flow_changes_.MarkEverything();
     status = certificate_.CertifyAll(result.total_cost);
     last_certify_.report_gap = status.ok();
     last_certify_.arcs_checked += certificate_.last_arcs_checked();
@@ -411,6 +430,7 @@ absl::Status IncrementalMirror::CheckSlotFlows() {
   if (!status.ok()) {
     // This round fails; later ones read the copy's own sums.
     flow_by_slot_ = std::move(sums);
+    flow_changes_.MarkEverything();
     std::fill(slots_with_flow_.begin(), slots_with_flow_.end(), 0);
     for (size_t slot = 0; slot < flow_by_slot_.size(); ++slot) {
       if (flow_by_slot_[slot] > 0) {

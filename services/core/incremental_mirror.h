@@ -26,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "services/flow/flow_network.h"
+#include "services/flow/incremental_placements.h"
 #include "services/solver/incremental_certificate.h"
 #include "services/solver/incremental_solver.h"
 #include "services/solver/mcmf_solver.h"
@@ -112,6 +113,12 @@ class IncrementalMirror {
   [[nodiscard]] const std::vector<uint64_t>& certified_slots_with_flow() const {
     return slots_with_flow_;
   }
+  // What changed in the network and in certified_flow_by_slot() since the
+  // log was last cleared (flow::IncrementalPlacements::Update clears it):
+  // every slot whose flow moved with its tail, every node added, updated
+  // or removed; `everything` after a Reset, a round that read everything
+  // from the solver, or a log grown longer than the network.
+  [[nodiscard]] flow::FlowChangeLog& flow_changes() { return flow_changes_; }
   struct CertifyStats {
     bool full = false;        // everything was read and checked
     bool report_gap = false;  // the changed part failed, everything passed
@@ -172,8 +179,11 @@ class IncrementalMirror {
   // Hands the certificate the solver's flow on `handle` (kept in
   // flow_by_slot_ and slots_with_flow_ too).
   void ReportFlow(uint32_t handle);
-  // Adds `delta` to the slot's flow, keeping its bit.
-  void AddSlotFlow(flow::ArcSlot slot, int64_t delta);
+  // Adds `delta` to the slot's flow, keeping its bit, and logs the slot
+  // with its tail (flow_changes_).
+  void AddSlotFlow(flow::ArcSlot slot, int64_t delta, flow::NodeId tail);
+  static constexpr size_t kLogSlack = 4096;
+  flow::FlowChangeLog flow_changes_;
   void ResizeSlots(size_t slots);
   // Reads what the solver reported changed, or everything.
   void ReportChanges(bool everything);

@@ -84,23 +84,23 @@ SolvedRound RoundSolver::Solve(bool deterministic,
   flow::FlowNetwork canonical;
   if (deterministic) canonical = CanonicalCopy(network_);
   flow::FlowNetwork& solved = deterministic ? canonical : network_;
-  SolvePass(solved, deterministic, round);
+  SolvePass(solved, deterministic, /*all_tasks=*/!gangs.empty(), round);
   if (round.verdict.ok() && !gangs.empty()) {
     EnforceGangs(solved, deterministic, gangs, round);
   }
   if (!round.verdict.ok()) {
-    round.placements.clear();
+    round.tasks = round.tasks_placed = 0;
     return round;
   }
-  round.decisions = BuildDecisions(solved, round.placements);
+  round.decisions = BuildDecisions(solved, placements_);
   MarkGangDecisions(gangs, round.decisions);
   return round;
 }
 
 void RoundSolver::SolvePass(const flow::FlowNetwork& solved, bool deterministic,
-                            SolvedRound& round) {
+                            bool all_tasks, SolvedRound& round) {
   ++round.passes;
-  round.placements.clear();
+  placements_.clear();
   solver::McmfProblem& problem = result_.problem;
   solver::McmfSolution& solution = result_.solution;
   solver::McmfOutcome outcome = solver::McmfOutcome::kInfeasible;
@@ -147,7 +147,7 @@ void RoundSolver::SolvePass(const flow::FlowNetwork& solved, bool deterministic,
     return;
   }
   if (repair) {
-    CertifyAndExtract(round);
+    CertifyAndExtract(all_tasks, round);
     return;
   }
   CheckedPlacements checked =
@@ -158,13 +158,19 @@ void RoundSolver::SolvePass(const flow::FlowNetwork& solved, bool deterministic,
   round.verdict = std::move(checked.verdict);
   if (!round.verdict.ok()) return;
   round.total_cost = solution.total_cost;
-  round.placements = std::move(checked.placements);
+  round.extracted_in_full = true;
+  placements_ = std::move(checked.placements);
+  round.tasks = placements_.size();
+  round.tasks_placed = static_cast<uint64_t>(
+      std::count_if(placements_.begin(), placements_.end(),
+                    [](const auto& p) { return p.machine_id != 0; }));
 }
 
-void RoundSolver::CertifyAndExtract(SolvedRound& round) {
+void RoundSolver::CertifyAndExtract(bool all_tasks, SolvedRound& round) {
   // The mirror's certificate checks what the repair changed against its
   // own copy (guarantee 6), and placements are read from that copy: one
-  // step after the other, the check being the short one.
+  // step after the other, the check being the short one. Only what the
+  // mirror logged since the last extraction is read again.
   const int64_t check_start = SteadyMicros();
   absl::Status certified = mirror_->Certify(result_, network_);
   round.check_ms += SteadyMillisSince(check_start);
@@ -173,17 +179,54 @@ void RoundSolver::CertifyAndExtract(SolvedRound& round) {
     return;
   }
   const int64_t extract_start = SteadyMicros();
-  absl::StatusOr<std::vector<flow::TaskPlacement>> extracted =
-      extractor_.Extract(network_, mirror_->certified_flow_by_slot(),
-                         &mirror_->certified_slots_with_flow());
+  absl::Status extracted = tracked_.Update(
+      network_, mirror_->certified_flow_by_slot(),
+      mirror_->certified_slots_with_flow(), mirror_->flow_changes());
+  if (extracted.ok()) {
+    placements_ = all_tasks ? tracked_.All(network_) : tracked_.moved();
+    round.extracted_in_full = tracked_.last_full();
+  }
   round.extract_ms += SteadyMillisSince(extract_start);
   round.check_extract_ms += SteadyMillisSince(check_start);
   if (!extracted.ok()) {
-    round.verdict = extracted.status();
+    round.verdict = std::move(extracted);
     return;
   }
   round.total_cost = result_.total_cost;
-  round.placements = std::move(*extracted);
+  round.tasks = tracked_.tasks();
+  round.tasks_placed = tracked_.tasks_placed();
+  if (verify_extraction_) round.verdict = VerifyExtraction();
+}
+
+absl::Status RoundSolver::VerifyExtraction() const {
+  absl::StatusOr<std::vector<flow::TaskPlacement>> full =
+      flow::ExtractPlacements(network_, mirror_->certified_flow_by_slot());
+  if (!full.ok()) return full.status();
+  const std::vector<flow::TaskPlacement> kept = tracked_.All(network_);
+  if (kept.size() != full->size()) {
+    return absl::InternalError(absl::StrCat(
+        "kept placements list ", kept.size(), " tasks, not ", full->size()));
+  }
+  for (size_t i = 0; i < kept.size(); ++i) {
+    if (kept[i] == (*full)[i]) continue;
+    return absl::InternalError(
+        absl::StrCat("kept placement of task node ", kept[i].task_node,
+                     " is machine ", kept[i].machine_id,
+                     ", a full extraction gives ", (*full)[i].machine_id));
+  }
+  std::vector<flow::TaskPlacement> moved;
+  for (const flow::TaskPlacement& p : *full) {
+    if (p.machine_id != p.running_on) moved.push_back(p);
+  }
+  if (moved != tracked_.moved() ||
+      tracked_.tasks_placed() !=
+          static_cast<uint64_t>(
+              std::count_if(full->begin(), full->end(),
+                            [](const auto& p) { return p.machine_id != 0; }))) {
+    return absl::InternalError(
+        "kept moved tasks or placed count differ from a full extraction");
+  }
+  return absl::OkStatus();
 }
 
 void RoundSolver::EnforceGangs(flow::FlowNetwork& solved, bool deterministic,
@@ -198,11 +241,11 @@ void RoundSolver::EnforceGangs(flow::FlowNetwork& solved, bool deterministic,
       };
   // Blocking changes arcs only: task nodes, their order in the placements
   // and their jobs stay the same across passes.
-  const std::vector<JobId> jobs = JobsOfPlacements(solved, round.placements);
+  const std::vector<JobId> jobs = JobsOfPlacements(solved, placements_);
   const auto tasks_where = [&](const auto& of_job) {
     std::vector<flow::NodeId> nodes;
     for (size_t i = 0; i < jobs.size(); ++i) {
-      if (of_job(jobs[i])) nodes.push_back(round.placements[i].task_node);
+      if (of_job(jobs[i])) nodes.push_back(placements_[i].task_node);
     }
     return nodes;
   };
@@ -211,9 +254,9 @@ void RoundSolver::EnforceGangs(flow::FlowNetwork& solved, bool deterministic,
   const auto others = [&](JobId job) {
     GangTally count;
     for (size_t i = 0; i < jobs.size(); ++i) {
-      if (jobs[i] == job || round.placements[i].machine_id == 0) continue;
+      if (jobs[i] == job || placements_[i].machine_id == 0) continue;
       ++count.on_machines;
-      count.placed_now += round.placements[i].running_on == 0;
+      count.placed_now += placements_[i].running_on == 0;
     }
     return count;
   };
@@ -233,8 +276,7 @@ void RoundSolver::EnforceGangs(flow::FlowNetwork& solved, bool deterministic,
   const size_t max_passes = gangs.size() + 3;
   absl::Status status;
   while (status.ok()) {
-    std::map<JobId, GangTally> tally =
-        TallyGangs(round.placements, jobs, gangs);
+    std::map<JobId, GangTally> tally = TallyGangs(placements_, jobs, gangs);
     const bool hold_short = hold != nullptr && !Whole(*hold, tally[hold->job]);
     const bool absorbed_room =
         !hold_pass || tally[hold->job].placed_now >=
@@ -285,7 +327,7 @@ void RoundSolver::EnforceGangs(flow::FlowNetwork& solved, bool deterministic,
           absl::StrCat("gangs still partial after ", round.passes, " passes"));
       break;
     }
-    SolvePass(solved, deterministic, round);
+    SolvePass(solved, deterministic, /*all_tasks=*/true, round);
     if (!round.verdict.ok()) break;
   }
   if (!status.ok()) round.verdict = std::move(status);

@@ -25,6 +25,7 @@
 #include "services/core/incremental_mirror.h"
 #include "services/flow/flow_network.h"
 #include "services/flow/graph_change.h"
+#include "services/flow/incremental_placements.h"
 #include "services/flow/placement_extractor.h"
 #include "services/solver/mcmf_solver.h"
 
@@ -44,13 +45,18 @@ struct SolvedRound {
   // The incremental state may be inconsistent after a failed repair: the
   // replica must be rebuilt from a snapshot (Reset, then apply one).
   bool replica_lost = false;
-  std::vector<flow::TaskPlacement> placements;
   std::vector<Decision> decisions;  // placements that differ from now
+  // Task nodes in the network, and those the flow places on a machine.
+  uint64_t tasks = 0;
+  uint64_t tasks_placed = 0;
+  // A repaired pass read every arc with flow (flow::IncrementalPlacements
+  // ::last_full), or the round was solved from scratch.
+  bool extracted_in_full = false;
   int64_t total_cost = 0;
   std::string algorithm;  // the algorithm whose flow was checked
   double solve_ms = 0;
   double check_ms = 0;          // the checker, including its input's export
-  double extract_ms = 0;        // the extraction, including the flow per slot
+  double extract_ms = 0;        // the extraction (what changed, when repaired)
   double check_extract_ms = 0;  // both, side by side (what the round paid)
   // Solves the round took: 1, plus one for each gang withdrawal and hold.
   uint32_t passes = 0;
@@ -105,18 +111,24 @@ class RoundSolver {
   [[nodiscard]] const solver::McmfProblem* problem() const {
     return keep_problems_ ? &result_.problem : nullptr;
   }
+  // Repaired passes also extract in full and fail (Internal) when the
+  // kept placements differ: for tests and for chasing a suspected slip.
+  // Off by default; it costs what the kept placements save.
+  void set_verify_extraction(bool verify) { verify_extraction_ = verify; }
   // kIncrementalRounds or the one-shot algorithm's name.
   [[nodiscard]] std::string_view name() const;
 
  private:
   RoundSolver() = default;
   // One pass: solve `solved` (network_ or its canonical copy), check and
-  // extract; no decisions. Times add up in `round`.
+  // extract into placements_ (every task's if `all_tasks`, else at least
+  // those placed elsewhere than they run); no decisions. Times add up in
+  // `round`.
   void SolvePass(const flow::FlowNetwork& solved, bool deterministic,
-                 SolvedRound& round);
+                 bool all_tasks, SolvedRound& round);
   // A repaired pass's check (IncrementalMirror::Certify) and extraction
-  // from the certified flow.
-  void CertifyAndExtract(SolvedRound& round);
+  // of what changed from the certified flow.
+  void CertifyAndExtract(bool all_tasks, SolvedRound& round);
   // The gang passes after the first one (see Solve).
   void EnforceGangs(flow::FlowNetwork& solved, bool deterministic,
                     std::span<const GangRequirement> gangs, SolvedRound& round);
@@ -132,8 +144,13 @@ class RoundSolver {
   MirrorResult result_;
   std::vector<int64_t> flow_by_slot_;
   bool keep_problems_ = false;
-  // Repaired rounds' extraction, its work arrays kept across rounds.
-  flow::PlacementExtractor extractor_;
+  bool verify_extraction_ = false;
+  // Repaired rounds' placements, kept and brought up to date from what
+  // the mirror logged.
+  absl::Status VerifyExtraction() const;
+  flow::IncrementalPlacements tracked_;
+  // The last pass's placements (see SolvePass), task node ascending.
+  std::vector<flow::TaskPlacement> placements_;
 };
 
 }  // namespace flowsched::core

@@ -1,6 +1,10 @@
 #include "services/core/round_solver.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -9,6 +13,7 @@
 #include "services/core/core_test_util.h"
 #include "services/core/policy_network.h"
 #include "services/core/round_apply.h"
+#include "services/flow/scheduling_policy.h"
 #include "services/solver/lemon_reference.h"
 
 namespace flowsched::core {
@@ -73,7 +78,8 @@ TEST_P(RoundSolverLoopTest, PlacesWhatFitsAndThenStaysPut) {
   // Nothing changed but the placements: the next round keeps them.
   const SolvedRound second = round(2);
   EXPECT_TRUE(second.decisions.empty());
-  EXPECT_EQ(second.placements.size(), 8u);
+  EXPECT_EQ(second.tasks, 8u);
+  EXPECT_EQ(second.tasks_placed, 6u);
 
   // A task finishes: one waiting task takes its slot.
   cluster::ChangeSet finished;
@@ -96,6 +102,85 @@ INSTANTIATE_TEST_SUITE_P(
                       std::tuple{std::string(kIncrementalRounds), true},
                       std::tuple{std::string("cost_scaling"), false},
                       std::tuple{std::string("ssp"), false}));
+
+// Churn under every policy: each repaired round's kept placements are
+// compared with a full extraction (set_verify_extraction), and most rounds
+// read only what changed.
+class KeptPlacementsTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(KeptPlacementsTest, MatchAFullExtractionUnderChurn) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  BuildSmallCluster(8, 3, 30, state, changes);  // 24 slots, 30 tasks
+  PolicyNetwork policy;
+  ASSERT_THAT(policy.Adopt(GetParam()), IsOk());
+  policy.network().set_record_changes(true);
+  auto round_solver = RoundSolver::Create(kIncrementalRounds);
+  ASSERT_THAT(round_solver.status(), IsOk());
+  (*round_solver)->set_verify_extraction(true);
+  std::mt19937_64 rng(7);
+  uint64_t next_task = 1000;
+  int incremental = 0;
+  size_t decisions = 0;
+  constexpr int kRounds = 40;
+  for (int r = 1; r <= kRounds; ++r) {
+    const int64_t now_us = int64_t{r} * 100'000;
+    ASSERT_THAT(policy.Sync(changes, state, now_us), IsOk());
+    ASSERT_THAT(policy.Refresh(state, now_us), IsOk());
+    changes.Clear();
+    for (const flow::GraphChange& change : policy.network().TakeChanges()) {
+      ASSERT_THAT((*round_solver)->Apply(change), IsOk());
+    }
+    const SolvedRound solved = (*round_solver)->Solve(false);
+    ASSERT_THAT(solved.verdict, IsOk()) << "round " << r;
+    incremental += solved.extracted_in_full ? 0 : 1;
+    decisions += solved.decisions.size();
+    ApplyRound(solved.decisions, state, now_us, changes);
+    // Two running tasks finish and, every other round, two arrive.
+    std::vector<std::pair<JobId, TaskId>> running;
+    for (const auto& [id, task] : state.tasks()) {
+      if (task.running()) running.emplace_back(task.job, id);
+    }
+    for (int k = 0; k < 2 && !running.empty(); ++k) {
+      const size_t pick = rng() % running.size();
+      ASSERT_THAT(state.Apply(cluster::ClusterEvent{"e", now_us, "test",
+                                                    cluster::TaskFinished{
+                                                        running[pick].first,
+                                                        running[pick].second}},
+                              now_us, changes),
+                  IsOk());
+      running.erase(running.begin() + static_cast<int64_t>(pick));
+    }
+    if (r % 2 == 0) {
+      cluster::JobSubmitted job;
+      job.job = JobId(next_task);
+      job.name = "j";
+      for (int k = 0; k < 2; ++k) {
+        cluster::TaskSpec spec;
+        spec.id = TaskId(++next_task);
+        job.tasks.push_back(spec);
+      }
+      ++next_task;
+      ASSERT_THAT(state.Apply(cluster::ClusterEvent{"e", now_us, "test", job},
+                              now_us, changes),
+                  IsOk());
+    }
+  }
+  // The first round and the certificate's full reads extract in full.
+  EXPECT_GE(incremental, kRounds / 2);
+  // The first round's 24 placements, then the churn's.
+  EXPECT_GE(decisions, 24u + kRounds);
+  std::printf("%s: %d of %d rounds incremental, %zu decisions\n",
+              GetParam().c_str(), incremental, kRounds, decisions);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Policies, KeptPlacementsTest, ::testing::ValuesIn(flow::PolicyNames()),
+    [](const ::testing::TestParamInfo<std::string>& param) {
+      std::string name = param.param;
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
 
 using RoundSolverFixtureTest = SmallClusterTest;
 

@@ -74,6 +74,10 @@ class IncrementalCertificate {
   [[nodiscard]] int64_t flow(uint32_t handle) const {
     return HandleLive(handle) ? arcs_[handle].flow : 0;
   }
+  // The arc's tail while it is live (0 otherwise).
+  [[nodiscard]] uint32_t arc_src(uint32_t handle) const {
+    return HandleLive(handle) ? arcs_[handle].src : 0;
+  }
   [[nodiscard]] bool NodeExists(uint32_t node) const {
     return node < nodes_.size() && nodes_[node].exists;
   }

@@ -332,8 +332,8 @@ absl::Status SolverWorker::ProduceDecisions(
 }
 
 absl::Status SolverWorker::ProduceRoundMarkers(
-    const core::SolvedRound& solved, const std::vector<uint32_t>& per_partition,
-    uint64_t placed) {
+    const core::SolvedRound& solved,
+    const std::vector<uint32_t>& per_partition) {
   const auto partitions = static_cast<uint32_t>(placement_partitions_);
   absl::Status sent;
   for (uint32_t p = 0; p < partitions; ++p) {
@@ -350,8 +350,8 @@ absl::Status SolverWorker::ProduceRoundMarkers(
     marker->set_total_cost(solved.total_cost);
     marker->set_solve_ms(solved.solve_ms);
     marker->set_algorithm(solved.algorithm);
-    marker->set_tasks_placed(placed);
-    marker->set_tasks_unscheduled(solved.placements.size() - placed);
+    marker->set_tasks_placed(solved.tasks_placed);
+    marker->set_tasks_unscheduled(solved.tasks - solved.tasks_placed);
     sent.Update(producer_->Produce(options_.topics.placements,
                                    static_cast<int32_t>(p), "round-complete",
                                    record.SerializeAsString()));
@@ -382,9 +382,7 @@ void SolverWorker::SolveAndPublish() {
   const std::vector<core::Decision>& decisions = solved.decisions;
   std::vector<uint32_t> per_partition;
   absl::Status sent = ProduceDecisions(decisions, per_partition);
-  uint64_t placed = 0;
-  for (const auto& p : solved.placements) placed += p.machine_id != 0;
-  sent.Update(ProduceRoundMarkers(solved, per_partition, placed));
+  sent.Update(ProduceRoundMarkers(solved, per_partition));
   sent.Update(producer_->Flush(kFlushTimeoutMs));
   if (!sent.ok()) {
     spdlog::warn("round {} publication incomplete: {}", round_id_.value(),
@@ -406,7 +404,8 @@ void SolverWorker::SolveAndPublish() {
       "solve {:.2f} ms, {} passes, {} gangs withdrawn{}",
       round_id_.value(), round_solver_->network().node_count(),
       round_solver_->network().arc_count(), solved.total_cost, decisions.size(),
-      placed, solved.solve_ms, solved.passes, solved.gangs_withdrawn.size(),
+      solved.tasks_placed, solved.solve_ms, solved.passes,
+      solved.gangs_withdrawn.size(),
       solved.held ? ", room held for a starved gang" : "");
 }
 

@@ -116,8 +116,7 @@ class SolverWorker {
   // One RoundComplete per partition, with that partition's count and the
   // round's totals. The first failed Produce's status.
   absl::Status ProduceRoundMarkers(const core::SolvedRound& solved,
-                                   const std::vector<uint32_t>& per_partition,
-                                   uint64_t placed);
+                                   const std::vector<uint32_t>& per_partition);
   // The rounds partition's lag, about once a second.
   void MaybeUpdateLag();
 
