@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "services/common/clock.h"
 #include "services/common/status_macros.h"
 #include "services/solver/portfolio.h"
 
@@ -182,15 +183,29 @@ absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
   return absl::InvalidArgumentError("unknown graph change");
 }
 
+int64_t IncrementalMirror::RaceDelayUs() const {
+  if (options_.race_delay_us <= 0) return 0;
+  const size_t arcs = next_handle_ - free_handles_.size();
+  const auto share_of_scratch =
+      static_cast<int64_t>(scratch_us_per_arc_ * static_cast<double>(arcs) *
+                           options_.race_after_scratch_share);
+  return std::max(options_.race_delay_us, share_of_scratch);
+}
+
+void IncrementalMirror::TimeScratchSolve(size_t arcs, int64_t micros) {
+  if (arcs == 0) return;
+  scratch_us_per_arc_ = static_cast<double>(micros) / static_cast<double>(arcs);
+}
+
 bool IncrementalMirror::RepairAlone(
-    absl::StatusOr<solver::IncrementalResult>& repaired) {
+    absl::StatusOr<solver::IncrementalResult>& repaired, int64_t delay_us) {
   std::atomic<bool> deadline{false};
   std::mutex mu;
   std::condition_variable cv;
   bool finished = false;
   std::thread timer([&] {
     std::unique_lock<std::mutex> lock(mu);
-    if (!cv.wait_for(lock, std::chrono::microseconds(options_.race_delay_us),
+    if (!cv.wait_for(lock, std::chrono::microseconds(delay_us),
                      [&] { return finished; })) {
       deadline.store(true);
     }
@@ -236,7 +251,8 @@ absl::Status IncrementalMirror::SolveWithoutExport(MirrorResult& result) {
   if (!cold_) {
     absl::StatusOr<solver::IncrementalResult> repaired =
         absl::UnknownError("the repair did not run");
-    if (options_.race_delay_us <= 0 || !RepairAlone(repaired)) {
+    const int64_t delay_us = RaceDelayUs();
+    if (delay_us <= 0 || !RepairAlone(repaired, delay_us)) {
       // Portfolio (Firmament section 6.1): the repair (resumed from where
       // the delay stopped it) and the relaxation / cost scaling portfolio
       // from scratch; the first to finish wins and stops the others. The
@@ -247,9 +263,12 @@ absl::Status IncrementalMirror::SolveWithoutExport(MirrorResult& result) {
       std::atomic<bool> stop{false};
       absl::StatusOr<solver::McmfSolution> raced =
           absl::UnknownError("the portfolio did not run");
+      int64_t raced_us = 0;
       std::thread racer([&] {
         YieldCpuToTheRepair();
+        const int64_t start_us = SteadyMicros();
         raced = solver::Portfolio(&stop).Solve(result.problem);
+        raced_us = SteadyMicros() - start_us;
       });
       solver_->set_stop_flag(&stop);
       repaired = solver_->Solve();
@@ -263,6 +282,7 @@ absl::Status IncrementalMirror::SolveWithoutExport(MirrorResult& result) {
         result.outcome = result.solution.outcome;
         result.total_cost = result.solution.total_cost;
         result.algorithm = result.solution.algorithm;
+        TimeScratchSolve(result.problem.arcs.size(), raced_us);
         FLOWSCHED_RETURN_IF_ERROR(Install(result));
         return absl::OkStatus();
       }
@@ -282,10 +302,12 @@ absl::Status IncrementalMirror::SolveWithoutExport(MirrorResult& result) {
     }
     cold_ = true;  // potentials drifted too far, or both failed: start over
   }
+  const int64_t cold_start_us = SteadyMicros();
   solver_->Export(result.problem, result.solution, result.handles);
   result.exported = true;
   FLOWSCHED_ASSIGN_OR_RETURN(result.solution,
                              cold_solver_->Solve(result.problem));
+  TimeScratchSolve(result.problem.arcs.size(), SteadyMicros() - cold_start_us);
   result.outcome = result.solution.outcome;
   result.total_cost = result.solution.total_cost;
   result.algorithm = std::string(cold_solver_->name());

@@ -54,6 +54,13 @@ struct MirrorOptions {
   // racers take; a longer one loses at most the delay. Measurements behind
   // the default: docs/2026-11-26-core-measurements.md.
   int64_t race_delay_us = 200'000;
+  // Once a solve from scratch has been timed (a cold start, or a race it
+  // won), a positive race delay is raised to this share of its expected
+  // time on the current network (time per arc then, times the arcs now):
+  // a repair that finishes sooner wins the race anyway, and racers only
+  // take CPU, memory and an export from it (at 50,000 machines a solve
+  // from scratch takes about 35 s). 0: the delay stays as set.
+  double race_after_scratch_share = 0.5;
   // Certify reads and checks everything at least once every this many
   // rounds, so that a slip in the certificate's own bookkeeping cannot
   // last (solver::IncrementalCertificate::CertifyAll).
@@ -127,6 +134,8 @@ class IncrementalMirror {
   [[nodiscard]] const CertifyStats& last_certify() const {
     return last_certify_;
   }
+  // The race delay the next repair would get (see MirrorOptions).
+  [[nodiscard]] int64_t race_delay_us() const { return RaceDelayUs(); }
   // Arc pieces handed to the solver since construction: what the changes
   // really cost it (a re-sent piece with its old values is not handed on).
   [[nodiscard]] uint64_t pieces_sent() const { return pieces_sent_; }
@@ -137,7 +146,13 @@ class IncrementalMirror {
   // The repair alone, stopped at the race delay: true if it finished
   // (`repaired` holds its result or error), false if the delay ran out
   // first (the solver keeps a consistent pseudoflow to resume from).
-  bool RepairAlone(absl::StatusOr<solver::IncrementalResult>& repaired);
+  bool RepairAlone(absl::StatusOr<solver::IncrementalResult>& repaired,
+                   int64_t delay_us);
+  // MirrorOptions::race_delay_us, raised by race_after_scratch_share.
+  [[nodiscard]] int64_t RaceDelayUs() const;
+  // Records a solve from scratch of `arcs` arcs that took `micros`.
+  void TimeScratchSolve(size_t arcs, int64_t micros);
+  double scratch_us_per_arc_ = 0;  // 0 until a solve from scratch is timed
   uint32_t AllocateHandle();
   absl::Status ReleaseSlot(flow::ArcSlot slot);
 

@@ -33,8 +33,10 @@ class IncrementalMirrorTest : public ::testing::TestWithParam<int64_t> {
   flow::NetworkBuilder builder{primary};
   flow::LoadSpreadingPolicy policy;
   flow::FlowNetwork replica;
+  // The delay as set: the parameter is what the test exercises.
   IncrementalMirror mirror{std::make_unique<solver::CostScaling>(),
-                           MirrorOptions{.race_delay_us = GetParam()}};
+                           MirrorOptions{.race_delay_us = GetParam(),
+                                         .race_after_scratch_share = 0}};
 };
 
 INSTANTIATE_TEST_SUITE_P(RaceDelays, IncrementalMirrorTest,
@@ -205,6 +207,54 @@ TEST_P(IncrementalMirrorTest, OnlyChangedPiecesReachTheSolver) {
   // The closed slot piece is not in the solver: 12 open pieces of X->M,
   // M->S, task->M, task->U_1 and U_1->S.
   EXPECT_EQ(result->problem.arcs.size(), 16u);
+}
+
+// A cold start times the solve from scratch; the race delay then grows to
+// the configured share of it, scaled by the arcs now, and a delay of 0
+// (race at once) stays 0.
+TEST(IncrementalMirrorRaceDelayTest, GrowsToAShareOfTheTimedScratchSolve) {
+  const auto build = [](IncrementalMirror& mirror, flow::FlowNetwork& net,
+                        int machines) {
+    cluster::ClusterState state;
+    cluster::ChangeSet changes;
+    flow::FlowNetwork primary;
+    primary.set_record_changes(true);
+    flow::NetworkBuilder builder{primary};
+    flow::LoadSpreadingPolicy policy;
+    for (int m = 1; m <= machines; ++m) {
+      ASSERT_THAT(
+          state.Apply({"e", 0, "t",
+                       cluster::MachineAdded{MachineId(m), "r", {}, 4, {}}},
+                      1, changes),
+          IsOk());
+    }
+    cluster::JobSubmitted job{JobId(1), "j", 0, {}};
+    for (int t = 1; t <= 3 * machines; ++t)
+      job.tasks.push_back({.id = TaskId(t)});
+    ASSERT_THAT(state.Apply({"e", 0, "t", job}, 1, changes), IsOk());
+    ASSERT_THAT(policy.Sync(changes, state, builder), IsOk());
+    for (const flow::GraphChange& change : primary.TakeChanges()) {
+      ASSERT_THAT(mirror.Apply(change, net), IsOk());
+    }
+  };
+  constexpr int64_t kDelayUs = 1;
+  IncrementalMirror raised{std::make_unique<solver::CostScaling>(),
+                           MirrorOptions{.race_delay_us = kDelayUs,
+                                         .race_after_scratch_share = 1e6}};
+  flow::FlowNetwork net;
+  build(raised, net, 200);
+  EXPECT_EQ(raised.race_delay_us(), kDelayUs);  // nothing timed yet
+  ASSERT_THAT(raised.Solve(), IsOk());
+  // Any solve of 200 machines' network takes over a microsecond, so a
+  // million times it per arc count is far above the configured delay.
+  EXPECT_GT(raised.race_delay_us(), 1'000);
+
+  IncrementalMirror at_once{std::make_unique<solver::CostScaling>(),
+                            MirrorOptions{.race_delay_us = 0}};
+  flow::FlowNetwork other;
+  build(at_once, other, 200);
+  ASSERT_THAT(at_once.Solve(), IsOk());
+  EXPECT_EQ(at_once.race_delay_us(), 0);
 }
 
 }  // namespace
