@@ -37,8 +37,7 @@ FlowArc Classify(NodeKind src, NodeKind dst) {
     if (dst == NodeKind::kJobUnscheduled) return FlowArc::kIgnored;
     return IsAggregator(dst) ? FlowArc::kAggregated : FlowArc::kOutside;
   }
-  if (IsAggregator(src) &&
-      (dst == NodeKind::kMachine || IsAggregator(dst))) {
+  if (IsAggregator(src) && (dst == NodeKind::kMachine || IsAggregator(dst))) {
     return FlowArc::kAggregated;
   }
   return FlowArc::kOutside;
@@ -209,9 +208,8 @@ bool IncrementalPlacements::WalkAggregatedFlow(
     }
     if (kind != NodeKind::kTask && pending_[v] == 0) ready_.push_back(v);
   }
-  std::sort(ready_.begin(), ready_.end(), [&](uint32_t a, uint32_t b) {
-    return locals_[a] < locals_[b];
-  });
+  std::sort(ready_.begin(), ready_.end(),
+            [&](uint32_t a, uint32_t b) { return locals_[a] < locals_[b]; });
   for (size_t next = 0; next < ready_.size(); ++next) {
     const uint32_t node = ready_[next];
     for (uint32_t i = first_in_[node]; i < first_in_[node + 1]; ++i) {

@@ -34,8 +34,8 @@ class ShapedNetwork {
       Set(x_, racks_.back());
     }
     for (int m = 0; m < kMachines; ++m) {
-      machines_.push_back(net_.AddNode(
-          {.kind = NodeKind::kMachine, .entity_id = 1000u + m}));
+      machines_.push_back(
+          net_.AddNode({.kind = NodeKind::kMachine, .entity_id = 1000u + m}));
       Set(racks_[m % kRacks], machines_.back());
       Set(x_, machines_.back());
       Set(machines_.back(), sink_);
@@ -254,9 +254,9 @@ TEST(IncrementalPlacementsTest, RandomRoundsMatchTheFullExtraction) {
     for (int round = 0; round < 60; ++round) {
       SCOPED_TRACE(round);
       if (round > 0) shaped.Mutate();
-      ASSERT_THAT(kept.Update(shaped.net(), shaped.flow(), shaped.bits(),
-                              shaped.log()),
-                  IsOk());
+      ASSERT_THAT(
+          kept.Update(shaped.net(), shaped.flow(), shaped.bits(), shaped.log()),
+          IsOk());
       EXPECT_TRUE(shaped.log().slots.empty() && !shaped.log().everything);
       incremental += kept.last_full() ? 0 : 1;
       ExpectSameAsFull(shaped, kept);
