@@ -101,6 +101,7 @@ absl::Status ClusterState::ApplyJobSubmitted(const JobSubmitted& e,
   job.priority = e.priority;
   job.different_machines = e.different_machines;
   job.min_members = e.min_members;
+  if (job.gang()) gang_jobs_.insert(e.job);
   for (const TaskSpec& spec : e.tasks) {
     Task& task = tasks_[spec.id];
     task.spec = spec;
@@ -206,7 +207,10 @@ absl::Status ClusterState::ApplyTaskEnded(JobId job, TaskId task_id, bool retry,
   changes.jobs.insert(job);
   // A job lives as long as it has tasks; this keeps state bounded for
   // workloads of many short jobs.
-  if (job_it->second.tasks.empty()) jobs_.erase(job_it);
+  if (job_it->second.tasks.empty()) {
+    gang_jobs_.erase(job);
+    jobs_.erase(job_it);
+  }
   return absl::OkStatus();
 }
 
@@ -386,6 +390,7 @@ absl::Status ClusterState::RestoreJob(Job job) {
   }
   job.tasks.clear();
   job.running = 0;  // rebuilt by RestoreTask
+  if (job.gang()) gang_jobs_.insert(job.id);
   jobs_.emplace(job.id, std::move(job));
   return absl::OkStatus();
 }

@@ -80,6 +80,9 @@ class ClusterState {
   [[nodiscard]] const Machine* FindMachine(MachineId id) const;
 
   [[nodiscard]] const std::map<JobId, Job>& jobs() const { return jobs_; }
+  // The jobs that are gangs (Job::gang()), so that a round's gang rule
+  // need not visit every job.
+  [[nodiscard]] const std::set<JobId>& gang_jobs() const { return gang_jobs_; }
   [[nodiscard]] const std::map<TaskId, Task>& tasks() const { return tasks_; }
   [[nodiscard]] const std::map<MachineId, Machine>& machines() const {
     return machines_;
@@ -140,6 +143,7 @@ class ClusterState {
 
   ValidationLimits limits_;
   std::map<JobId, Job> jobs_;
+  std::set<JobId> gang_jobs_;
   std::map<TaskId, Task> tasks_;
   std::map<MachineId, Machine> machines_;
   std::set<OpenMachine> open_by_load_;

@@ -126,6 +126,21 @@ TEST_F(ClusterStateTest, FinishingFreesTheSlotAndLastTaskEndsTheJob) {
   EXPECT_TRUE(changes_.jobs.contains(JobId(1)));
 }
 
+TEST_F(ClusterStateTest, GangJobsAreIndexedWhileTheyLive) {
+  JobSubmitted gang = Job2(2);
+  gang.min_members = 2;
+  ASSERT_THAT(state_.Apply(Event(gang), 0, changes_), IsOk());
+  EXPECT_THAT(state_.gang_jobs(), ::testing::ElementsAre(JobId(2)));
+  EXPECT_THAT(RestoredFrom(state_).gang_jobs(),
+              ::testing::ElementsAre(JobId(2)));
+  for (uint64_t t : {21, 22}) {
+    ASSERT_THAT(
+        state_.Apply(Event(TaskKilled{JobId(2), TaskId(t)}), 0, changes_),
+        IsOk());
+  }
+  EXPECT_TRUE(state_.gang_jobs().empty());
+}
+
 TEST_F(ClusterStateTest, FailedTaskWaitsAgain) {
   ASSERT_THAT(state_.Place(TaskId(11), MachineId(1), 7, changes_), IsOk());
   ASSERT_THAT(

@@ -58,8 +58,9 @@ std::vector<GangRequirement> GangRequirementsOf(
   std::vector<GangRequirement> gangs;
   // (oldest wait start, job id, index) of gangs that waited past the age.
   std::vector<std::tuple<int64_t, JobId, size_t>> aged;
-  for (const auto& [id, job] : state.jobs()) {
-    if (!job.gang() || job.tasks.empty()) continue;
+  for (JobId id : state.gang_jobs()) {
+    const cluster::Job& job = *state.FindJob(id);
+    if (job.tasks.empty()) continue;
     GangRequirement gang{.job = id, .min_members = job.min_members};
     gang.need = job.gang_need();
     if (job.running >= gang.need) gang.need = 0;

@@ -316,6 +316,14 @@ std::optional<ArcView> FlowNetwork::FindArc(NodeId src, NodeId dst) const {
                  arc.capacity, arc.cost, arc.extra};
 }
 
+std::optional<ArcView> FlowNetwork::SoleOutArc(NodeId id) const {
+  if (!IsLive(id)) return std::nullopt;
+  const uint32_t slot = nodes_[id].first_out;
+  if (slot == kNil || arcs_[slot].next_out != kNil) return std::nullopt;
+  const ArcEntry& arc = arcs_[slot];
+  return ArcView{slot, arc.src, arc.dst, arc.capacity, arc.cost, arc.extra};
+}
+
 void FlowNetwork::ForEachOutArc(
     NodeId id, const std::function<void(const ArcView&)>& fn) const {
   if (!IsLive(id)) return;

@@ -87,6 +87,8 @@ class FlowNetwork {
     return nodes_[id].data;
   }
   [[nodiscard]] std::optional<ArcView> FindArc(NodeId src, NodeId dst) const;
+  // The node's out-arc if it has exactly one (nullopt otherwise). O(1).
+  [[nodiscard]] std::optional<ArcView> SoleOutArc(NodeId id) const;
   // Whether arc slot `slot` holds a live arc and, if so, its ends: a
   // sequential walk over slots, for passes that visit every arc with flow.
   [[nodiscard]] bool ArcEnds(ArcSlot slot, NodeId& src, NodeId& dst) const {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <set>
+#include <span>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -76,27 +77,27 @@ std::vector<Key> Preferred(const std::map<Key, int64_t>& bytes,
   return keys;
 }
 
-using QuincyBoundsByJob = std::map<JobId, QuincyJobBounds>;
+using QuincyBoundsByJob = QuincyPolicy::QuincyBoundsByJob;
 
 // Section 3.3: A*_j = min(floor(M / K), N_j); leftover slots go equally
-// to jobs with more ready tasks, so that sum A_j = min(M, sum N_j).
-void QuincyFairShares(const std::vector<JobId>& admitted, int64_t k,
-                      int64_t slots, int64_t demand,
+// to jobs with more ready tasks, so that sum A_j = min(M, sum N_j). The
+// admitted jobs are the first `admitted` of `bounds`.
+void QuincyFairShares(size_t admitted, int64_t k, int64_t slots, int64_t demand,
                       QuincyBoundsByJob& bounds) {
+  const std::span<std::pair<JobId, QuincyJobBounds>> jobs(bounds.data(),
+                                                          admitted);
   int64_t assigned = 0;
-  for (JobId id : admitted) {
-    QuincyJobBounds& b = bounds[id];
+  for (auto& [id, b] : jobs) {
     b.share = std::min(slots / k, b.tasks);
     assigned += b.share;
   }
   int64_t leftover = std::min(slots, demand) - assigned;
   while (leftover > 0) {
     int64_t hungry = 0;
-    for (JobId id : admitted) hungry += bounds[id].share < bounds[id].tasks;
+    for (const auto& [id, b] : jobs) hungry += b.share < b.tasks;
     if (hungry == 0) break;
     const int64_t each = std::max<int64_t>(1, leftover / hungry);
-    for (JobId id : admitted) {
-      QuincyJobBounds& b = bounds[id];
+    for (auto& [id, b] : jobs) {
       const int64_t add = std::min({each, b.tasks - b.share, leftover});
       b.share += add;
       leftover -= add;
@@ -145,14 +146,13 @@ void QuincyKeepRunningShares(int64_t slots, int64_t demand,
 }
 
 // E_j and F_j from the shares (section 4.3); jobs past admission get 0.
-// REQUIRES: `admitted` are the first jobs of `bounds` (ComputeBounds admits
-// in job id order), so a position tells admission without a set of jobs.
-void QuincyVariantBounds(const std::vector<JobId>& admitted, bool unfair,
-                         int64_t slots, int64_t demand,
-                         QuincyBoundsByJob& bounds) {
+// The admitted jobs are the first `admitted` of `bounds` (ComputeBounds
+// admits in job id order), so a position tells admission.
+void QuincyVariantBounds(size_t admitted, bool unfair, int64_t slots,
+                         int64_t demand, QuincyBoundsByJob& bounds) {
   size_t position = 0;
   for (auto& [id, b] : bounds) {
-    if (position++ >= admitted.size()) {
+    if (position++ >= admitted) {
       b.share = 0;
       b.min_running = b.max_running = 0;
     } else if (unfair) {
@@ -253,23 +253,31 @@ int64_t QuincyPolicy::RunningCost(int64_t data_cost, int64_t run_us) const {
 
 std::map<JobId, QuincyJobBounds> QuincyPolicy::ComputeBounds(
     const cluster::ClusterState& state) const {
-  std::map<JobId, QuincyJobBounds> bounds;
-  std::vector<JobId> admitted;
+  QuincyBoundsByJob bounds;
+  ComputeBounds(state, bounds);
+  return {bounds.begin(), bounds.end()};
+}
+
+void QuincyPolicy::ComputeBounds(const cluster::ClusterState& state,
+                                 QuincyBoundsByJob& bounds) const {
+  bounds.clear();
+  bounds.reserve(state.jobs().size());
   for (const auto& [id, job] : state.jobs()) {
-    QuincyJobBounds& b = bounds[id];
+    QuincyJobBounds b;
     b.tasks = static_cast<int64_t>(job.tasks.size());
     b.running = job.running;
-    if (params_.admission_limit == 0 ||
-        admitted.size() < params_.admission_limit) {
-      admitted.push_back(id);
-    }
+    bounds.emplace_back(id, b);
   }
-  if (admitted.empty()) return bounds;
+  const size_t admitted =
+      params_.admission_limit == 0
+          ? bounds.size()
+          : std::min<size_t>(bounds.size(), params_.admission_limit);
+  if (admitted == 0) return;
   const auto slots = static_cast<int64_t>(state.total_slots());
   int64_t demand = 0;
-  for (JobId id : admitted) demand += bounds[id].tasks;
+  for (size_t i = 0; i < admitted; ++i) demand += bounds[i].second.tasks;
   const auto k = static_cast<int64_t>(
-      params_.admission_limit == 0 ? admitted.size() : params_.admission_limit);
+      params_.admission_limit == 0 ? admitted : params_.admission_limit);
   QuincyFairShares(admitted, k, slots, demand, bounds);
   if (params_.variant == QuincyVariant::kQf) {
     QuincyKeepRunningShares(slots, demand, bounds);
@@ -278,7 +286,6 @@ std::map<JobId, QuincyJobBounds> QuincyPolicy::ComputeBounds(
                       params_.variant == QuincyVariant::kQ;
   QuincyVariantBounds(admitted, unfair, slots, demand, bounds);
   QuincyFitLowerBounds(state, preemptive(), slots, bounds);
-  return bounds;
 }
 
 bool QuincyPolicy::TopologyUnchanged(const cluster::ChangeSet& changes,
@@ -375,19 +382,30 @@ absl::Status QuincyPolicy::SyncJobs(const cluster::ChangeSet& changes,
   // Shares depend on every job (section 3.3), so all U_j are re-derived;
   // only real changes reach the log.
   int64_t unscheduled_supply = 0;
-  for (const auto& [id, b] : ComputeBounds(state)) {
+  ComputeBounds(state, bounds_);
+  for (const auto& [id, b] : bounds_) {
     const NodeId node = builder.EnsureJobNode(id);
     // Minimum-flow transform (Appendix): supply F_j - N_j at U_j and
     // capacity F_j - E_j to the sink give E_j <= scheduled <= F_j.
     const int64_t supply = b.max_running - b.tasks;
     unscheduled_supply += supply;
-    FLOWSCHED_RETURN_IF_ERROR(network.UpdateNode(node, supply, 0));
     DesiredArc to_sink{sink, b.max_running - b.min_running, 0, {}};
     if (b.min_running > 0 && room_.JobWaitsForRoom(id)) {
       // Room may not exist for E_j of such a job's tasks: below E_j each
       // unscheduled task costs UnmetBoundCost() instead of infeasibility.
       to_sink.extra_segments.push_back({b.min_running, UnmetBoundCost()});
     }
+    // Most jobs' bounds stay put from one round to the next: a node
+    // already as desired is left alone (SetOutArcs would find the same,
+    // at the cost of building and diffing its arc list).
+    const std::optional<ArcView> arc = network.SoleOutArc(node);
+    if (network.node(node).supply == supply && arc.has_value() &&
+        arc->dst == sink && arc->capacity == to_sink.capacity &&
+        arc->cost == to_sink.cost &&
+        std::ranges::equal(arc->extra_segments, to_sink.extra_segments)) {
+      continue;
+    }
+    FLOWSCHED_RETURN_IF_ERROR(network.UpdateNode(node, supply, 0));
     FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, {to_sink}));
   }
   // Task supplies come after; the sink takes whatever is left so that the

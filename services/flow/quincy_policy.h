@@ -164,6 +164,10 @@ class QuincyPolicy final : public SchedulingPolicy {
   // 3.3 for A_j, 4.3 for the variants). Exposed for tests and explanations.
   [[nodiscard]] std::map<JobId, QuincyJobBounds> ComputeBounds(
       const cluster::ClusterState& state) const;
+  // The same in job id order into `bounds` (its buffer reused).
+  using QuincyBoundsByJob = std::vector<std::pair<JobId, QuincyJobBounds>>;
+  void ComputeBounds(const cluster::ClusterState& state,
+                     QuincyBoundsByJob& bounds) const;
 
   // Costs in cost units (exposed for tests).
   [[nodiscard]] int64_t WaitCost(int64_t wait_us) const;
@@ -261,7 +265,8 @@ class QuincyPolicy final : public SchedulingPolicy {
   std::priority_queue<std::pair<int64_t, TaskId>,
                       std::vector<std::pair<int64_t, TaskId>>, std::greater<>>
       due_;
-  int64_t sink_offset_ = 0;  // sum of the U_j supplies
+  int64_t sink_offset_ = 0;   // sum of the U_j supplies
+  QuincyBoundsByJob bounds_;  // SyncJobs' buffer
   // Waiting tasks that ask for room, and their shapes' aggregators.
   RoomRoutes room_;
 };
