@@ -399,8 +399,11 @@ absl::Status IncrementalMirror::Certify(const MirrorResult& result,
                                         const flow::FlowNetwork& network) {
   solver_->TakeChanges(changes_);
   last_certify_ = {};
+  const int64_t now_us = SteadyMicros();
   const bool read_all =
-      changes_.everything || ++rounds_since_full_ >= options_.full_check_every;
+      changes_.everything ||
+      (++rounds_since_full_ >= options_.full_check_every &&
+       now_us - last_full_us_ >= options_.full_check_min_interval_us);
   ReportChanges(read_all);
   // Everything read: the placements are read in full too.
   if (read_all) flow_changes_.MarkEverything();
@@ -417,7 +420,10 @@ absl::Status IncrementalMirror::Certify(const MirrorResult& result,
   }
   ResizeSlots(network.arc_slot_count());
   last_certify_.full = certificate_.last_full();
-  if (last_certify_.full) rounds_since_full_ = 0;
+  if (last_certify_.full) {
+    rounds_since_full_ = 0;
+    last_full_us_ = now_us;
+  }
   // When everything was read from the solver, the flow per slot and its
   // bits, kept step by step for the extraction, are checked against the
   // copy as well (not when the certificate chose a full pass itself: a

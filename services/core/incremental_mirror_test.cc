@@ -209,40 +209,44 @@ TEST_P(IncrementalMirrorTest, OnlyChangedPiecesReachTheSolver) {
   EXPECT_EQ(result->problem.arcs.size(), 16u);
 }
 
+// Load spreading over `machines` machines of 4 slots and a job of three
+// tasks per machine, applied to `mirror` and its replica `net`.
+void BuildLoadSpreading(IncrementalMirror& mirror, flow::FlowNetwork& net,
+                        int machines) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  flow::FlowNetwork primary;
+  primary.set_record_changes(true);
+  flow::NetworkBuilder builder{primary};
+  flow::LoadSpreadingPolicy policy;
+  for (int m = 1; m <= machines; ++m) {
+    ASSERT_THAT(
+        state.Apply(
+            {"e", 0, "t", cluster::MachineAdded{MachineId(m), "r", {}, 4, {}}},
+            1, changes),
+        IsOk());
+  }
+  cluster::JobSubmitted job{JobId(1), "j", 0, {}};
+  for (int t = 1; t <= 3 * machines; ++t) {
+    job.tasks.push_back({.id = TaskId(t)});
+  }
+  ASSERT_THAT(state.Apply({"e", 0, "t", job}, 1, changes), IsOk());
+  ASSERT_THAT(policy.Sync(changes, state, builder), IsOk());
+  for (const flow::GraphChange& change : primary.TakeChanges()) {
+    ASSERT_THAT(mirror.Apply(change, net), IsOk());
+  }
+}
+
 // A cold start times the solve from scratch; the race delay then grows to
 // the configured share of it, scaled by the arcs now, and a delay of 0
 // (race at once) stays 0.
 TEST(IncrementalMirrorRaceDelayTest, GrowsToAShareOfTheTimedScratchSolve) {
-  const auto build = [](IncrementalMirror& mirror, flow::FlowNetwork& net,
-                        int machines) {
-    cluster::ClusterState state;
-    cluster::ChangeSet changes;
-    flow::FlowNetwork primary;
-    primary.set_record_changes(true);
-    flow::NetworkBuilder builder{primary};
-    flow::LoadSpreadingPolicy policy;
-    for (int m = 1; m <= machines; ++m) {
-      ASSERT_THAT(
-          state.Apply({"e", 0, "t",
-                       cluster::MachineAdded{MachineId(m), "r", {}, 4, {}}},
-                      1, changes),
-          IsOk());
-    }
-    cluster::JobSubmitted job{JobId(1), "j", 0, {}};
-    for (int t = 1; t <= 3 * machines; ++t)
-      job.tasks.push_back({.id = TaskId(t)});
-    ASSERT_THAT(state.Apply({"e", 0, "t", job}, 1, changes), IsOk());
-    ASSERT_THAT(policy.Sync(changes, state, builder), IsOk());
-    for (const flow::GraphChange& change : primary.TakeChanges()) {
-      ASSERT_THAT(mirror.Apply(change, net), IsOk());
-    }
-  };
   constexpr int64_t kDelayUs = 1;
   IncrementalMirror raised{std::make_unique<solver::CostScaling>(),
                            MirrorOptions{.race_delay_us = kDelayUs,
                                          .race_after_scratch_share = 1e6}};
   flow::FlowNetwork net;
-  build(raised, net, 200);
+  BuildLoadSpreading(raised, net, 200);
   EXPECT_EQ(raised.race_delay_us(), kDelayUs);  // nothing timed yet
   ASSERT_THAT(raised.Solve(), IsOk());
   // Any solve of 200 machines' network takes over a microsecond, so a
@@ -252,9 +256,32 @@ TEST(IncrementalMirrorRaceDelayTest, GrowsToAShareOfTheTimedScratchSolve) {
   IncrementalMirror at_once{std::make_unique<solver::CostScaling>(),
                             MirrorOptions{.race_delay_us = 0}};
   flow::FlowNetwork other;
-  build(at_once, other, 200);
+  BuildLoadSpreading(at_once, other, 200);
   ASSERT_THAT(at_once.Solve(), IsOk());
   EXPECT_EQ(at_once.race_delay_us(), 0);
+}
+
+// Everything is read and checked again once full_check_every rounds and
+// full_check_min_interval_us have both passed.
+TEST(IncrementalMirrorFullCheckTest, NeedsTheRoundsAndTheInterval) {
+  const auto full_rounds = [](int64_t interval_us) {
+    IncrementalMirror mirror{
+        std::make_unique<solver::CostScaling>(),
+        MirrorOptions{.full_check_every = 4,
+                      .full_check_min_interval_us = interval_us}};
+    flow::FlowNetwork net;
+    BuildLoadSpreading(mirror, net, 20);
+    std::vector<int> full;
+    MirrorResult result;
+    for (int round = 1; round <= 12; ++round) {
+      EXPECT_THAT(mirror.SolveWithoutExport(result), IsOk());
+      EXPECT_THAT(mirror.Certify(result, net), IsOk());
+      if (mirror.last_certify().full) full.push_back(round);
+    }
+    return full;
+  };
+  EXPECT_THAT(full_rounds(0), ::testing::ElementsAre(1, 5, 9));
+  EXPECT_THAT(full_rounds(3'600'000'000), ::testing::ElementsAre(1));
 }
 
 }  // namespace
