@@ -176,62 +176,49 @@ bool IncrementalPlacements::WalkAggregatedFlow(
         return false;  // a stale bit: the log missed a change
       }
       const uint32_t head = LocalOf(dst);
-      walk_arcs_.push_back({head, FlowInArc{LocalOf(src), flow_by_slot[slot]}});
+      walk_arcs_.push_back(
+          {head, FlowWalk::InArc{LocalOf(src), flow_by_slot[slot]}});
     }
   }
   const size_t n = locals_.size();
-  first_in_.assign(n + 1, 0);
-  pending_.assign(n, 0);
+  std::vector<uint32_t>& first_in = walk_.first_in;
+  first_in.assign(n + 1, 0);
+  walk_.pending.assign(n, 0);
   for (const auto& [head, arc] : walk_arcs_) {
-    ++first_in_[head + 1];
-    ++pending_[arc.src];
+    ++first_in[head + 1];
+    ++walk_.pending[arc.src];
   }
-  for (size_t v = 0; v < n; ++v) first_in_[v + 1] += first_in_[v];
-  in_arcs_.resize(walk_arcs_.size());
-  cursor_.assign(first_in_.begin(), first_in_.end() - 1);
-  for (const auto& [head, arc] : walk_arcs_) in_arcs_[cursor_[head]++] = arc;
+  for (size_t v = 0; v < n; ++v) first_in[v + 1] += first_in[v];
+  walk_.in_arcs.resize(walk_arcs_.size());
+  cursor_.assign(first_in.begin(), first_in.end() - 1);
+  for (const auto& [head, arc] : walk_arcs_) {
+    walk_.in_arcs[cursor_[head]++] = arc;
+  }
 
-  task_machine_.assign(n, kNoNode);
-  task_units_.assign(n, 0);
-  if (lists_.size() < n) lists_.resize(n);
-  ready_.clear();
+  walk_.task_machine.assign(n, kNoNode);
+  walk_.task_units.assign(n, 0);
+  if (walk_.lists.size() < n) walk_.lists.resize(n);
+  walk_.ready.clear();
   for (uint32_t v = 0; v < n; ++v) {
-    lists_[v].clear();
-    if (first_in_[v] == first_in_[v + 1]) continue;
+    walk_.lists[v].clear();
+    if (first_in[v] == first_in[v + 1]) continue;
     const NodeKind kind = network.kind(locals_[v]);
     if (kind == NodeKind::kMachine) {
-      int64_t inflow = 0;
-      for (uint32_t i = first_in_[v]; i < first_in_[v + 1]; ++i) {
-        inflow += in_arcs_[i].units;
-      }
-      lists_[v].emplace_back(locals_[v], inflow);
+      walk_.lists[v].emplace_back(locals_[v], walk_.Inflow(v));
     }
-    if (kind != NodeKind::kTask && pending_[v] == 0) ready_.push_back(v);
+    if (kind != NodeKind::kTask && walk_.pending[v] == 0) {
+      walk_.ready.push_back(v);
+    }
   }
-  std::sort(ready_.begin(), ready_.end(),
+  std::sort(walk_.ready.begin(), walk_.ready.end(),
             [&](uint32_t a, uint32_t b) { return locals_[a] < locals_[b]; });
-  for (size_t next = 0; next < ready_.size(); ++next) {
-    const uint32_t node = ready_[next];
-    for (uint32_t i = first_in_[node]; i < first_in_[node + 1]; ++i) {
-      const auto [from, units] = in_arcs_[i];
-      const bool to_task = network.kind(locals_[from]) == NodeKind::kTask;
-      if (to_task) {
-        scratch_.clear();
-        MoveMachineUnits(lists_[node], scratch_, units);
-        for (const auto& [machine, count] : scratch_) {
-          task_machine_[from] = machine;
-          task_units_[from] += count;
-        }
-      } else {
-        MoveMachineUnits(lists_[node], lists_[from], units);
-      }
-      if (--pending_[from] == 0 && !to_task) ready_.push_back(from);
-    }
-  }
+  walk_.Walk(
+      [&](uint32_t v) { return network.kind(locals_[v]) == NodeKind::kTask; },
+      [](uint32_t) {});
   aggregated_tasks_.clear();
   for (uint32_t v = 0; v < n; ++v) {
     if (network.kind(locals_[v]) != NodeKind::kTask) continue;
-    if (pending_[v] != 0) return false;
+    if (walk_.pending[v] != 0) return false;
     aggregated_tasks_.push_back(locals_[v]);
     ToEvaluate(locals_[v]);
   }
@@ -268,10 +255,10 @@ bool IncrementalPlacements::Evaluate(const FlowNetwork& network,
     }
   });
   const uint32_t local = local_[node];
-  if (local != kNoLocal && task_units_.size() > local &&
-      task_units_[local] > 0) {
-    units += task_units_[local];
-    machine = task_machine_[local];
+  if (local != kNoLocal && walk_.task_units.size() > local &&
+      walk_.task_units[local] > 0) {
+    units += walk_.task_units[local];
+    machine = walk_.task_machine[local];
   }
   if (units > 1) return false;
   if (units == 1) {

@@ -81,11 +81,6 @@ class IncrementalPlacements {
       const FlowNetwork& network) const;
 
  private:
-  using MachineList = std::vector<std::pair<NodeId, int64_t>>;
-  struct FlowInArc {
-    uint32_t src;  // local index
-    int64_t units;
-  };
   static constexpr uint32_t kNoLocal = ~uint32_t{0};
 
   absl::Status Rebuild(const FlowNetwork& network,
@@ -130,19 +125,13 @@ class IncrementalPlacements {
   // Nodes to re-read this Update, with their marks.
   std::vector<NodeId> evaluate_;
   std::vector<uint8_t> evaluate_flag_;
-  // The walk's work arrays, over the nodes it touches (local indices).
+  // The walk over the aggregated arcs, on local indices of the nodes it
+  // touches.
   std::vector<uint32_t> local_;  // per node, kNoLocal when untouched
   std::vector<NodeId> locals_;
-  std::vector<std::pair<uint32_t, FlowInArc>> walk_arcs_;  // (head, arc)
-  std::vector<uint32_t> first_in_;
+  std::vector<std::pair<uint32_t, FlowWalk::InArc>> walk_arcs_;  // by head
   std::vector<uint32_t> cursor_;
-  std::vector<FlowInArc> in_arcs_;
-  std::vector<int64_t> pending_;
-  std::vector<MachineList> lists_;
-  std::vector<uint32_t> ready_;
-  std::vector<NodeId> task_machine_;  // per local task: machine node
-  std::vector<int64_t> task_units_;
-  MachineList scratch_;
+  FlowWalk walk_;
   PlacementExtractor full_;
 };
 

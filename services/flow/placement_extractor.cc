@@ -55,87 +55,66 @@ void PlacementExtractor::CollectFlowInArcs(
     const std::vector<uint64_t>* slots_with_flow) {
   const size_t n = network.node_slot_count();
   const auto slots = static_cast<ArcSlot>(network.arc_slot_count());
-  first_in_.assign(n + 1, 0);
+  std::vector<uint32_t>& first_in = walk_.first_in;
+  first_in.assign(n + 1, 0);
   NodeId src = kNoNode, dst = kNoNode;
   ForEachSlotWithFlow(flow_by_slot, slots, slots_with_flow,
                       [&](ArcSlot slot, int64_t) {
                         if (network.ArcEnds(slot, src, dst)) {
-                          ++first_in_[dst + 1];
+                          ++first_in[dst + 1];
                         }
                       });
-  for (size_t v = 0; v < n; ++v) first_in_[v + 1] += first_in_[v];
-  in_arcs_.resize(first_in_[n]);
-  next_.assign(first_in_.begin(), first_in_.end() - 1);
+  for (size_t v = 0; v < n; ++v) first_in[v + 1] += first_in[v];
+  walk_.in_arcs.resize(first_in[n]);
+  next_.assign(first_in.begin(), first_in.end() - 1);
   ForEachSlotWithFlow(flow_by_slot, slots, slots_with_flow,
                       [&](ArcSlot slot, int64_t units) {
                         if (network.ArcEnds(slot, src, dst)) {
-                          in_arcs_[next_[dst]++] = FlowInArc{src, units};
+                          walk_.in_arcs[next_[dst]++] = {src, units};
                         }
                       });
 }
 
 // A node is ready once every outgoing flow arc that leads to another node
-// than the sink has handed its machines back (Kahn's order on the flow
-// DAG); machine nodes start with their own inflow.
+// than the sink has handed its machines back; machine nodes start with
+// their own inflow.
 void PlacementExtractor::StartFlowWalk(const FlowNetwork& network) {
   const size_t n = network.node_slot_count();
-  pending_.assign(n, 0);
-  if (lists_.size() < n) lists_.resize(n);
+  const std::vector<uint32_t>& first_in = walk_.first_in;
+  walk_.pending.assign(n, 0);
+  if (walk_.lists.size() < n) walk_.lists.resize(n);
   for (NodeId v : listed_) {
-    if (v < lists_.size()) lists_[v].clear();
+    if (v < walk_.lists.size()) walk_.lists[v].clear();
   }
   listed_.clear();
-  ready_.clear();
-  ready_head_ = 0;
+  walk_.ready.clear();
   for (NodeId v = 0; v < n; ++v) {
-    if (first_in_[v] == first_in_[v + 1] ||
-        network.kind(v) == NodeKind::kSink) {
+    if (first_in[v] == first_in[v + 1] || network.kind(v) == NodeKind::kSink) {
       continue;
     }
-    for (uint32_t i = first_in_[v]; i < first_in_[v + 1]; ++i) {
-      ++pending_[in_arcs_[i].src];
+    for (uint32_t i = first_in[v]; i < first_in[v + 1]; ++i) {
+      ++walk_.pending[walk_.in_arcs[i].src];
     }
   }
   for (NodeId v = 0; v < n; ++v) {
-    if (first_in_[v] == first_in_[v + 1]) continue;
+    if (first_in[v] == first_in[v + 1]) continue;
     const NodeKind k = network.kind(v);
     if (k == NodeKind::kMachine) {
-      int64_t inflow = 0;
-      for (uint32_t i = first_in_[v]; i < first_in_[v + 1]; ++i) {
-        inflow += in_arcs_[i].units;
-      }
-      lists_[v].emplace_back(v, inflow);
+      walk_.lists[v].emplace_back(v, walk_.Inflow(v));
       listed_.push_back(v);
     }
-    if (k != NodeKind::kSink && k != NodeKind::kTask && pending_[v] == 0) {
-      ready_.push_back(v);
+    if (k != NodeKind::kSink && k != NodeKind::kTask && walk_.pending[v] == 0) {
+      walk_.ready.push_back(v);
     }
   }
 }
 
 void PlacementExtractor::WalkFlowToTasks(const FlowNetwork& network) {
   const size_t n = network.node_slot_count();
-  task_machine_.assign(n, kNoNode);
-  task_units_.assign(n, 0);
-  while (ready_head_ < ready_.size()) {
-    const NodeId node = ready_[ready_head_++];
-    for (uint32_t i = first_in_[node]; i < first_in_[node + 1]; ++i) {
-      const auto [src, units] = in_arcs_[i];
-      const bool to_task = network.kind(src) == NodeKind::kTask;
-      if (to_task) {
-        scratch_.clear();
-        MoveMachineUnits(lists_[node], scratch_, units);
-        for (const auto& [machine, count] : scratch_) {
-          task_machine_[src] = machine;
-          task_units_[src] += count;
-        }
-      } else {
-        if (lists_[src].empty()) listed_.push_back(src);
-        MoveMachineUnits(lists_[node], lists_[src], units);
-      }
-      if (--pending_[src] == 0 && !to_task) ready_.push_back(src);
-    }
-  }
+  walk_.task_machine.assign(n, kNoNode);
+  walk_.task_units.assign(n, 0);
+  walk_.Walk([&](uint32_t v) { return network.kind(v) == NodeKind::kTask; },
+             [&](uint32_t v) { listed_.push_back(v); });
 }
 
 // One placement per task node, in node id order; Internal for a task whose
@@ -148,11 +127,11 @@ PlacementExtractor::CollectTaskPlacements(const FlowNetwork& network) const {
   const auto n = static_cast<NodeId>(network.node_slot_count());
   for (NodeId id = 0; id < n; ++id) {
     if (network.kind(id) != NodeKind::kTask) continue;
-    if (pending_[id] != 0) {
+    if (walk_.pending[id] != 0) {
       return absl::InternalError(
           absl::StrCat("flow from task node ", id, " cannot be traced"));
     }
-    const int64_t units = task_units_[id];
+    const int64_t units = walk_.task_units[id];
     if (units > 1) {
       return absl::InternalError(
           absl::StrCat("task node ", id, " reaches ", units, " machine units"));
@@ -160,7 +139,7 @@ PlacementExtractor::CollectTaskPlacements(const FlowNetwork& network) const {
     const NodeData& data = network.node(id);
     TaskPlacement placement{id, data.entity_id, 0, data.running_on};
     if (units == 1) {
-      placement.machine_id = network.node(task_machine_[id]).entity_id;
+      placement.machine_id = network.node(walk_.task_machine[id]).entity_id;
     }
     placements.push_back(placement);
   }

@@ -30,6 +30,63 @@ using MachineList = std::vector<std::pair<NodeId, int64_t>>;
 // `from` runs out): how both extractions hand machines back along flow.
 void MoveMachineUnits(MachineList& from, MachineList& to, int64_t units);
 
+// The backward walk both extractions share, over nodes numbered by the
+// caller (node ids, or a walk's own indices): the arcs with flow grouped by
+// head in a CSR (in_arcs[first_in[v] .. first_in[v + 1]) enter v), each
+// node's flow arcs still to hand machines back, its machine list, and the
+// ready queue. Walk takes ready nodes in queue order and hands each one's
+// machines back along its in-arcs: a task tail records the machine and the
+// units it reached (tasks are most of a network and take at most one unit,
+// so they get these instead of a list); any other tail adds them to its
+// list and joins the queue once its last flow arc has handed back (Kahn's
+// order on the flow DAG).
+struct FlowWalk {
+  struct InArc {
+    uint32_t src;
+    int64_t units;
+  };
+  std::vector<uint32_t> first_in;
+  std::vector<InArc> in_arcs;
+  std::vector<int64_t> pending;
+  std::vector<MachineList> lists;
+  std::vector<uint32_t> ready;
+  std::vector<NodeId> task_machine;
+  std::vector<int64_t> task_units;
+  MachineList scratch;
+
+  [[nodiscard]] int64_t Inflow(uint32_t v) const {
+    int64_t inflow = 0;
+    for (uint32_t i = first_in[v]; i < first_in[v + 1]; ++i) {
+      inflow += in_arcs[i].units;
+    }
+    return inflow;
+  }
+  // `is_task(v)`: v's units are recorded, not listed; `on_listed(v)`: v's
+  // empty list is about to get entries.
+  template <typename IsTask, typename OnListed>
+  void Walk(const IsTask& is_task, const OnListed& on_listed) {
+    for (size_t next = 0; next < ready.size(); ++next) {
+      const uint32_t node = ready[next];
+      for (uint32_t i = first_in[node]; i < first_in[node + 1]; ++i) {
+        const auto [src, units] = in_arcs[i];
+        const bool to_task = is_task(src);
+        if (to_task) {
+          scratch.clear();
+          MoveMachineUnits(lists[node], scratch, units);
+          for (const auto& [machine, count] : scratch) {
+            task_machine[src] = machine;
+            task_units[src] += count;
+          }
+        } else {
+          if (lists[src].empty()) on_listed(src);
+          MoveMachineUnits(lists[node], lists[src], units);
+        }
+        if (--pending[src] == 0 && !to_task) ready.push_back(src);
+      }
+    }
+  }
+};
+
 // `flow_by_slot[s]` is the flow on arc slot s of `network`.
 // Returns one entry per task node, in node id order. Internal if the flow
 // is inconsistent (a task node with more than one unit leaving it, flow
@@ -54,10 +111,6 @@ class PlacementExtractor {
       const std::vector<uint64_t>* slots_with_flow = nullptr);
 
  private:
-  struct FlowInArc {
-    NodeId src;
-    int64_t units;
-  };
   void CollectFlowInArcs(const FlowNetwork& network,
                          const std::vector<int64_t>& flow_by_slot,
                          const std::vector<uint64_t>* slots_with_flow);
@@ -66,25 +119,10 @@ class PlacementExtractor {
   absl::StatusOr<std::vector<TaskPlacement>> CollectTaskPlacements(
       const FlowNetwork& network) const;
 
-  // The arcs with flow, grouped by head in a CSR: in_arcs_[first_in_[v] ..
-  // first_in_[v + 1]) enter node v.
-  std::vector<uint32_t> first_in_;
-  std::vector<FlowInArc> in_arcs_;
-  std::vector<uint32_t> next_;
-  // The backward walk: per node the flow arcs still to hand machines back,
-  // the machines it holds, and the nodes ready to hand theirs on (a queue
-  // read from ready_head_).
-  std::vector<int64_t> pending_;
-  std::vector<MachineList> lists_;
+  // Over node ids.
+  FlowWalk walk_;
+  std::vector<uint32_t> next_;  // CollectFlowInArcs' cursor per head
   std::vector<NodeId> listed_;  // nodes whose list may hold entries
-  std::vector<NodeId> ready_;
-  size_t ready_head_ = 0;
-  // The machine and unit count each task node's flow reached: tasks are
-  // most of the network and receive at most one unit, so they get these
-  // instead of a list of their own.
-  std::vector<NodeId> task_machine_;
-  std::vector<int64_t> task_units_;
-  MachineList scratch_;
 };
 
 }  // namespace flowsched::flow
