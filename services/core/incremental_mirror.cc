@@ -152,7 +152,7 @@ absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
     case Type::kAddNode:
     case Type::kUpdateNode:
       FLOWSCHED_RETURN_IF_ERROR(network.Apply(change));
-      flow_changes_.nodes.push_back(change.node);
+      LogChange(kNoSlot, change.node);
       FLOWSCHED_RETURN_IF_ERROR(
           solver_->SetSupply(change.node, change.data.supply));
       return certificate_.SetSupply(change.node, change.data.supply);
@@ -168,7 +168,7 @@ absl::Status IncrementalMirror::Apply(const flow::GraphChange& change,
       for (flow::ArcSlot slot : slots)
         FLOWSCHED_RETURN_IF_ERROR(ReleaseSlot(slot));
       FLOWSCHED_RETURN_IF_ERROR(network.Apply(change));
-      flow_changes_.nodes.push_back(change.node);
+      LogChange(kNoSlot, change.node);
       FLOWSCHED_RETURN_IF_ERROR(solver_->RemoveNode(change.node));
       return certificate_.RemoveNode(change.node);
     }
@@ -193,7 +193,7 @@ int64_t IncrementalMirror::RaceDelayUs() const {
 }
 
 void IncrementalMirror::TimeScratchSolve(size_t arcs, int64_t micros) {
-  if (arcs == 0) return;
+  if (arcs == 0 || arcs < options_.race_timed_min_arcs) return;
   scratch_us_per_arc_ = static_cast<double>(micros) / static_cast<double>(arcs);
 }
 
@@ -352,22 +352,26 @@ void IncrementalMirror::AddSlotFlow(flow::ArcSlot slot, int64_t delta,
                                     flow::NodeId tail) {
   if (delta == 0) return;
   flow_by_slot_[slot] += delta;
-  if (!flow_changes_.everything) {
-    // A log longer than the network costs more to replay than a full
-    // extraction.
-    if (flow_changes_.slots.size() > flow_by_slot_.size() + kLogSlack) {
-      flow_changes_.MarkEverything();
-    } else {
-      flow_changes_.slots.push_back(slot);
-      flow_changes_.nodes.push_back(tail);
-    }
-  }
+  LogChange(slot, tail);
   const uint64_t bit = uint64_t{1} << (slot % 64);
   if (flow_by_slot_[slot] > 0) {
     slots_with_flow_[slot / 64] |= bit;
   } else {
     slots_with_flow_[slot / 64] &= ~bit;
   }
+}
+
+void IncrementalMirror::LogChange(flow::ArcSlot slot, flow::NodeId node) {
+  if (flow_changes_.everything) return;
+  // A log longer than the network costs more to replay than a full
+  // extraction (and deterministic rounds, which read no log, would grow it
+  // without end).
+  if (flow_changes_.nodes.size() > flow_by_slot_.size() + kLogSlack) {
+    flow_changes_.MarkEverything();
+    return;
+  }
+  if (slot != kNoSlot) flow_changes_.slots.push_back(slot);
+  flow_changes_.nodes.push_back(node);
 }
 
 void IncrementalMirror::ReportFlow(uint32_t handle) {
@@ -404,16 +408,17 @@ absl::Status IncrementalMirror::Certify(const MirrorResult& result,
       changes_.everything ||
       (++rounds_since_full_ >= options_.full_check_every &&
        now_us - last_full_us_ >= options_.full_check_min_interval_us);
-  ReportChanges(read_all);
-  // Everything read: the placements are read in full too.
+  // Everything read: the placements are read in full too (marked first, so
+  // that reading logs nothing).
   if (read_all) flow_changes_.MarkEverything();
+  ReportChanges(read_all);
   absl::Status status = read_all ? certificate_.CertifyAll(result.total_cost)
                                  : certificate_.Certify(result.total_cost);
   last_certify_.arcs_checked = certificate_.last_arcs_checked();
   if (!status.ok() && !read_all) {
     // The solver's report may have missed a change: read everything.
-    ReportChanges(true);
     flow_changes_.MarkEverything();
+    ReportChanges(true);
     status = certificate_.CertifyAll(result.total_cost);
     last_certify_.report_gap = status.ok();
     last_certify_.arcs_checked += certificate_.last_arcs_checked();

@@ -59,15 +59,21 @@ struct MirrorOptions {
   // time on the current network (time per arc then, times the arcs now):
   // a repair that finishes sooner wins the race anyway, and racers only
   // take CPU, memory and an export from it (at 50,000 machines a solve
-  // from scratch takes about 35 s). 0: the delay stays as set.
+  // from scratch takes about 35 s). The price: a repair that would take
+  // longer than the whole solve from scratch is bounded by about 1.5 times
+  // it instead of delay + 1 times. 0: the delay stays as set.
   double race_after_scratch_share = 0.5;
+  // Only solves of networks with at least this many arcs are timed: a
+  // small network's time is mostly fixed costs, which per arc would
+  // overstate a large one's many times over.
+  size_t race_timed_min_arcs = 100'000;
   // Certify reads and checks everything once this many rounds and at
   // least full_check_min_interval_us have passed since it last did, so
   // that a slip in the certificate's own bookkeeping cannot last
   // (solver::IncrementalCertificate::CertifyAll). The interval keeps the
   // full pass rare in time when rounds are fast: at 50,000 machines it
-  // takes about 300 ms, and 256 rounds of a few ms each would make it a
-  // tenth of the time (and of the tasks' waits).
+  // takes about 300 ms, and 256 rounds passed there in about 4 s, so it
+  // took about a tenth of the time (and of the tasks' waits).
   uint32_t full_check_every = 256;
   int64_t full_check_min_interval_us = 60'000'000;
 };
@@ -155,7 +161,8 @@ class IncrementalMirror {
                    int64_t delay_us);
   // MirrorOptions::race_delay_us, raised by race_after_scratch_share.
   [[nodiscard]] int64_t RaceDelayUs() const;
-  // Records a solve from scratch of `arcs` arcs that took `micros`.
+  // Records a solve from scratch of `arcs` arcs that took `micros`
+  // (MirrorOptions::race_timed_min_arcs).
   void TimeScratchSolve(size_t arcs, int64_t micros);
   double scratch_us_per_arc_ = 0;  // 0 until a solve from scratch is timed
   uint32_t AllocateHandle();
@@ -203,6 +210,11 @@ class IncrementalMirror {
   // Adds `delta` to the slot's flow, keeping its bit, and logs the slot
   // with its tail (flow_changes_).
   void AddSlotFlow(flow::ArcSlot slot, int64_t delta, flow::NodeId tail);
+  // Appends to flow_changes_ (a slot whose flow moved, kNoSlot for a node
+  // change alone) unless everything is marked; marks everything once the
+  // log outgrows the network.
+  void LogChange(flow::ArcSlot slot, flow::NodeId node);
+  static constexpr flow::ArcSlot kNoSlot = ~flow::ArcSlot{0};
   static constexpr size_t kLogSlack = 4096;
   flow::FlowChangeLog flow_changes_;
   void ResizeSlots(size_t slots);

@@ -244,7 +244,8 @@ TEST(IncrementalMirrorRaceDelayTest, GrowsToAShareOfTheTimedScratchSolve) {
   constexpr int64_t kDelayUs = 1;
   IncrementalMirror raised{std::make_unique<solver::CostScaling>(),
                            MirrorOptions{.race_delay_us = kDelayUs,
-                                         .race_after_scratch_share = 1e6}};
+                                         .race_after_scratch_share = 1e6,
+                                         .race_timed_min_arcs = 1}};
   flow::FlowNetwork net;
   BuildLoadSpreading(raised, net, 200);
   EXPECT_EQ(raised.race_delay_us(), kDelayUs);  // nothing timed yet
@@ -259,6 +260,15 @@ TEST(IncrementalMirrorRaceDelayTest, GrowsToAShareOfTheTimedScratchSolve) {
   BuildLoadSpreading(at_once, other, 200);
   ASSERT_THAT(at_once.Solve(), IsOk());
   EXPECT_EQ(at_once.race_delay_us(), 0);
+
+  // The default floor: a network this small is not timed.
+  IncrementalMirror small{std::make_unique<solver::CostScaling>(),
+                          MirrorOptions{.race_delay_us = kDelayUs,
+                                        .race_after_scratch_share = 1e6}};
+  flow::FlowNetwork third;
+  BuildLoadSpreading(small, third, 200);
+  ASSERT_THAT(small.Solve(), IsOk());
+  EXPECT_EQ(small.race_delay_us(), kDelayUs);
 }
 
 // Everything is read and checked again once full_check_every rounds and

@@ -84,8 +84,13 @@ SolvedRound RoundSolver::Solve(bool deterministic,
   flow::FlowNetwork canonical;
   if (deterministic) canonical = CanonicalCopy(network_);
   flow::FlowNetwork& solved = deterministic ? canonical : network_;
-  SolvePass(solved, deterministic, /*all_tasks=*/!gangs.empty(), round);
-  if (round.verdict.ok() && !gangs.empty()) {
+  // A gang with nothing left to place (need 0) can be neither partial nor
+  // held: only the others make the passes read every task's placement.
+  const bool enforce =
+      std::any_of(gangs.begin(), gangs.end(),
+                  [](const GangRequirement& gang) { return gang.need > 0; });
+  SolvePass(solved, deterministic, /*all_tasks=*/enforce, round);
+  if (round.verdict.ok() && enforce) {
     EnforceGangs(solved, deterministic, gangs, round);
   }
   if (!round.verdict.ok()) {

@@ -1,7 +1,6 @@
 #include "services/core/round_solver.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <random>
 #include <string>
 #include <utility>
@@ -170,8 +169,6 @@ TEST_P(KeptPlacementsTest, MatchAFullExtractionUnderChurn) {
   EXPECT_GE(incremental, kRounds / 2);
   // The first round's 24 placements, then the churn's.
   EXPECT_GE(decisions, 24u + kRounds);
-  std::printf("%s: %d of %d rounds incremental, %zu decisions\n",
-              GetParam().c_str(), incremental, kRounds, decisions);
 }
 
 INSTANTIATE_TEST_SUITE_P(
