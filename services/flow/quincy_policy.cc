@@ -390,9 +390,12 @@ absl::Status QuincyPolicy::SyncJobs(const cluster::ChangeSet& changes,
     const int64_t supply = b.max_running - b.tasks;
     unscheduled_supply += supply;
     DesiredArc to_sink{sink, b.max_running - b.min_running, 0, {}};
-    if (b.min_running > 0 && room_.JobWaitsForRoom(id)) {
-      // Room may not exist for E_j of such a job's tasks: below E_j each
-      // unscheduled task costs UnmetBoundCost() instead of infeasibility.
+    // Room may not exist for E_j of a job whose tasks wait for room, and
+    // while any gang lives a round's gang passes may block any job's
+    // waiting tasks (core/gang_rule.h): then below E_j each unscheduled
+    // task costs UnmetBoundCost() instead of making the round infeasible.
+    if (b.min_running > 0 &&
+        (room_.JobWaitsForRoom(id) || !state.gang_jobs().empty())) {
       to_sink.extra_segments.push_back({b.min_running, UnmetBoundCost()});
     }
     // Most jobs' bounds stay put from one round to the next: a node

@@ -59,7 +59,10 @@
 // runs: moving it would need room reserved for it. For a job with a
 // waiting task that asks for room, E_j is a soft bound (U_j -> S takes E_j
 // more units at UnmetBoundCost each), since the room to reach it may not
-// exist; the solver still meets it wherever room allows.
+// exist; the solver still meets it wherever room allows. While any gang
+// lives, every job's E_j is soft the same way: a round's gang passes may
+// block any job's waiting tasks from every machine (core/round_solver.h),
+// which a hard E_j would turn into an infeasible round.
 
 #include <cstddef>
 #include <cstdint>
@@ -172,7 +175,8 @@ class QuincyPolicy final : public SchedulingPolicy {
   // Costs in cost units (exposed for tests).
   [[nodiscard]] int64_t WaitCost(int64_t wait_us) const;
   [[nodiscard]] int64_t DataCost(int64_t rack_bytes, int64_t core_bytes) const;
-  // What each task below E_j costs for a job whose tasks ask for room.
+  // What each task below E_j costs for a job whose tasks ask for room, and
+  // for every job while a gang lives.
   [[nodiscard]] int64_t UnmetBoundCost() const;
   [[nodiscard]] int64_t RunningCost(int64_t data_cost, int64_t run_us) const;
   // theta as the running cost prices it (see QuincyParams::theta_bits), and
