@@ -58,10 +58,10 @@ struct MirrorOptions {
   // won), a positive race delay is raised to this share of its expected
   // time on the current network (time per arc then, times the arcs now):
   // a repair that finishes sooner wins the race anyway, and racers only
-  // take CPU, memory and an export from it (at 50,000 machines a solve
-  // from scratch takes about 35 s). The price: a repair that would take
-  // longer than the whole solve from scratch is bounded by about 1.5 times
-  // it instead of delay + 1 times. 0: the delay stays as set.
+  // take CPU, memory and an export from it. The price: a repair that would
+  // take longer than the whole solve from scratch is bounded by about 1.5
+  // times it instead of delay + 1 times. Measurements behind it:
+  // docs/2026-11-29-kept-placements.md. 0: the delay stays as set.
   double race_after_scratch_share = 0.5;
   // Only solves of networks with at least this many arcs are timed: a
   // small network's time is mostly fixed costs, which per arc would
@@ -71,9 +71,8 @@ struct MirrorOptions {
   // least full_check_min_interval_us have passed since it last did, so
   // that a slip in the certificate's own bookkeeping cannot last
   // (solver::IncrementalCertificate::CertifyAll). The interval keeps the
-  // full pass rare in time when rounds are fast: at 50,000 machines it
-  // takes about 300 ms, and 256 rounds passed there in about 4 s, so it
-  // took about a tenth of the time (and of the tasks' waits).
+  // full pass, which costs O(network), rare in time when rounds are fast
+  // (docs/2026-11-29-kept-placements.md).
   uint32_t full_check_every = 256;
   int64_t full_check_min_interval_us = 60'000'000;
 };
