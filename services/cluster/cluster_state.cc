@@ -29,8 +29,8 @@ const Task* ClusterState::FindTask(TaskId id) const {
   return it == tasks_.end() ? nullptr : &it->second;
 }
 const Machine* ClusterState::FindMachine(MachineId id) const {
-  auto it = machines_.find(id);
-  return it == machines_.end() ? nullptr : &it->second;
+  auto it = machine_index_.find(id);
+  return it == machine_index_.end() ? nullptr : it->second;
 }
 
 absl::Status ClusterState::Apply(const ClusterEvent& event, int64_t now_us,
@@ -241,6 +241,7 @@ absl::Status ClusterState::ApplyMachineAdded(const MachineAdded& e,
         absl::StrCat("machine ", e.machine.value(), " already exists"));
   }
   Machine& machine = machines_[e.machine];
+  machine_index_[e.machine] = &machine;
   machine.id = e.machine;
   machine.rack = e.rack;
   machine.capacity = e.capacity;
@@ -274,6 +275,7 @@ absl::Status ClusterState::ApplyMachineGone(MachineId id, int64_t time_us,
   }
   total_slots_ -= it->second.task_slots;
   Unindex(it->second);
+  machine_index_.erase(id);
   machines_.erase(it);
   changes.machines.insert(id);
   return absl::OkStatus();
@@ -409,6 +411,7 @@ absl::Status ClusterState::RestoreMachine(Machine machine) {
   }
   total_slots_ += machine.task_slots;
   const auto [it, inserted] = machines_.emplace(machine.id, std::move(machine));
+  machine_index_[it->first] = &it->second;
   Index(it->second);
   return absl::OkStatus();
 }

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "services/cluster/change_set.h"
@@ -146,6 +147,10 @@ class ClusterState {
   std::set<JobId> gang_jobs_;
   std::map<TaskId, Task> tasks_;
   std::map<MachineId, Machine> machines_;
+  // machines_ by id in O(1): every policy's sync and LocateInput look a
+  // machine up per input replica. Map nodes are stable, so the pointers
+  // stay valid until the machine is erased (and across a move).
+  absl::flat_hash_map<MachineId, Machine*> machine_index_;
   std::set<OpenMachine> open_by_load_;
   size_t running_count_ = 0;
   uint64_t total_slots_ = 0;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -100,17 +101,22 @@ absl::Status IncrementalMirror::ApplySetArc(const flow::GraphChange& change,
   // alone keeps its flow and is not queued for repair, so a load
   // spreading start or finish (one slot piece flips its capacity) costs
   // the solver one arc, not the machine's whole arc.
-  std::vector<flow::ArcSegment> before;
-  if (auto old_arc = network.FindArc(change.src, change.dst)) {
+  absl::InlinedVector<flow::ArcSegment, 2> before;
+  const std::optional<flow::ArcView> old_arc =
+      network.FindArc(change.src, change.dst);
+  if (old_arc.has_value()) {
     before.push_back({old_arc->capacity, old_arc->cost});
     before.insert(before.end(), old_arc->extra_segments.begin(),
                   old_arc->extra_segments.end());
   }
   FLOWSCHED_RETURN_IF_ERROR(network.Apply(change));
-  const flow::ArcSlot slot = network.FindArc(change.src, change.dst)->slot;
+  // Setting an arc that exists keeps its slot.
+  const flow::ArcSlot slot =
+      old_arc.has_value() ? old_arc->slot
+                          : network.FindArc(change.src, change.dst)->slot;
   if (slot >= slot_handles_.size()) slot_handles_.resize(slot + 1);
   if (slot >= flow_by_slot_.size()) ResizeSlots(slot + 1);
-  std::vector<PieceHandle>& handles = slot_handles_[slot];
+  auto& handles = slot_handles_[slot];
   const size_t pieces = 1 + change.extra_segments.size();
   while (handles.size() > pieces) {
     FLOWSCHED_RETURN_IF_ERROR(RemovePiece(handles.back()));

@@ -1,6 +1,7 @@
 #include "services/flow/flow_network.h"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <utility>
 
@@ -228,26 +229,75 @@ absl::Status FlowNetwork::SetArc(NodeId src, NodeId dst, int64_t capacity,
   FLOWSCHED_RETURN_IF_ERROR(CheckArc(src, dst, capacity, cost, extra_segments));
   auto [it, inserted] = arc_index_.try_emplace(ArcKey(src, dst), kNil);
   if (!inserted) {
-    ArcEntry& arc = arcs_[it->second];
-    if (arc.capacity == capacity && arc.cost == cost &&
-        std::equal(arc.extra.begin(), arc.extra.end(), extra_segments.begin(),
-                   extra_segments.end())) {
-      return absl::OkStatus();
-    }
-    arc.capacity = capacity;
-    arc.cost = cost;
-    arc.extra.assign(extra_segments.begin(), extra_segments.end());
-  } else {
-    it->second = LinkNewArc(src, dst, capacity, cost, extra_segments);
+    UpdateArc(it->second, capacity, cost, extra_segments);
+    return absl::OkStatus();
   }
-  if (record_changes_) {
-    changes_.push_back(
-        {.type = GraphChange::Type::kSetArc,
-         .src = src,
-         .dst = dst,
-         .capacity = capacity,
-         .cost = cost,
-         .extra_segments = {extra_segments.begin(), extra_segments.end()}});
+  it->second = LinkNewArc(src, dst, capacity, cost, extra_segments);
+  RecordSetArc(src, dst, capacity, cost, extra_segments);
+  return absl::OkStatus();
+}
+
+void FlowNetwork::UpdateArc(ArcSlot slot, int64_t capacity, int64_t cost,
+                            std::span<const ArcSegment> extra_segments) {
+  ArcEntry& arc = arcs_[slot];
+  if (arc.capacity == capacity && arc.cost == cost &&
+      std::equal(arc.extra.begin(), arc.extra.end(), extra_segments.begin(),
+                 extra_segments.end())) {
+    return;
+  }
+  arc.capacity = capacity;
+  arc.cost = cost;
+  arc.extra.assign(extra_segments.begin(), extra_segments.end());
+  RecordSetArc(arc.src, arc.dst, capacity, cost, extra_segments);
+}
+
+absl::Status FlowNetwork::SetOutArcs(NodeId src,
+                                     std::span<const DesiredArc> desired) {
+  if (!IsLive(src)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("out-arcs of unknown node ", src));
+  }
+  for (const DesiredArc& arc : desired) {
+    FLOWSCHED_RETURN_IF_ERROR(
+        CheckArc(src, arc.dst, arc.capacity, arc.cost, arc.extra_segments));
+  }
+  // The slot each desired arc already has (kNil: new), and the arcs to go.
+  constexpr size_t kInline = 16;
+  std::array<ArcSlot, kInline> inline_slots;
+  std::vector<ArcSlot> heap_slots;
+  std::span<ArcSlot> slots(inline_slots.data(), desired.size());
+  if (desired.size() > kInline) {
+    heap_slots.resize(desired.size());
+    slots = heap_slots;
+  }
+  std::fill(slots.begin(), slots.end(), kNil);
+  std::vector<ArcSlot> stale;
+  for (ArcSlot slot = nodes_[src].first_out; slot != kNil;
+       slot = arcs_[slot].next_out) {
+    const NodeId dst = arcs_[slot].dst;
+    auto wanted =
+        std::find_if(desired.begin(), desired.end(),
+                     [&](const DesiredArc& d) { return d.dst == dst; });
+    if (wanted == desired.end()) {
+      stale.push_back(slot);
+    } else {
+      slots[static_cast<size_t>(wanted - desired.begin())] = slot;
+    }
+  }
+  for (ArcSlot slot : stale) {
+    Record({.type = GraphChange::Type::kRemoveArc,
+            .src = src,
+            .dst = arcs_[slot].dst});
+    UnlinkArc(slot);
+  }
+  for (size_t i = 0; i < desired.size(); ++i) {
+    const DesiredArc& arc = desired[i];
+    if (slots[i] != kNil) {
+      UpdateArc(slots[i], arc.capacity, arc.cost, arc.extra_segments);
+    } else {
+      FLOWSCHED_RETURN_IF_ERROR(
+          SetArc(src, arc.dst, arc.capacity, arc.cost, arc.extra_segments));
+    }
   }
   return absl::OkStatus();
 }

@@ -37,6 +37,14 @@ struct ArcView {
   std::span<const ArcSegment> extra_segments;  // valid during the callback
 };
 
+// One out-arc a node should have (FlowNetwork::SetOutArcs).
+struct DesiredArc {
+  NodeId dst = kNoNode;
+  int64_t capacity = 0;
+  int64_t cost = 0;
+  std::vector<ArcSegment> extra_segments;
+};
+
 class FlowNetwork {
  public:
   FlowNetwork() = default;
@@ -69,6 +77,13 @@ class FlowNetwork {
                       std::span<const ArcSegment> extra_segments = {});
   // FailedPrecondition if there is no such arc.
   absl::Status RemoveArc(NodeId src, NodeId dst);
+  // Makes `src`'s out-arcs exactly `desired`: the same state and recorded
+  // changes as RemoveArc of every other out-arc (in out-list order) and
+  // then SetArc of each desired arc in turn, with the checks of both, all
+  // made before anything changes. Arcs `src` already has are matched on
+  // its out-list, so only new arcs cost a lookup of the arc index: a task
+  // re-synced after it started pays for its one new arc, not for six.
+  absl::Status SetOutArcs(NodeId src, std::span<const DesiredArc> desired);
   // Applies one change with the checks above.
   absl::Status Apply(const GraphChange& change);
 
@@ -148,7 +163,21 @@ class FlowNetwork {
   void Record(const GraphChange& change) {
     if (record_changes_) changes_.push_back(change);
   }
+  void RecordSetArc(NodeId src, NodeId dst, int64_t capacity, int64_t cost,
+                    std::span<const ArcSegment> extra_segments) {
+    if (!record_changes_) return;  // a replica copies no segments
+    changes_.push_back(
+        {.type = GraphChange::Type::kSetArc,
+         .src = src,
+         .dst = dst,
+         .capacity = capacity,
+         .cost = cost,
+         .extra_segments = {extra_segments.begin(), extra_segments.end()}});
+  }
   void PlaceNode(NodeId id, const NodeData& data);
+  // Gives the live arc in `slot` these pieces; records it if they differ.
+  void UpdateArc(ArcSlot slot, int64_t capacity, int64_t cost,
+                 std::span<const ArcSegment> extra_segments);
   // SetArc's checks: FailedPrecondition for an unknown node,
   // InvalidArgument for a self-loop or a value out of range.
   [[nodiscard]] absl::Status CheckArc(

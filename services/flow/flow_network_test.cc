@@ -1,5 +1,9 @@
 #include "services/flow/flow_network.h"
 
+#include <algorithm>
+#include <random>
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/common/status_matchers.h"
@@ -88,6 +92,81 @@ TEST(FlowNetworkTest, RecordsOnlyRealChanges) {
   auto changes = net.TakeChanges();
   ASSERT_EQ(changes.size(), 1u);
   EXPECT_EQ(changes[0].cost, 8);
+}
+
+// SetOutArcs against what it stands for: RemoveArc of every other out-arc
+// in out-list order, then SetArc of each desired arc. Random out-sets over
+// a few destinations (repeats, convex pieces, unchanged arcs) must leave
+// the same network and record the same changes.
+TEST(FlowNetworkTest, SetOutArcsEqualsRemovalsThenSets) {
+  FlowNetwork fast;
+  FlowNetwork reference;
+  fast.set_record_changes(true);
+  reference.set_record_changes(true);
+  std::vector<NodeId> nodes;
+  for (uint64_t id = 1; id <= 8; ++id) {
+    nodes.push_back(fast.AddNode(Task(id)));
+    ASSERT_EQ(reference.AddNode(Task(id)), nodes.back());
+  }
+  std::mt19937 rng(7);
+  auto pick = [&](size_t n) {
+    return std::uniform_int_distribution<size_t>(0, n - 1)(rng);
+  };
+  for (int step = 0; step < 2000; ++step) {
+    const NodeId src = nodes[pick(3)];
+    std::vector<DesiredArc> desired;
+    const size_t count = pick(6);
+    for (size_t i = 0; i < count; ++i) {
+      NodeId dst = nodes[3 + pick(5)];
+      DesiredArc arc{.dst = dst,
+                     .capacity = static_cast<int64_t>(pick(3)),
+                     .cost = static_cast<int64_t>(pick(4))};
+      if (pick(4) == 0) arc.extra_segments.push_back({1, arc.cost + 1});
+      desired.push_back(arc);
+    }
+    ASSERT_THAT(fast.SetOutArcs(src, desired), IsOk());
+    std::vector<NodeId> stale;
+    reference.ForEachOutArc(src, [&](const ArcView& arc) {
+      if (std::none_of(desired.begin(), desired.end(),
+                       [&](const DesiredArc& d) { return d.dst == arc.dst; })) {
+        stale.push_back(arc.dst);
+      }
+    });
+    for (NodeId dst : stale) ASSERT_THAT(reference.RemoveArc(src, dst), IsOk());
+    for (const DesiredArc& arc : desired) {
+      ASSERT_THAT(reference.SetArc(src, arc.dst, arc.capacity, arc.cost,
+                                   arc.extra_segments),
+                  IsOk());
+    }
+    ASSERT_EQ(fast.TakeChanges(), reference.TakeChanges()) << "step " << step;
+  }
+  EXPECT_EQ(fast.SnapshotChanges(), reference.SnapshotChanges());
+  EXPECT_GT(fast.arc_count(), 0u);
+}
+
+// Every desired arc is checked before anything changes.
+TEST(FlowNetworkTest, SetOutArcsWithABadArcChangesNothing) {
+  FlowNetwork net;
+  net.set_record_changes(true);
+  const NodeId t = net.AddNode(Task(1));
+  const NodeId a = net.AddNode(Task(2));
+  const NodeId b = net.AddNode(Task(3));
+  ASSERT_THAT(
+      net.SetOutArcs(t, std::vector<DesiredArc>{{.dst = a, .capacity = 1}}),
+      IsOk());
+  const std::vector<GraphChange> before = net.SnapshotChanges();
+  net.TakeChanges();
+  EXPECT_THAT(
+      net.SetOutArcs(t, std::vector<DesiredArc>{{.dst = b, .capacity = 1},
+                                                {.dst = 99, .capacity = 1}}),
+      StatusIs(absl::StatusCode::kFailedPrecondition, "unknown node"));
+  EXPECT_THAT(
+      net.SetOutArcs(t, std::vector<DesiredArc>{{.dst = b, .capacity = -1}}),
+      StatusIs(absl::StatusCode::kInvalidArgument, "out of range"));
+  EXPECT_THAT(net.SetOutArcs(99, std::vector<DesiredArc>{}),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "unknown node"));
+  EXPECT_FALSE(net.has_changes());
+  EXPECT_EQ(net.SnapshotChanges(), before);
 }
 
 TEST(FlowNetworkTest, RejectsBadEdits) {

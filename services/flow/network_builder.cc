@@ -167,21 +167,7 @@ void NetworkBuilder::RemoveRackNode(const std::string& rack) {
 
 absl::Status NetworkBuilder::SetOutArcs(
     NodeId node, const std::vector<DesiredArc>& desired) {
-  std::vector<NodeId> stale;
-  network_.ForEachOutArc(node, [&](const ArcView& arc) {
-    const bool wanted =
-        std::any_of(desired.begin(), desired.end(),
-                    [&](const DesiredArc& d) { return d.dst == arc.dst; });
-    if (!wanted) stale.push_back(arc.dst);
-  });
-  for (NodeId dst : stale) {
-    FLOWSCHED_RETURN_IF_ERROR(network_.RemoveArc(node, dst));
-  }
-  for (const DesiredArc& arc : desired) {
-    FLOWSCHED_RETURN_IF_ERROR(network_.SetArc(node, arc.dst, arc.capacity,
-                                              arc.cost, arc.extra_segments));
-  }
-  return absl::OkStatus();
+  return network_.SetOutArcs(node, desired);
 }
 
 NodeId NetworkBuilder::FindJobNode(JobId job) const {

@@ -23,13 +23,6 @@
 
 namespace flowsched::flow {
 
-struct DesiredArc {
-  NodeId dst = kNoNode;
-  int64_t capacity = 0;
-  int64_t cost = 0;
-  std::vector<ArcSegment> extra_segments;
-};
-
 class NetworkBuilder {
  public:
   explicit NetworkBuilder(FlowNetwork& network) : network_(network) {}

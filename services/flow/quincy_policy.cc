@@ -367,8 +367,19 @@ absl::Status QuincyPolicy::SyncTopology(const cluster::ChangeSet& changes,
       FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(rack_node, arcs));
     }
     topology_ = std::move(topology);
+    IndexTopology();
   }
   return absl::OkStatus();
+}
+
+void QuincyPolicy::IndexTopology() {
+  places_.clear();
+  rack_sizes_.clear();
+  places_.reserve(topology_.machines.size());
+  for (const auto& [rack, machines] : topology_.racks) {
+    rack_sizes_[rack] = machines.size();
+    for (MachineId id : machines) places_[id] = {&rack, machines.size()};
+  }
 }
 
 absl::Status QuincyPolicy::SyncJobs(const cluster::ChangeSet& changes,
@@ -431,14 +442,12 @@ void QuincyPolicy::PriceRacks(const cluster::InputLocation& locality,
   };
   std::map<std::string, RackBytes> data_racks;
   for (const auto& [rack, bytes] : locality.in_rack) {
-    if (topology_.racks.contains(rack)) {
-      data_racks[rack] = {bytes, 0, total};
-    }
+    if (rack_sizes_.contains(rack)) data_racks[rack] = {bytes, 0, total};
   }
   for (const auto& [id, bytes] : locality.on_machine) {
-    auto where = topology_.machines.find(id);
-    if (where == topology_.machines.end()) continue;
-    auto rack = data_racks.find(where->second.first);
+    auto where = places_.find(id);
+    if (where == places_.end()) continue;
+    auto rack = data_racks.find(*where->second.rack);
     if (rack == data_racks.end()) continue;
     ++rack->second.with_data;
     rack->second.smallest = std::min(rack->second.smallest, bytes);
@@ -450,7 +459,7 @@ void QuincyPolicy::PriceRacks(const cluster::InputLocation& locality,
   }
   for (const auto& [rack, bytes] : data_racks) {
     const int64_t min_local =
-        bytes.with_data == topology_.racks.at(rack).size() ? bytes.smallest : 0;
+        bytes.with_data == rack_sizes_.at(rack) ? bytes.smallest : 0;
     worst_rack_bytes = std::max(worst_rack_bytes, bytes.in_rack - min_local);
     min_rack_bytes = std::min(min_rack_bytes, bytes.in_rack);
     prices.rack_costs[rack] =
@@ -472,12 +481,12 @@ QuincyPolicy::TaskPrices QuincyPolicy::PriceTask(
   const double t = static_cast<double>(total);
   prices.computers = Preferred<MachineId>(
       locality.on_machine, params_.delta_computer * t, params_.max_preferences,
-      [&](const MachineId& id) { return topology_.machines.contains(id); });
+      [&](const MachineId& id) { return places_.contains(id); });
   prices.racks = Preferred<std::string>(
       locality.in_rack, params_.delta_rack * t, params_.max_preferences,
-      [&](const std::string& rack) { return topology_.racks.contains(rack); });
+      [&](const std::string& rack) { return rack_sizes_.contains(rack); });
   for (MachineId id : prices.computers) {
-    const std::string& rack = topology_.machines.at(id).first;
+    const std::string& rack = *places_.at(id).rack;
     const int64_t in_rack = locality.InRack(rack);
     prices.computer_costs.push_back(
         DataCost(in_rack - locality.OnMachine(id), total - in_rack));
@@ -539,14 +548,14 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
   }
   if (task.running()) {
     const NodeId machine_node = builder.FindMachineNode(task.machine);
-    auto where = topology_.machines.find(task.machine);
-    if (machine_node == kNoNode || where == topology_.machines.end()) {
+    auto where = places_.find(task.machine);
+    if (machine_node == kNoNode || where == places_.end()) {
       return absl::InternalError(
           absl::StrCat("task ", task_id.value(), " runs on machine ",
                        task.machine.value(), " that has no node"));
     }
     const int64_t data =
-        RunningDataCost(task.machine, where->second.first, prices);
+        RunningDataCost(task.machine, *where->second.rack, prices);
     arcs.push_back(
         {machine_node, 1, RunningCost(data, task.RunMicros(now_us))});
     pricing = {task.machine, data};

@@ -71,6 +71,7 @@
 #include <queue>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -255,6 +256,15 @@ class QuincyPolicy final : public SchedulingPolicy {
   QuincyParams params_;
   std::string name_;
   Topology topology_;
+  // topology_ hashed for the lookups PriceTask makes per input replica;
+  // rebuilt whenever topology_ is (the views and pointers are into it).
+  struct MachinePlace {
+    const std::string* rack = nullptr;
+    size_t rack_size = 0;  // machines in that rack
+  };
+  absl::flat_hash_map<MachineId, MachinePlace> places_;
+  absl::flat_hash_map<std::string_view, size_t> rack_sizes_;
+  void IndexTopology();
   // False until a Sync (or a Refresh of a fresh policy over a restored
   // network) has derived the topology and the job nodes.
   bool synced_ = false;
