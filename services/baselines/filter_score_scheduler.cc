@@ -53,13 +53,11 @@ std::vector<BaselinePlacement> FilterScoreScheduler::Schedule(
     for (auto& [machine_id, machine] : machines) {
       if (!CanPlace(machine, task)) continue;
       double score = LeastAllocated(machine, task.spec.request);
-      if (auto it = locality.on_machine.find(machine_id);
-          it != locality.on_machine.end()) {
-        score += kMachineLocalityWeight * Fraction(it->second, locality.total);
+      if (const int64_t on = locality.OnMachine(machine_id); on > 0) {
+        score += kMachineLocalityWeight * Fraction(on, locality.total);
       }
-      if (auto it = locality.in_rack.find(machine.rack);
-          it != locality.in_rack.end()) {
-        score += kRackLocalityWeight * Fraction(it->second, locality.total);
+      if (const int64_t in = locality.InRack(machine.rack); in > 0) {
+        score += kRackLocalityWeight * Fraction(in, locality.total);
       }
       // Strictly greater: machines are visited in id order, so ties keep
       // the lowest id.

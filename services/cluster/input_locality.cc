@@ -5,9 +5,29 @@
 namespace flowsched::cluster {
 namespace {
 
-int64_t Find(const auto& bytes, const auto& key) {
-  auto it = bytes.find(key);
-  return it == bytes.end() ? 0 : it->second;
+// The value of `key` in a vector sorted by key, 0 if absent.
+template <typename Pairs, typename Key>
+int64_t Find(const Pairs& pairs, const Key& key) {
+  auto it = std::lower_bound(
+      pairs.begin(), pairs.end(), key,
+      [](const auto& pair, const Key& k) { return pair.first < k; });
+  return it != pairs.end() && it->first == key ? it->second : 0;
+}
+
+// Sorts (key, bytes) pairs by key and adds up the bytes of equal keys.
+template <typename Key>
+void SumByKey(std::vector<std::pair<Key, int64_t>>& pairs) {
+  std::sort(pairs.begin(), pairs.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t out = 0;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (out > 0 && pairs[out - 1].first == pairs[i].first) {
+      pairs[out - 1].second += pairs[i].second;
+    } else {
+      pairs[out++] = pairs[i];
+    }
+  }
+  pairs.resize(out);
 }
 
 }  // namespace
@@ -16,7 +36,7 @@ int64_t InputLocation::OnMachine(MachineId machine) const {
   return Find(on_machine, machine);
 }
 
-int64_t InputLocation::InRack(const std::string& rack) const {
+int64_t InputLocation::InRack(std::string_view rack) const {
   return Find(in_rack, rack);
 }
 
@@ -24,48 +44,85 @@ InputLocation LocateInput(
     const std::vector<DataLocality>& input, int64_t input_bytes,
     absl::FunctionRef<const std::string*(const DataLocality&)> rack_of) {
   InputLocation where;
-  struct RackSum {
-    int64_t sum = 0;      // of its machine entries
-    int64_t largest = 0;  // one machine's bytes
+  // Machine entries with their rack; rack entries (stated); the bytes of
+  // departed holders by the rack their entry names. Views into `input` and
+  // into the racks rack_of returns, which outlive this call.
+  struct Held {
+    MachineId machine;
+    std::string_view rack;
+    int64_t bytes;
   };
-  std::map<std::string, RackSum> machines;
-  std::map<std::string, int64_t> stated;    // rack entries
-  std::map<std::string, int64_t> departed;  // by the rack an entry names
-  int64_t nowhere = 0;                      // on machines without a rack
+  std::vector<Held> held;
+  std::vector<std::pair<std::string_view, int64_t>> stated;
+  std::vector<std::pair<std::string_view, int64_t>> departed;
+  int64_t nowhere = 0;  // on machines without a rack
   for (const DataLocality& entry : input) {
     if (entry.bytes <= 0) continue;
     if (entry.machine.value() == 0) {
-      if (!entry.rack.empty()) stated[entry.rack] += entry.bytes;
+      if (!entry.rack.empty()) stated.emplace_back(entry.rack, entry.bytes);
       continue;
     }
     const std::string* rack = rack_of(entry);
     if (rack == nullptr) {
       nowhere += entry.bytes;
-      if (!entry.rack.empty()) departed[entry.rack] += entry.bytes;
+      if (!entry.rack.empty()) departed.emplace_back(entry.rack, entry.bytes);
       continue;
     }
-    const int64_t on = where.on_machine[entry.machine] += entry.bytes;
-    RackSum& in = machines[*rack];
-    in.sum += entry.bytes;
-    in.largest = std::max(in.largest, on);
+    held.push_back({entry.machine, *rack, entry.bytes});
   }
+  SumByKey(stated);
+  SumByKey(departed);
+  // L_m; per rack the sum of its machine entries and the largest L_m among
+  // them (rack_of names one rack per machine).
+  std::sort(held.begin(), held.end(),
+            [](const Held& a, const Held& b) { return a.machine < b.machine; });
+  struct RackSum {
+    std::string_view rack;
+    int64_t sum = 0;
+    int64_t largest = 0;
+  };
+  std::vector<RackSum> machines;
+  for (size_t i = 0; i < held.size();) {
+    size_t end = i;
+    int64_t on = 0;
+    for (; end < held.size() && held[end].machine == held[i].machine; ++end) {
+      on += held[end].bytes;
+    }
+    where.on_machine.emplace_back(held[i].machine, on);
+    for (; i < end; ++i) machines.push_back({held[i].rack, held[i].bytes, on});
+  }
+  std::sort(machines.begin(), machines.end(),
+            [](const RackSum& a, const RackSum& b) { return a.rack < b.rack; });
+  size_t racks = 0;
+  for (const RackSum& sum : machines) {
+    if (racks > 0 && machines[racks - 1].rack == sum.rack) {
+      machines[racks - 1].sum += sum.sum;
+      machines[racks - 1].largest =
+          std::max(machines[racks - 1].largest, sum.largest);
+    } else {
+      machines[racks++] = sum;
+    }
+  }
+  machines.resize(racks);
   // Without a rack entry a rack holds its machines' sum. A rack entry
   // states the rack's bytes; a listed holder that is gone takes at most
   // its own bytes with it (it may have held the only copy), and what a
   // remaining machine holds is in the rack whatever the entry says.
+  // Both lists are sorted by rack: merge them into B_l.
+  size_t m = 0;
   for (const auto& [rack, bytes] : stated) {
-    auto gone = departed.find(rack);
-    const int64_t left = std::max<int64_t>(
-        0, bytes - (gone == departed.end() ? 0 : gone->second));
-    if (left > 0) where.in_rack[rack] = left;
-  }
-  for (const auto& [rack, in] : machines) {
-    auto it = where.in_rack.find(rack);
-    if (!stated.contains(rack)) {
-      where.in_rack[rack] = in.sum;
-    } else if (it == where.in_rack.end() || it->second < in.largest) {
-      where.in_rack[rack] = in.largest;
+    for (; m < machines.size() && machines[m].rack < rack; ++m) {
+      where.in_rack.emplace_back(machines[m].rack, machines[m].sum);
     }
+    int64_t left = std::max<int64_t>(0, bytes - Find(departed, rack));
+    if (m < machines.size() && machines[m].rack == rack) {
+      left = std::max(left, machines[m].largest);
+      ++m;
+    }
+    if (left > 0) where.in_rack.emplace_back(rack, left);
+  }
+  for (; m < machines.size(); ++m) {
+    where.in_rack.emplace_back(machines[m].rack, machines[m].sum);
   }
   int64_t sum = 0;
   int64_t most = 0;

@@ -18,8 +18,9 @@
 // of its machines'.
 
 #include <cstdint>
-#include <map>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -28,13 +29,17 @@
 
 namespace flowsched::cluster {
 
+// Sorted by key, each key once: a task names a few machines and racks, so
+// flat vectors (not maps) keep a lookup per replica cheap for the millions
+// of tasks a large cell prices.
 struct InputLocation {
-  int64_t total = 0;                        // T
-  std::map<MachineId, int64_t> on_machine;  // L_m
-  std::map<std::string, int64_t> in_rack;   // B_l
+  int64_t total = 0;                                      // T
+  std::vector<std::pair<MachineId, int64_t>> on_machine;  // L_m
+  std::vector<std::pair<std::string, int64_t>> in_rack;   // B_l
 
+  // 0 for a machine or rack holding none of the input. O(log entries).
   [[nodiscard]] int64_t OnMachine(MachineId machine) const;
-  [[nodiscard]] int64_t InRack(const std::string& rack) const;
+  [[nodiscard]] int64_t InRack(std::string_view rack) const;
 };
 
 // `rack_of(entry)` names the rack of a machine entry's machine, or returns

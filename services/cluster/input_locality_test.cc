@@ -1,5 +1,11 @@
 #include "services/cluster/input_locality.h"
 
+#include <algorithm>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -115,6 +121,76 @@ TEST(LocateInputTest, DataOnAMachineWithoutARackIsRemoteButCounted) {
   EXPECT_EQ(where.total, 10);
   EXPECT_EQ(where.InRack("b"), 0);
   EXPECT_EQ(where.OnMachine(MachineId(9)), 0);
+}
+
+// The rules above as plain maps, the way they read: the sorted vectors of
+// LocateInput must give the same L_m, B_l and T on random inputs (repeated
+// machines, rack entries with and without holders, departed holders,
+// entries of no bytes).
+InputLocation ByMaps(const std::vector<DataLocality>& input,
+                     int64_t input_bytes) {
+  std::map<MachineId, int64_t> on_machine;
+  std::map<std::string, int64_t> sums, largest, stated, departed, in_rack;
+  int64_t nowhere = 0;
+  for (const DataLocality& entry : input) {
+    if (entry.bytes <= 0) continue;
+    if (entry.machine.value() == 0) {
+      if (!entry.rack.empty()) stated[entry.rack] += entry.bytes;
+      continue;
+    }
+    const std::string* rack = RackOf(entry);
+    if (rack == nullptr) {
+      nowhere += entry.bytes;
+      if (!entry.rack.empty()) departed[entry.rack] += entry.bytes;
+      continue;
+    }
+    const int64_t on = on_machine[entry.machine] += entry.bytes;
+    sums[*rack] += entry.bytes;
+    largest[*rack] = std::max(largest[*rack], on);
+  }
+  for (const auto& [rack, bytes] : stated) {
+    const int64_t left = bytes - departed[rack];
+    if (left > 0) in_rack[rack] = left;
+  }
+  for (const auto& [rack, sum] : sums) {
+    if (!stated.contains(rack)) {
+      in_rack[rack] = sum;
+    } else {
+      in_rack[rack] = std::max(in_rack[rack], largest[rack]);
+    }
+  }
+  InputLocation where;
+  int64_t sum = 0;
+  int64_t most = 0;
+  for (const auto& [rack, bytes] : in_rack) {
+    where.in_rack.emplace_back(rack, bytes);
+    sum += bytes;
+    most = std::max(most, bytes);
+  }
+  where.on_machine.assign(on_machine.begin(), on_machine.end());
+  where.total = std::max(input_bytes > 0 ? input_bytes : sum + nowhere, most);
+  return where;
+}
+
+TEST(LocateInputTest, AgreesWithTheRulesOnRandomInputs) {
+  std::mt19937 rng(11);
+  auto draw = [&](int n) { return std::uniform_int_distribution(0, n)(rng); };
+  const std::vector<std::string> racks = {"", "a", "b", "c"};
+  for (int round = 0; round < 5000; ++round) {
+    std::vector<DataLocality> input(static_cast<size_t>(draw(10)));
+    for (DataLocality& entry : input) {
+      const int machine = draw(5);  // 0: a rack entry; 5: gone
+      entry.machine = MachineId(machine == 5 ? 9 : machine);
+      entry.rack = racks[static_cast<size_t>(draw(3))];
+      entry.bytes = draw(12) - 2;
+    }
+    const int64_t input_bytes = draw(1) == 0 ? 0 : draw(40);
+    const InputLocation fast = LocateInput(input, input_bytes, RackOf);
+    const InputLocation expected = ByMaps(input, input_bytes);
+    ASSERT_EQ(fast.on_machine, expected.on_machine) << "round " << round;
+    ASSERT_EQ(fast.in_rack, expected.in_rack) << "round " << round;
+    ASSERT_EQ(fast.total, expected.total) << "round " << round;
+  }
 }
 
 }  // namespace

@@ -57,10 +57,9 @@ int64_t RunStep(int64_t run_us, const QuincyParams& params) {
 }
 
 // Up to `limit` keys whose bytes exceed `threshold`, most bytes first.
-template <typename Key>
-std::vector<Key> Preferred(const std::map<Key, int64_t>& bytes,
-                           double threshold, size_t limit,
-                           const std::function<bool(const Key&)>& known) {
+template <typename Key, typename Known>
+std::vector<Key> Preferred(const std::vector<std::pair<Key, int64_t>>& bytes,
+                           double threshold, size_t limit, const Known& known) {
   std::vector<std::pair<int64_t, Key>> candidates;
   for (const auto& [key, count] : bytes) {
     if (static_cast<double>(count) > threshold && known(key)) {
