@@ -22,7 +22,13 @@ Outbox::Outbox(bus::RecordSink& producer, std::string topic, std::string what,
 
 void Outbox::StageAcknowledged(storage::StateBatch& batch) {
   if (acked_up_to_ > deleted_up_to_) {
-    batch.DeleteRange(store_key_(0), store_key_(acked_up_to_ + 1));
+    // From where the last deletion ended (0 at start, which also takes the
+    // copies a previous instance left). Ranges that all began at 0 would
+    // stack a tombstone per flush over the same keys; RocksDB's recovery
+    // splits them into fragments that each keep every tombstone covering
+    // them, so a restart slowed with the rounds since the last flush.
+    const uint64_t from = deleted_up_to_ == 0 ? 0 : deleted_up_to_ + 1;
+    batch.DeleteRange(store_key_(from), store_key_(acked_up_to_ + 1));
     deleted_up_to_ = acked_up_to_;
     acked_not_deleted_ = 0;
   }
