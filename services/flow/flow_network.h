@@ -12,11 +12,13 @@
 //
 // Thread-safety: none. Owned by one service loop.
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -89,6 +91,15 @@ class FlowNetwork {
 
   // Returns and clears the recorded changes.
   std::vector<GraphChange> TakeChanges();
+  // While set, every `chunk` recorded changes are handed to `sink` as soon
+  // as they are recorded (in order); TakeChanges returns what is left. So
+  // a replica can apply a large delta while it is still being recorded.
+  // An empty sink stops it.
+  void set_change_sink(size_t chunk,
+                       std::function<void(std::vector<GraphChange>)> sink) {
+    sink_chunk_ = std::max<size_t>(1, chunk);
+    sink_ = std::move(sink);
+  }
   [[nodiscard]] bool has_changes() const { return !changes_.empty(); }
   // The whole network as changes that rebuild it from empty: nodes in id
   // order, then arcs in slot order.
@@ -161,7 +172,14 @@ class FlowNetwork {
     return (uint64_t{src} << 32) | dst;
   }
   void Record(const GraphChange& change) {
-    if (record_changes_) changes_.push_back(change);
+    if (!record_changes_) return;
+    changes_.push_back(change);
+    MaybeSink();
+  }
+  void MaybeSink() {
+    if (sink_ && changes_.size() >= sink_chunk_) {
+      sink_(std::exchange(changes_, {}));
+    }
   }
   void RecordSetArc(NodeId src, NodeId dst, int64_t capacity, int64_t cost,
                     std::span<const ArcSegment> extra_segments) {
@@ -173,6 +191,7 @@ class FlowNetwork {
          .capacity = capacity,
          .cost = cost,
          .extra_segments = {extra_segments.begin(), extra_segments.end()}});
+    MaybeSink();
   }
   void PlaceNode(NodeId id, const NodeData& data);
   // Gives the live arc in `slot` these pieces; records it if they differ.
@@ -210,6 +229,8 @@ class FlowNetwork {
   int64_t total_supply_ = 0;
   bool record_changes_ = false;
   std::vector<GraphChange> changes_;
+  size_t sink_chunk_ = 1;
+  std::function<void(std::vector<GraphChange>)> sink_;
 };
 
 }  // namespace flowsched::flow

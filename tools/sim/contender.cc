@@ -10,6 +10,7 @@
 #include "services/core/policy_network.h"
 #include "services/core/round_solver.h"
 #include "services/solver/dimacs.h"
+#include "tools/sim/change_pipeline.h"
 
 namespace flowsched::sim {
 namespace {
@@ -38,6 +39,9 @@ class BaselineContender final : public Contender {
 
 // The graph manager's side (core::PolicyNetwork, changes recorded) and the
 // solver worker's (core::RoundSolver on a replica) in one object.
+// Changes per mirrored chunk: a round recording fewer mirrors them inline
+// after the sync; the time-0 population records millions.
+constexpr size_t kMirrorChunk = 1 << 16;
 class FlowContender final : public Contender {
  public:
   FlowContender(std::unique_ptr<core::RoundSolver> round_solver,
@@ -57,15 +61,16 @@ class FlowContender final : public Contender {
                                         int64_t now_us) override {
     RoundDecisions round;
     int64_t start = SteadyMicros();
+    // Mirroring the changes is the worker's part of the round; a large
+    // delta is mirrored while it is recorded (ChangePipeline), and only
+    // what is left after the sync counts in the solve.
+    ChangePipeline mirror(policy_.network(), *round_solver_, kMirrorChunk);
     if (auto s = policy_.Sync(changes, state, now_us); !s.ok()) return s;
     if (auto s = policy_.Refresh(state, now_us); !s.ok()) return s;
     round.sync_ms = SteadyMillisSince(start);
 
-    // Mirroring the changes is the worker's part of the round's solve.
     start = SteadyMicros();
-    for (const flow::GraphChange& change : policy_.network().TakeChanges()) {
-      if (auto s = round_solver_->Apply(change); !s.ok()) return s;
-    }
+    if (auto s = mirror.Finish(); !s.ok()) return s;
     const double mirror_ms = SteadyMillisSince(start);
     const std::vector<core::GangRequirement> gangs =
         core::GangRequirementsOf(state, now_us, core::kDefaultGangHoldAfterUs);
