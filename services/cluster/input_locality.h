@@ -44,8 +44,9 @@ struct InputLocation {
 
 // `rack_of(entry)` names the rack of a machine entry's machine, or returns
 // nullptr when that machine's data counts as remote from every computer
-// (the machine left the cluster, or is not there yet). Entries with
-// bytes <= 0 are ignored.
+// (the machine left the cluster, or is not there yet); the same rack for
+// every entry of one machine, in a string that outlives the call. Entries
+// with bytes <= 0 are ignored.
 InputLocation LocateInput(
     const std::vector<DataLocality>& input, int64_t input_bytes,
     absl::FunctionRef<const std::string*(const DataLocality&)> rack_of);

@@ -285,10 +285,9 @@ absl::Status FlowNetwork::SetOutArcs(NodeId src,
     }
   }
   for (ArcSlot slot : stale) {
-    Record({.type = GraphChange::Type::kRemoveArc,
-            .src = src,
-            .dst = arcs_[slot].dst});
+    const NodeId dst = arcs_[slot].dst;
     UnlinkArc(slot);
+    Record({.type = GraphChange::Type::kRemoveArc, .src = src, .dst = dst});
   }
   for (size_t i = 0; i < desired.size(); ++i) {
     const DesiredArc& arc = desired[i];

@@ -372,12 +372,12 @@ absl::Status QuincyPolicy::SyncTopology(const cluster::ChangeSet& changes,
 }
 
 void QuincyPolicy::IndexTopology() {
-  places_.clear();
+  rack_of_.clear();
   rack_sizes_.clear();
-  places_.reserve(topology_.machines.size());
+  rack_of_.reserve(topology_.machines.size());
   for (const auto& [rack, machines] : topology_.racks) {
     rack_sizes_[rack] = machines.size();
-    for (MachineId id : machines) places_[id] = {&rack, machines.size()};
+    for (MachineId id : machines) rack_of_[id] = &rack;
   }
 }
 
@@ -444,9 +444,9 @@ void QuincyPolicy::PriceRacks(const cluster::InputLocation& locality,
     if (rack_sizes_.contains(rack)) data_racks[rack] = {bytes, 0, total};
   }
   for (const auto& [id, bytes] : locality.on_machine) {
-    auto where = places_.find(id);
-    if (where == places_.end()) continue;
-    auto rack = data_racks.find(*where->second.rack);
+    auto where = rack_of_.find(id);
+    if (where == rack_of_.end()) continue;
+    auto rack = data_racks.find(*where->second);
     if (rack == data_racks.end()) continue;
     ++rack->second.with_data;
     rack->second.smallest = std::min(rack->second.smallest, bytes);
@@ -480,12 +480,12 @@ QuincyPolicy::TaskPrices QuincyPolicy::PriceTask(
   const double t = static_cast<double>(total);
   prices.computers = Preferred<MachineId>(
       locality.on_machine, params_.delta_computer * t, params_.max_preferences,
-      [&](const MachineId& id) { return places_.contains(id); });
+      [&](const MachineId& id) { return rack_of_.contains(id); });
   prices.racks = Preferred<std::string>(
       locality.in_rack, params_.delta_rack * t, params_.max_preferences,
       [&](const std::string& rack) { return rack_sizes_.contains(rack); });
   for (MachineId id : prices.computers) {
-    const std::string& rack = *places_.at(id).rack;
+    const std::string& rack = *rack_of_.at(id);
     const int64_t in_rack = locality.InRack(rack);
     prices.computer_costs.push_back(
         DataCost(in_rack - locality.OnMachine(id), total - in_rack));
@@ -547,14 +547,13 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
   }
   if (task.running()) {
     const NodeId machine_node = builder.FindMachineNode(task.machine);
-    auto where = places_.find(task.machine);
-    if (machine_node == kNoNode || where == places_.end()) {
+    auto where = rack_of_.find(task.machine);
+    if (machine_node == kNoNode || where == rack_of_.end()) {
       return absl::InternalError(
           absl::StrCat("task ", task_id.value(), " runs on machine ",
                        task.machine.value(), " that has no node"));
     }
-    const int64_t data =
-        RunningDataCost(task.machine, *where->second.rack, prices);
+    const int64_t data = RunningDataCost(task.machine, *where->second, prices);
     arcs.push_back(
         {machine_node, 1, RunningCost(data, task.RunMicros(now_us))});
     pricing = {task.machine, data};

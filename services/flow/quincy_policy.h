@@ -153,6 +153,9 @@ struct QuincyJobBounds {
 class QuincyPolicy final : public SchedulingPolicy {
  public:
   explicit QuincyPolicy(QuincyParams params = {});
+  // Not copyable: the topology index points into topology_.
+  QuincyPolicy(const QuincyPolicy&) = delete;
+  QuincyPolicy& operator=(const QuincyPolicy&) = delete;
   [[nodiscard]] std::string_view name() const override { return name_; }
   using SchedulingPolicy::Sync;
   absl::Status Sync(const cluster::ChangeSet& changes,
@@ -256,13 +259,10 @@ class QuincyPolicy final : public SchedulingPolicy {
   QuincyParams params_;
   std::string name_;
   Topology topology_;
-  // topology_ hashed for the lookups PriceTask makes per input replica;
-  // rebuilt whenever topology_ is (the views and pointers are into it).
-  struct MachinePlace {
-    const std::string* rack = nullptr;
-    size_t rack_size = 0;  // machines in that rack
-  };
-  absl::flat_hash_map<MachineId, MachinePlace> places_;
+  // topology_ hashed for the lookups PriceTask makes per input replica
+  // (each machine's rack, each rack's size); rebuilt whenever topology_ is
+  // (the views and pointers are into it).
+  absl::flat_hash_map<MachineId, const std::string*> rack_of_;
   absl::flat_hash_map<std::string_view, size_t> rack_sizes_;
   void IndexTopology();
   // False until a Sync (or a Refresh of a fresh policy over a restored

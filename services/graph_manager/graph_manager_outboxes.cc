@@ -118,7 +118,10 @@ void GraphManager::FlushOutboxes(int min_interval_ms, int timeout_ms,
   if (batch.empty()) return;
   absl::Status committed = store_->Commit(std::move(batch));
   if (!committed.ok()) {
-    // The copies stay, and the next start publishes them again.
+    // The copies stay until a later commit drops them (or the next start
+    // publishes them again).
+    ledger_->OnStagedDeletionLost();
+    dead_letters_->OnStagedDeletionLost();
     spdlog::warn("dropping acknowledged outbox copies: {}",
                  committed.ToString());
   }

@@ -30,8 +30,14 @@ void Outbox::StageAcknowledged(storage::StateBatch& batch) {
     const uint64_t from = deleted_up_to_ == 0 ? 0 : deleted_up_to_ + 1;
     batch.DeleteRange(store_key_(from), store_key_(acked_up_to_ + 1));
     deleted_up_to_ = acked_up_to_;
+    last_staged_deletions_ = acked_not_deleted_;
     acked_not_deleted_ = 0;
   }
+}
+
+void Outbox::OnStagedDeletionLost() {
+  deleted_up_to_ = 0;
+  acked_not_deleted_ += std::exchange(last_staged_deletions_, 0);
 }
 
 void Outbox::Stage(uint64_t seq, std::string_view stored,

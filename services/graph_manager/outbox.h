@@ -67,6 +67,10 @@ class Outbox {
   // graph manager adds it to each batch it commits, and commits it alone
   // when no input comes).
   void StageAcknowledged(storage::StateBatch& batch);
+  // The batch StageAcknowledged last staged into was not committed (and
+  // the process goes on): the next deletion starts at 0 again, so it also
+  // takes the copies that one would have.
+  void OnStagedDeletionLost();
   // Produces a staged entry once its batch committed.
   void Publish(OutboxEntry entry);
   // At start: produces again every pending copy a previous instance left;
@@ -104,6 +108,7 @@ class Outbox {
   uint64_t acked_up_to_ = 0;    // pending copies <= this may be deleted
   uint64_t deleted_up_to_ = 0;  // ... and were staged for deletion
   size_t acked_not_deleted_ = 0;
+  size_t last_staged_deletions_ = 0;  // acked_not_deleted_ at the last stage
   int64_t last_flush_steady_us_ = 0;
   int backoff_ms_ = 0;
   // An entry failed to enqueue since the last flush: that flush cannot

@@ -183,6 +183,43 @@ TEST_F(OutboxTest, AcknowledgedCopiesGoFlushAfterFlushAndAfterARestart) {
   EXPECT_EQ(ReadBack().max_seq(), seq - 1);
 }
 
+// A deletion staged into a batch that was never committed is not lost:
+// the next one starts at 0 again and takes those copies too.
+TEST_F(OutboxTest, ADeletionThatWasNotCommittedIsStagedAgain) {
+  auto producer = bus::Producer::Create(options_);
+  ASSERT_TRUE(producer.ok());
+  auto store = OpenStore();
+  LedgerPublisher publisher(**producer, topics_.ledger);
+  uint64_t seq = 0;
+  auto stage_publish_flush = [&](int records) {
+    storage::StateBatch batch;
+    publisher.StageAcknowledged(batch);
+    std::vector<OutboxEntry> staged;
+    for (int i = 0; i < records; ++i) {
+      staged.push_back(publisher.Stage(RecordWithSeq(++seq), batch));
+    }
+    ASSERT_TRUE(store->Commit(std::move(batch)).ok());
+    for (OutboxEntry& entry : staged) publisher.Publish(std::move(entry));
+    publisher.MaybeFlush(0, 10'000);
+  };
+  stage_publish_flush(2);  // 1, 2 acknowledged
+  stage_publish_flush(2);  // deletes 1, 2; 3, 4 acknowledged
+  EXPECT_EQ(PendingCount(*store), 2u);
+  {
+    storage::StateBatch lost;  // stages the deletion of 3, 4; never committed
+    publisher.StageAcknowledged(lost);
+    EXPECT_EQ(publisher.pending(), 0u);
+  }
+  publisher.OnStagedDeletionLost();
+  EXPECT_EQ(publisher.pending(), 2u);
+  stage_publish_flush(1);  // deletes 3, 4 after all; 5 acknowledged
+  EXPECT_EQ(PendingCount(*store), 1u);
+  storage::StateBatch batch;
+  publisher.StageAcknowledged(batch);
+  ASSERT_TRUE(store->Commit(std::move(batch)).ok());
+  EXPECT_EQ(PendingCount(*store), 0u);
+}
+
 v1::DeadLetter Letter(int32_t partition, int64_t offset) {
   bus::Record original;
   original.topic = "flowsched.events";

@@ -7,20 +7,27 @@ namespace flowsched::sim {
 ChangePipeline::ChangePipeline(flow::FlowNetwork& network,
                                core::RoundSolver& round_solver, size_t chunk)
     : network_(network), round_solver_(round_solver) {
-  // Changes recorded outside a round (a policy switch) go first.
-  std::vector<flow::GraphChange> earlier = network_.TakeChanges();
-  if (earlier.size() >= chunk) {
-    Hand(std::move(earlier));
-  } else if (!earlier.empty()) {
-    status_ = ApplyAll(earlier);
-  }
-  network_.set_change_sink(chunk, [this](std::vector<flow::GraphChange> c) {
-    Hand(std::move(c));
-  });
+  // Changes recorded before (a policy switch) are still in the network's
+  // log, ahead of this round's: they go first, in the first chunk or in
+  // the rest Finish applies.
+  network_.set_change_sink(
+      chunk, [this](std::vector<flow::GraphChange> c) { Hand(std::move(c)); });
 }
 
 ChangePipeline::~ChangePipeline() {
-  if (!finished_) Finish().IgnoreError();
+  if (finished_) return;
+  // The round failed before Finish: stop the thread without applying what
+  // it has not reached (the caller gives up on the round and the replica).
+  network_.set_change_sink(1, nullptr);
+  if (thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      chunks_.clear();
+      closed_ = true;
+    }
+    ready_.notify_one();
+    thread_.join();
+  }
 }
 
 absl::Status ChangePipeline::Finish() {

@@ -32,13 +32,15 @@ namespace flowsched::sim {
 
 class ChangePipeline {
  public:
-  // Hands `network`'s changes recorded before this call and every `chunk`
-  // recorded after it to `round_solver`.
+  // Hands `network`'s recorded changes (those before this call first) to
+  // `round_solver`, a chunk at a time once `chunk` are recorded.
   ChangePipeline(flow::FlowNetwork& network, core::RoundSolver& round_solver,
                  size_t chunk);
   ChangePipeline(const ChangePipeline&) = delete;
   ChangePipeline& operator=(const ChangePipeline&) = delete;
-  // Finishes if Finish was not called (its status is then lost).
+  // Without Finish (a round given up): removes the sink and stops the
+  // thread after the chunk it is applying; the replica then lacks some
+  // recorded changes and must be rebuilt (RoundSolver::Reset).
   ~ChangePipeline();
 
   // Removes the sink, applies the changes recorded since the last chunk,

@@ -79,5 +79,44 @@ TEST(ChangePipelineTest, TheFirstRefusedChangeIsReported) {
   }
 }
 
+// A refusal in a later chunk, after earlier chunks went through on the
+// thread: reported, and the chunks after it are not applied.
+TEST(ChangePipelineTest, ARefusalAfterAppliedChunksStopsTheRest) {
+  flow::FlowNetwork network;
+  network.set_record_changes(true);
+  std::unique_ptr<core::RoundSolver> replica = Replica();
+  ASSERT_NE(replica, nullptr);
+  // The replica has node 20 already: the network's 21st AddNode collides.
+  ASSERT_TRUE(replica
+                  ->Apply({.type = flow::GraphChange::Type::kAddNode,
+                           .node = 20,
+                           .data = TaskNode(99)})
+                  .ok());
+  ChangePipeline pipe(network, *replica, /*chunk=*/4);
+  for (uint64_t id = 1; id <= 40; ++id) network.AddNode(TaskNode(id));
+  EXPECT_EQ(pipe.Finish().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(replica->network().IsLive(19));   // in an earlier chunk
+  EXPECT_FALSE(replica->network().IsLive(21));  // after the refusal
+  EXPECT_FALSE(replica->network().IsLive(39));
+}
+
+// A round given up before Finish: the pipeline stops its thread and lets
+// go of the network, which records on as before.
+TEST(ChangePipelineTest, WithoutFinishTheThreadStopsAndTheSinkGoes) {
+  flow::FlowNetwork network;
+  network.set_record_changes(true);
+  std::unique_ptr<core::RoundSolver> replica = Replica();
+  ASSERT_NE(replica, nullptr);
+  {
+    ChangePipeline pipe(network, *replica, /*chunk=*/4);
+    for (uint64_t id = 1; id <= 10; ++id) network.AddNode(TaskNode(id));
+  }
+  network.AddNode(TaskNode(11));
+  network.AddNode(TaskNode(12));
+  // Kept in the log (no sink), not handed to anyone.
+  EXPECT_EQ(network.TakeChanges().size(), 4u);  // 9, 10, 11, 12
+  EXPECT_FALSE(replica->network().IsLive(10));
+}
+
 }  // namespace
 }  // namespace flowsched::sim
