@@ -7,7 +7,9 @@
 // only when one of its own arcs changes flow or its node changes. Flow
 // through aggregators (X, racks, equivalence classes: tasks being placed)
 // is walked again each round, but only those arcs. A round costs what
-// changed plus the flow through aggregators, not the whole network.
+// changed plus the flow through aggregators, not the whole network, plus
+// a scan of one bit per arc slot to find the aggregated arcs (a word per
+// 64 slots).
 //
 // The placements equal PlacementExtractor's, task for task: the walk over
 // the aggregators visits its nodes in the same order as the full walk

@@ -18,6 +18,19 @@ std::unique_ptr<core::RoundSolver> Replica() {
   return replica.ok() ? std::move(replica).value() : nullptr;
 }
 
+// A replica that already has node `node`: the network's AddNode of that
+// id is refused there.
+std::unique_ptr<core::RoundSolver> ReplicaHolding(flow::NodeId node) {
+  std::unique_ptr<core::RoundSolver> replica = Replica();
+  if (replica == nullptr) return nullptr;
+  const absl::Status added =
+      replica->Apply({.type = flow::GraphChange::Type::kAddNode,
+                      .node = node,
+                      .data = TaskNode(99)});
+  EXPECT_TRUE(added.ok()) << added;
+  return replica;
+}
+
 // Rounds of every size around the chunk (none, fewer than a chunk, several
 // chunks and a rest, changes recorded before the pipeline): the replica
 // ends equal to the network, change for change, and solves.
@@ -61,14 +74,8 @@ TEST(ChangePipelineTest, TheFirstRefusedChangeIsReported) {
   for (size_t chunk : {1, 1000}) {
     flow::FlowNetwork network;
     network.set_record_changes(true);
-    std::unique_ptr<core::RoundSolver> replica = Replica();
+    std::unique_ptr<core::RoundSolver> replica = ReplicaHolding(0);
     ASSERT_NE(replica, nullptr);
-    // The replica already has node 0, so the network's AddNode of it fails.
-    ASSERT_TRUE(replica
-                    ->Apply({.type = flow::GraphChange::Type::kAddNode,
-                             .node = 0,
-                             .data = TaskNode(99)})
-                    .ok());
     ChangePipeline pipe(network, *replica, chunk);
     network.AddNode(TaskNode(1));
     network.AddNode(TaskNode(2));
@@ -84,14 +91,9 @@ TEST(ChangePipelineTest, TheFirstRefusedChangeIsReported) {
 TEST(ChangePipelineTest, ARefusalAfterAppliedChunksStopsTheRest) {
   flow::FlowNetwork network;
   network.set_record_changes(true);
-  std::unique_ptr<core::RoundSolver> replica = Replica();
+  // The network's 21st AddNode collides.
+  std::unique_ptr<core::RoundSolver> replica = ReplicaHolding(20);
   ASSERT_NE(replica, nullptr);
-  // The replica has node 20 already: the network's 21st AddNode collides.
-  ASSERT_TRUE(replica
-                  ->Apply({.type = flow::GraphChange::Type::kAddNode,
-                           .node = 20,
-                           .data = TaskNode(99)})
-                  .ok());
   ChangePipeline pipe(network, *replica, /*chunk=*/4);
   for (uint64_t id = 1; id <= 40; ++id) network.AddNode(TaskNode(id));
   EXPECT_EQ(pipe.Finish().code(), absl::StatusCode::kFailedPrecondition);
