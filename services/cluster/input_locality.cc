@@ -14,20 +14,21 @@ int64_t Find(const Pairs& pairs, const Key& key) {
   return it != pairs.end() && it->first == key ? it->second : 0;
 }
 
-// Sorts (key, bytes) pairs by key and adds up the bytes of equal keys.
-template <typename Key>
-void SumByKey(std::vector<std::pair<Key, int64_t>>& pairs) {
-  std::sort(pairs.begin(), pairs.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+// Sorts `items` by key_of and folds each run of equal keys into one item:
+// fold(kept, other) for every further item of the run.
+template <typename T, typename KeyOf, typename Fold>
+void FoldByKey(std::vector<T>& items, KeyOf key_of, Fold fold) {
+  std::sort(items.begin(), items.end(),
+            [&](const T& a, const T& b) { return key_of(a) < key_of(b); });
   size_t out = 0;
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    if (out > 0 && pairs[out - 1].first == pairs[i].first) {
-      pairs[out - 1].second += pairs[i].second;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (out > 0 && key_of(items[out - 1]) == key_of(items[i])) {
+      fold(items[out - 1], items[i]);
     } else {
-      pairs[out++] = pairs[i];
+      items[out++] = items[i];
     }
   }
-  pairs.resize(out);
+  items.resize(out);
 }
 
 }  // namespace
@@ -70,40 +71,33 @@ InputLocation LocateInput(
     }
     held.push_back({entry.machine, *rack, entry.bytes});
   }
-  SumByKey(stated);
-  SumByKey(departed);
-  // L_m; per rack the sum of its machine entries and the largest L_m among
-  // them (rack_of names one rack per machine).
-  std::sort(held.begin(), held.end(),
-            [](const Held& a, const Held& b) { return a.machine < b.machine; });
+  auto rack_key = [](const auto& pair) { return pair.first; };
+  auto add_bytes = [](auto& kept, const auto& other) {
+    kept.second += other.second;
+  };
+  FoldByKey(stated, rack_key, add_bytes);
+  FoldByKey(departed, rack_key, add_bytes);
+  // L_m, then per rack the sum of its machines' L_m and the largest one
+  // (rack_of names one rack per machine).
+  FoldByKey(
+      held, [](const Held& h) { return h.machine; },
+      [](Held& kept, const Held& other) { kept.bytes += other.bytes; });
   struct RackSum {
     std::string_view rack;
     int64_t sum = 0;
     int64_t largest = 0;
   };
   std::vector<RackSum> machines;
-  for (size_t i = 0; i < held.size();) {
-    size_t end = i;
-    int64_t on = 0;
-    for (; end < held.size() && held[end].machine == held[i].machine; ++end) {
-      on += held[end].bytes;
-    }
-    where.on_machine.emplace_back(held[i].machine, on);
-    for (; i < end; ++i) machines.push_back({held[i].rack, held[i].bytes, on});
+  for (const Held& h : held) {
+    where.on_machine.emplace_back(h.machine, h.bytes);
+    machines.push_back({h.rack, h.bytes, h.bytes});
   }
-  std::sort(machines.begin(), machines.end(),
-            [](const RackSum& a, const RackSum& b) { return a.rack < b.rack; });
-  size_t racks = 0;
-  for (const RackSum& sum : machines) {
-    if (racks > 0 && machines[racks - 1].rack == sum.rack) {
-      machines[racks - 1].sum += sum.sum;
-      machines[racks - 1].largest =
-          std::max(machines[racks - 1].largest, sum.largest);
-    } else {
-      machines[racks++] = sum;
-    }
-  }
-  machines.resize(racks);
+  FoldByKey(
+      machines, [](const RackSum& r) { return r.rack; },
+      [](RackSum& kept, const RackSum& other) {
+        kept.sum += other.sum;
+        kept.largest = std::max(kept.largest, other.largest);
+      });
   // Without a rack entry a rack holds its machines' sum. A rack entry
   // states the rack's bytes; a listed holder that is gone takes at most
   // its own bytes with it (it may have held the only copy), and what a
