@@ -52,8 +52,8 @@ struct MirrorOptions {
   // How long the incremental repair runs alone before the from-scratch
   // portfolio joins the race (0: at once). A round the repair finishes
   // within it pays neither the export of the whole problem nor the CPU the
-  // racers take; a longer one loses at most the delay. Measurements behind
-  // the default: docs/2026-11-26-core-measurements.md.
+  // racers take; a longer one loses at most the delay. The default's
+  // measurements are in docs/ (docs/README.md lists the notes).
   int64_t race_delay_us = 200'000;
   // Once a solve from scratch has been timed (a cold start, or a race it
   // won), a positive race delay is raised to this share of its expected
@@ -61,8 +61,8 @@ struct MirrorOptions {
   // a repair that finishes sooner wins the race anyway, and racers only
   // take CPU, memory and an export from it. The price: a repair that would
   // take longer than the whole solve from scratch is bounded by about 1.5
-  // times it instead of delay + 1 times. Measurements behind it:
-  // docs/2026-11-29-kept-placements.md. 0: the delay stays as set.
+  // times it instead of delay + 1 times (measured in docs/). 0: the delay
+  // stays as set.
   double race_after_scratch_share = 0.5;
   // Only solves of networks with at least this many arcs are timed: a
   // small network's time is mostly fixed costs, which per arc would
@@ -72,8 +72,7 @@ struct MirrorOptions {
   // least full_check_min_interval_us have passed since it last did, so
   // that a slip in the certificate's own bookkeeping cannot last
   // (solver::IncrementalCertificate::CertifyAll). The interval keeps the
-  // full pass, which costs O(network), rare in time when rounds are fast
-  // (docs/2026-11-29-kept-placements.md).
+  // full pass, which costs O(network), rare in time when rounds are fast.
   uint32_t full_check_every = 256;
   int64_t full_check_min_interval_us = 60'000'000;
 };

@@ -180,6 +180,7 @@ class FlowNetwork {
   void MaybeSink() {
     if (sink_ && changes_.size() >= sink_chunk_) {
       sink_(std::exchange(changes_, {}));
+      changes_.reserve(sink_chunk_);  // the next chunk without regrowth
     }
   }
   void RecordSetArc(NodeId src, NodeId dst, int64_t capacity, int64_t cost,
