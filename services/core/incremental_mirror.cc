@@ -55,6 +55,8 @@ void IncrementalMirror::Reset() {
   free_handles_.clear();
   next_handle_ = 0;
   cold_ = true;
+  fresh_ = true;
+  read_all_next_ = false;
   certificate_.Clear();
   changes_ = {};
   flow_by_slot_.clear();
@@ -247,6 +249,42 @@ void IncrementalMirror::ExportResult(MirrorResult& result) const {
   result.exported = true;
 }
 
+absl::StatusOr<bool> IncrementalMirror::RaceFromScratch(
+    MirrorResult& result, bool portfolio_primal_dual,
+    absl::StatusOr<solver::IncrementalResult>& repaired) {
+  solver_->Export(result.problem, result.solution, result.handles);
+  result.exported = true;
+  std::atomic<bool> stop{false};
+  absl::StatusOr<solver::McmfSolution> raced =
+      absl::UnknownError("the portfolio did not run");
+  int64_t raced_us = 0;
+  std::thread racer([&] {
+    YieldCpuToTheRepair();
+    const int64_t start_us = SteadyMicros();
+    solver::Portfolio portfolio(&stop);
+    portfolio.with_primal_dual = portfolio_primal_dual;
+    raced = portfolio.Solve(result.problem);
+    raced_us = SteadyMicros() - start_us;
+  });
+  solver_->set_stop_flag(&stop);
+  repaired = solver_->Solve();
+  solver_->set_stop_flag(nullptr);
+  if (repaired.ok()) stop.store(true);
+  racer.join();
+  if (repaired.ok() ||
+      repaired.status().code() != absl::StatusCode::kCancelled || !raced.ok() ||
+      raced->outcome != solver::McmfOutcome::kOptimal) {
+    return false;
+  }
+  result.solution = std::move(*raced);
+  result.outcome = result.solution.outcome;
+  result.total_cost = result.solution.total_cost;
+  result.algorithm = result.solution.algorithm;
+  TimeScratchSolve(result.problem.arcs.size(), raced_us);
+  FLOWSCHED_RETURN_IF_ERROR(Install(result));
+  return true;
+}
+
 absl::Status IncrementalMirror::SolveWithoutExport(MirrorResult& result) {
   result.outcome = solver::McmfOutcome::kInfeasible;
   result.total_cost = 0;
@@ -254,44 +292,26 @@ absl::Status IncrementalMirror::SolveWithoutExport(MirrorResult& result) {
   // Every path below exports before solving from scratch (set there) or
   // leaves the repair's result to ExportResult.
   result.exported = false;
-  if (!cold_) {
+  const bool in_place = cold_ && fresh_ && options_.first_solve_in_place;
+  fresh_ = false;
+  if (!cold_ || in_place) {
     absl::StatusOr<solver::IncrementalResult> repaired =
         absl::UnknownError("the repair did not run");
-    const int64_t delay_us = RaceDelayUs();
+    const int64_t start_us = SteadyMicros();
+    const int64_t delay_us = in_place ? 0 : RaceDelayUs();
     if (delay_us <= 0 || !RepairAlone(repaired, delay_us)) {
       // Portfolio (Firmament section 6.1): the repair (resumed from where
       // the delay stopped it) and the relaxation / cost scaling portfolio
       // from scratch; the first to finish wins and stops the others. The
       // from-scratch algorithms bound the round when changes ripple
-      // through the whole network.
-      solver_->Export(result.problem, result.solution, result.handles);
-      result.exported = true;
-      std::atomic<bool> stop{false};
-      absl::StatusOr<solver::McmfSolution> raced =
-          absl::UnknownError("the portfolio did not run");
-      int64_t raced_us = 0;
-      std::thread racer([&] {
-        YieldCpuToTheRepair();
-        const int64_t start_us = SteadyMicros();
-        raced = solver::Portfolio(&stop).Solve(result.problem);
-        raced_us = SteadyMicros() - start_us;
-      });
-      solver_->set_stop_flag(&stop);
-      repaired = solver_->Solve();
-      solver_->set_stop_flag(nullptr);
-      if (repaired.ok()) stop.store(true);
-      racer.join();
-      if (!repaired.ok() &&
-          repaired.status().code() == absl::StatusCode::kCancelled &&
-          raced.ok() && raced->outcome == solver::McmfOutcome::kOptimal) {
-        result.solution = std::move(*raced);
-        result.outcome = result.solution.outcome;
-        result.total_cost = result.solution.total_cost;
-        result.algorithm = result.solution.algorithm;
-        TimeScratchSolve(result.problem.arcs.size(), raced_us);
-        FLOWSCHED_RETURN_IF_ERROR(Install(result));
-        return absl::OkStatus();
-      }
+      // through the whole network. A first solve in place is the
+      // primal-dual from zero flow already, so the portfolio leaves its
+      // own copy of it out.
+      FLOWSCHED_ASSIGN_OR_RETURN(
+          const bool raced_won,
+          RaceFromScratch(result, /*portfolio_primal_dual=*/!in_place,
+                          repaired));
+      if (raced_won) return absl::OkStatus();
     }
     if (repaired.ok()) {
       result.outcome = repaired->outcome;
@@ -300,6 +320,12 @@ absl::Status IncrementalMirror::SolveWithoutExport(MirrorResult& result) {
       // The race above may have exported the state the repair resumed
       // from; the repaired flow is exported by ExportResult.
       result.exported = false;
+      if (in_place) {
+        // A solve from scratch: timed as one, and read and checked whole.
+        TimeScratchSolve(result.problem.arcs.size(), SteadyMicros() - start_us);
+        read_all_next_ = true;
+        cold_ = false;
+      }
       return absl::OkStatus();
     }
     if (repaired.status().code() != absl::StatusCode::kOutOfRange &&
@@ -411,7 +437,7 @@ absl::Status IncrementalMirror::Certify(const MirrorResult& result,
   last_certify_ = {};
   const int64_t now_us = SteadyMicros();
   const bool read_all =
-      changes_.everything ||
+      changes_.everything || std::exchange(read_all_next_, false) ||
       (++rounds_since_full_ >= options_.full_check_every &&
        now_us - last_full_us_ >= options_.full_check_min_interval_us);
   // Everything read: the placements are read in full too (marked first, so

@@ -10,10 +10,12 @@
 // the pieces whose capacity or cost differ from the replica's reach the
 // solver, and a piece of capacity 0 is kept out of it: load spreading opens
 // and closes fixed-cost slot pieces (load_spreading_policy.h), so a start
-// or finish is one arc removed from or added to the solver. After a snapshot
-// (or when the incremental solver gives up, e.g. potentials near overflow) the
-// next Solve is a cold start: a one-shot solver on the exported problem, whose
-// optimal flow is installed so that later rounds repair from it.
+// or finish is one arc removed from or added to the solver. The first Solve
+// after a snapshot is the incremental solver's primal-dual from zero flow,
+// raced against the portfolio from scratch (whose optimum, if it wins, is
+// installed so that later rounds repair from it); when the incremental
+// solver gives up (e.g. potentials near overflow) the next Solve is a cold
+// start by a one-shot solver on the exported problem, installed likewise.
 //
 // Thread-safety: none; owned by the solver worker loop.
 
@@ -46,6 +48,15 @@ struct MirrorResult {
   solver::McmfSolution solution;
   std::vector<uint32_t> handles;
   bool exported = false;
+  // Frees the export's buffers (exported becomes false): a round that is
+  // not dumped needs them only while it races.
+  void ReleaseExport() {
+    problem = {};
+    solution.flow = {};
+    solution.potentials = {};
+    handles = {};
+    exported = false;
+  }
 };
 
 struct MirrorOptions {
@@ -75,6 +86,13 @@ struct MirrorOptions {
   // full pass, which costs O(network), rare in time when rounds are fast.
   uint32_t full_check_every = 256;
   int64_t full_check_min_interval_us = 60'000'000;
+  // The first solve after a Reset (every node and arc new, no flow) is
+  // the incremental solver's own primal-dual from zero flow, run in place
+  // and raced against the portfolio's relaxation and cost scaling on the
+  // export: no second copy of the network for the portfolio's primal-dual,
+  // and no installation of its flow when the in-place solve wins. False:
+  // the cold solver on the export, its optimum installed.
+  bool first_solve_in_place = true;
 };
 
 class IncrementalMirror {
@@ -153,6 +171,13 @@ class IncrementalMirror {
  private:
   // Installs a one-shot solution so later rounds repair from it.
   absl::Status Install(const MirrorResult& result);
+  // Exports the network into `result` and races the repair (in `repaired`)
+  // against the portfolio from scratch on it, with or without the
+  // portfolio's own primal-dual. True when the portfolio won: its optimum
+  // is in `result` and installed.
+  absl::StatusOr<bool> RaceFromScratch(
+      MirrorResult& result, bool portfolio_primal_dual,
+      absl::StatusOr<solver::IncrementalResult>& repaired);
   // The repair alone, stopped at the race delay: true if it finished
   // (`repaired` holds its result or error), false if the delay ran out
   // first (the solver keeps a consistent pseudoflow to resume from).
@@ -194,6 +219,10 @@ class IncrementalMirror {
   std::vector<uint32_t> free_handles_;
   uint32_t next_handle_ = 0;
   bool cold_ = true;
+  // Nothing solved since the Reset (MirrorOptions::first_solve_in_place).
+  bool fresh_ = true;
+  // The next Certify reads everything from the solver.
+  bool read_all_next_ = false;
   uint64_t pieces_sent_ = 0;
   // The checker's side: its own copy of the network and solution, and the
   // flow per slot of that copy, kept up to date as its flows change.

@@ -95,6 +95,7 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
   // Set on the relaxation thread, read after the join.
   bool primal_dual_ran = false;
   auto run_primal_dual = [&] {
+    if (!with_primal_dual) return;
     ScratchIncremental incremental;
     incremental.set_stop_flag(stop);
     primal_dual_ran = true;

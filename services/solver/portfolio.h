@@ -54,6 +54,12 @@ class Portfolio final : public McmfSolver {
   // few shared destinations, where relaxation stalls, so the primal-dual
   // takes that core at once. 0 always tries relaxation first.
   double relaxation_min_source_degree = 4.0;
+  // From scratch, relaxation's core turns to the primal-dual when
+  // relaxation is skipped or out of budget. A caller that runs the
+  // primal-dual itself on the same network (IncrementalMirror's first
+  // solve) turns it off: a second copy would repeat that work and hold the
+  // whole network once more.
+  bool with_primal_dual = true;
 
   absl::StatusOr<McmfSolution> Solve(const McmfProblem& problem) override;
   std::string_view name() const override { return "portfolio"; }
