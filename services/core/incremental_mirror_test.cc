@@ -271,6 +271,53 @@ TEST(IncrementalMirrorRaceDelayTest, GrowsToAShareOfTheTimedScratchSolve) {
   EXPECT_EQ(small.race_delay_us(), kDelayUs);
 }
 
+// A cold solver that must not be asked.
+class RefusingSolver final : public solver::McmfSolver {
+ public:
+  absl::StatusOr<solver::McmfSolution> Solve(
+      const solver::McmfProblem&) override {
+    return absl::InternalError("the cold solver ran");
+  }
+  std::string_view name() const override { return "refusing"; }
+};
+
+// The first solve after a Reset is the solver's own primal-dual in place,
+// raced against the portfolio's relaxation and cost scaling (whichever
+// wins); the cold solver runs only when that is turned off. Either way the
+// result is optimal, the first Certify reads and checks everything, and
+// later rounds repair from it.
+TEST(IncrementalMirrorFirstSolveTest, InPlaceOrByTheColdSolver) {
+  for (const bool in_place : {true, false}) {
+    SCOPED_TRACE(in_place ? "in place" : "cold solver");
+    std::unique_ptr<solver::McmfSolver> cold;
+    if (in_place) {
+      cold = std::make_unique<RefusingSolver>();
+    } else {
+      cold = std::make_unique<solver::CostScaling>();
+    }
+    IncrementalMirror mirror{std::move(cold),
+                             MirrorOptions{.first_solve_in_place = in_place}};
+    flow::FlowNetwork net;
+    BuildLoadSpreading(mirror, net, 300);
+    MirrorResult result;
+    ASSERT_THAT(mirror.Solve(result), IsOk());
+    ASSERT_EQ(result.outcome, solver::McmfOutcome::kOptimal);
+    if (!in_place) {
+      EXPECT_EQ(result.algorithm, "cost_scaling");
+    }
+    auto scratch = solver::CostScaling().Solve(result.problem);
+    ASSERT_THAT(scratch, IsOk());
+    EXPECT_EQ(result.total_cost, scratch->total_cost);
+    EXPECT_THAT(solver::CheckOptimalFlow(result.problem, result.solution),
+                IsOk());
+    ASSERT_THAT(mirror.Certify(result, net), IsOk());
+    EXPECT_TRUE(mirror.last_certify().full);
+    ASSERT_THAT(mirror.Solve(result), IsOk());
+    EXPECT_EQ(result.algorithm, "incremental");
+    EXPECT_EQ(result.total_cost, scratch->total_cost);
+  }
+}
+
 // Everything is read and checked again once full_check_every rounds and
 // full_check_min_interval_us have both passed.
 TEST(IncrementalMirrorFullCheckTest, NeedsTheRoundsAndTheInterval) {

@@ -119,7 +119,13 @@ void RoundSolver::SolvePass(const flow::FlowNetwork& solved, bool deterministic,
       round.algorithm = result_.algorithm;
       // Kept whatever the outcome: an infeasible or refused round is the
       // one worth a dump.
-      if (keep_problems_) mirror_->ExportResult(result_);
+      if (keep_problems_) {
+        mirror_->ExportResult(result_);
+      } else {
+        // What a race exported is not needed any more; between races it
+        // would hold a copy of the network (24 bytes an arc and more).
+        result_.ReleaseExport();
+      }
     } else {
       mirror_->Reset();
       round.replica_lost = true;

@@ -138,9 +138,10 @@ class RoundSolver {
   std::unique_ptr<solver::McmfSolver> solver_;
   // Null unless kIncrementalRounds.
   std::unique_ptr<IncrementalMirror> mirror_;
-  // The last round's problem and solution (the next round exports into
-  // buffers already mapped), and the flow per slot of rounds solved from
-  // scratch (repaired rounds read the mirror's certified one).
+  // The last round's problem and solution: rounds solved from scratch
+  // export into buffers already mapped; repaired rounds keep them only
+  // while they race, or for problem(). And the flow per slot of rounds
+  // solved from scratch (repaired rounds read the mirror's certified one).
   MirrorResult result_;
   std::vector<int64_t> flow_by_slot_;
   bool keep_problems_ = false;

@@ -99,22 +99,45 @@ absl::Status FlowNetwork::UpdateNode(NodeId id, int64_t supply,
   return absl::OkStatus();
 }
 
+void FlowNetwork::SetExtra(ArcSlot slot, std::span<const ArcSegment> pieces) {
+  uint32_t& extra = arcs_[slot].extra;
+  if (pieces.empty()) {
+    if (extra != kNil) {
+      extras_[extra] = {};
+      free_extras_.push_back(extra);
+      extra = kNil;
+    }
+    return;
+  }
+  if (extra == kNil) {
+    if (free_extras_.empty()) {
+      extra = static_cast<uint32_t>(extras_.size());
+      extras_.emplace_back();
+    } else {
+      extra = free_extras_.back();
+      free_extras_.pop_back();
+    }
+  }
+  extras_[extra].assign(pieces.begin(), pieces.end());
+}
+
 void FlowNetwork::UnlinkArc(ArcSlot slot) {
   ArcEntry& arc = arcs_[slot];
+  const Ends ends = arc_ends_[slot];
   if (arc.prev_out != kNil) {
     arcs_[arc.prev_out].next_out = arc.next_out;
   } else {
-    nodes_[arc.src].first_out = arc.next_out;
+    nodes_[ends.src].first_out = arc.next_out;
   }
   if (arc.next_out != kNil) arcs_[arc.next_out].prev_out = arc.prev_out;
   if (arc.prev_in != kNil) {
     arcs_[arc.prev_in].next_in = arc.next_in;
   } else {
-    nodes_[arc.dst].first_in = arc.next_in;
+    nodes_[ends.dst].first_in = arc.next_in;
   }
   if (arc.next_in != kNil) arcs_[arc.next_in].prev_in = arc.prev_in;
-  arc_index_.erase(ArcKey(arc.src, arc.dst));
-  arc.live = false;
+  arc_index_.erase(ArcKey(ends.src, ends.dst));
+  SetExtra(slot, {});
   arc_ends_[slot] = Ends{};
   PushMin(free_arcs_, slot);
 }
@@ -128,10 +151,10 @@ absl::Status FlowNetwork::RemoveNode(NodeId id) {
   // (RocksDB) and replicas see every arc go, not only the node.
   for (uint32_t* head : {&nodes_[id].first_out, &nodes_[id].first_in}) {
     while (*head != kNil) {
-      const ArcEntry& arc = arcs_[*head];
+      const Ends ends = arc_ends_[*head];
       Record({.type = GraphChange::Type::kRemoveArc,
-              .src = arc.src,
-              .dst = arc.dst});
+              .src = ends.src,
+              .dst = ends.dst});
       UnlinkArc(*head);
     }
   }
@@ -194,7 +217,7 @@ ArcSlot FlowNetwork::LinkNewArc(NodeId src, NodeId dst, int64_t capacity,
   ArcSlot slot = kNil;
   while (!free_arcs_.empty()) {
     ArcSlot candidate = PopMin(free_arcs_);
-    if (!arcs_[candidate].live) {
+    if (arc_ends_[candidate].src == kNoNode) {
       slot = candidate;
       break;
     }
@@ -206,16 +229,14 @@ ArcSlot FlowNetwork::LinkNewArc(NodeId src, NodeId dst, int64_t capacity,
   }
   arc_ends_[slot] = Ends{src, dst};
   ArcEntry& arc = arcs_[slot];
-  arc = ArcEntry{.src = src,
-                 .dst = dst,
-                 .capacity = capacity,
-                 .cost = cost,
-                 .extra = {extra_segments.begin(), extra_segments.end()},
+  arc = ArcEntry{.capacity = capacity,
+                 .cost = static_cast<int32_t>(cost),  // CheckArc's range
+                 .extra = kNil,
                  .prev_out = kNil,
                  .next_out = nodes_[src].first_out,
                  .prev_in = kNil,
-                 .next_in = nodes_[dst].first_in,
-                 .live = true};
+                 .next_in = nodes_[dst].first_in};
+  SetExtra(slot, extra_segments);
   if (arc.next_out != kNil) arcs_[arc.next_out].prev_out = slot;
   if (arc.next_in != kNil) arcs_[arc.next_in].prev_in = slot;
   nodes_[src].first_out = slot;
@@ -240,15 +261,17 @@ absl::Status FlowNetwork::SetArc(NodeId src, NodeId dst, int64_t capacity,
 void FlowNetwork::UpdateArc(ArcSlot slot, int64_t capacity, int64_t cost,
                             std::span<const ArcSegment> extra_segments) {
   ArcEntry& arc = arcs_[slot];
+  const std::span<const ArcSegment> extra = Extra(slot);
   if (arc.capacity == capacity && arc.cost == cost &&
-      std::equal(arc.extra.begin(), arc.extra.end(), extra_segments.begin(),
+      std::equal(extra.begin(), extra.end(), extra_segments.begin(),
                  extra_segments.end())) {
     return;
   }
   arc.capacity = capacity;
-  arc.cost = cost;
-  arc.extra.assign(extra_segments.begin(), extra_segments.end());
-  RecordSetArc(arc.src, arc.dst, capacity, cost, extra_segments);
+  arc.cost = static_cast<int32_t>(cost);  // CheckArc's range
+  SetExtra(slot, extra_segments);
+  RecordSetArc(arc_ends_[slot].src, arc_ends_[slot].dst, capacity, cost,
+               extra_segments);
 }
 
 absl::Status FlowNetwork::SetOutArcs(NodeId src,
@@ -274,7 +297,7 @@ absl::Status FlowNetwork::SetOutArcs(NodeId src,
   std::vector<ArcSlot> stale;
   for (ArcSlot slot = nodes_[src].first_out; slot != kNil;
        slot = arcs_[slot].next_out) {
-    const NodeId dst = arcs_[slot].dst;
+    const NodeId dst = arc_ends_[slot].dst;
     auto wanted =
         std::find_if(desired.begin(), desired.end(),
                      [&](const DesiredArc& d) { return d.dst == dst; });
@@ -285,7 +308,7 @@ absl::Status FlowNetwork::SetOutArcs(NodeId src,
     }
   }
   for (ArcSlot slot : stale) {
-    const NodeId dst = arcs_[slot].dst;
+    const NodeId dst = arc_ends_[slot].dst;
     UnlinkArc(slot);
     Record({.type = GraphChange::Type::kRemoveArc, .src = src, .dst = dst});
   }
@@ -344,15 +367,15 @@ std::vector<GraphChange> FlowNetwork::SnapshotChanges() const {
                      .data = nodes_[id].data});
     }
   }
-  for (const ArcEntry& arc : arcs_) {
-    if (arc.live) {
-      out.push_back({.type = GraphChange::Type::kSetArc,
-                     .src = arc.src,
-                     .dst = arc.dst,
-                     .capacity = arc.capacity,
-                     .cost = arc.cost,
-                     .extra_segments = arc.extra});
-    }
+  for (ArcSlot slot = 0; slot < arcs_.size(); ++slot) {
+    if (arc_ends_[slot].src == kNoNode) continue;
+    const std::span<const ArcSegment> extra = Extra(slot);
+    out.push_back({.type = GraphChange::Type::kSetArc,
+                   .src = arc_ends_[slot].src,
+                   .dst = arc_ends_[slot].dst,
+                   .capacity = arcs_[slot].capacity,
+                   .cost = arcs_[slot].cost,
+                   .extra_segments = {extra.begin(), extra.end()}});
   }
   return out;
 }
@@ -360,26 +383,22 @@ std::vector<GraphChange> FlowNetwork::SnapshotChanges() const {
 std::optional<ArcView> FlowNetwork::FindArc(NodeId src, NodeId dst) const {
   auto it = arc_index_.find(ArcKey(src, dst));
   if (it == arc_index_.end()) return std::nullopt;
-  const ArcEntry& arc = arcs_[it->second];
-  return ArcView{it->second,   arc.src,  arc.dst,
-                 arc.capacity, arc.cost, arc.extra};
+  return View(it->second);
 }
 
 std::optional<ArcView> FlowNetwork::SoleOutArc(NodeId id) const {
   if (!IsLive(id)) return std::nullopt;
   const uint32_t slot = nodes_[id].first_out;
   if (slot == kNil || arcs_[slot].next_out != kNil) return std::nullopt;
-  const ArcEntry& arc = arcs_[slot];
-  return ArcView{slot, arc.src, arc.dst, arc.capacity, arc.cost, arc.extra};
+  return View(slot);
 }
 
 void FlowNetwork::ForEachOutArc(
     NodeId id, const std::function<void(const ArcView&)>& fn) const {
   if (!IsLive(id)) return;
   for (uint32_t slot = nodes_[id].first_out; slot != kNil;) {
-    const ArcEntry& arc = arcs_[slot];
-    const uint32_t next = arc.next_out;
-    fn(ArcView{slot, arc.src, arc.dst, arc.capacity, arc.cost, arc.extra});
+    const uint32_t next = arcs_[slot].next_out;
+    fn(View(slot));
     slot = next;
   }
 }
@@ -388,9 +407,8 @@ void FlowNetwork::ForEachInArc(
     NodeId id, const std::function<void(const ArcView&)>& fn) const {
   if (!IsLive(id)) return;
   for (uint32_t slot = nodes_[id].first_in; slot != kNil;) {
-    const ArcEntry& arc = arcs_[slot];
-    const uint32_t next = arc.next_in;
-    fn(ArcView{slot, arc.src, arc.dst, arc.capacity, arc.cost, arc.extra});
+    const uint32_t next = arcs_[slot].next_in;
+    fn(View(slot));
     slot = next;
   }
 }
@@ -414,12 +432,13 @@ void FlowNetwork::ExportProblem(solver::McmfProblem& problem,
   arc_slots.clear();
   arc_slots.reserve(arc_index_.size());
   for (ArcSlot slot = 0; slot < arcs_.size(); ++slot) {
+    const Ends ends = arc_ends_[slot];
+    if (ends.src == kNoNode) continue;
     const ArcEntry& arc = arcs_[slot];
-    if (!arc.live) continue;
-    problem.arcs.push_back({arc.src, arc.dst, arc.capacity, arc.cost});
+    problem.arcs.push_back({ends.src, ends.dst, arc.capacity, arc.cost});
     arc_slots.push_back(slot);
-    for (const ArcSegment& piece : arc.extra) {
-      problem.arcs.push_back({arc.src, arc.dst, piece.capacity, piece.cost});
+    for (const ArcSegment& piece : Extra(slot)) {
+      problem.arcs.push_back({ends.src, ends.dst, piece.capacity, piece.cost});
       arc_slots.push_back(slot);
     }
   }

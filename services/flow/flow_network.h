@@ -159,16 +159,17 @@ class FlowNetwork {
     uint32_t first_out = kNil;
     uint32_t first_in = kNil;
   };
+  // 32 bytes: the ends live in arc_ends_ (whose src says whether the slot
+  // is live), the cost fits 32 bits (|cost| <= solver::kMaxArcCost), and
+  // the rare further pieces of a convex arc sit in extras_.
   struct ArcEntry {
-    NodeId src = kNoNode;
-    NodeId dst = kNoNode;
     int64_t capacity = 0;
-    int64_t cost = 0;
-    std::vector<ArcSegment> extra;
+    int32_t cost = 0;
+    uint32_t extra = kNil;  // index into extras_, kNil for one piece
     uint32_t prev_out = kNil, next_out = kNil;
     uint32_t prev_in = kNil, next_in = kNil;
-    bool live = false;
   };
+  static_assert(solver::kMaxArcCost <= std::numeric_limits<int32_t>::max());
   static uint64_t ArcKey(NodeId src, NodeId dst) {
     return (uint64_t{src} << 32) | dst;
   }
@@ -209,14 +210,29 @@ class FlowNetwork {
   ArcSlot LinkNewArc(NodeId src, NodeId dst, int64_t capacity, int64_t cost,
                      std::span<const ArcSegment> extra_segments);
   void UnlinkArc(ArcSlot slot);
+  // The further pieces of the arc in `slot` (empty for one piece).
+  [[nodiscard]] std::span<const ArcSegment> Extra(ArcSlot slot) const {
+    const uint32_t extra = arcs_[slot].extra;
+    if (extra == kNil) return {};
+    return extras_[extra];
+  }
+  // Gives the arc in `slot` these further pieces, reusing or freeing its
+  // entry in extras_.
+  void SetExtra(ArcSlot slot, std::span<const ArcSegment> pieces);
+  [[nodiscard]] ArcView View(ArcSlot slot) const {
+    const ArcEntry& arc = arcs_[slot];
+    return ArcView{
+        slot,     arc_ends_[slot].src, arc_ends_[slot].dst, arc.capacity,
+        arc.cost, Extra(slot)};
+  }
 
   std::vector<NodeSlot> nodes_;
   // Min-heaps of free slots, with lazy deletion: an entry may be stale
   // (slot reused through AddNodeWithId) and is skipped when popped.
   std::vector<NodeId> free_nodes_;
   std::vector<ArcEntry> arcs_;
-  // Copies of each slot's ends (src kNoNode: dead) and each node's kind,
-  // 8 bytes an arc and 1 a node instead of the 72 and 48 of the entries:
+  // Each slot's ends (src kNoNode: dead) and a copy of each node's kind,
+  // 8 bytes an arc and 1 a node apart from the 32 and 48 of the entries:
   // a walk over the arcs with flow streams them instead of touching a
   // cache line per arc.
   struct Ends {
@@ -224,6 +240,9 @@ class FlowNetwork {
     NodeId dst = kNoNode;
   };
   std::vector<Ends> arc_ends_;
+  // Further pieces of convex arcs, and the free entries among them.
+  std::vector<std::vector<ArcSegment>> extras_;
+  std::vector<uint32_t> free_extras_;
   std::vector<NodeKind> node_kinds_;
   std::vector<ArcSlot> free_arcs_;
   absl::flat_hash_map<uint64_t, ArcSlot> arc_index_;

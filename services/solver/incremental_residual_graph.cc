@@ -13,12 +13,12 @@ void IncrementalResidualGraph::ResizeNodes(size_t size) {
 void IncrementalResidualGraph::GrowHandles(uint32_t handle) {
   if (handle < handle_limit_) return;
   const size_t needed = size_t{handle} + 1;
-  if (needed > capacity_.size()) {
-    const size_t size = std::max<size_t>({needed, 2 * capacity_.size(), 16});
-    arcs_.resize(2 * size);
-    capacity_.resize(size, 0);
-    handle_live_.resize(size, 0);
-  }
+  // Exactly what is needed: the vectors' own growth keeps this amortised
+  // O(1), and their spare capacity, never written, costs address space
+  // only (a doubled size written with zeros was resident memory).
+  arcs_.resize(2 * needed);
+  capacity_.resize(needed, 0);
+  handle_live_.resize(needed, 0);
   handle_limit_ = handle + 1;
 }
 

@@ -48,7 +48,7 @@ class IncrementalResidualGraph {
 
   // Makes nodes [0, size) addressable (new ones empty); never shrinks.
   void ResizeNodes(size_t size);
-  // Makes handles up to `handle` addressable, growing geometrically.
+  // Makes handles up to `handle` addressable; amortised O(1).
   void GrowHandles(uint32_t handle);
   [[nodiscard]] uint32_t handle_limit() const { return handle_limit_; }
   // Resets node v's regions. REQUIRES: v's list is empty (no live arc).
