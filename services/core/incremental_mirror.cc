@@ -250,7 +250,7 @@ void IncrementalMirror::ExportResult(MirrorResult& result) const {
 }
 
 absl::StatusOr<bool> IncrementalMirror::RaceFromScratch(
-    MirrorResult& result, bool portfolio_primal_dual,
+    MirrorResult& result, bool first_solve,
     absl::StatusOr<solver::IncrementalResult>& repaired) {
   solver_->Export(result.problem, result.solution, result.handles);
   result.exported = true;
@@ -262,7 +262,13 @@ absl::StatusOr<bool> IncrementalMirror::RaceFromScratch(
     YieldCpuToTheRepair();
     const int64_t start_us = SteadyMicros();
     solver::Portfolio portfolio(&stop);
-    portfolio.with_primal_dual = portfolio_primal_dual;
+    portfolio.with_primal_dual = !first_solve;
+    // Relaxation from scratch stalls on a whole population waiting at once
+    // (Portfolio's comment), which is what a first solve of a network of
+    // high source degree is (Quincy's time-0 population: it never won, and
+    // its workspace held 450 MB more at 50,000 machines); of low degree,
+    // the portfolio skips it anyway.
+    portfolio.with_relaxation = !first_solve;
     raced = portfolio.Solve(result.problem);
     raced_us = SteadyMicros() - start_us;
   });
@@ -304,13 +310,9 @@ absl::Status IncrementalMirror::SolveWithoutExport(MirrorResult& result) {
       // the delay stopped it) and the relaxation / cost scaling portfolio
       // from scratch; the first to finish wins and stops the others. The
       // from-scratch algorithms bound the round when changes ripple
-      // through the whole network. A first solve in place is the
-      // primal-dual from zero flow already, so the portfolio leaves its
-      // own copy of it out.
-      FLOWSCHED_ASSIGN_OR_RETURN(
-          const bool raced_won,
-          RaceFromScratch(result, /*portfolio_primal_dual=*/!in_place,
-                          repaired));
+      // through the whole network.
+      FLOWSCHED_ASSIGN_OR_RETURN(const bool raced_won,
+                                 RaceFromScratch(result, in_place, repaired));
       if (raced_won) return absl::OkStatus();
     }
     if (repaired.ok()) {

@@ -12,7 +12,7 @@
 // and closes fixed-cost slot pieces (load_spreading_policy.h), so a start
 // or finish is one arc removed from or added to the solver. The first Solve
 // after a snapshot is the incremental solver's primal-dual from zero flow,
-// raced against the portfolio from scratch (whose optimum, if it wins, is
+// raced against cost scaling from scratch (whose optimum, if it wins, is
 // installed so that later rounds repair from it); when the incremental
 // solver gives up (e.g. potentials near overflow) the next Solve is a cold
 // start by a one-shot solver on the exported problem, installed likewise.
@@ -88,10 +88,10 @@ struct MirrorOptions {
   int64_t full_check_min_interval_us = 60'000'000;
   // The first solve after a Reset (every node and arc new, no flow) is
   // the incremental solver's own primal-dual from zero flow, run in place
-  // and raced against the portfolio's relaxation and cost scaling on the
-  // export: no second copy of the network for the portfolio's primal-dual,
-  // and no installation of its flow when the in-place solve wins. False:
-  // the cold solver on the export, its optimum installed.
+  // and raced against the portfolio's cost scaling on the export: no
+  // second copy of the network for the portfolio's primal-dual, and no
+  // installation of its flow when the in-place solve wins. False: the
+  // cold solver on the export, its optimum installed.
   bool first_solve_in_place = true;
 };
 
@@ -172,11 +172,12 @@ class IncrementalMirror {
   // Installs a one-shot solution so later rounds repair from it.
   absl::Status Install(const MirrorResult& result);
   // Exports the network into `result` and races the repair (in `repaired`)
-  // against the portfolio from scratch on it, with or without the
-  // portfolio's own primal-dual. True when the portfolio won: its optimum
-  // is in `result` and installed.
+  // against the portfolio from scratch on it. On a `first_solve` the
+  // repair is the primal-dual from zero flow, so the portfolio runs cost
+  // scaling alone. True when the portfolio won: its optimum is in `result`
+  // and installed.
   absl::StatusOr<bool> RaceFromScratch(
-      MirrorResult& result, bool portfolio_primal_dual,
+      MirrorResult& result, bool first_solve,
       absl::StatusOr<solver::IncrementalResult>& repaired);
   // The repair alone, stopped at the race delay: true if it finished
   // (`repaired` holds its result or error), false if the delay ran out

@@ -282,7 +282,7 @@ class RefusingSolver final : public solver::McmfSolver {
 };
 
 // The first solve after a Reset is the solver's own primal-dual in place,
-// raced against the portfolio's relaxation and cost scaling (whichever
+// raced against cost scaling from scratch (whichever
 // wins); the cold solver runs only when that is turned off. Either way the
 // result is optimal, the first Certify reads and checks everything, and
 // later rounds repair from it.

@@ -115,8 +115,9 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
     // wins the common case fast, and where it does not it rarely finishes
     // at all. A third thread would cost more: on two cores the scheduler
     // lets two racers share one core for the whole race.
-    if (relaxation_min_source_degree > 0 &&
-        MeanSourceOutDegree(problem) < relaxation_min_source_degree) {
+    if (!with_relaxation ||
+        (relaxation_min_source_degree > 0 &&
+         MeanSourceOutDegree(problem) < relaxation_min_source_degree)) {
       run_primal_dual();
       return;
     }

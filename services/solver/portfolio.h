@@ -60,6 +60,9 @@ class Portfolio final : public McmfSolver {
   // solve) turns it off: a second copy would repeat that work and hold the
   // whole network once more.
   bool with_primal_dual = true;
+  // From scratch, relaxation gets its budget first. Off: it is skipped,
+  // as on a network of low source degree (above).
+  bool with_relaxation = true;
 
   absl::StatusOr<McmfSolution> Solve(const McmfProblem& problem) override;
   std::string_view name() const override { return "portfolio"; }

@@ -115,6 +115,23 @@ TEST(PortfolioTest, PastRelaxationsBudgetThePrimalDualRaces) {
   }
 }
 
+// With relaxation and the primal-dual both off (the mirror's first solve
+// runs the primal-dual itself), cost scaling answers alone, as exactly.
+TEST(PortfolioTest, WithoutRelaxationAndPrimalDualCostScalingAnswers) {
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    Portfolio portfolio;
+    portfolio.with_relaxation = false;
+    portfolio.with_primal_dual = false;
+    testgen::SchedulingOptions options;
+    options.utilisation = 0.6 + 0.07 * static_cast<double>(seed);
+    const McmfProblem problem = testgen::SchedulingNetwork(seed, options);
+    const absl::StatusOr<McmfSolution> solution = portfolio.Solve(problem);
+    testgen::ExpectMatchesLemon(problem, solution);
+    ASSERT_THAT(solution, IsOk());
+    EXPECT_EQ(solution->algorithm, "cost_scaling") << seed;
+  }
+}
+
 // A path of 40,000 nodes, its arcs of cost 2^30, needs scaled prices beyond
 // cost scaling's floor (-2^60) and fails it; relaxation accepts the path, so
 // the portfolio still answers, and when the problem itself overflows (a total
