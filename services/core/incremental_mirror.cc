@@ -104,18 +104,10 @@ absl::Status IncrementalMirror::ApplySetArc(const flow::GraphChange& change,
   // spreading start or finish (one slot piece flips its capacity) costs
   // the solver one arc, not the machine's whole arc.
   absl::InlinedVector<flow::ArcSegment, 2> before;
-  const std::optional<flow::ArcView> old_arc =
-      network.FindArc(change.src, change.dst);
-  if (old_arc.has_value()) {
-    before.push_back({old_arc->capacity, old_arc->cost});
-    before.insert(before.end(), old_arc->extra_segments.begin(),
-                  old_arc->extra_segments.end());
-  }
-  FLOWSCHED_RETURN_IF_ERROR(network.Apply(change));
-  // Setting an arc that exists keeps its slot.
-  const flow::ArcSlot slot =
-      old_arc.has_value() ? old_arc->slot
-                          : network.FindArc(change.src, change.dst)->slot;
+  FLOWSCHED_ASSIGN_OR_RETURN(
+      const flow::ArcSlot slot,
+      network.SetArcInSlot(change.src, change.dst, change.capacity, change.cost,
+                           change.extra_segments, before));
   if (slot >= slot_handles_.size()) slot_handles_.resize(slot + 1);
   if (slot >= flow_by_slot_.size()) ResizeSlots(slot + 1);
   auto& handles = slot_handles_[slot];

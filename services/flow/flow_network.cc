@@ -244,18 +244,40 @@ ArcSlot FlowNetwork::LinkNewArc(NodeId src, NodeId dst, int64_t capacity,
   return slot;
 }
 
-absl::Status FlowNetwork::SetArc(NodeId src, NodeId dst, int64_t capacity,
-                                 int64_t cost,
-                                 std::span<const ArcSegment> extra_segments) {
+absl::StatusOr<ArcSlot> FlowNetwork::SetArcAt(
+    NodeId src, NodeId dst, int64_t capacity, int64_t cost,
+    std::span<const ArcSegment> extra_segments,
+    absl::InlinedVector<ArcSegment, 2>* before) {
   FLOWSCHED_RETURN_IF_ERROR(CheckArc(src, dst, capacity, cost, extra_segments));
   auto [it, inserted] = arc_index_.try_emplace(ArcKey(src, dst), kNil);
   if (!inserted) {
-    UpdateArc(it->second, capacity, cost, extra_segments);
-    return absl::OkStatus();
+    const ArcSlot slot = it->second;
+    if (before != nullptr) {
+      before->push_back({arcs_[slot].capacity, arcs_[slot].cost});
+      const std::span<const ArcSegment> extra = Extra(slot);
+      before->insert(before->end(), extra.begin(), extra.end());
+    }
+    UpdateArc(slot, capacity, cost, extra_segments);
+    return slot;
   }
-  it->second = LinkNewArc(src, dst, capacity, cost, extra_segments);
+  const ArcSlot slot = LinkNewArc(src, dst, capacity, cost, extra_segments);
+  it->second = slot;
   RecordSetArc(src, dst, capacity, cost, extra_segments);
-  return absl::OkStatus();
+  return slot;
+}
+
+absl::Status FlowNetwork::SetArc(NodeId src, NodeId dst, int64_t capacity,
+                                 int64_t cost,
+                                 std::span<const ArcSegment> extra_segments) {
+  return SetArcAt(src, dst, capacity, cost, extra_segments, nullptr).status();
+}
+
+absl::StatusOr<ArcSlot> FlowNetwork::SetArcInSlot(
+    NodeId src, NodeId dst, int64_t capacity, int64_t cost,
+    std::span<const ArcSegment> extra_segments,
+    absl::InlinedVector<ArcSegment, 2>& before) {
+  before.clear();
+  return SetArcAt(src, dst, capacity, cost, extra_segments, &before);
 }
 
 void FlowNetwork::UpdateArc(ArcSlot slot, int64_t capacity, int64_t cost,

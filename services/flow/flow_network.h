@@ -22,7 +22,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "services/flow/graph_change.h"
 #include "services/solver/mcmf_problem.h"
 
@@ -77,6 +79,13 @@ class FlowNetwork {
   // than the one before it.
   absl::Status SetArc(NodeId src, NodeId dst, int64_t capacity, int64_t cost,
                       std::span<const ArcSegment> extra_segments = {});
+  // SetArc that also returns the arc's slot and gives, in `before`, the
+  // pieces the arc had (empty for a new arc): one lookup of the arc index
+  // where FindArc, SetArc and FindArc again take three.
+  absl::StatusOr<ArcSlot> SetArcInSlot(
+      NodeId src, NodeId dst, int64_t capacity, int64_t cost,
+      std::span<const ArcSegment> extra_segments,
+      absl::InlinedVector<ArcSegment, 2>& before);
   // FailedPrecondition if there is no such arc.
   absl::Status RemoveArc(NodeId src, NodeId dst);
   // Makes `src`'s out-arcs exactly `desired`: the same state and recorded
@@ -210,6 +219,11 @@ class FlowNetwork {
   ArcSlot LinkNewArc(NodeId src, NodeId dst, int64_t capacity, int64_t cost,
                      std::span<const ArcSegment> extra_segments);
   void UnlinkArc(ArcSlot slot);
+  // SetArc and SetArcInSlot: `before`, if given, receives the old pieces.
+  absl::StatusOr<ArcSlot> SetArcAt(NodeId src, NodeId dst, int64_t capacity,
+                                   int64_t cost,
+                                   std::span<const ArcSegment> extra_segments,
+                                   absl::InlinedVector<ArcSegment, 2>* before);
   // The further pieces of the arc in `slot` (empty for one piece).
   [[nodiscard]] std::span<const ArcSegment> Extra(ArcSlot slot) const {
     const uint32_t extra = arcs_[slot].extra;

@@ -249,6 +249,39 @@ TEST(FlowNetworkTest, ConvexArcsExportAsParallelPiecesAndRejectConcavity) {
               StatusIs(absl::StatusCode::kInvalidArgument, "limit"));
 }
 
+// SetArcInSlot returns FindArc's slot and the pieces the arc had; further
+// pieces kept aside follow every change, removal and reuse of a slot.
+TEST(FlowNetworkTest, SetArcInSlotReportsTheSlotAndTheOldPieces) {
+  FlowNetwork net;
+  const NodeId a = net.AddNode(Task(1));
+  const NodeId b = net.AddNode(Task(2));
+  const NodeId s = net.AddNode({.kind = NodeKind::kSink, .supply = -2});
+  absl::InlinedVector<ArcSegment, 2> before = {{7, 7}};
+  const std::vector<ArcSegment> pieces = {{1, 5}, {3, 9}};
+  auto slot = net.SetArcInSlot(a, s, 1, 2, pieces, before);
+  ASSERT_THAT(slot, IsOk());
+  EXPECT_EQ(*slot, net.FindArc(a, s)->slot);
+  EXPECT_TRUE(before.empty());  // new
+  auto again = net.SetArcInSlot(a, s, 4, 3, {}, before);
+  ASSERT_THAT(again, IsOk());
+  EXPECT_EQ(*again, *slot);
+  EXPECT_THAT(before, ::testing::ElementsAre(ArcSegment{1, 2}, ArcSegment{1, 5},
+                                             ArcSegment{3, 9}));
+  EXPECT_TRUE(net.FindArc(a, s)->extra_segments.empty());
+  EXPECT_EQ(net.FindArc(a, s)->cost, 3);
+  ASSERT_THAT(net.SetArc(b, s, 1, -4, pieces), IsOk());
+  ASSERT_THAT(net.RemoveArc(b, s), IsOk());
+  // b->s's slot and its entry aside are reused by arcs of one piece.
+  ASSERT_THAT(net.SetArc(b, a, 2, 1), IsOk());
+  EXPECT_TRUE(net.FindArc(b, a)->extra_segments.empty());
+  ASSERT_THAT(net.SetArc(a, b, 1, -1, pieces), IsOk());
+  EXPECT_THAT(net.FindArc(a, b)->extra_segments,
+              ::testing::ElementsAre(ArcSegment{1, 5}, ArcSegment{3, 9}));
+  EXPECT_THAT(net.SetArcInSlot(a, a, 1, 0, {}, before),
+              StatusIs(absl::StatusCode::kInvalidArgument, "self-loop"));
+  EXPECT_TRUE(before.empty());
+}
+
 TEST(FlowNetworkTest, ExportSkipsDeadSlots) {
   FlowNetwork net;
   NodeId a = net.AddNode(Task(1));

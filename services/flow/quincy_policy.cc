@@ -427,46 +427,62 @@ absl::Status QuincyPolicy::SyncJobs(const cluster::ChangeSet& changes,
   return absl::OkStatus();
 }
 
-void QuincyPolicy::PriceRacks(const cluster::InputLocation& locality,
-                              TaskPrices& prices) const {
+std::vector<int64_t> QuincyPolicy::PriceRacks(
+    const cluster::InputLocation& locality, TaskPrices& prices) const {
   const int64_t total = locality.total;
   // Rack worst cases R^R_l, X^R_l and the cluster's R^X, X^X. A rack
   // without input data has B_l = 0 and R^R_l = 0, so only the racks named
   // by the task's entries are visited: B_l, and the smallest L_m of the
-  // rack when every one of its computers holds some input (else 0).
+  // rack when every one of its computers holds some input (else 0). Kept
+  // per entry of locality.in_rack, which is sorted by rack.
   struct RackBytes {
-    int64_t in_rack = 0;
+    size_t size = 0;  // computers in the rack; 0: not in the topology
     size_t with_data = 0;
     int64_t smallest = 0;
   };
-  std::map<std::string, RackBytes> data_racks;
-  for (const auto& [rack, bytes] : locality.in_rack) {
-    if (rack_sizes_.contains(rack)) data_racks[rack] = {bytes, 0, total};
+  const auto& in_rack = locality.in_rack;
+  std::vector<RackBytes> data_racks(in_rack.size());
+  size_t known_racks = 0;
+  for (size_t i = 0; i < in_rack.size(); ++i) {
+    auto size = rack_sizes_.find(in_rack[i].first);
+    if (size == rack_sizes_.end()) continue;
+    data_racks[i] = {size->second, 0, total};
+    ++known_racks;
   }
   for (const auto& [id, bytes] : locality.on_machine) {
     auto where = rack_of_.find(id);
     if (where == rack_of_.end()) continue;
-    auto rack = data_racks.find(*where->second);
-    if (rack == data_racks.end()) continue;
-    ++rack->second.with_data;
-    rack->second.smallest = std::min(rack->second.smallest, bytes);
+    const std::string& rack = *where->second;
+    auto entry = std::lower_bound(
+        in_rack.begin(), in_rack.end(), rack,
+        [](const auto& e, const std::string& r) { return e.first < r; });
+    if (entry == in_rack.end() || entry->first != rack) continue;
+    RackBytes& bytes_there =
+        data_racks[static_cast<size_t>(entry - in_rack.begin())];
+    if (bytes_there.size == 0) continue;
+    ++bytes_there.with_data;
+    bytes_there.smallest = std::min(bytes_there.smallest, bytes);
   }
   int64_t worst_rack_bytes = 0;
   int64_t min_rack_bytes = total;
-  if (data_racks.size() < topology_.racks.size()) {
+  if (known_racks < topology_.racks.size()) {
     min_rack_bytes = std::min<int64_t>(min_rack_bytes, 0);
   }
-  for (const auto& [rack, bytes] : data_racks) {
+  std::vector<int64_t> costs(in_rack.size(), 0);
+  for (size_t i = 0; i < in_rack.size(); ++i) {
+    const RackBytes& bytes = data_racks[i];
+    if (bytes.size == 0) continue;
+    const int64_t in_bytes = in_rack[i].second;
     const int64_t min_local =
-        bytes.with_data == rack_sizes_.at(rack) ? bytes.smallest : 0;
-    worst_rack_bytes = std::max(worst_rack_bytes, bytes.in_rack - min_local);
-    min_rack_bytes = std::min(min_rack_bytes, bytes.in_rack);
-    prices.rack_costs[rack] =
-        DataCost(bytes.in_rack - min_local, total - bytes.in_rack);
+        bytes.with_data == bytes.size ? bytes.smallest : 0;
+    worst_rack_bytes = std::max(worst_rack_bytes, in_bytes - min_local);
+    min_rack_bytes = std::min(min_rack_bytes, in_bytes);
+    costs[i] = DataCost(in_bytes - min_local, total - in_bytes);
   }
   if (topology_.racks.empty()) min_rack_bytes = 0;
   prices.cluster_core_bytes = total - min_rack_bytes;
   prices.alpha = DataCost(worst_rack_bytes, prices.cluster_core_bytes);
+  return costs;
 }
 
 QuincyPolicy::TaskPrices QuincyPolicy::PriceTask(
@@ -476,7 +492,7 @@ QuincyPolicy::TaskPrices QuincyPolicy::PriceTask(
       cluster::LocateInput(task.spec, state);
   const int64_t total = locality.total;
   TaskPrices prices;
-  PriceRacks(locality, prices);
+  const std::vector<int64_t> rack_costs = PriceRacks(locality, prices);
   const double t = static_cast<double>(total);
   prices.computers = Preferred<MachineId>(
       locality.on_machine, params_.delta_computer * t, params_.max_preferences,
@@ -484,6 +500,14 @@ QuincyPolicy::TaskPrices QuincyPolicy::PriceTask(
   prices.racks = Preferred<std::string>(
       locality.in_rack, params_.delta_rack * t, params_.max_preferences,
       [&](const std::string& rack) { return rack_sizes_.contains(rack); });
+  for (const std::string& rack : prices.racks) {
+    // A preferred rack has an entry (and is in the topology).
+    auto entry = std::lower_bound(
+        locality.in_rack.begin(), locality.in_rack.end(), rack,
+        [](const auto& e, const std::string& r) { return e.first < r; });
+    prices.rack_costs.push_back(
+        rack_costs[static_cast<size_t>(entry - locality.in_rack.begin())]);
+  }
   for (MachineId id : prices.computers) {
     const std::string& rack = *rack_of_.at(id);
     const int64_t in_rack = locality.InRack(rack);
@@ -504,9 +528,10 @@ int64_t QuincyPolicy::RunningDataCost(MachineId machine,
     return prices.computer_costs[static_cast<size_t>(computer -
                                                      prices.computers.begin())];
   }
-  if (std::find(prices.racks.begin(), prices.racks.end(), rack) !=
-      prices.racks.end()) {
-    return prices.rack_costs.at(rack);
+  auto preferred = std::find(prices.racks.begin(), prices.racks.end(), rack);
+  if (preferred != prices.racks.end()) {
+    return prices
+        .rack_costs[static_cast<size_t>(preferred - prices.racks.begin())];
   }
   const auto p = static_cast<int64_t>(topology_.racks.size());
   return DataCost(prices.cluster_core_bytes / std::max<int64_t>(1, p),
@@ -535,8 +560,7 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
     arcs.push_back({job_node, 1, WaitCost(task.WaitMicros(now_us))});
     arcs.push_back({targets.shape, 1, prices.alpha});
     for (size_t i = 0; i < prices.racks.size(); ++i) {
-      arcs.push_back(
-          {targets.racks[i], 1, prices.rack_costs.at(prices.racks[i])});
+      arcs.push_back({targets.racks[i], 1, prices.rack_costs[i]});
     }
     for (size_t i = 0; i < prices.computers.size(); ++i) {
       arcs.push_back({targets.computers[i], 1, prices.computer_costs[i]});
@@ -568,9 +592,9 @@ absl::Status QuincyPolicy::SyncTask(const cluster::Task& task,
   } else if (!task.running() || preemptive()) {
     arcs.push_back({job_node, 1, WaitCost(task.WaitMicros(now_us))});
     arcs.push_back({builder.cluster_aggregator(), 1, prices.alpha});
-    for (const std::string& rack : prices.racks) {
+    for (size_t i = 0; i < prices.racks.size(); ++i) {
       arcs.push_back(
-          {builder.FindRackNode(rack), 1, prices.rack_costs.at(rack)});
+          {builder.FindRackNode(prices.racks[i]), 1, prices.rack_costs[i]});
     }
     for (size_t i = 0; i < prices.computers.size(); ++i) {
       const MachineId id = prices.computers[i];

@@ -220,19 +220,20 @@ class QuincyPolicy final : public SchedulingPolicy {
   // What a task's data placement costs (section 4.2): alpha to X, rho_l to
   // each rack holding input, gamma_m to each preferred computer.
   struct TaskPrices {
-    std::vector<MachineId> computers;           // preferred, most bytes first
-    std::vector<int64_t> computer_costs;        // gamma_m, as `computers`
-    std::vector<std::string> racks;             // preferred, most bytes first
-    std::map<std::string, int64_t> rack_costs;  // racks with input data
+    std::vector<MachineId> computers;     // preferred, most bytes first
+    std::vector<int64_t> computer_costs;  // gamma_m, as `computers`
+    std::vector<std::string> racks;       // preferred, most bytes first
+    std::vector<int64_t> rack_costs;      // gamma_l, as `racks`
     int64_t alpha = 0;
     int64_t cluster_core_bytes = 0;  // X^X
   };
   // O(locality entries + preferences * log).
   [[nodiscard]] TaskPrices PriceTask(const cluster::Task& task,
                                      const cluster::ClusterState& state) const;
-  // rack_costs, alpha and cluster_core_bytes of `prices`.
-  void PriceRacks(const cluster::InputLocation& locality,
-                  TaskPrices& prices) const;
+  // alpha and cluster_core_bytes of `prices`; returns the cost of each
+  // rack of locality.in_rack (as that list; 0 for one not in the topology).
+  std::vector<int64_t> PriceRacks(const cluster::InputLocation& locality,
+                                  TaskPrices& prices) const;
   // d* of a task running on `machine` in `rack`.
   [[nodiscard]] int64_t RunningDataCost(MachineId machine,
                                         const std::string& rack,
