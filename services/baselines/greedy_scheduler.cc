@@ -8,46 +8,54 @@
 
 namespace flowsched::baselines {
 
-std::map<JobId, int64_t> FairShares(const cluster::ClusterState& state) {
-  std::map<JobId, int64_t> demand;  // N_j
+std::vector<std::pair<JobId, int64_t>> FairShareList(
+    const cluster::ClusterState& state) {
+  std::vector<std::pair<JobId, int64_t>> shares;  // (id, N_j), then A_j
+  std::vector<int64_t> demand;                    // N_j, as `shares`
   for (const auto& [id, job] : state.jobs()) {
     if (!job.tasks.empty()) {
-      demand[id] = static_cast<int64_t>(job.tasks.size());
+      shares.emplace_back(id, 0);
+      demand.push_back(static_cast<int64_t>(job.tasks.size()));
     }
   }
-  std::map<JobId, int64_t> shares;
-  if (demand.empty()) return shares;
+  if (shares.empty()) return shares;
   const auto slots = static_cast<int64_t>(state.total_slots());
-  const int64_t even = slots / static_cast<int64_t>(demand.size());
+  const int64_t even = slots / static_cast<int64_t>(shares.size());
   int64_t leftover = slots;
-  for (const auto& [id, n] : demand) {
-    shares[id] = std::min(even, n);
-    leftover -= shares[id];
+  for (size_t i = 0; i < shares.size(); ++i) {
+    shares[i].second = std::min(even, demand[i]);
+    leftover -= shares[i].second;
   }
   // Water-filling: hand the leftover out in equal rounds; a job that caps
   // out returns its excess to the next round.
+  std::vector<size_t> wanting;
   while (leftover > 0) {
-    std::vector<JobId> wanting;
-    for (const auto& [id, n] : demand) {
-      if (shares[id] < n) wanting.push_back(id);
+    wanting.clear();
+    for (size_t i = 0; i < shares.size(); ++i) {
+      if (shares[i].second < demand[i]) wanting.push_back(i);
     }
     if (wanting.empty()) break;
     const int64_t each = leftover / static_cast<int64_t>(wanting.size());
     if (each == 0) {
-      for (JobId id : wanting) {
+      for (size_t i : wanting) {
         if (leftover == 0) break;
-        ++shares[id];
+        ++shares[i].second;
         --leftover;
       }
       break;
     }
-    for (JobId id : wanting) {
-      const int64_t add = std::min(each, demand[id] - shares[id]);
-      shares[id] += add;
+    for (size_t i : wanting) {
+      const int64_t add = std::min(each, demand[i] - shares[i].second);
+      shares[i].second += add;
       leftover -= add;
     }
   }
   return shares;
+}
+
+std::map<JobId, int64_t> FairShares(const cluster::ClusterState& state) {
+  const std::vector<std::pair<JobId, int64_t>> list = FairShareList(state);
+  return {list.begin(), list.end()};
 }
 
 namespace {

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "services/baselines/baseline_scheduler.h"
@@ -35,6 +36,10 @@ inline constexpr double kRackPreferenceFraction = 0.1;     // Quincy's δ^r
 // waiting tasks; leftover slots are then split equally (remainders to the
 // lowest job ids) among jobs with N_j > A_j, so Σ A_j = min(M, Σ N_j).
 std::map<JobId, int64_t> FairShares(const cluster::ClusterState& state);
+// The same as (job, A_j) pairs in job id order, without a map's nodes: for
+// callers that walk them once a round.
+std::vector<std::pair<JobId, int64_t>> FairShareList(
+    const cluster::ClusterState& state);
 
 class GreedyScheduler final : public BaselineScheduler {
  public:

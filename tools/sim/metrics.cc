@@ -62,13 +62,16 @@ double JainIndex(const std::vector<double>& x) {
 
 double FairShareJain(const cluster::ClusterState& state) {
   std::vector<double> ratios;
-  for (const auto& [job_id, share] : baselines::FairShares(state)) {
-    if (share <= 0) continue;
-    const cluster::Job* job = state.FindJob(job_id);
-    if (job == nullptr) continue;
-    // The state's running count per job, not a walk over every task: this
-    // runs after every round.
-    ratios.push_back(static_cast<double>(job->running) /
+  // Both in job id order: the running counts are read by walking the jobs
+  // alongside the shares, not by a lookup per job (this runs every few
+  // rounds over every job).
+  auto job = state.jobs().begin();
+  for (const auto& [job_id, share] : baselines::FairShareList(state)) {
+    while (job != state.jobs().end() && job->first < job_id) ++job;
+    if (share <= 0 || job == state.jobs().end() || job->first != job_id) {
+      continue;
+    }
+    ratios.push_back(static_cast<double>(job->second.running) /
                      static_cast<double>(share));
   }
   return JainIndex(ratios);
