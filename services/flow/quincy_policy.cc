@@ -259,14 +259,68 @@ std::map<JobId, QuincyJobBounds> QuincyPolicy::ComputeBounds(
 
 void QuincyPolicy::ComputeBounds(const cluster::ClusterState& state,
                                  QuincyBoundsByJob& bounds) const {
+  CountJobs(state, bounds);
+  DeriveBounds(state, bounds);
+}
+
+void QuincyPolicy::CountJobs(const cluster::ClusterState& state,
+                             QuincyBoundsByJob& bounds) {
   bounds.clear();
   bounds.reserve(state.jobs().size());
   for (const auto& [id, job] : state.jobs()) {
-    QuincyJobBounds b;
-    b.tasks = static_cast<int64_t>(job.tasks.size());
-    b.running = job.running;
-    bounds.emplace_back(id, b);
+    bounds.emplace_back(id, JobCounts(job));
   }
+}
+
+QuincyJobBounds QuincyPolicy::JobCounts(const cluster::Job& job) {
+  QuincyJobBounds b;
+  b.tasks = static_cast<int64_t>(job.tasks.size());
+  b.running = job.running;
+  return b;
+}
+
+void QuincyPolicy::UpdateJobCounts(const cluster::ChangeSet& changes,
+                                   const cluster::ClusterState& state) {
+  // A job's N_j changes with a submission or an end (the job is in the
+  // change set), its running count with a placement, preemption, migration
+  // or machine loss (the task is).
+  std::vector<JobId> touched(changes.jobs.begin(), changes.jobs.end());
+  for (TaskId id : changes.tasks) {
+    if (const cluster::Task* task = state.FindTask(id)) {
+      touched.push_back(task->job);
+    }
+  }
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  // Many jobs touched (a time-0 population, a restore): one walk is
+  // cheaper than as many inserts into the middle of the list.
+  if (!job_counts_valid_ ||
+      touched.size() * 8 > std::max<size_t>(job_counts_.size(), 64)) {
+    CountJobs(state, job_counts_);
+    job_counts_valid_ = true;
+    return;
+  }
+  for (JobId id : touched) {
+    auto at = std::lower_bound(
+        job_counts_.begin(), job_counts_.end(), id,
+        [](const auto& entry, JobId job) { return entry.first < job; });
+    const bool listed = at != job_counts_.end() && at->first == id;
+    const cluster::Job* job = state.FindJob(id);
+    if (job == nullptr) {
+      if (listed) job_counts_.erase(at);
+    } else if (listed) {
+      at->second = JobCounts(*job);
+    } else {
+      job_counts_.emplace(at, id, JobCounts(*job));
+    }
+  }
+  if (job_counts_.size() != state.jobs().size()) {
+    CountJobs(state, job_counts_);  // a change the set did not name
+  }
+}
+
+void QuincyPolicy::DeriveBounds(const cluster::ClusterState& state,
+                                QuincyBoundsByJob& bounds) const {
   const size_t admitted =
       params_.admission_limit == 0
           ? bounds.size()
@@ -392,7 +446,9 @@ absl::Status QuincyPolicy::SyncJobs(const cluster::ChangeSet& changes,
   // Shares depend on every job (section 3.3), so all U_j are re-derived;
   // only real changes reach the log.
   int64_t unscheduled_supply = 0;
-  ComputeBounds(state, bounds_);
+  // The counts are UpdateJobCounts', kept from change set to change set.
+  bounds_ = job_counts_;
+  DeriveBounds(state, bounds_);
   for (const auto& [id, b] : bounds_) {
     const NodeId node = builder.EnsureJobNode(id);
     // Minimum-flow transform (Appendix): supply F_j - N_j at U_j and
@@ -662,6 +718,9 @@ absl::Status QuincyPolicy::Sync(const cluster::ChangeSet& changes,
                                 const cluster::ClusterState& state,
                                 const SyncContext& context,
                                 NetworkBuilder& builder) {
+  // First, so that the counts follow every change set even when a step
+  // below fails.
+  UpdateJobCounts(changes, state);
   bool topology_changed = false;
   FLOWSCHED_RETURN_IF_ERROR(
       SyncTopology(changes, state, builder, topology_changed));
@@ -729,6 +788,7 @@ absl::Status QuincyPolicy::Refresh(const cluster::ClusterState& state,
     FLOWSCHED_RETURN_IF_ERROR(
         SyncTopology(none, state, builder, topology_changed));
     for (const auto& [id, task] : state.tasks()) room_.Track(id, &task, state);
+    UpdateJobCounts(none, state);
     FLOWSCHED_RETURN_IF_ERROR(SyncJobs(none, state, builder));
     synced_ = true;
   }

@@ -698,6 +698,88 @@ TEST_F(QuincyPolicyTest, TasksAskingForRoomFitAndKeepTheirLocality) {
   EXPECT_FALSE(state_.FindTask(TaskId(6))->running());
 }
 
+// SyncJobs starts from job counts kept from change set to change set
+// (QuincyPolicy::UpdateJobCounts). After every Sync of a random run of
+// submissions, ends, placements, preemptions and machine losses, every
+// job node must carry the bounds of a walk over the whole state.
+TEST(QuincyJobCountsTest, KeptCountsGiveTheBoundsOfAFullWalk) {
+  for (const QuincyVariant variant :
+       {QuincyVariant::kQfp, QuincyVariant::kQf}) {
+    QuincyPolicy policy(QuincyParams::ForVariant(variant));
+    cluster::ClusterState state;
+    FlowNetwork network;
+    NetworkBuilder builder{network};
+    cluster::ChangeSet changes;
+    std::mt19937_64 rng(static_cast<uint64_t>(variant) + 7);
+    auto apply = [&](cluster::EventBody body) {
+      ASSERT_THAT(state.Apply(ClusterEvent{"e", 0, "t", body}, 0, changes),
+                  IsOk());
+    };
+    uint64_t next_machine = 1, next_job = 1, next_task = 1;
+    for (int m = 0; m < 24; ++m, ++next_machine) {
+      apply(cluster::MachineAdded{
+          MachineId(next_machine), absl::StrCat("r", m % 4), {}, 2, {}});
+    }
+    int incremental_syncs = 0;
+    for (int step = 0; step < 400; ++step) {
+      const uint64_t op = rng() % 10;
+      std::vector<const cluster::Task*> waiting, running;
+      for (const auto& [id, task] : state.tasks()) {
+        (task.running() ? running : waiting).push_back(&task);
+      }
+      if (op < 3 || state.tasks().empty()) {
+        std::vector<cluster::TaskSpec> tasks;
+        for (uint64_t n = 1 + rng() % 3; n > 0; --n) {
+          tasks.push_back({.id = TaskId(next_task++)});
+        }
+        if (!state.jobs().empty() && rng() % 2 == 0) {
+          auto job = state.jobs().begin();
+          std::advance(job, static_cast<long>(rng() % state.jobs().size()));
+          apply(cluster::TaskSubmitted{job->first, tasks.front()});
+        } else {
+          apply(cluster::JobSubmitted{JobId(next_job++), "j", 0, tasks});
+        }
+      } else if (op < 5) {
+        auto task = state.tasks().begin();
+        std::advance(task, static_cast<long>(rng() % state.tasks().size()));
+        apply(cluster::TaskFinished{task->second.job, task->first});
+      } else if (op < 8 && !waiting.empty()) {
+        const cluster::Task* task = waiting[rng() % waiting.size()];
+        for (const auto& [id, machine] : state.machines()) {
+          if (machine.free_slots() > 0) {
+            ASSERT_THAT(state.Place(task->spec.id, id, 0, changes), IsOk());
+            break;
+          }
+        }
+      } else if (op < 9 && !running.empty()) {
+        ASSERT_THAT(
+            state.Preempt(running[rng() % running.size()]->spec.id, 0, changes),
+            IsOk());
+      } else if (state.machines().size() > 8) {
+        apply(cluster::MachineRemoved{state.machines().begin()->first});
+        apply(
+            cluster::MachineAdded{MachineId(next_machine++), "r9", {}, 2, {}});
+      }
+      // Change sets of one to three steps reach the policy.
+      if (rng() % 3 != 0) continue;
+      incremental_syncs += state.jobs().size() >= 16 ? 1 : 0;
+      ASSERT_THAT(policy.Sync(changes, state, SyncContext{0}, builder), IsOk());
+      changes.Clear();
+      for (const auto& [id, b] : policy.ComputeBounds(state)) {
+        const NodeId node = builder.FindJobNode(id);
+        ASSERT_NE(node, kNoNode) << "job " << id;
+        EXPECT_EQ(network.node(node).supply, b.max_running - b.tasks)
+            << "job " << id << " step " << step;
+        const std::optional<ArcView> arc = network.SoleOutArc(node);
+        ASSERT_TRUE(arc.has_value());
+        EXPECT_EQ(arc->capacity, b.max_running - b.min_running)
+            << "job " << id << " step " << step;
+      }
+    }
+    EXPECT_GT(incremental_syncs, 50);
+  }
+}
+
 TEST(QuincyRegistryTest, VariantsAreRegisteredByName) {
   for (const char* name :
        {"quincy-qfp", "quincy-qf", "quincy-qp", "quincy-q", "quincy-qfpx"}) {
