@@ -269,8 +269,12 @@ absl::StatusOr<bool> IncrementalMirror::RaceFromScratch(
   solver_->set_stop_flag(nullptr);
   if (repaired.ok()) stop.store(true);
   racer.join();
-  if (repaired.ok() ||
-      repaired.status().code() != absl::StatusCode::kCancelled || !raced.ok() ||
+  // A repair stopped by the racer lost. On a first solve, a repair that
+  // failed otherwise lost too: the racer, left to finish, answers instead.
+  const bool repair_lost =
+      !repaired.ok() &&
+      (first_solve || repaired.status().code() == absl::StatusCode::kCancelled);
+  if (!repair_lost || !raced.ok() ||
       raced->outcome != solver::McmfOutcome::kOptimal) {
     return false;
   }
@@ -322,7 +326,11 @@ absl::Status IncrementalMirror::SolveWithoutExport(MirrorResult& result) {
       }
       return absl::OkStatus();
     }
-    if (repaired.status().code() != absl::StatusCode::kOutOfRange &&
+    // A first solve in place falls back to the cold solver whatever went
+    // wrong: returning the error would make the worker resync, and the
+    // next first solve would run in place again.
+    if (!in_place &&
+        repaired.status().code() != absl::StatusCode::kOutOfRange &&
         repaired.status().code() != absl::StatusCode::kCancelled) {
       return repaired.status();
     }

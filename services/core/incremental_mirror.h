@@ -14,8 +14,9 @@
 // after a snapshot is the incremental solver's primal-dual from zero flow,
 // raced against cost scaling from scratch (whose optimum, if it wins, is
 // installed so that later rounds repair from it); when the incremental
-// solver gives up (e.g. potentials near overflow) the next Solve is a cold
-// start by a one-shot solver on the exported problem, installed likewise.
+// solver gives up (e.g. potentials near overflow) the Solve falls back to a
+// cold start by a one-shot solver on the exported problem, installed
+// likewise.
 //
 // Thread-safety: none; owned by the solver worker loop.
 
@@ -106,10 +107,13 @@ class IncrementalMirror {
   // mirror unusable until Reset (the worker then asks for a snapshot).
   absl::Status Apply(const flow::GraphChange& change,
                      flow::FlowNetwork& network);
-  // Solves the current network and exports problem and solution: a cold
-  // start by the cold solver, or the incremental repair,
-  // raced after MirrorOptions::race_delay_us against the portfolio solving
-  // from scratch (first to finish wins).
+  // Solves the current network and exports problem and solution: the
+  // first solve after a Reset in place, raced at once against cost scaling
+  // (MirrorOptions::first_solve_in_place); later ones by the incremental
+  // repair, raced after MirrorOptions::race_delay_us against the portfolio
+  // solving from scratch (first to finish wins). When the repair gives up
+  // (potentials near overflow, or a first solve that failed), the same
+  // Solve falls back to a cold start by the cold solver.
   absl::StatusOr<MirrorResult> Solve();
   // The same into `result`, reusing its buffers: a caller that keeps one
   // MirrorResult across rounds exports the network without allocating.

@@ -292,14 +292,18 @@ void QuincyPolicy::UpdateJobCounts(const cluster::ChangeSet& changes,
   }
   std::sort(touched.begin(), touched.end());
   touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-  // Many jobs touched (a time-0 population, a restore): one walk is
-  // cheaper than as many inserts into the middle of the list.
+  // Many jobs touched (a time-0 population): one walk is cheaper than a
+  // lookup of each in the state and in the list.
   if (!job_counts_valid_ ||
       touched.size() * 8 > std::max<size_t>(job_counts_.size(), 64)) {
     CountJobs(state, job_counts_);
     job_counts_valid_ = true;
     return;
   }
+  // Listed jobs change in place; jobs that came or went are merged in one
+  // pass over the list, not inserted or erased one at a time.
+  QuincyBoundsByJob added;  // job id ascending, as `touched`
+  bool removed = false;
   for (JobId id : touched) {
     auto at = std::lower_bound(
         job_counts_.begin(), job_counts_.end(), id,
@@ -307,12 +311,26 @@ void QuincyPolicy::UpdateJobCounts(const cluster::ChangeSet& changes,
     const bool listed = at != job_counts_.end() && at->first == id;
     const cluster::Job* job = state.FindJob(id);
     if (job == nullptr) {
-      if (listed) job_counts_.erase(at);
+      if (listed) {
+        at->second.tasks = -1;  // gone: erased below
+        removed = true;
+      }
     } else if (listed) {
       at->second = JobCounts(*job);
     } else {
-      job_counts_.emplace(at, id, JobCounts(*job));
+      added.emplace_back(id, JobCounts(*job));
     }
+  }
+  if (removed) {
+    std::erase_if(job_counts_,
+                  [](const auto& entry) { return entry.second.tasks < 0; });
+  }
+  if (!added.empty()) {
+    const auto middle = static_cast<std::ptrdiff_t>(job_counts_.size());
+    job_counts_.insert(job_counts_.end(), added.begin(), added.end());
+    std::inplace_merge(
+        job_counts_.begin(), job_counts_.begin() + middle, job_counts_.end(),
+        [](const auto& a, const auto& b) { return a.first < b.first; });
   }
   if (job_counts_.size() != state.jobs().size()) {
     CountJobs(state, job_counts_);  // a change the set did not name

@@ -158,6 +158,8 @@ class QuincyPolicy final : public SchedulingPolicy {
   QuincyPolicy& operator=(const QuincyPolicy&) = delete;
   [[nodiscard]] std::string_view name() const override { return name_; }
   using SchedulingPolicy::Sync;
+  // REQUIRES: the change sets of successive Syncs together name every
+  // change to the state since the first (job counts are kept from them).
   absl::Status Sync(const cluster::ChangeSet& changes,
                     const cluster::ClusterState& state,
                     const SyncContext& context,

@@ -715,7 +715,7 @@ TEST(QuincyJobCountsTest, KeptCountsGiveTheBoundsOfAFullWalk) {
       ASSERT_THAT(state.Apply(ClusterEvent{"e", 0, "t", body}, 0, changes),
                   IsOk());
     };
-    uint64_t next_machine = 1, next_job = 1, next_task = 1;
+    uint64_t next_machine = 1, next_task = 1;
     for (int m = 0; m < 24; ++m, ++next_machine) {
       apply(cluster::MachineAdded{
           MachineId(next_machine), absl::StrCat("r", m % 4), {}, 2, {}});
@@ -737,7 +737,10 @@ TEST(QuincyJobCountsTest, KeptCountsGiveTheBoundsOfAFullWalk) {
           std::advance(job, static_cast<long>(rng() % state.jobs().size()));
           apply(cluster::TaskSubmitted{job->first, tasks.front()});
         } else {
-          apply(cluster::JobSubmitted{JobId(next_job++), "j", 0, tasks});
+          // Ids drawn at random, so that new jobs land between listed ones.
+          JobId id(1 + rng() % 5000);
+          while (state.FindJob(id) != nullptr) id = JobId(1 + rng() % 5000);
+          apply(cluster::JobSubmitted{id, "j", 0, tasks});
         }
       } else if (op < 5) {
         auto task = state.tasks().begin();

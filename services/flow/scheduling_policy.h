@@ -38,6 +38,8 @@ class SchedulingPolicy {
 
   // Re-derives the parts of the network that `changes` touched.
   // Entities named in `changes` that are gone from `state` are removed.
+  // REQUIRES: after the first Sync, every change to `state` is named in
+  // some later `changes` (a policy may keep what it derived from them).
   // Returns Internal if the network rejects an edit (a policy bug).
   virtual absl::Status Sync(const cluster::ChangeSet& changes,
                             const cluster::ClusterState& state,

@@ -94,6 +94,7 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
       absl::UnknownError("incremental did not run");
   // Set on the relaxation thread, read after the join.
   bool primal_dual_ran = false;
+  bool relaxation_ran = false;
   auto run_primal_dual = [&] {
     if (!with_primal_dual) return;
     ScratchIncremental incremental;
@@ -106,6 +107,7 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
     if (warm != nullptr) {
       Relaxation relaxation;
       relaxation.set_stop_flag(stop);
+      relaxation_ran = true;
       relaxed = relaxation.SolveFrom(problem, {warm->flow, warm->potentials});
       finish(relaxed, 1);
       return;
@@ -123,6 +125,7 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
     }
     Relaxation relaxation(RacingRelaxationOptions(problem));
     relaxation.set_stop_flag(stop);
+    relaxation_ran = true;
     relaxed = relaxation.Solve(problem);
     if (relaxed.status().code() != absl::StatusCode::kDeadlineExceeded) {
       finish(relaxed, 1);
@@ -146,6 +149,7 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
     case 3:
       return primal_dual;
     default:
+      if (!primal_dual_ran && !relaxation_ran) return scaled.status();
       return RaceLostStatus(scaled.status(), primal_dual_ran
                                                  ? primal_dual.status()
                                                  : relaxed.status());

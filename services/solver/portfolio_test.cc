@@ -130,6 +130,21 @@ TEST(PortfolioTest, WithoutRelaxationAndPrimalDualCostScalingAnswers) {
     ASSERT_THAT(solution, IsOk());
     EXPECT_EQ(solution->algorithm, "cost_scaling") << seed;
   }
+  // Cost scaling's own error is the answer then, not a racer's that never
+  // ran: a path whose prices leave cost scaling's range.
+  McmfProblem path;
+  path.node_count = 40'000;
+  path.supply.assign(path.node_count, 0);
+  path.supply.front() = 1;
+  path.supply.back() = -1;
+  for (uint32_t v = 0; v + 1 < path.node_count; ++v) {
+    path.arcs.push_back(
+        {.src = v, .dst = v + 1, .capacity = 1, .cost = int64_t{1} << 30});
+  }
+  Portfolio alone;
+  alone.with_relaxation = false;
+  alone.with_primal_dual = false;
+  EXPECT_THAT(alone.Solve(path), StatusIs(absl::StatusCode::kOutOfRange, ""));
 }
 
 // A path of 40,000 nodes, its arcs of cost 2^30, needs scaled prices beyond
