@@ -16,6 +16,34 @@ namespace {
 using ::flowsched::testing::IsOk;
 using ::flowsched::testing::StatusIs;
 
+// The generated scheduling network of `seed` at `utilisation`, solved by
+// `portfolio` and compared with LEMON.
+absl::StatusOr<McmfSolution> SolveAndCompare(Portfolio& portfolio,
+                                             uint64_t seed,
+                                             double utilisation) {
+  testgen::SchedulingOptions options;
+  options.utilisation = utilisation;
+  const McmfProblem problem = testgen::SchedulingNetwork(seed, options);
+  absl::StatusOr<McmfSolution> solution = portfolio.Solve(problem);
+  testgen::ExpectMatchesLemon(problem, solution);
+  return solution;
+}
+
+// A path of 40,000 nodes, its arcs of cost 2^30: the prices it needs are
+// beyond cost scaling's floor (-2^60).
+McmfProblem CostlyPath() {
+  McmfProblem problem;
+  problem.node_count = 40'000;
+  problem.supply.assign(problem.node_count, 0);
+  problem.supply.front() = 1;
+  problem.supply.back() = -1;
+  for (uint32_t v = 0; v + 1 < problem.node_count; ++v) {
+    problem.arcs.push_back(
+        {.src = v, .dst = v + 1, .capacity = 1, .cost = int64_t{1} << 30});
+  }
+  return problem;
+}
+
 TEST(PortfolioTest, WinnerIsOptimalOnSchedulingNetworks) {
   Portfolio portfolio;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
@@ -57,11 +85,8 @@ TEST(PortfolioTest, FewArcsPerSourceSkipRelaxation) {
   for (uint64_t seed = 1; seed <= 12; ++seed) {
     Portfolio portfolio;
     portfolio.relaxation_min_source_degree = 1e9;
-    testgen::SchedulingOptions options;
-    options.utilisation = 0.6 + 0.05 * static_cast<double>(seed);
-    const McmfProblem problem = testgen::SchedulingNetwork(seed, options);
-    const absl::StatusOr<McmfSolution> solution = portfolio.Solve(problem);
-    testgen::ExpectMatchesLemon(problem, solution);
+    const absl::StatusOr<McmfSolution> solution = SolveAndCompare(
+        portfolio, seed, 0.6 + 0.05 * static_cast<double>(seed));
     ASSERT_THAT(solution, IsOk());
     EXPECT_NE(solution->algorithm, "relaxation") << seed;
   }
@@ -122,46 +147,27 @@ TEST(PortfolioTest, WithoutRelaxationAndPrimalDualCostScalingAnswers) {
     Portfolio portfolio;
     portfolio.with_relaxation = false;
     portfolio.with_primal_dual = false;
-    testgen::SchedulingOptions options;
-    options.utilisation = 0.6 + 0.07 * static_cast<double>(seed);
-    const McmfProblem problem = testgen::SchedulingNetwork(seed, options);
-    const absl::StatusOr<McmfSolution> solution = portfolio.Solve(problem);
-    testgen::ExpectMatchesLemon(problem, solution);
+    const absl::StatusOr<McmfSolution> solution = SolveAndCompare(
+        portfolio, seed, 0.6 + 0.07 * static_cast<double>(seed));
     ASSERT_THAT(solution, IsOk());
     EXPECT_EQ(solution->algorithm, "cost_scaling") << seed;
   }
   // Cost scaling's own error is the answer then, not a racer's that never
-  // ran: a path whose prices leave cost scaling's range.
-  McmfProblem path;
-  path.node_count = 40'000;
-  path.supply.assign(path.node_count, 0);
-  path.supply.front() = 1;
-  path.supply.back() = -1;
-  for (uint32_t v = 0; v + 1 < path.node_count; ++v) {
-    path.arcs.push_back(
-        {.src = v, .dst = v + 1, .capacity = 1, .cost = int64_t{1} << 30});
-  }
+  // ran.
   Portfolio alone;
   alone.with_relaxation = false;
   alone.with_primal_dual = false;
-  EXPECT_THAT(alone.Solve(path), StatusIs(absl::StatusCode::kOutOfRange, ""));
+  EXPECT_THAT(alone.Solve(CostlyPath()),
+              StatusIs(absl::StatusCode::kOutOfRange, ""));
 }
 
-// A path of 40,000 nodes, its arcs of cost 2^30, needs scaled prices beyond
-// cost scaling's floor (-2^60) and fails it; relaxation accepts the path, so
+// CostlyPath needs scaled prices beyond
+// cost scaling's floor and fails it; relaxation accepts the path, so
 // the portfolio still answers, and when the problem itself overflows (a total
 // cost of 2^85) it says so rather than naming cost scaling's narrower range.
 TEST(PortfolioTest, CostsBeyondCostScalingsRange) {
-  McmfProblem problem;
-  problem.node_count = 40'000;
-  problem.supply.assign(problem.node_count, 0);
-  problem.supply.front() = 1;
-  problem.supply.back() = -1;
+  McmfProblem problem = CostlyPath();
   constexpr int64_t kCost = int64_t{1} << 30;
-  for (uint32_t v = 0; v + 1 < problem.node_count; ++v) {
-    problem.arcs.push_back(
-        {.src = v, .dst = v + 1, .capacity = 1, .cost = kCost});
-  }
   absl::StatusOr<McmfSolution> solution = Portfolio().Solve(problem);
   ASSERT_THAT(solution, IsOk());
   EXPECT_EQ(solution->outcome, McmfOutcome::kOptimal);
