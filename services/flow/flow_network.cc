@@ -316,17 +316,34 @@ absl::Status FlowNetwork::SetOutArcs(NodeId src,
     slots = heap_slots;
   }
   std::fill(slots.begin(), slots.end(), kNil);
+  // Each out-arc matches the first desired arc to its head: by a scan of
+  // a short list, through an index of a long one (a request shape's arcs
+  // to thousands of machines would make the scan quadratic).
+  absl::flat_hash_map<NodeId, size_t> first_wanted;
+  if (desired.size() > kInline) {
+    first_wanted.reserve(desired.size());
+    for (size_t i = 0; i < desired.size(); ++i) {
+      first_wanted.try_emplace(desired[i].dst, i);
+    }
+  }
+  const auto find_wanted = [&](NodeId dst) -> size_t {
+    if (desired.size() > kInline) {
+      auto it = first_wanted.find(dst);
+      return it == first_wanted.end() ? desired.size() : it->second;
+    }
+    return static_cast<size_t>(
+        std::find_if(desired.begin(), desired.end(),
+                     [&](const DesiredArc& d) { return d.dst == dst; }) -
+        desired.begin());
+  };
   std::vector<ArcSlot> stale;
   for (ArcSlot slot = nodes_[src].first_out; slot != kNil;
        slot = arcs_[slot].next_out) {
-    const NodeId dst = arc_ends_[slot].dst;
-    auto wanted =
-        std::find_if(desired.begin(), desired.end(),
-                     [&](const DesiredArc& d) { return d.dst == dst; });
-    if (wanted == desired.end()) {
+    const size_t wanted = find_wanted(arc_ends_[slot].dst);
+    if (wanted == desired.size()) {
       stale.push_back(slot);
     } else {
-      slots[static_cast<size_t>(wanted - desired.begin())] = slot;
+      slots[wanted] = slot;
     }
   }
   for (ArcSlot slot : stale) {

@@ -94,7 +94,8 @@ class FlowNetwork {
   // made before anything changes. Arcs `src` already has are matched on
   // its out-list, so only new arcs cost a lookup of the arc index: a task
   // re-synced after it started pays for its one new arc, not for six.
-  // Matching is O(out-arcs x desired). FailedPrecondition if `src` is dead.
+  // Matching is O(out-arcs x desired) up to 16 desired arcs, O(out-arcs +
+  // desired) beyond. FailedPrecondition if `src` is dead.
   absl::Status SetOutArcs(NodeId src, std::span<const DesiredArc> desired);
   // Applies one change with the checks above.
   absl::Status Apply(const GraphChange& change);
