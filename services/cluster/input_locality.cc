@@ -5,13 +5,22 @@
 namespace flowsched::cluster {
 namespace {
 
-// The value of `key` in a vector sorted by key, 0 if absent.
+// The position of `key` in a vector sorted by key, pairs.size() if absent.
 template <typename Pairs, typename Key>
-int64_t Find(const Pairs& pairs, const Key& key) {
+size_t Position(const Pairs& pairs, const Key& key) {
   auto it = std::lower_bound(
       pairs.begin(), pairs.end(), key,
       [](const auto& pair, const Key& k) { return pair.first < k; });
-  return it != pairs.end() && it->first == key ? it->second : 0;
+  return it != pairs.end() && it->first == key
+             ? static_cast<size_t>(it - pairs.begin())
+             : pairs.size();
+}
+
+// The value of `key` in a vector sorted by key, 0 if absent.
+template <typename Pairs, typename Key>
+int64_t Find(const Pairs& pairs, const Key& key) {
+  const size_t at = Position(pairs, key);
+  return at < pairs.size() ? pairs[at].second : 0;
 }
 
 // Sorts `items` by key_of and folds each run of equal keys into one item:
@@ -39,6 +48,10 @@ int64_t InputLocation::OnMachine(MachineId machine) const {
 
 int64_t InputLocation::InRack(std::string_view rack) const {
   return Find(in_rack, rack);
+}
+
+size_t InputLocation::RackEntry(std::string_view rack) const {
+  return Position(in_rack, rack);
 }
 
 InputLocation LocateInput(

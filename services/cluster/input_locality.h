@@ -40,6 +40,9 @@ struct InputLocation {
   // 0 for a machine or rack holding none of the input. O(log entries).
   [[nodiscard]] int64_t OnMachine(MachineId machine) const;
   [[nodiscard]] int64_t InRack(std::string_view rack) const;
+  // The position of the rack's entry in in_rack, in_rack.size() if none.
+  // O(log entries).
+  [[nodiscard]] size_t RackEntry(std::string_view rack) const;
 };
 
 // `rack_of(entry)` names the rack of a machine entry's machine, or returns

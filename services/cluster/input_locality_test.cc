@@ -57,6 +57,9 @@ TEST(LocateInputTest, ARackEntryCountsReplicasInTheRackOnce) {
       RackOf);
   EXPECT_EQ(where.OnMachine(MachineId(4)), 8);
   EXPECT_THAT(where.in_rack, ElementsAre(Pair("a", 8), Pair("b", 8)));
+  EXPECT_EQ(where.RackEntry("a"), 0u);
+  EXPECT_EQ(where.RackEntry("b"), 1u);
+  EXPECT_EQ(where.RackEntry("c"), 2u);  // none: in_rack.size()
   EXPECT_EQ(where.total, 8);
   // Without input_bytes the total is the racks' sum: overlapping racks
   // cannot be told apart then, so producers of replicas give input_bytes.

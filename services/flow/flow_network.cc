@@ -319,15 +319,16 @@ absl::Status FlowNetwork::SetOutArcs(NodeId src,
   // Each out-arc matches the first desired arc to its head: by a scan of
   // a short list, through an index of a long one (a request shape's arcs
   // to thousands of machines would make the scan quadratic).
+  const bool indexed = desired.size() > kInline;
   absl::flat_hash_map<NodeId, size_t> first_wanted;
-  if (desired.size() > kInline) {
+  if (indexed) {
     first_wanted.reserve(desired.size());
     for (size_t i = 0; i < desired.size(); ++i) {
       first_wanted.try_emplace(desired[i].dst, i);
     }
   }
   const auto find_wanted = [&](NodeId dst) -> size_t {
-    if (desired.size() > kInline) {
+    if (indexed) {
       auto it = first_wanted.find(dst);
       return it == first_wanted.end() ? desired.size() : it->second;
     }

@@ -526,14 +526,9 @@ std::vector<int64_t> QuincyPolicy::PriceRacks(
   for (const auto& [id, bytes] : locality.on_machine) {
     auto where = rack_of_.find(id);
     if (where == rack_of_.end()) continue;
-    const std::string& rack = *where->second;
-    auto entry = std::lower_bound(
-        in_rack.begin(), in_rack.end(), rack,
-        [](const auto& e, const std::string& r) { return e.first < r; });
-    if (entry == in_rack.end() || entry->first != rack) continue;
-    RackBytes& bytes_there =
-        data_racks[static_cast<size_t>(entry - in_rack.begin())];
-    if (bytes_there.size == 0) continue;
+    const size_t entry = locality.RackEntry(*where->second);
+    if (entry == in_rack.size() || data_racks[entry].size == 0) continue;
+    RackBytes& bytes_there = data_racks[entry];
     ++bytes_there.with_data;
     bytes_there.smallest = std::min(bytes_there.smallest, bytes);
   }
@@ -576,11 +571,7 @@ QuincyPolicy::TaskPrices QuincyPolicy::PriceTask(
       [&](const std::string& rack) { return rack_sizes_.contains(rack); });
   for (const std::string& rack : prices.racks) {
     // A preferred rack has an entry (and is in the topology).
-    auto entry = std::lower_bound(
-        locality.in_rack.begin(), locality.in_rack.end(), rack,
-        [](const auto& e, const std::string& r) { return e.first < r; });
-    prices.rack_costs.push_back(
-        rack_costs[static_cast<size_t>(entry - locality.in_rack.begin())]);
+    prices.rack_costs.push_back(rack_costs[locality.RackEntry(rack)]);
   }
   for (MachineId id : prices.computers) {
     const std::string& rack = *rack_of_.at(id);

@@ -225,7 +225,7 @@ class QuincyPolicy final : public SchedulingPolicy {
     std::vector<MachineId> computers;     // preferred, most bytes first
     std::vector<int64_t> computer_costs;  // gamma_m, as `computers`
     std::vector<std::string> racks;       // preferred, most bytes first
-    std::vector<int64_t> rack_costs;      // gamma_l, as `racks`
+    std::vector<int64_t> rack_costs;      // rho_l, as `racks`
     int64_t alpha = 0;
     int64_t cluster_core_bytes = 0;  // X^X
   };
