@@ -18,17 +18,21 @@ absl::Status PolicyNetwork::Adopt(std::string_view policy) {
 
 absl::Status PolicyNetwork::Sync(const cluster::ChangeSet& changes,
                                  const cluster::ClusterState& state,
-                                 int64_t now_us) {
+                                 int64_t now_us, bool refresh_follows) {
   if (changes.empty()) return absl::OkStatus();
-  absl::Status synced =
-      policy_->Sync(changes, state, flow::SyncContext{now_us}, builder_);
+  absl::Status synced = policy_->Sync(
+      changes, state,
+      flow::SyncContext{.now_us = now_us, .refresh_follows = refresh_follows},
+      builder_);
   if (!synced.ok()) return PolicyError("update", synced);
   return absl::OkStatus();
 }
 
 absl::Status PolicyNetwork::Refresh(const cluster::ClusterState& state,
                                     int64_t now_us) {
-  if (!policy_->time_dependent()) return absl::OkStatus();
+  if (!policy_->time_dependent() && !policy_->refresh_owed()) {
+    return absl::OkStatus();
+  }
   absl::Status refreshed =
       policy_->Refresh(state, flow::SyncContext{now_us}, builder_);
   if (!refreshed.ok()) return PolicyError("refresh", refreshed);

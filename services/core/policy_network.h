@@ -37,13 +37,21 @@ class PolicyNetwork {
   absl::Status Adopt(std::string_view policy);
 
   // Lets the policy turn `changes` into network changes, pricing at
-  // `now_us`. REQUIRES: a policy was adopted.
+  // `now_us`. With `refresh_follows` the caller promises a Refresh before
+  // the network is next solved or published, and the policy may leave work
+  // to it (flow::SyncContext). REQUIRES: a policy was adopted.
   absl::Status Sync(const cluster::ChangeSet& changes,
-                    const cluster::ClusterState& state, int64_t now_us);
+                    const cluster::ClusterState& state, int64_t now_us,
+                    bool refresh_follows = false);
 
-  // Re-prices time-dependent arcs at `now_us` (a no-op for policies whose
-  // costs do not change with time alone).
+  // Re-prices time-dependent arcs at `now_us` and does what refresh_owed()
+  // says is missing (a no-op otherwise).
   absl::Status Refresh(const cluster::ClusterState& state, int64_t now_us);
+
+  // Whether the network lacks work left to Refresh (a policy's
+  // refresh_owed()): a caller that cuts rounds only when something changed
+  // has one due. REQUIRES: a policy was adopted.
+  [[nodiscard]] bool refresh_owed() const { return policy_->refresh_owed(); }
 
   // Replaces the policy and rebuilds the whole network under it: every
   // node removed, every entity of `state` synced again. Rebuilding from

@@ -1,12 +1,15 @@
 #include "services/core/policy_network.h"
 
+#include <random>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/common/status_matchers.h"
 #include "services/core/core_test_util.h"
+#include "services/flow/policy_test_util.h"
 
 namespace flowsched::core {
 namespace {
@@ -123,6 +126,112 @@ TEST_F(PolicyNetworkFixtureTest, RefreshRepricesOnlyTimeDependentPolicies) {
   network_.network().TakeChanges();
   ASSERT_THAT(network_.Refresh(state_, 1'000'000'000), IsOk());
   EXPECT_FALSE(network_.network().TakeChanges().empty());
+}
+
+// A sync that leaves work to the next Refresh (as the graph manager's, once
+// per batch of events) ends, after that Refresh, in exactly the network an
+// eager sync of every step makes; so does a fresh policy handed the
+// deferred network before its Refresh (a restart between batch and cut).
+// Random steps: tasks with and without requests arrive, start, finish;
+// machines come and go.
+TEST(PolicyNetworkTest, DeferredSyncThenRefreshEqualsAnEagerSync) {
+  for (const std::string& policy : flow::PolicyNames()) {
+    SCOPED_TRACE(policy);
+    std::mt19937_64 random(7);
+    cluster::ClusterState state;
+    cluster::ChangeSet changes;
+    BuildSmallCluster(6, 3, 4, state, changes);
+    PolicyNetwork eager;
+    PolicyNetwork deferred;
+    ASSERT_THAT(eager.Adopt(policy), IsOk());
+    ASSERT_THAT(deferred.Adopt(policy), IsOk());
+    const auto event = [](cluster::EventBody body) {
+      return cluster::ClusterEvent{"e", 0, "test", std::move(body)};
+    };
+    uint64_t next_task = 100;
+    uint64_t next_machine = 7;
+    bool owed_seen = false;
+    for (int step = 1; step <= 60; ++step) {
+      const int64_t now = int64_t{step} * 1'000'000;
+      switch (random() % 4) {
+        case 0: {  // a task, asking for CPU and memory or for nothing
+          cluster::TaskSubmitted submitted;
+          submitted.job = JobId(1);
+          submitted.task.id = TaskId(next_task++);
+          if (random() % 3 != 0) {
+            submitted.task.request.cpu_millis = 250 * (1 + random() % 3);
+            submitted.task.request.memory_bytes = int64_t{1} << 20;
+          }
+          ASSERT_THAT(state.Apply(event(submitted), now, changes), IsOk());
+          break;
+        }
+        case 1: {  // a waiting task starts on a machine with a free slot
+          for (const auto& [id, task] : state.tasks()) {
+            if (task.running()) continue;
+            for (const auto& [mid, machine] : state.machines()) {
+              if (machine.running.size() < machine.task_slots &&
+                  state.Place(id, mid, now, changes).ok()) {
+                break;
+              }
+            }
+            break;
+          }
+          break;
+        }
+        case 2: {  // a running task finishes
+          for (const auto& [id, task] : state.tasks()) {
+            if (!task.running() || random() % 2 == 0) continue;
+            cluster::TaskFinished finished{task.job, id};
+            ASSERT_THAT(state.Apply(event(finished), now, changes), IsOk());
+            break;
+          }
+          break;
+        }
+        default: {  // a machine leaves or joins
+          if (random() % 2 == 0 && state.machines().size() > 3) {
+            cluster::MachineRemoved removed{state.machines().begin()->first};
+            ASSERT_THAT(state.Apply(event(removed), now, changes), IsOk());
+          } else {
+            cluster::MachineAdded added;
+            added.machine = MachineId(next_machine++);
+            added.rack = "r" + std::to_string(next_machine % 2);
+            added.task_slots = 3;
+            added.capacity.cpu_millis = 1000;
+            added.capacity.memory_bytes = int64_t{8} << 20;
+            ASSERT_THAT(state.Apply(event(added), now, changes), IsOk());
+          }
+          break;
+        }
+      }
+      ASSERT_THAT(eager.Sync(changes, state, now), IsOk());
+      ASSERT_THAT(deferred.Sync(changes, state, now, /*refresh_follows=*/true),
+                  IsOk());
+      changes.Clear();
+      owed_seen = owed_seen || deferred.refresh_owed();
+      if (random() % 3 != 0) continue;  // a few batches before each cut
+
+      PolicyNetwork restarted;
+      for (const flow::GraphChange& change :
+           deferred.network().SnapshotChanges()) {
+        ASSERT_THAT(restarted.network().Apply(change), IsOk());
+      }
+      ASSERT_THAT(restarted.Adopt(policy), IsOk());
+      ASSERT_THAT(eager.Refresh(state, now), IsOk());
+      ASSERT_THAT(deferred.Refresh(state, now), IsOk());
+      ASSERT_THAT(restarted.Refresh(state, now), IsOk());
+      EXPECT_FALSE(deferred.refresh_owed()) << "step " << step;
+      const std::vector<std::string> want =
+          flow::testing::Describe(eager.network());
+      ASSERT_EQ(flow::testing::Describe(deferred.network()), want)
+          << "step " << step;
+      ASSERT_EQ(flow::testing::Describe(restarted.network()), want)
+          << "step " << step;
+    }
+    // The shape-reserving policies did defer their reservations.
+    if (policy == "load-spreading" || policy == "cpu-memory") {
+      EXPECT_TRUE(owed_seen);
+    }
+  }
 }
 
 }  // namespace

@@ -52,20 +52,39 @@ absl::Status CpuMemoryPolicy::Sync(const cluster::ChangeSet& changes,
       const ShapeClasses classes,
       SyncShapeClasses(waiting_, changes, state, params_.unscheduled_cost,
                        params_.preemption_cost, builder));
-  FLOWSCHED_RETURN_IF_ERROR(
-      Reserve(state, classes.shapes, classes.nodes, context.now_us, builder));
+  // The reservations walk the machines whatever changed: left to the
+  // Refresh before the next solve when one follows.
+  if (context.refresh_follows) {
+    reservations_owed_ = true;
+  } else {
+    FLOWSCHED_RETURN_IF_ERROR(
+        Reserve(state, classes.shapes, classes.nodes, context.now_us, builder));
+    reservations_owed_ = false;
+  }
   return DrainTasksAtSink(builder);
 }
 
 absl::Status CpuMemoryPolicy::Refresh(const cluster::ClusterState& state,
                                       const SyncContext& context,
                                       NetworkBuilder& builder) {
-  const std::optional<std::vector<RequestShape>> shapes =
-      waiting_.ShapesIfStarvingChanged(state, context.now_us,
-                                       params_.gang_first_after_s, starving_);
+  if (!waiting_.tracking()) {
+    // A fresh policy over a restored network: what its first Sync derives.
+    return Sync(cluster::ChangeSet{}, state, SyncContext{context.now_us},
+                builder);
+  }
+  std::optional<std::vector<RequestShape>> shapes;
+  if (reservations_owed_) {
+    shapes = waiting_.Shapes(state);
+  } else {
+    shapes = waiting_.ShapesIfStarvingChanged(
+        state, context.now_us, params_.gang_first_after_s, starving_);
+  }
   if (!shapes) return absl::OkStatus();
-  return Reserve(state, *shapes, EnsureShapeNodes(*shapes, builder),
-                 context.now_us, builder);
+  FLOWSCHED_RETURN_IF_ERROR(Reserve(state, *shapes,
+                                    EnsureShapeNodes(*shapes, builder),
+                                    context.now_us, builder));
+  reservations_owed_ = false;
+  return absl::OkStatus();
 }
 
 absl::Status CpuMemoryPolicy::Reserve(

@@ -35,7 +35,9 @@
 // keep taking the room a gang needs whole; the round solver's hold
 // (core/gang_requirements.h, the same default age) keeps the rest off it.
 // Refresh, before each round, redoes the reservations when that set of
-// shapes changed.
+// shapes changed, or when a Sync left them to it (SyncContext::
+// refresh_follows: the graph manager syncs each batch of events, and the
+// reservations walk every machine).
 //
 // Running tasks never move: preempting one frees nothing in the same round
 // (capacities come from the current allocation), so it would never pay.
@@ -81,6 +83,9 @@ class CpuMemoryPolicy final : public SchedulingPolicy {
   [[nodiscard]] bool time_dependent() const override {
     return params_.gang_first_after_s > 0;
   }
+  [[nodiscard]] bool refresh_owed() const override {
+    return reservations_owed_ || !waiting_.tracking();
+  }
   absl::Status Refresh(const cluster::ClusterState& state,
                        const SyncContext& context,
                        NetworkBuilder& builder) override;
@@ -102,6 +107,8 @@ class CpuMemoryPolicy final : public SchedulingPolicy {
   ShapeIndex waiting_;
   // Keys of the shapes the last reservation offered first.
   std::vector<std::string> starving_;
+  // A Sync with refresh_follows left the reservations to Refresh.
+  bool reservations_owed_ = false;
 };
 
 }  // namespace flowsched::flow

@@ -70,12 +70,24 @@ absl::Status LoadSpreadingPolicy::SyncShapeArcs(
 absl::Status LoadSpreadingPolicy::Refresh(const cluster::ClusterState& state,
                                           const SyncContext& context,
                                           NetworkBuilder& builder) {
-  const std::optional<std::vector<RequestShape>> shapes =
-      waiting_for_room_.ShapesIfStarvingChanged(
-          state, context.now_us, params_.gang_first_after_s, starving_);
+  if (!waiting_for_room_.tracking()) {
+    // A fresh policy over a restored network: what its first Sync derives.
+    return Sync(cluster::ChangeSet{}, state, SyncContext{context.now_us},
+                builder);
+  }
+  std::optional<std::vector<RequestShape>> shapes;
+  if (reservations_owed_) {
+    shapes = waiting_for_room_.Shapes(state);
+  } else {
+    shapes = waiting_for_room_.ShapesIfStarvingChanged(
+        state, context.now_us, params_.gang_first_after_s, starving_);
+  }
   if (!shapes) return absl::OkStatus();
-  return SyncShapeArcs(state, *shapes, EnsureShapeNodes(*shapes, builder),
-                       context.now_us, builder);
+  FLOWSCHED_RETURN_IF_ERROR(SyncShapeArcs(state, *shapes,
+                                          EnsureShapeNodes(*shapes, builder),
+                                          context.now_us, builder));
+  reservations_owed_ = false;
+  return absl::OkStatus();
 }
 
 absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
@@ -142,8 +154,15 @@ absl::Status LoadSpreadingPolicy::Sync(const cluster::ChangeSet& changes,
         }
         return builder.SetOutArcs(node, arcs);
       }));
-  FLOWSCHED_RETURN_IF_ERROR(
-      SyncShapeArcs(state, shapes, class_nodes, context.now_us, builder));
+  // The reservations walk the machines whatever changed: left to the
+  // Refresh before the next solve when one follows.
+  if (context.refresh_follows) {
+    reservations_owed_ = true;
+  } else {
+    FLOWSCHED_RETURN_IF_ERROR(
+        SyncShapeArcs(state, shapes, class_nodes, context.now_us, builder));
+    reservations_owed_ = false;
+  }
   return DrainTasksAtSink(builder);
 }
 

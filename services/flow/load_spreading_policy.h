@@ -37,8 +37,10 @@
 // has its share), so a new shape is a delta of tens of arcs, not one per
 // machine, and the visit ends once every shape has its share (a shape
 // that fits few machines keeps it going over every machine with a free
-// slot). Tasks that
-// ask for nothing (the slot model) keep the network above.
+// slot). With SyncContext::refresh_follows (the graph manager, which syncs
+// each batch of events), the class arcs wait for the Refresh before the
+// next round. Tasks that ask for nothing (the slot model) keep the network
+// above.
 //
 // Running tasks keep a zero-cost arc to their machine and no arc to X, so
 // the policy never migrates; leaving a running task unscheduled costs more
@@ -85,7 +87,11 @@ class LoadSpreadingPolicy final : public SchedulingPolicy {
   [[nodiscard]] bool time_dependent() const override {
     return params_.gang_first_after_s > 0;
   }
-  // Redoes the class arcs when the set of shapes offered first changed.
+  [[nodiscard]] bool refresh_owed() const override {
+    return reservations_owed_ || !waiting_for_room_.tracking();
+  }
+  // Redoes the class arcs when a Sync left them to it or the set of shapes
+  // offered first changed.
   absl::Status Refresh(const cluster::ClusterState& state,
                        const SyncContext& context,
                        NetworkBuilder& builder) override;
@@ -105,6 +111,8 @@ class LoadSpreadingPolicy final : public SchedulingPolicy {
   ShapeIndex waiting_for_room_;
   // Keys of the shapes the last reservation offered first.
   std::vector<std::string> starving_;
+  // A Sync with refresh_follows left the class arcs to Refresh.
+  bool reservations_owed_ = false;
 };
 
 }  // namespace flowsched::flow

@@ -122,6 +122,8 @@ class ShapeIndex {
   [[nodiscard]] std::vector<RequestShape> Shapes(
       const cluster::ClusterState& state) const;
   [[nodiscard]] size_t size() const { return key_of_.size(); }
+  // False until the first Track (which indexes every waiting task).
+  [[nodiscard]] bool tracking() const { return tracking_; }
   // Whether an indexed member of a gang that still needs members has
   // waited `after_s` seconds at `now_us` (StarvingShapes' test, without
   // building the shapes).

@@ -4,10 +4,10 @@
 // changes of the flow network: which nodes and arcs exist and what they
 // cost. One policy per file; the graph manager picks one by name.
 //
-// Contract: after Sync, every task in the state has a node with supply 1
-// and a path to the sink through its job's unscheduled aggregator, the sink
-// drains every unit, and no arc lets a machine take more tasks than it has
-// slots.
+// Contract: after Sync (and Refresh, while refresh_owed()), every task in
+// the state has a node with supply 1 and a path to the sink through its
+// job's unscheduled aggregator, the sink drains every unit, and no arc lets
+// a machine take more tasks than it has slots.
 
 #include <cstdint>
 #include <memory>
@@ -29,6 +29,13 @@ struct SyncContext {
   // wait cost omega*nu and running cost d* - theta, SOSP 2009 section 4.2)
   // are evaluated at this time.
   int64_t now_us = 0;
+  // The caller calls Refresh before the network is next solved or
+  // published (the graph manager syncs every batch of events but cuts a
+  // round far less often). A policy may then leave to that Refresh the
+  // parts only a solve needs whose cost does not follow the change (the
+  // room reservations of request_shapes.h walk the machines), and says so
+  // through refresh_owed().
+  bool refresh_follows = false;
 };
 
 class SchedulingPolicy {
@@ -59,8 +66,16 @@ class SchedulingPolicy {
   // each round.
   [[nodiscard]] virtual bool time_dependent() const { return false; }
 
-  // Re-derives every time-dependent arc at `context.now_us`. Only real
-  // changes are recorded, so a refresh with nothing to re-price is free.
+  // True while the network lacks work a Sync left to Refresh
+  // (SyncContext::refresh_follows), or a fresh policy has not derived the
+  // parts it keeps over a network it was handed (a restored one): the
+  // caller must call Refresh before the network is solved or published,
+  // time-dependent or not.
+  [[nodiscard]] virtual bool refresh_owed() const { return false; }
+
+  // Re-derives every time-dependent arc at `context.now_us`, and whatever
+  // refresh_owed() says is missing. Only real changes are recorded, so a
+  // refresh with nothing to re-price is free.
   // REQUIRES: the network is in sync with `state` (Sync ran for every
   // change).
   virtual absl::Status Refresh(const cluster::ClusterState& state,

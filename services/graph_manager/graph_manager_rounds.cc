@@ -159,7 +159,10 @@ absl::Status GraphManager::SyncNetwork(const cluster::ChangeSet& changes) {
     requested_policy_.clear();
     return SwitchPolicy(name);
   }
-  return policy_network_.Sync(changes, state_, StateNowMicros());
+  // Every cut refreshes first (RefreshPrices), so work whose cost does not
+  // follow the batch waits for the next round instead of every batch.
+  return policy_network_.Sync(changes, state_, StateNowMicros(),
+                              /*refresh_follows=*/true);
 }
 
 void GraphManager::SyncNowIfDeterministic(const cluster::ChangeSet& changes) {
@@ -187,13 +190,11 @@ void GraphManager::CheckRoundTimeout() {
 absl::StatusOr<std::vector<flow::GraphChange>> GraphManager::RefreshPrices() {
   // Time-dependent parts of the network (Quincy's wait and run costs; the
   // shape-reserving policies' first offer to a gang waiting past its age)
-  // are brought up to date right before the cut. Only when a round is due
-  // anyway: re-pricing alone never triggers a round, which would otherwise
-  // follow round after round while anything waits (deterministic runs add Ticks
-  // for that).
-  if (!policy_network_.policy().time_dependent()) {
-    return std::vector<flow::GraphChange>{};
-  }
+  // are brought up to date right before the cut, with what the batches'
+  // syncs left to it (SyncNetwork: the room reservations). Only when a
+  // round is due anyway: re-pricing alone never triggers a round, which
+  // would otherwise follow round after round while anything waits
+  // (deterministic runs add Ticks for that).
   FLOWSCHED_RETURN_IF_ERROR(policy_network_.Refresh(state_, StateNowMicros()));
   return network_.TakeChanges();
 }
@@ -257,7 +258,9 @@ absl::Status GraphManager::PublishRoundParts(
 }
 
 absl::Status GraphManager::MaybeCutRound() {
-  if (!rounds_.CutDue(!pending_changes_.empty(), SteadyMicros())) {
+  if (!rounds_.CutDue(
+          !pending_changes_.empty() || policy_network_.refresh_owed(),
+          SteadyMicros())) {
     return absl::OkStatus();
   }
   const int64_t started_us = SteadyMicros();
