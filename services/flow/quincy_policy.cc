@@ -763,7 +763,15 @@ absl::Status QuincyPolicy::Sync(const cluster::ChangeSet& changes,
           SyncTask(*task, state, context.now_us, builder));
     }
   }
-  FLOWSCHED_RETURN_IF_ERROR(room_.SyncArcs(state, topology_.racks, builder));
+  // The room trees walk every waiting task's preferences and the machines,
+  // whatever changed: left to the Refresh before the next solve when one
+  // follows.
+  if (context.refresh_follows) {
+    room_owed_ = true;
+  } else {
+    FLOWSCHED_RETURN_IF_ERROR(room_.SyncArcs(state, topology_.racks, builder));
+    room_owed_ = false;
+  }
   return DrainTasksAtSink(builder, sink_offset_);
 }
 
@@ -808,6 +816,7 @@ absl::Status QuincyPolicy::Refresh(const cluster::ClusterState& state,
           RefreshTask(task, state, context.now_us, builder));
     }
     FLOWSCHED_RETURN_IF_ERROR(room_.SyncArcs(state, topology_.racks, builder));
+    room_owed_ = false;
   } else {
     // Waiting tasks' wait costs grow every round; running tasks change
     // price only at their due time.
@@ -829,6 +838,11 @@ absl::Status QuincyPolicy::Refresh(const cluster::ClusterState& state,
         FLOWSCHED_RETURN_IF_ERROR(
             RefreshTask(*task, state, context.now_us, builder));
       }
+    }
+    if (room_owed_) {
+      FLOWSCHED_RETURN_IF_ERROR(
+          room_.SyncArcs(state, topology_.racks, builder));
+      room_owed_ = false;
     }
   }
   return DrainTasksAtSink(builder, sink_offset_);

@@ -55,11 +55,12 @@
 // different machines) takes the same arcs at the same costs, but to its
 // request shape's aggregators, whose arcs carry each machine's room
 // reserved for the shape (quincy_room_routes.h), so no flow over-commits a
-// machine. Such a task keeps only its own computer (and U_j) while it
-// runs: moving it would need room reserved for it. For a job with a
-// waiting task that asks for room, E_j is a soft bound (U_j -> S takes E_j
-// more units at UnmetBoundCost each), since the room to reach it may not
-// exist; the solver still meets it wherever room allows. While any gang
+// machine (re-reserved at each Sync, or at the Refresh before the next
+// round with SyncContext::refresh_follows). Such a task keeps only its own
+// computer (and U_j) while it runs: moving it would need room reserved for it.
+// For a job with a waiting task that asks for room, E_j is a soft bound (U_j ->
+// S takes E_j more units at UnmetBoundCost each), since the room to reach it
+// may not exist; the solver still meets it wherever room allows. While any gang
 // lives, every job's E_j is soft the same way: a round's gang passes may
 // block any job's waiting tasks from every machine (core/round_solver.h),
 // which a hard E_j would turn into an infeasible round.
@@ -165,6 +166,7 @@ class QuincyPolicy final : public SchedulingPolicy {
                     const SyncContext& context,
                     NetworkBuilder& builder) override;
   [[nodiscard]] bool time_dependent() const override { return true; }
+  [[nodiscard]] bool refresh_owed() const override { return room_owed_; }
   absl::Status Refresh(const cluster::ClusterState& state,
                        const SyncContext& context,
                        NetworkBuilder& builder) override;
@@ -305,6 +307,8 @@ class QuincyPolicy final : public SchedulingPolicy {
                     QuincyBoundsByJob& bounds) const;
   // Waiting tasks that ask for room, and their shapes' aggregators.
   RoomRoutes room_;
+  // A Sync with refresh_follows left room_.SyncArcs to Refresh.
+  bool room_owed_ = false;
 };
 
 }  // namespace flowsched::flow
