@@ -295,7 +295,7 @@ std::vector<RequestShape> ShapeIndex::Shapes(
   std::vector<RequestShape> out;
   out.reserve(members_.size());
   for (const auto& [key, members] : members_) {
-    const std::set<TaskId>& tasks = members.tasks;
+    const auto& tasks = members.tasks;
     std::map<std::string, RequestShape> one;
     for (TaskId id : tasks) {
       const cluster::Task* task = state.FindTask(id);

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -157,9 +158,11 @@ class ShapeIndex {
     bool gang = false;  // of a gang job (whether it still needs members is
                         // read from the state when asked)
   };
+  // B-trees: a shape may hold hundreds of thousands of waiting tasks, and
+  // a burst inserts them one by one.
   struct Members {
-    std::set<TaskId> tasks;
-    std::set<std::pair<int64_t, TaskId>> gang_by_since;  // oldest first
+    absl::btree_set<TaskId> tasks;
+    absl::btree_set<std::pair<int64_t, TaskId>> gang_by_since;  // oldest first
   };
   bool tracking_ = false;
   absl::flat_hash_map<TaskId, Entry> key_of_;

@@ -1,8 +1,9 @@
 #include "services/graph_manager/state_persister.h"
 
-#include <set>
+#include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "services/codec/round_codec.h"
@@ -52,24 +53,31 @@ void StageEntities(const cluster::ChangeSet& changes,
 void StageNetwork(const std::vector<flow::GraphChange>& network_changes,
                   const flow::FlowNetwork& network,
                   storage::StateBatch& batch) {
-  std::set<flow::NodeId> nodes;
-  std::set<std::pair<flow::NodeId, flow::NodeId>> arcs;
+  // Each node and arc once, in key order, whatever the changes' order.
+  std::vector<flow::NodeId> nodes;
+  std::vector<std::pair<flow::NodeId, flow::NodeId>> arcs;
   for (const flow::GraphChange& change : network_changes) {
     switch (change.type) {
       case flow::GraphChange::Type::kAddNode:
       case flow::GraphChange::Type::kUpdateNode:
-        nodes.insert(change.node);
+        nodes.push_back(change.node);
         break;
       case flow::GraphChange::Type::kRemoveNode:
         // Its arcs were recorded as kRemoveArc just before.
-        nodes.insert(change.node);
+        nodes.push_back(change.node);
         break;
       case flow::GraphChange::Type::kSetArc:
       case flow::GraphChange::Type::kRemoveArc:
-        arcs.emplace(change.src, change.dst);
+        arcs.emplace_back(change.src, change.dst);
         break;
     }
   }
+  const auto sort_unique = [](auto& keys) {
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  };
+  sort_unique(nodes);
+  sort_unique(arcs);
   for (flow::NodeId id : nodes) {
     if (network.IsLive(id)) {
       v1::NodeRecord record;
