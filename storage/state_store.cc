@@ -1,9 +1,11 @@
 #include "storage/state_store.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <mutex>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -226,9 +228,22 @@ absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(
 
   const rocksdb::Options db_options = MakeOptions(options);
   rocksdb::DB* raw_db = nullptr;
-  const rocksdb::Status status =
-      options.read_only ? rocksdb::DB::OpenForReadOnly(db_options, dir, &raw_db)
-                        : rocksdb::DB::Open(db_options, dir, &raw_db);
+  const auto open = [&] {
+    return options.read_only
+               ? rocksdb::DB::OpenForReadOnly(db_options, dir, &raw_db)
+               : rocksdb::DB::Open(db_options, dir, &raw_db);
+  };
+  rocksdb::Status status = open();
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(options.lock_wait_ms);
+  // RocksDB reports a held lock (by another process, or by this one) only
+  // as an IOError naming the LOCK file.
+  while (status.IsIOError() &&
+         status.ToString().find("/LOCK") != std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    status = open();
+  }
   // RocksDB 7.8 hands out an owning raw pointer; own it before anything else.
   std::unique_ptr<rocksdb::DB> db(raw_db);
   const std::string context = fmt::format("open state store {}", dir);

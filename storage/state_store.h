@@ -90,12 +90,17 @@ class StateStore {
     // next Open reads SST files instead of replaying the WAL. Only speed:
     // the WAL holds every committed batch either way.
     bool flush_on_close = true;
+    // How long Open waits, retrying every 100 ms, while another process
+    // holds the store's lock: a process killed a moment ago keeps it until
+    // its last thread has exited, after its main thread is reported gone
+    // (a supervisor restarting it at once would otherwise fail).
+    int lock_wait_ms = 0;
   };
 
   // Errors: NotFound if there is no store at `dir` and it may not be created
   // (create_if_missing=false, or read_only); DataLoss (message names `dir`)
   // if the directory is damaged; Unavailable if another process holds it open
-  // or on I/O errors.
+  // (after OpenOptions::lock_wait_ms) or on I/O errors.
   static absl::StatusOr<std::unique_ptr<StateStore>> Open(
       const std::string& dir, const OpenOptions& options);
   // Deletes the store's files at `dir` (works on a damaged store, which is

@@ -401,6 +401,31 @@ TEST_F(StateStoreTest, SecondWriterIsUnavailable) {
   EXPECT_THAT(StateStore::Open(dir_, options), IsOk());
 }
 
+// A writer that waits for the lock opens the store once the holder lets
+// go, and still gives up with Unavailable when it never does.
+TEST_F(StateStoreTest, WriterWaitsForTheLockToGo) {
+  auto first = OpenOrDie();
+  StateStore::OpenOptions options;
+  options.lock_wait_ms = 300;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THAT(StateStore::Open(dir_, options),
+              StatusIs(absl::StatusCode::kUnavailable, "LOCK"));
+  EXPECT_GE(std::chrono::steady_clock::now() - start,
+            std::chrono::milliseconds(300));
+
+  options.lock_wait_ms = 30'000;
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    first.reset();
+  });
+  auto second = StateStore::Open(dir_, options);
+  release.join();
+  ASSERT_THAT(second, IsOk());
+  StateBatch batch;
+  batch.Put(JobKey(1), "j");
+  EXPECT_THAT((*second)->Commit(std::move(batch)), IsOk());
+}
+
 TEST_F(StateStoreTest, ClearRemovesEveryKeyAtomically) {
   auto store = OpenOrDie();
   StateBatch batch;

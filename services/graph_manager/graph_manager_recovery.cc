@@ -165,9 +165,11 @@ absl::Status GraphManager::Open() {
 }
 
 absl::Status GraphManager::OpenStore(const LedgerHistory& history) {
+  // A predecessor killed a moment ago may hold the lock a little longer.
   FLOWSCHED_ASSIGN_OR_RETURN(
-      store_, storage::StateStore::Open(options_.data_dir + "/state",
-                                        storage::StateStore::OpenOptions{}));
+      store_, storage::StateStore::Open(
+                  options_.data_dir + "/state",
+                  storage::StateStore::OpenOptions{.lock_wait_ms = 10'000}));
   // Integrity: block checksums of every SST file (RocksDB checks the WAL and
   // MANIFEST on open), every record decodes and fits (RestoreState), meta
   // present in a non-empty store, and the state equals the one a clean stop
