@@ -13,6 +13,7 @@
 #include "rocksdb/cache.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
+#include "rocksdb/env.h"
 #include "rocksdb/filter_policy.h"
 #include "rocksdb/iterator.h"
 #include "rocksdb/memtablerep.h"
@@ -212,6 +213,37 @@ StateStore::~StateStore() {
   }
 }
 
+namespace {
+
+// Returns once the store's lock at `dir` is free, or after `wait_ms`, or at
+// once on any error but a held lock (DB::Open then reports what it finds).
+// Probes with RocksDB's own lock (Env::LockFile), not DB::Open: each Open
+// rotates the info log, and keep_log_file_num would then purge the LOG of
+// the process that held the lock, the one a post-mortem wants.
+void WaitWhileLocked(const std::string& dir, int wait_ms) {
+  rocksdb::Env* env = rocksdb::Env::Default();
+  const std::string lock_path = dir + "/LOCK";
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  while (true) {
+    rocksdb::FileLock* lock = nullptr;
+    const rocksdb::Status status = env->LockFile(lock_path, &lock);
+    if (status.ok()) {
+      env->UnlockFile(lock).PermitUncheckedError();
+      return;
+    }
+    // Held by another process, or by this one (RocksDB's own words).
+    const std::string text = status.ToString();
+    const bool held =
+        text.find("While lock file") != std::string::npos ||
+        text.find("lock hold by current process") != std::string::npos;
+    if (!held || std::chrono::steady_clock::now() >= deadline) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(
     const std::string& dir, const OpenOptions& options) {
   const fs::path path(dir);
@@ -228,22 +260,12 @@ absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(
 
   const rocksdb::Options db_options = MakeOptions(options);
   rocksdb::DB* raw_db = nullptr;
-  const auto open = [&] {
-    return options.read_only
-               ? rocksdb::DB::OpenForReadOnly(db_options, dir, &raw_db)
-               : rocksdb::DB::Open(db_options, dir, &raw_db);
-  };
-  rocksdb::Status status = open();
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(options.lock_wait_ms);
-  // RocksDB reports a held lock (by another process, or by this one) only
-  // as an IOError naming the LOCK file.
-  while (status.IsIOError() &&
-         status.ToString().find("/LOCK") != std::string::npos &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    status = open();
+  if (!options.read_only && options.lock_wait_ms > 0) {
+    WaitWhileLocked(dir, options.lock_wait_ms);
   }
+  const rocksdb::Status status =
+      options.read_only ? rocksdb::DB::OpenForReadOnly(db_options, dir, &raw_db)
+                        : rocksdb::DB::Open(db_options, dir, &raw_db);
   // RocksDB 7.8 hands out an owning raw pointer; own it before anything else.
   std::unique_ptr<rocksdb::DB> db(raw_db);
   const std::string context = fmt::format("open state store {}", dir);

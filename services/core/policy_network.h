@@ -49,8 +49,8 @@ class PolicyNetwork {
   absl::Status Refresh(const cluster::ClusterState& state, int64_t now_us);
 
   // Whether the network lacks work left to Refresh (a policy's
-  // refresh_owed()): a caller that cuts rounds only when something changed
-  // has one due. REQUIRES: a policy was adopted.
+  // refresh_owed()), so that it is not yet what a solve should see.
+  // REQUIRES: a policy was adopted.
   [[nodiscard]] bool refresh_owed() const { return policy_->refresh_owed(); }
 
   // Replaces the policy and rebuilds the whole network under it: every

@@ -808,6 +808,8 @@ absl::Status QuincyPolicy::Refresh(const cluster::ClusterState& state,
     UpdateJobCounts(none, state);
     FLOWSCHED_RETURN_IF_ERROR(SyncJobs(none, state, builder));
     synced_ = true;
+    // The restored room trees may be owed (left by a Sync before a crash).
+    room_owed_ = true;
   }
   if (pricing_.size() != state.tasks().size()) {
     // Tasks this policy never priced (a restored network): visit all.

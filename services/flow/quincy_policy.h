@@ -166,7 +166,9 @@ class QuincyPolicy final : public SchedulingPolicy {
                     const SyncContext& context,
                     NetworkBuilder& builder) override;
   [[nodiscard]] bool time_dependent() const override { return true; }
-  [[nodiscard]] bool refresh_owed() const override { return room_owed_; }
+  [[nodiscard]] bool refresh_owed() const override {
+    return room_owed_ || !synced_;
+  }
   absl::Status Refresh(const cluster::ClusterState& state,
                        const SyncContext& context,
                        NetworkBuilder& builder) override;

@@ -29,9 +29,10 @@ struct SyncContext {
   // wait cost omega*nu and running cost d* - theta, SOSP 2009 section 4.2)
   // are evaluated at this time.
   int64_t now_us = 0;
-  // The caller calls Refresh before the network is next solved or
-  // published (the graph manager syncs every batch of events but cuts a
-  // round far less often). A policy may then leave to that Refresh the
+  // The caller calls Refresh before the network is next solved, published
+  // or read as the problem a solve would see (the graph manager syncs every
+  // batch of events but cuts a round far less often; `flowsched explain`
+  // refreshes the stored network it reads). A policy may then leave to that Refresh the
   // parts only a solve needs whose cost does not follow the change (the
   // room reservations of request_shapes.h walk the machines), and says so
   // through refresh_owed().
@@ -77,7 +78,8 @@ class SchedulingPolicy {
   // refresh_owed() says is missing. Only real changes are recorded, so a
   // refresh with nothing to re-price is free.
   // REQUIRES: the network is in sync with `state` (Sync ran for every
-  // change).
+  // change), or is a restored network this fresh policy never synced (it
+  // then derives what its first Sync would).
   virtual absl::Status Refresh(const cluster::ClusterState& state,
                                const SyncContext& context,
                                NetworkBuilder& builder) {

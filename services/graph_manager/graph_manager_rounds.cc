@@ -258,9 +258,10 @@ absl::Status GraphManager::PublishRoundParts(
 }
 
 absl::Status GraphManager::MaybeCutRound() {
-  if (!rounds_.CutDue(
-          !pending_changes_.empty() || policy_network_.refresh_owed(),
-          SteadyMicros())) {
+  // An owed refresh alone is no reason to cut: every change the room
+  // reservations follow (tasks, machines coming and going) changes the
+  // network too, and a fresh process's first round is a snapshot anyway.
+  if (!rounds_.CutDue(!pending_changes_.empty(), SteadyMicros())) {
     return absl::OkStatus();
   }
   const int64_t started_us = SteadyMicros();

@@ -6,9 +6,10 @@
 // beside a running graph manager or after it stopped), solves that network
 // with the default solver, checks the result like the solver worker does,
 // and explains the task's flow (flow::ExplainTask). The stored network is
-// the one of the latest committed state, so the answer is what the next
-// round would decide, which equals the current placement once the
-// scheduler has settled.
+// the one of the latest committed state, refreshed as the next cut would
+// (the policy's owed reservations, its time-dependent prices), so the
+// answer is what the next round would decide, which equals the current
+// placement once the scheduler has settled.
 
 #include <algorithm>
 #include <iostream>
@@ -22,9 +23,11 @@
 #include "fmt/format.h"
 #include "services/cluster/cluster_state.h"
 #include "services/cluster/resource_fit.h"
+#include "services/core/policy_network.h"
 #include "services/flow/explainer.h"
 #include "services/flow/flow_network.h"
 #include "services/flow/network_builder.h"
+#include "services/flow/scheduling_policy.h"
 #include "services/graph_manager/state_reader.h"
 #include "services/solver/flow_checker.h"
 #include "services/solver/mcmf_problem.h"
@@ -110,10 +113,19 @@ int Explain(const std::string& data_dir, uint64_t task_id,
     return 1;
   }
   const cluster::ClusterState& state = stored->state;
-  flow::FlowNetwork& network = stored->network;
   const v1::GraphManagerMeta& meta = stored->meta;
-  flow::NetworkBuilder builder(network);
-  absl::Status status = builder.RestoreFromNetwork();
+  // The batches since the last cut may have left the room reservations to
+  // the next cut's Refresh (SyncContext::refresh_follows): derive them as
+  // that cut would, in memory only.
+  core::PolicyNetwork policy_network;
+  policy_network.network() = std::move(stored->network);
+  absl::Status status = policy_network.Adopt(
+      meta.policy().empty() ? flow::PolicyNames().front() : meta.policy());
+  if (status.ok()) {
+    status = policy_network.Refresh(state, state.last_time_us());
+  }
+  flow::FlowNetwork& network = policy_network.network();
+  const flow::NetworkBuilder& builder = policy_network.builder();
   if (!status.ok()) {
     std::cerr << "flowsched explain: " << status.ToString() << "\n";
     return 1;
