@@ -72,13 +72,10 @@ absl::Status CpuMemoryPolicy::Refresh(const cluster::ClusterState& state,
     return Sync(cluster::ChangeSet{}, state, SyncContext{context.now_us},
                 builder);
   }
-  std::optional<std::vector<RequestShape>> shapes;
-  if (reservations_owed_) {
-    shapes = waiting_.Shapes(state);
-  } else {
-    shapes = waiting_.ShapesIfStarvingChanged(
-        state, context.now_us, params_.gang_first_after_s, starving_);
-  }
+  const std::optional<std::vector<RequestShape>> shapes =
+      waiting_.ShapesToReserve(state, context.now_us,
+                               params_.gang_first_after_s, starving_,
+                               reservations_owed_);
   if (!shapes) return absl::OkStatus();
   FLOWSCHED_RETURN_IF_ERROR(Reserve(state, *shapes,
                                     EnsureShapeNodes(*shapes, builder),

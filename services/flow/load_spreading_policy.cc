@@ -75,13 +75,10 @@ absl::Status LoadSpreadingPolicy::Refresh(const cluster::ClusterState& state,
     return Sync(cluster::ChangeSet{}, state, SyncContext{context.now_us},
                 builder);
   }
-  std::optional<std::vector<RequestShape>> shapes;
-  if (reservations_owed_) {
-    shapes = waiting_for_room_.Shapes(state);
-  } else {
-    shapes = waiting_for_room_.ShapesIfStarvingChanged(
-        state, context.now_us, params_.gang_first_after_s, starving_);
-  }
+  const std::optional<std::vector<RequestShape>> shapes =
+      waiting_for_room_.ShapesToReserve(state, context.now_us,
+                                        params_.gang_first_after_s, starving_,
+                                        reservations_owed_);
   if (!shapes) return absl::OkStatus();
   FLOWSCHED_RETURN_IF_ERROR(SyncShapeArcs(state, *shapes,
                                           EnsureShapeNodes(*shapes, builder),

@@ -248,6 +248,13 @@ bool ShapeIndex::GangWaitedPast(const cluster::ClusterState& state,
   return false;
 }
 
+std::optional<std::vector<RequestShape>> ShapeIndex::ShapesToReserve(
+    const cluster::ClusterState& state, int64_t now_us, double after_s,
+    const std::vector<std::string>& starving, bool owed) const {
+  if (owed) return Shapes(state);
+  return ShapesIfStarvingChanged(state, now_us, after_s, starving);
+}
+
 std::optional<std::vector<RequestShape>> ShapeIndex::ShapesIfStarvingChanged(
     const cluster::ClusterState& state, int64_t now_us, double after_s,
     const std::vector<std::string>& starving) const {

@@ -138,6 +138,11 @@ class ShapeIndex {
   ShapesIfStarvingChanged(const cluster::ClusterState& state, int64_t now_us,
                           double after_s,
                           const std::vector<std::string>& starving) const;
+  // A room-reserving policy's Refresh: every shape when a Sync left the
+  // reservations owed (`owed`), else ShapesIfStarvingChanged.
+  [[nodiscard]] std::optional<std::vector<RequestShape>> ShapesToReserve(
+      const cluster::ClusterState& state, int64_t now_us, double after_s,
+      const std::vector<std::string>& starving, bool owed) const;
   // The key `id` is indexed under; null if it is not in the index.
   [[nodiscard]] const std::string* KeyOf(TaskId id) const;
 

@@ -32,9 +32,9 @@ struct SyncContext {
   // The caller calls Refresh before the network is next solved, published
   // or read as the problem a solve would see (the graph manager syncs every
   // batch of events but cuts a round far less often; `flowsched explain`
-  // refreshes the stored network it reads). A policy may then leave to that Refresh the
-  // parts only a solve needs whose cost does not follow the change (the
-  // room reservations of request_shapes.h walk the machines), and says so
+  // refreshes the stored network it reads). A policy may then leave to that
+  // Refresh the parts only a solve needs whose cost does not follow the change
+  // (the room reservations of request_shapes.h walk the machines), and says so
   // through refresh_owed().
   bool refresh_follows = false;
 };
