@@ -33,7 +33,8 @@ void StageMeta(const v1::GraphManagerMeta& meta, storage::StateBatch& batch);
 // set and allocated resources come from its restored tasks, the state's
 // clock from meta.last_time_us. DataLoss names the first record that does
 // not decode or does not fit (a task of an unknown job, an arc at an
-// unknown node).
+// unknown node); the state's first if both fail. The network is read on a
+// second thread beside the state.
 absl::Status RestoreState(const storage::StateStore& store,
                           cluster::ClusterState& state,
                           flow::FlowNetwork& network,
