@@ -90,10 +90,11 @@ class StateStore {
     // next Open reads SST files instead of replaying the WAL. Only speed:
     // the WAL holds every committed batch either way.
     bool flush_on_close = true;
-    // How long Open waits, retrying every 100 ms, while another process
-    // holds the store's lock: a process killed a moment ago keeps it until
-    // its last thread has exited, after its main thread is reported gone
-    // (a supervisor restarting it at once would otherwise fail).
+    // How long Open waits while another process holds the store's lock,
+    // probing the lock itself (not the database, whose every open rotates
+    // the info log): a process killed a moment ago keeps it until its last
+    // thread has exited, after its main thread is reported gone (a
+    // supervisor restarting it at once would otherwise fail).
     int lock_wait_ms = 0;
   };
 
