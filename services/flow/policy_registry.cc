@@ -22,6 +22,7 @@
 #include "services/flow/network_aware_policy.h"
 #include "services/flow/policy_spec.h"
 #include "services/flow/priority_policy.h"
+#include "services/flow/profile_policy.h"
 #include "services/flow/quincy_policy.h"
 #include "services/flow/scheduling_policy.h"
 
@@ -58,29 +59,44 @@ struct RegistryEntry {
   std::string name;
   std::vector<PolicyParameter> parameters;  // defaults filled in
   std::function<std::unique_ptr<SchedulingPolicy>(const PolicySpec&)> make;
+  // What the ranges alone cannot say (relations between values); null: none.
+  std::function<absl::Status(const PolicySpec&)> check;
 };
 
 // An entry for a policy built as `Policy(params)` from `defaults` with the
-// spec's values set through `tunables`.
+// spec's values set through `tunables`, whose params `check` (if given)
+// accepts.
 template <typename Policy, typename Params>
-RegistryEntry Entry(std::string name, Params defaults,
-                    std::vector<Tunable<Params>> tunables) {
-  RegistryEntry entry{.name = std::move(name), .parameters = {}, .make = {}};
+RegistryEntry Entry(
+    std::string name, Params defaults, std::vector<Tunable<Params>> tunables,
+    std::type_identity_t<std::function<absl::Status(const Params&)>> check =
+        nullptr) {
+  RegistryEntry entry{
+      .name = std::move(name), .parameters = {}, .make = {}, .check = {}};
   for (const Tunable<Params>& tunable : tunables) {
     PolicyParameter info = tunable.info;
     info.default_value = tunable.get(defaults);
     entry.parameters.push_back(std::move(info));
   }
-  entry.make =
-      [defaults, tunables = std::move(tunables)](
-          const PolicySpec& spec) -> std::unique_ptr<SchedulingPolicy> {
-    Params params = defaults;
-    for (const Tunable<Params>& tunable : tunables) {
-      auto value = spec.values.find(tunable.info.name);
-      if (value != spec.values.end()) tunable.set(params, value->second);
-    }
-    return std::make_unique<Policy>(params);
+  const auto params_of =
+      [defaults, tunables = std::move(tunables)](const PolicySpec& spec) {
+        Params params = defaults;
+        for (const Tunable<Params>& tunable : tunables) {
+          auto value = spec.values.find(tunable.info.name);
+          if (value != spec.values.end()) tunable.set(params, value->second);
+        }
+        return params;
+      };
+  entry.make = [params_of](const PolicySpec& spec) {
+    return std::unique_ptr<SchedulingPolicy>(
+        std::make_unique<Policy>(params_of(spec)));
   };
+  if (check) {
+    entry.check = [params_of,
+                   check = std::move(check)](const PolicySpec& spec) {
+      return check(params_of(spec));
+    };
+  }
   return entry;
 }
 
@@ -113,6 +129,33 @@ std::vector<Tunable<CpuMemoryParams>> CpuMemoryTunables() {
             "cost of a running task leaving its machine"),
       Field("preferred_discount", &P::preferred_discount, 0, kMaxUnitCost,
             "discount on machines matching the preferred labels"),
+      Field("gang_first_after_s", &P::gang_first_after_s, 0, 86'400,
+            "seconds a gang waits before its shape is offered room first"),
+  };
+}
+
+std::vector<Tunable<ProfileParams>> ProfileTunables() {
+  using P = ProfileParams;
+  return {
+      Field("spread", &P::spread, 0, kMaxUnitCost,
+            "weight of load spreading: dominant utilisation after k tasks"),
+      Field("pack", &P::pack, 0, kMaxUnitCost,
+            "weight of packing: room a machine keeps after one task"),
+      Field("preferred_labels", &P::preferred_labels, 0, kMaxUnitCost,
+            "discount on machines matching the preferred labels"),
+      Field("model_affinity", &P::model_affinity, 0, kMaxUnitCost,
+            "weight of a machine's devices not of a preferred model"),
+      Field("unscheduled_cost", &P::unscheduled_cost, 1, kMaxCost,
+            "cost of a priority-0 task waiting a round (above every "
+            "placement's)"),
+      Field("priority_step", &P::priority_step, 0, 1e5,
+            "extra waiting cost per priority level"),
+      Field("max_priority", &P::max_priority, 0, 1000,
+            "priorities are clamped to [0, max_priority]"),
+      Field("preemption_cost", &P::preemption_cost, 0, kMaxCost,
+            "cost of a running task leaving its machine"),
+      Field("max_tasks_per_machine", &P::max_tasks_per_machine, 0, 1e6,
+            "tasks a machine may run, running ones included (0: its slots)"),
       Field("gang_first_after_s", &P::gang_first_after_s, 0, 86'400,
             "seconds a gang waits before its shape is offered room first"),
   };
@@ -198,6 +241,8 @@ const std::vector<RegistryEntry>& Registry() {
         "load-spreading", LoadSpreadingParams{}, LoadSpreadingTunables()));
     entries->push_back(Entry<CpuMemoryPolicy>("cpu-memory", CpuMemoryParams{},
                                               CpuMemoryTunables()));
+    entries->push_back(Entry<ProfilePolicy>("profile", ProfileParams{},
+                                            ProfileTunables(), CheckProfile));
     entries->push_back(Entry<PriorityPolicy>("priority", PriorityParams{},
                                              PriorityTunables()));
     entries->push_back(Entry<NetworkAwarePolicy>(
@@ -323,6 +368,13 @@ absl::StatusOr<PolicySpec> ParsePolicySpec(std::string_view text) {
           absl::StrCat("policy ", spec.name, ": ", key, " is given twice"));
     }
     if (value != parameter->default_value) spec.values[key] = value;
+  }
+  if (entry->check) {
+    const absl::Status checked = entry->check(spec);
+    if (!checked.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("policy ", spec.name, ": ", checked.message()));
+    }
   }
   return spec;
 }

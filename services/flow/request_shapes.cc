@@ -376,7 +376,7 @@ void ReserveMachine(const cluster::Machine& machine,
                     const std::vector<RequestShape>& shapes, size_t rotation,
                     const std::function<void(size_t, int64_t)>& reserved,
                     const std::function<bool(size_t)>& wanted,
-                    std::span<const size_t> first) {
+                    std::span<const size_t> first, int64_t max_tasks) {
   if (shapes.empty()) return;
   size_t f = 0;
   size_t j = 0;
@@ -387,25 +387,32 @@ void ReserveMachine(const cluster::Machine& machine,
   const auto is_first = [&](size_t index) {
     return std::binary_search(skip.begin(), skip.end(), index);
   };
-  MachineRoom(machine).Offer(
-      state, shapes,
-      [&]() -> std::optional<size_t> {
-        while (f < first.size()) {
-          const size_t index = first[f++];
-          if (!wanted || wanted(index)) return index;
-        }
-        while (j < shapes.size()) {
-          const size_t index = (rotation + j++) % shapes.size();
-          if (is_first(index)) continue;
-          if (!wanted || wanted(index)) return index;
-        }
-        return std::nullopt;
-      },
-      reserved);
+  MachineRoom(machine, max_tasks)
+      .Offer(
+          state, shapes,
+          [&]() -> std::optional<size_t> {
+            while (f < first.size()) {
+              const size_t index = first[f++];
+              if (!wanted || wanted(index)) return index;
+            }
+            while (j < shapes.size()) {
+              const size_t index = (rotation + j++) % shapes.size();
+              if (is_first(index)) continue;
+              if (!wanted || wanted(index)) return index;
+            }
+            return std::nullopt;
+          },
+          reserved);
 }
 
-MachineRoom::MachineRoom(const cluster::Machine& machine)
-    : machine_(&machine), slots_(machine.free_slots()) {}
+MachineRoom::MachineRoom(const cluster::Machine& machine, int64_t max_tasks)
+    : machine_(&machine), slots_(machine.free_slots()) {
+  if (max_tasks > 0) {
+    slots_ = std::min(
+        slots_, std::max<int64_t>(0, max_tasks - static_cast<int64_t>(
+                                                     machine.running.size())));
+  }
+}
 
 void MachineRoom::Offer(const cluster::ClusterState& state,
                         const std::vector<RequestShape>& shapes,
@@ -498,6 +505,17 @@ absl::StatusOr<ShapeClasses> SyncShapeClasses(
     ShapeIndex& index, const cluster::ChangeSet& changes,
     const cluster::ClusterState& state, int64_t unscheduled_cost,
     int64_t preemption_cost, NetworkBuilder& builder) {
+  return SyncShapeClasses(
+      index, changes, state,
+      [unscheduled_cost](const cluster::Task&) { return unscheduled_cost; },
+      preemption_cost, builder);
+}
+
+absl::StatusOr<ShapeClasses> SyncShapeClasses(
+    ShapeIndex& index, const cluster::ChangeSet& changes,
+    const cluster::ClusterState& state,
+    const std::function<int64_t(const cluster::Task&)>& waiting_cost,
+    int64_t preemption_cost, NetworkBuilder& builder) {
   const std::optional<cluster::ChangeSet> widened = index.Track(changes, state);
   ShapeClasses classes;
   classes.shapes = index.Shapes(state);
@@ -513,7 +531,7 @@ absl::StatusOr<ShapeClasses> SyncShapeClasses(
           FLOWSCHED_ASSIGN_OR_RETURN(const NodeId shape,
                                      ShapeNodeOf(task, state, classes.nodes));
           arcs.push_back({shape, 1, 0, {}});
-          arcs.push_back({ends.job, 1, unscheduled_cost, {}});
+          arcs.push_back({ends.job, 1, waiting_cost(task), {}});
         }
         return builder.SetOutArcs(node, arcs);
       }));

@@ -193,18 +193,21 @@ class ShapeIndex {
 // kMaxMisses shapes in a row that get nothing (its room is nearly used
 // up): O(shapes) cheap resource counts at worst, and O(kMaxMisses + shapes
 // it serves) device fits.
+//
+// `max_tasks` > 0 caps the tasks the machine runs, those running included
+// (a profile's per-machine task limit): reservations stop there.
 inline constexpr size_t kMaxMisses = 32;
 void ReserveMachine(const cluster::Machine& machine,
                     const cluster::ClusterState& state,
                     const std::vector<RequestShape>& shapes, size_t rotation,
                     const std::function<void(size_t, int64_t)>& reserved,
                     const std::function<bool(size_t)>& wanted = nullptr,
-                    std::span<const size_t> first = {});
+                    std::span<const size_t> first = {}, int64_t max_tasks = 0);
 // A machine's free room as reservations use it up, for callers that offer
 // it in several passes (the rule and its bounds as ReserveMachine's).
 class MachineRoom {
  public:
-  explicit MachineRoom(const cluster::Machine& machine);
+  explicit MachineRoom(const cluster::Machine& machine, int64_t max_tasks = 0);
   // Offers the room left to the shapes in the order `next` gives (the next
   // shape's index, nullopt when there is none); calls `reserved(index, n)`
   // for each shape with n > 0 tasks reserved. A shape offered twice may
@@ -256,6 +259,12 @@ struct ShapeClasses {
 absl::StatusOr<ShapeClasses> SyncShapeClasses(
     ShapeIndex& index, const cluster::ChangeSet& changes,
     const cluster::ClusterState& state, int64_t unscheduled_cost,
+    int64_t preemption_cost, NetworkBuilder& builder);
+// The same with a waiting cost per task (a profile's priorities).
+absl::StatusOr<ShapeClasses> SyncShapeClasses(
+    ShapeIndex& index, const cluster::ChangeSet& changes,
+    const cluster::ClusterState& state,
+    const std::function<int64_t(const cluster::Task&)>& waiting_cost,
     int64_t preemption_cost, NetworkBuilder& builder);
 
 // Gives each class exactly `arcs[key]` as out-arcs (none if absent) and

@@ -1,0 +1,131 @@
+#pragma once
+
+// A scheduling profile: a policy composed of feasibility filters and
+// weighted cost terms over one network shape, the request-shape classes:
+//
+//   waiting task --(0)--> EC_s --(cap = tasks of s reserved on m,
+//                                 convex: sum of weighted terms)--> M
+//   waiting task --(unscheduled_cost + priority_step * p)--> U_job
+//   running task --(0)--> its machine; --(preemption_cost)--> U_job
+//   M --(slots)--> S
+//
+// Filters decide where an arc EC_s -> M exists and what it may carry, so
+// any flow the solver returns is feasible by construction: the one fit
+// rule (cluster::FitTask: every resource, named scalar and device, the
+// acceptable models, required labels), the job's different-machines rule,
+// and the per-machine task limit. Each machine's free room is reserved
+// among the shapes (request_shapes.h) and an arc's capacity is what its
+// shape reserved.
+//
+// Cost terms (terms/) price the k-th task of a shape on a machine; a
+// weight is the term's cost in units at value 1, and a term of weight 0 is
+// left out. The terms' contract (values in [-1, 1], non-decreasing in k)
+// keeps the arcs convex; the profile's check keeps waiting dearer than any
+// placement, so a round places at least one task whenever one fits
+// somewhere, and repeated rounds leave no fitting task waiting.
+//
+// Waiting tasks of the same shape share their class's reserved room; a
+// higher priority (the task's or its job's, clamped to [0, max_priority])
+// makes waiting dearer, so the solver gives the room to the higher
+// priorities first. Running tasks never move: preempting one frees
+// nothing in the same round (capacities come from the current allocation).
+//
+// Gangs: as cpu-memory's (a shape holding a gang member that has waited
+// `gang_first_after_s` is offered every machine's room first). The
+// reservations walk every machine, so a Sync with refresh_follows leaves
+// them to the Refresh before the next solve.
+//
+// Built-in profiles keep the names and costs of the policies they replace:
+// `cpu-memory` is spread and preferred_labels (cpu_memory_policy.h).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "services/flow/request_shapes.h"
+#include "services/flow/scheduling_policy.h"
+#include "services/flow/terms/placement_term.h"
+
+namespace flowsched::flow {
+
+struct ProfileParams {
+  // Cost terms: weights in cost units at a term's value 1 (terms/).
+  int64_t spread = 1000;           // dominant utilisation after k tasks
+  int64_t pack = 0;                // room left after one task (most-allocated)
+  int64_t preferred_labels = 500;  // discount where preferred labels match
+  int64_t model_affinity = 0;      // devices not of a preferred model
+  // Waiting: a task waits at unscheduled_cost + priority_step * priority.
+  int64_t unscheduled_cost = 100'000;
+  int64_t priority_step = 0;
+  int64_t max_priority = 1000;
+  int64_t preemption_cost = 200'000;
+  // Filters beyond the fit rule: tasks a machine may run (0: its slots).
+  int64_t max_tasks_per_machine = 0;
+  // Seconds a gang member waits before its shape gets first offer of
+  // every machine's room (0: never).
+  double gang_first_after_s = 60;
+};
+
+// InvalidArgument unless waiting costs more than the dearest placement
+// (unscheduled_cost > spread + pack + model_affinity): otherwise a task
+// that fits could wait for ever.
+absl::Status CheckProfile(const ProfileParams& params);
+
+class ProfilePolicy : public SchedulingPolicy {
+ public:
+  explicit ProfilePolicy(ProfileParams params = {},
+                         std::string name = "profile");
+  [[nodiscard]] std::string_view name() const override { return name_; }
+  using SchedulingPolicy::Sync;
+  absl::Status Sync(const cluster::ChangeSet& changes,
+                    const cluster::ClusterState& state,
+                    const SyncContext& context,
+                    NetworkBuilder& builder) override;
+  [[nodiscard]] bool time_dependent() const override {
+    return params_.gang_first_after_s > 0;
+  }
+  [[nodiscard]] bool refresh_owed() const override {
+    return reservations_owed_ || !waiting_.tracking();
+  }
+  absl::Status Refresh(const cluster::ClusterState& state,
+                       const SyncContext& context,
+                       NetworkBuilder& builder) override;
+
+  // The price of the k-th task of `shape` on `machine` (k >= 1): the sum
+  // of the weighted terms, each rounded. The terms must have been prepared
+  // for the state `machine` is in (Reserve does).
+  [[nodiscard]] int64_t PlacementCost(const cluster::Machine& machine,
+                                      const RequestShape& shape,
+                                      int64_t k) const;
+
+ private:
+  struct WeightedTerm {
+    int64_t weight;
+    std::unique_ptr<PlacementTerm> term;
+  };
+  // A waiting task's cost: unscheduled_cost plus its priority's steps.
+  [[nodiscard]] int64_t WaitingCost(const cluster::Task& task,
+                                    const cluster::ClusterState& state) const;
+  // Reserves every machine's room among `shapes` (starving ones first) and
+  // sets the class arcs.
+  absl::Status Reserve(const cluster::ClusterState& state,
+                       const std::vector<RequestShape>& shapes,
+                       const std::map<std::string, NodeId>& nodes,
+                       int64_t now_us, NetworkBuilder& builder);
+
+  ProfileParams params_;
+  std::string name_;
+  std::vector<WeightedTerm> terms_;  // weight != 0 only
+  bool depends_on_k_ = false;        // some term does
+  // The waiting tasks by request shape (a fresh policy indexes all once).
+  ShapeIndex waiting_;
+  // Keys of the shapes the last reservation offered first.
+  std::vector<std::string> starving_;
+  // A Sync with refresh_follows left the reservations to Refresh.
+  bool reservations_owed_ = false;
+};
+
+}  // namespace flowsched::flow

@@ -1,0 +1,424 @@
+#include "services/flow/profile_policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/cluster/resource_fit.h"
+#include "services/common/byte_units.h"
+#include "services/common/status_matchers.h"
+#include "services/flow/constraints.h"
+#include "services/flow/cpu_memory_policy.h"
+#include "services/flow/policy_spec.h"
+#include "services/flow/policy_test_util.h"
+
+namespace flowsched::flow {
+namespace {
+
+using cluster::ClusterEvent;
+using ::flowsched::testing::IsOk;
+using ::testing::HasSubstr;
+
+// A cluster, a network and a policy, with the helpers the tests share.
+class ProfileFixture {
+ public:
+  explicit ProfileFixture(std::unique_ptr<SchedulingPolicy> policy)
+      : policy_(std::move(policy)) {}
+
+  void Apply(cluster::EventBody body, int64_t now_us = 1) {
+    ASSERT_THAT(
+        state_.Apply(ClusterEvent{"e", now_us, "t", body}, now_us, changes_),
+        IsOk());
+  }
+  void AddMachine(uint64_t id, int64_t cpu, int64_t mem_gib, uint32_t slots,
+                  std::map<std::string, std::string> labels = {},
+                  std::vector<cluster::AcceleratorGroup> devices = {}) {
+    Apply(cluster::MachineAdded{MachineId(id),
+                                "r",
+                                {cpu, mem_gib * kGiB, 0},
+                                slots,
+                                std::move(labels),
+                                std::move(devices)});
+  }
+  void Submit(uint64_t job, std::vector<cluster::TaskSpec> tasks,
+              int32_t priority = 0) {
+    cluster::JobSubmitted submitted{JobId(job), "j", 0, std::move(tasks)};
+    submitted.priority = priority;
+    Apply(submitted);
+  }
+  void Sync() {
+    ASSERT_THAT(policy_->Sync(changes_, state_, SyncContext{1}, builder_),
+                IsOk());
+    changes_.Clear();
+    ASSERT_EQ(network_.total_supply(), 0);
+  }
+  // Solves, applies (Place must accept every decision: the one fit rule)
+  // and re-syncs; returns how many tasks were placed.
+  int Round() {
+    auto round = flow::testing::SolveNetwork(network_);
+    EXPECT_THAT(round, IsOk());
+    if (!round.ok()) return 0;
+    auto applied = flow::testing::ApplyRound(*round, state_, 2, changes_);
+    EXPECT_THAT(applied, IsOk());
+    Sync();
+    return applied.ok() ? *applied : 0;
+  }
+  // Rounds until one places nothing (at most `limit`); returns the count.
+  int Settle(int limit = 50) {
+    int rounds = 0;
+    while (rounds < limit && Round() > 0) ++rounds;
+    return rounds;
+  }
+  uint64_t MachineOf(uint64_t task) const {
+    return state_.FindTask(TaskId(task))->machine.value();
+  }
+
+  cluster::ClusterState state_;
+  cluster::ChangeSet changes_;
+  FlowNetwork network_;
+  NetworkBuilder builder_{network_};
+  std::unique_ptr<SchedulingPolicy> policy_;
+};
+
+std::unique_ptr<SchedulingPolicy> Make(const std::string& spec) {
+  auto policy = MakePolicy(spec);
+  EXPECT_THAT(policy, IsOk()) << spec;
+  return policy.ok() ? std::move(*policy) : nullptr;
+}
+
+cluster::TaskSpec Task(uint64_t id, int64_t cpu, int64_t mem_gib) {
+  return {.id = TaskId(id), .request = {cpu, mem_gib * kGiB, 0}};
+}
+
+// A random cluster of machines (some without reported CPU or memory) and
+// jobs, some tasks already running, the rest waiting with random asks and
+// preferred labels.
+void RandomCluster(std::mt19937_64& rng, ProfileFixture& f) {
+  const int machines = 2 + static_cast<int>(rng() % 8);
+  for (int m = 1; m <= machines; ++m) {
+    const bool cpu_reported = rng() % 6 != 0;
+    f.AddMachine(static_cast<uint64_t>(m),
+                 cpu_reported ? static_cast<int64_t>(1000 + rng() % 15000) : 0,
+                 static_cast<int64_t>(rng() % 64), 1 + rng() % 20,
+                 {{"zone", rng() % 2 ? "a" : "b"}});
+  }
+  uint64_t next = 1;
+  for (int wave = 0; wave < 2; ++wave) {
+    const int jobs = 1 + static_cast<int>(rng() % 4);
+    for (int j = 0; j < jobs; ++j) {
+      std::vector<cluster::TaskSpec> tasks;
+      const int n = 1 + static_cast<int>(rng() % 12);
+      for (int t = 0; t < n; ++t) {
+        cluster::TaskSpec spec =
+            Task(next++, static_cast<int64_t>(rng() % 3000),
+                 static_cast<int64_t>(rng() % 6));
+        if (rng() % 3 == 0) spec.preferred_labels = {{"zone", "a"}};
+        tasks.push_back(spec);
+      }
+      f.Submit(next * 1000 + static_cast<uint64_t>(wave), tasks);
+    }
+    f.Sync();
+    if (wave == 0) f.Round();
+  }
+}
+
+// The cost cpu-memory gave the k-th task of a class on a machine before it
+// was a profile: util_scale * the larger utilisation after k tasks (0 for
+// an unreported dimension, capped at 1), rounded, minus the discount.
+int64_t CpuMemoryCostBeforeProfiles(const cluster::Machine& machine,
+                                    const RequestShape& shape, int64_t k,
+                                    int64_t util_scale, int64_t discount) {
+  double utilisation = 0;
+  const auto dim = [&](int64_t cap, int64_t alloc, int64_t req) {
+    if (cap <= 0) return;
+    utilisation = std::max(utilisation,
+                           (static_cast<double>(alloc) +
+                            static_cast<double>(k) * static_cast<double>(req)) /
+                               static_cast<double>(cap));
+  };
+  const cluster::Resources& request = shape.ask.request;
+  dim(machine.capacity.cpu_millis, machine.allocated.cpu_millis,
+      request.cpu_millis);
+  dim(machine.capacity.memory_bytes, machine.allocated.memory_bytes,
+      request.memory_bytes);
+  const bool preferred =
+      !shape.preferred.empty() && LabelsMatch(machine.labels, shape.preferred);
+  return static_cast<int64_t>(std::llround(std::min(utilisation, 1.0) *
+                                           static_cast<double>(util_scale))) -
+         (preferred ? discount : 0);
+}
+
+// cpu-memory is a built-in profile now; on random clusters every class
+// arc has the pieces and costs it had before: one piece per task up to
+// kMaxArcSegments + 1, the last taking the rest, the k-th priced as above.
+TEST(ProfilePolicyTest, CpuMemoryKeepsItsCostsOnRandomClusters) {
+  std::mt19937_64 rng(31);
+  int arcs_checked = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    CpuMemoryParams params;
+    params.util_scale = 1 + static_cast<int64_t>(rng() % 5000);
+    params.preferred_discount = static_cast<int64_t>(rng() % 2000);
+    ProfileFixture f(std::make_unique<CpuMemoryPolicy>(params));
+    RandomCluster(rng, f);
+    for (const RequestShape& shape : WaitingShapes(f.state_)) {
+      const NodeId node = f.builder_.FindAggregatorNode(
+          NodeKind::kEquivalenceClass, NetworkBuilder::StableKey(shape.key));
+      ASSERT_NE(node, kNoNode);
+      for (const auto& [id, machine] : f.state_.machines()) {
+        const auto arc =
+            f.network_.FindArc(node, f.builder_.FindMachineNode(id));
+        if (!arc.has_value()) continue;
+        ++arcs_checked;
+        std::vector<std::pair<int64_t, int64_t>> pieces = {
+            {arc->capacity, arc->cost}};
+        for (const ArcSegment& s : arc->extra_segments) {
+          pieces.emplace_back(s.capacity, s.cost);
+        }
+        int64_t n = 0;
+        for (const auto& piece : pieces) n += piece.first;
+        ASSERT_EQ(static_cast<int64_t>(pieces.size()),
+                  std::min<int64_t>(n, kMaxArcSegments + 1));
+        for (size_t i = 0; i < pieces.size(); ++i) {
+          const auto k = static_cast<int64_t>(i) + 1;
+          EXPECT_EQ(pieces[i].first, i + 1 < pieces.size() ? 1 : n - k + 1);
+          EXPECT_EQ(pieces[i].second, CpuMemoryCostBeforeProfiles(
+                                          machine, shape, k, params.util_scale,
+                                          params.preferred_discount))
+              << "trial " << trial << " machine " << id << " k " << k;
+        }
+      }
+    }
+  }
+  EXPECT_GT(arcs_checked, 100);
+}
+
+// The profile's defaults are cpu-memory's: the same network, node for
+// node and arc for arc.
+TEST(ProfilePolicyTest, DefaultProfileBuildsCpuMemorysNetwork) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    std::mt19937_64 a(seed);
+    std::mt19937_64 b(seed);
+    ProfileFixture profile(Make("profile"));
+    ProfileFixture cpu_memory(Make("cpu-memory"));
+    RandomCluster(a, profile);
+    RandomCluster(b, cpu_memory);
+    EXPECT_EQ(flow::testing::Describe(profile.network_),
+              flow::testing::Describe(cpu_memory.network_))
+        << "seed " << seed;
+  }
+}
+
+// Two 4-core machines, m1 half full. Spreading puts a new task on the empty
+// m2; packing on m1.
+TEST(ProfilePolicyTest, PackFillsTheFullerMachineSpreadTheEmptier) {
+  for (const auto& [spec, expected] :
+       std::vector<std::pair<std::string, uint64_t>>{
+           {"profile", 2}, {"profile:spread=0,pack=1000", 1}}) {
+    ProfileFixture f(Make(spec));
+    f.AddMachine(1, 4000, 16, 8);
+    f.AddMachine(2, 4000, 16, 8);
+    f.Sync();
+    f.Apply(cluster::JobSubmitted{JobId(1), "j", 0, {Task(1, 2000, 8)}});
+    f.Sync();
+    ASSERT_THAT(f.state_.Place(TaskId(1), MachineId(1), 1, f.changes_), IsOk());
+    f.Sync();
+    f.Submit(2, {Task(2, 1000, 1)});
+    f.Sync();
+    f.Round();
+    EXPECT_EQ(f.MachineOf(2), expected) << spec;
+  }
+}
+
+// Packing puts a whole burst on the fullest machine while it has room:
+// its arcs are one piece each (no term depends on k).
+TEST(ProfilePolicyTest, PackingArcsAreOnePiece) {
+  ProfileFixture f(Make("profile:spread=0,pack=1000"));
+  f.AddMachine(1, 8000, 32, 8);
+  f.AddMachine(2, 16000, 64, 8);
+  f.Submit(1, {Task(1, 1000, 1), Task(2, 1000, 1), Task(3, 1000, 1)});
+  f.Sync();
+  f.network_.ForEachNode([&](NodeId id, const NodeData& data) {
+    if (data.kind != NodeKind::kEquivalenceClass) return;
+    f.network_.ForEachOutArc(id, [&](const ArcView& arc) {
+      EXPECT_EQ(arc.capacity, 3);
+      EXPECT_TRUE(arc.extra_segments.empty());
+    });
+  });
+  f.Round();
+  for (uint64_t t = 1; t <= 3; ++t) EXPECT_EQ(f.MachineOf(t), 1u) << t;
+}
+
+// Three machines of 8 slots, a limit of 3 tasks each, one task already
+// running on m1: 20 waiting tasks settle at 8 placed, never more than 3 on
+// a machine.
+TEST(ProfilePolicyTest, TaskLimitCapsEveryMachine) {
+  ProfileFixture f(Make("profile:max_tasks_per_machine=3"));
+  for (uint64_t m = 1; m <= 3; ++m) f.AddMachine(m, 64000, 256, 8);
+  f.Submit(1, {Task(1, 100, 1)});
+  f.Sync();
+  ASSERT_THAT(f.state_.Place(TaskId(1), MachineId(1), 1, f.changes_), IsOk());
+  std::vector<cluster::TaskSpec> tasks;
+  for (uint64_t t = 2; t <= 21; ++t) tasks.push_back(Task(t, 100, 1));
+  f.Submit(2, tasks);
+  f.Sync();
+  EXPECT_LT(f.Settle(), 50);
+  int running = 0;
+  for (const auto& [id, machine] : f.state_.machines()) {
+    EXPECT_LE(machine.running.size(), 3u) << id;
+    running += static_cast<int>(machine.running.size());
+  }
+  EXPECT_EQ(running, 9);
+}
+
+// One machine with room for one of two equal tasks: with priority_step the
+// task of the higher-priority job gets it, whichever was submitted first.
+TEST(ProfilePolicyTest, PriorityGivesScarceRoomToTheHigherPriority) {
+  for (const int32_t first_priority : {0, 7}) {
+    ProfileFixture f(Make("profile:priority_step=1000"));
+    f.AddMachine(1, 1000, 4, 4);
+    f.Submit(1, {Task(1, 1000, 1)}, first_priority);
+    f.Submit(2, {Task(2, 1000, 1)}, 7 - first_priority);
+    f.Sync();
+    f.Round();
+    const uint64_t high = first_priority == 7 ? 1 : 2;
+    EXPECT_EQ(f.MachineOf(high), 1u) << first_priority;
+    EXPECT_EQ(f.MachineOf(3 - high), 0u) << first_priority;
+  }
+}
+
+// m1 has A10s and comes first in every tie; a task preferring V100 goes to
+// m2 once model_affinity weighs.
+TEST(ProfilePolicyTest, ModelAffinityPrefersTheModel) {
+  for (const auto& [spec, expected] :
+       std::vector<std::pair<std::string, uint64_t>>{
+           {"profile:model_affinity=400", 2}, {"profile:spread=0", 1}}) {
+    ProfileFixture f(Make(spec));
+    f.AddMachine(1, 8000, 32, 8, {}, {{4, "A10", 1000, 0}});
+    f.AddMachine(2, 8000, 32, 8, {}, {{4, "V100", 1000, 0}});
+    cluster::TaskSpec task = Task(1, 1000, 1);
+    task.accelerator.whole = 1;
+    task.accelerator.preferred_models = {"V100"};
+    f.Submit(1, {task});
+    f.Sync();
+    f.Round();
+    EXPECT_EQ(f.MachineOf(1), expected) << spec;
+  }
+}
+
+// Random weights, filters and clusters with GPUs (whole and fractional
+// asks, model lists): every decision passes the one fit rule (Place), no
+// machine runs more than the limit, and once rounds stop placing, no
+// waiting task fits a machine under the limit.
+TEST(ProfilePolicyTest, RandomProfilesAreFeasibleByConstruction) {
+  std::mt19937_64 rng(3131);
+  const std::vector<std::string> models = {"A10", "V100", "T4"};
+  int placed = 0;
+  int placed_on_devices = 0;
+  int waiting = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const int64_t limit =
+        rng() % 3 == 0 ? 1 + static_cast<int64_t>(rng() % 4) : 0;
+    const std::string spec = absl::StrCat(
+        "profile:spread=", rng() % 2000, ",pack=", rng() % 2000,
+        ",preferred_labels=", rng() % 1000, ",model_affinity=", rng() % 1000,
+        ",priority_step=", rng() % 3 * 500, ",max_tasks_per_machine=", limit);
+    ProfileFixture f(Make(spec));
+    const int machines = 1 + static_cast<int>(rng() % 6);
+    for (int m = 1; m <= machines; ++m) {
+      std::vector<cluster::AcceleratorGroup> devices;
+      if (rng() % 3 != 0) {
+        devices.push_back({static_cast<uint32_t>(1 + rng() % 4),
+                           models[rng() % models.size()], 1000, 0});
+      }
+      f.AddMachine(static_cast<uint64_t>(m),
+                   static_cast<int64_t>(2000 + rng() % 14000),
+                   static_cast<int64_t>(4 + rng() % 60), 1 + rng() % 10,
+                   {{"zone", rng() % 2 ? "a" : "b"}}, devices);
+    }
+    uint64_t next = 1;
+    const int jobs = 1 + static_cast<int>(rng() % 5);
+    for (int j = 1; j <= jobs; ++j) {
+      std::vector<cluster::TaskSpec> tasks;
+      const int n = 1 + static_cast<int>(rng() % 8);
+      for (int t = 0; t < n; ++t) {
+        cluster::TaskSpec task =
+            Task(next++, static_cast<int64_t>(rng() % 4000),
+                 static_cast<int64_t>(rng() % 8));
+        switch (rng() % 4) {
+          case 0:
+            task.accelerator.whole = static_cast<uint32_t>(1 + rng() % 2);
+            break;
+          case 1:
+            task.accelerator.milli = static_cast<int64_t>(100 + rng() % 800);
+            break;
+          default:
+            break;
+        }
+        if (!task.accelerator.empty() && rng() % 2 == 0) {
+          const std::string& model = models[rng() % models.size()];
+          task.accelerator.models = std::vector<std::string>{model, "A10"};
+          task.accelerator.preferred_models = {model};
+        }
+        if (rng() % 5 == 0) task.required_labels = {{"zone", "a"}};
+        if (rng() % 4 == 0) task.preferred_labels = {{"zone", "b"}};
+        tasks.push_back(task);
+      }
+      f.Submit(static_cast<uint64_t>(j), tasks,
+               static_cast<int32_t>(rng() % 10));
+    }
+    f.Sync();
+    ASSERT_LT(f.Settle(), 50) << "trial " << trial << " never settled";
+    for (const auto& [id, machine] : f.state_.machines()) {
+      if (limit > 0) {
+        ASSERT_LE(static_cast<int64_t>(machine.running.size()), limit) << spec;
+      }
+      for (const cluster::Device& device : machine.devices) {
+        ASSERT_LE(device.used_milli, cluster::kMilliPerDevice);
+      }
+    }
+    for (const auto& [id, task] : f.state_.tasks()) {
+      placed += task.running() ? 1 : 0;
+      placed_on_devices += task.devices.empty() ? 0 : 1;
+      if (task.running()) continue;
+      ++waiting;
+      for (const auto& [machine_id, machine] : f.state_.machines()) {
+        const bool under_limit =
+            limit == 0 || static_cast<int64_t>(machine.running.size()) < limit;
+        EXPECT_FALSE(under_limit &&
+                     cluster::FitTask(machine, task.spec).fits() &&
+                     ConstraintsAdmit(task, machine, f.state_))
+            << spec << ": task " << id << " waits but fits machine "
+            << machine_id;
+      }
+    }
+  }
+  // The trials are not trivial: many placements, on devices too, and some
+  // tasks left waiting for room.
+  EXPECT_GT(placed, 200);
+  EXPECT_GT(placed_on_devices, 50);
+  EXPECT_GT(waiting, 20);
+}
+
+TEST(ProfilePolicyTest, WaitingMustCostMoreThanTheDearestPlacement) {
+  EXPECT_THAT(CheckProfile(ProfileParams{}), IsOk());
+  auto bad =
+      ParsePolicySpec("profile:spread=600,pack=400,unscheduled_cost=1000");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("unscheduled_cost (1000) must exceed the dearest "
+                        "placement, spread + pack + model_affinity = 1000"));
+  EXPECT_THAT(ParsePolicySpec("profile:spread=600,pack=399,"
+                              "unscheduled_cost=1000"),
+              IsOk());
+  auto canonical = CanonicalPolicySpec("profile: pack=1000 , spread=0");
+  ASSERT_THAT(canonical, IsOk());
+  EXPECT_EQ(*canonical, "profile:pack=1000,spread=0");
+}
+
+}  // namespace
+}  // namespace flowsched::flow

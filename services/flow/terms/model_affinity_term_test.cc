@@ -1,0 +1,60 @@
+#include "services/flow/terms/model_affinity_term.h"
+
+#include "gtest/gtest.h"
+#include "services/flow/terms/term_test_util.h"
+
+namespace flowsched::flow {
+namespace {
+
+using testing::MachineWith;
+using testing::ShapeAsking;
+
+cluster::Machine WithDevices(std::vector<cluster::AcceleratorGroup> groups) {
+  cluster::Machine machine = MachineWith(8000, 32);
+  machine.devices = cluster::ExpandAccelerators(groups);
+  return machine;
+}
+
+RequestShape AskingGpus(std::vector<std::string> preferred,
+                        std::optional<std::vector<std::string>> models = {}) {
+  RequestShape shape = ShapeAsking(1000, 1);
+  shape.ask.accelerator.whole = 1;
+  shape.ask.accelerator.models = std::move(models);
+  shape.ask.accelerator.preferred_models = std::move(preferred);
+  return shape;
+}
+
+TEST(ModelAffinityTermTest, IsTheShareOfAcceptableDevicesNotPreferred) {
+  const ModelAffinityTerm term;
+  const cluster::Machine v100 = WithDevices({{4, "V100", 1000, 0}});
+  const cluster::Machine a10 = WithDevices({{4, "A10", 1000, 0}});
+  const cluster::Machine mixed =
+      WithDevices({{1, "V100", 1000, 0}, {3, "A10", 1000, 0}});
+  const RequestShape shape = AskingGpus({"V100"});
+  EXPECT_DOUBLE_EQ(term.Value(v100, shape, 1), 0);
+  EXPECT_DOUBLE_EQ(term.Value(a10, shape, 1), 1);
+  EXPECT_DOUBLE_EQ(term.Value(mixed, shape, 1), 0.75);
+  EXPECT_FALSE(term.depends_on_k());
+}
+
+// Devices the ask does not accept do not count; no preference, no ask or
+// no acceptable device: 0.
+TEST(ModelAffinityTermTest, CountsOnlyAcceptableDevicesAndOnlyPreferences) {
+  const ModelAffinityTerm term;
+  const cluster::Machine mixed = WithDevices(
+      {{1, "V100", 1000, 0}, {1, "A10", 1000, 0}, {2, "T4", 1000, 0}});
+  EXPECT_DOUBLE_EQ(
+      term.Value(mixed,
+                 AskingGpus({"V100"}, std::vector<std::string>{"V100", "A10"}),
+                 1),
+      0.5);
+  EXPECT_DOUBLE_EQ(term.Value(mixed, AskingGpus({}), 1), 0);
+  EXPECT_DOUBLE_EQ(term.Value(mixed, ShapeAsking(1000, 1), 1), 0);
+  EXPECT_DOUBLE_EQ(
+      term.Value(mixed, AskingGpus({"H100"}, std::vector<std::string>{"H100"}),
+                 1),
+      0);
+}
+
+}  // namespace
+}  // namespace flowsched::flow

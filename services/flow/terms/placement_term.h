@@ -1,0 +1,39 @@
+#pragma once
+
+// A cost term of a scheduling profile (profile_policy.h): what placing the
+// k-th task of a request shape on a machine in one round costs, as a value
+// the profile multiplies by the term's weight (cost units at value 1) and
+// rounds. A profile's price for a placement is the sum of its weighted
+// terms; feasibility is not a term's business (the profile's filters and
+// the room reservations of request_shapes.h decide where arcs exist).
+//
+// Contract, which keeps the class arcs convex and the costs bounded:
+//   - Value is within [-1, 1] and non-decreasing in k (k >= 1);
+//   - depends_on_k() is false only if Value ignores k, so an arc priced by
+//     such terms alone is one piece;
+//   - Prepare runs before every reservation pass, with the state the pass
+//     reads, and Value reads nothing else of the cluster.
+
+#include <cstdint>
+#include <string_view>
+
+#include "services/cluster/cluster_state.h"
+#include "services/cluster/cluster_types.h"
+#include "services/flow/request_shapes.h"
+
+namespace flowsched::flow {
+
+class PlacementTerm {
+ public:
+  virtual ~PlacementTerm() = default;
+  // The key of its weight in a profile spec ("spread", "pack", ...).
+  [[nodiscard]] virtual std::string_view name() const = 0;
+  [[nodiscard]] virtual bool depends_on_k() const = 0;
+  // Cluster-wide inputs (normalisers), once per reservation pass.
+  virtual void Prepare(const cluster::ClusterState& state) { (void)state; }
+  [[nodiscard]] virtual double Value(const cluster::Machine& machine,
+                                     const RequestShape& shape,
+                                     int64_t k) const = 0;
+};
+
+}  // namespace flowsched::flow
