@@ -41,6 +41,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -525,11 +526,14 @@ class StaleReportIntegrationTest(unittest.TestCase):
 
 
 class GpuDeviceTest(unittest.TestCase):
-    """Issue #31: accelerator devices, under both policies that put them in
-    the network (FLOWSCHED_GPU_POLICIES, comma-separated, picks others)."""
+    """Issue #31: accelerator devices, under the policies that put them in
+    the network, a packing profile with a per-machine task limit among them
+    (FLOWSCHED_GPU_POLICIES, separated by ';', picks others)."""
 
-    POLICIES = os.environ.get("FLOWSCHED_GPU_POLICIES",
-                              "cpu-memory,load-spreading").split(",")
+    POLICIES = os.environ.get(
+        "FLOWSCHED_GPU_POLICIES",
+        "cpu-memory;load-spreading;profile:spread=0,pack=1000,max_tasks_per_machine=4",
+    ).split(";")
 
     def test_devices_never_overcommitted(self):
         for policy in self.POLICIES:
@@ -560,8 +564,11 @@ class GpuDeviceTest(unittest.TestCase):
             tasks.append(pub.task_spec(i, cpu_millis=1000, memory_bytes=GIB, accelerator=shape))
         pub.submit_job(1, tasks, name="gpu")
         pub.flush(WAIT_S)
+        limit = re.search(r"max_tasks_per_machine=(\d+)", policy)
+        limit = int(limit.group(1)) if limit else None
 
         use = collections.defaultdict(dict)  # (machine, device) -> task -> milli
+        machine_of = {}  # task -> machine, every placed task
         held = {}  # task -> (machine, [(device, milli)])
         gpu_decisions = []
 
@@ -609,11 +616,17 @@ class GpuDeviceTest(unittest.TestCase):
             order = {ACTION.ACTION_PREEMPT: 0, ACTION.ACTION_MIGRATE: 1, ACTION.ACTION_PLACE: 2}
             for d in sorted(r.decisions, key=lambda d: (order.get(d.action, 3), d.task_id)):
                 release(d.task_id)
+                machine_of.pop(d.task_id, None)
                 if d.action == ACTION.ACTION_PREEMPT:
                     placed.discard(d.task_id)
                     continue
                 take(d)
                 placed.add(d.task_id)
+                machine_of[d.task_id] = d.machine_id
+            if limit is not None:
+                counts = collections.Counter(machine_of.values())
+                self.assertLessEqual(max(counts.values(), default=0), limit,
+                                     f"over the task limit: {counts}")
 
         # Devices are the graph manager's choice when it applies a round:
         # the ledger's applied copies name them.
@@ -623,9 +636,14 @@ class GpuDeviceTest(unittest.TestCase):
         def fits_somewhere(task):
             # The consumer's view of free devices, as the fit rule reads it.
             ask = asks[task]
+            counts = collections.Counter(machine_of.values())
+            open_machines = [m for m in (1, 2, 3, 4)
+                             if limit is None or counts[m] < limit]
             if ask is None:
-                return True  # CPU and memory are plentiful here
+                return bool(open_machines)  # CPU and memory are plentiful here
             for machine, caps in devices.items():
+                if machine not in open_machines:
+                    continue
                 free = [caps[i] - sum(use[(machine, i)].values()) for i in range(len(caps))]
                 whole_free = [i for i in range(len(caps)) if not use[(machine, i)]]
                 if ask.get("milli"):
