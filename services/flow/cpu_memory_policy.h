@@ -11,8 +11,9 @@
 //     round spreads a burst;
 //   preferred_labels (weight preferred_discount): machines that match the
 //     shape's preferred labels cost that much less.
-// Its parameters, names and costs are the ones this policy had before
-// profiles (profile_policy_test.cc pins the costs).
+// CpuMemoryPolicy(params) is exactly ProfilePolicy(CpuMemoryProfile(params))
+// named "cpu-memory"; profile_policy_test.cc pins its costs to the formula
+// above.
 
 #include <cstdint>
 #include <string>

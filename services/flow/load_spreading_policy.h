@@ -68,7 +68,7 @@ struct LoadSpreadingParams {
   int64_t min_shape_machines = 16;
   int64_t shape_machines_per_task = 4;
   // Seconds a gang member waits before its shape gets first offer of
-  // every machine's room (0: never; cpu_memory_policy.h says why).
+  // every machine's room (0: never; profile_policy.h says why).
   double gang_first_after_s = 60;
 };
 

@@ -107,7 +107,7 @@ absl::Status NetworkAwarePolicy::Sync(const cluster::ChangeSet& changes,
       }));
 
   // RA -> machine arcs: greedy reservation of spare bandwidth and slots in
-  // an order rotated per machine (see cpu_memory_policy.h for why).
+  // an order rotated per machine (see request_shapes.h for why).
   std::map<int64_t, std::vector<DesiredArc>> ra_arcs =
       NetworkReservationArcs(state, order, builder);
   for (const auto& [request, node] : ra_nodes) {

@@ -16,6 +16,16 @@
 namespace flowsched::flow {
 
 absl::Status CheckProfile(const ProfileParams& params) {
+  for (const auto& [name, weight] :
+       {std::pair<const char*, int64_t>{"spread", params.spread},
+        {"pack", params.pack},
+        {"preferred_labels", params.preferred_labels},
+        {"model_affinity", params.model_affinity}}) {
+    if (weight < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " must not be negative, got ", weight));
+    }
+  }
   const int64_t dearest = params.spread + params.pack + params.model_affinity;
   if (params.unscheduled_cost <= dearest) {
     return absl::InvalidArgumentError(

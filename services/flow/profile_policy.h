@@ -20,9 +20,11 @@
 // Cost terms (terms/) price the k-th task of a shape on a machine; a
 // weight is the term's cost in units at value 1, and a term of weight 0 is
 // left out. The terms' contract (values in [-1, 1], non-decreasing in k)
-// keeps the arcs convex; the profile's check keeps waiting dearer than any
-// placement, so a round places at least one task whenever one fits
-// somewhere, and repeated rounds leave no fitting task waiting.
+// keeps the arcs convex. While waiting is dearer than any placement
+// (CheckProfile, which the registry applies to `profile` specs; built-in
+// profiles keep the ranges their stored specs were accepted with), a round
+// places at least one task whenever one fits somewhere, and repeated
+// rounds leave no fitting task waiting.
 //
 // Waiting tasks of the same shape share their class's reserved room; a
 // higher priority (the task's or its job's, clamped to [0, max_priority])
@@ -30,15 +32,20 @@
 // priorities first. Running tasks never move: preempting one frees
 // nothing in the same round (capacities come from the current allocation).
 //
-// Gangs: as cpu-memory's (a shape holding a gang member that has waited
-// `gang_first_after_s` is offered every machine's room first). The
-// reservations walk every machine, so a Sync with refresh_follows leaves
-// them to the Refresh before the next solve.
+// Gangs: a shape holding a gang member that has waited
+// `gang_first_after_s` is offered every machine's room before the others,
+// until its waiting tasks have room (StarvingFirst), so newer work cannot
+// keep taking the room a gang needs whole; the round solver's hold
+// (core/gang_requirements.h, the same default age) keeps the rest off it.
+// Refresh, before each round, redoes the reservations when that set of
+// shapes changed. The reservations walk every machine, so a Sync with
+// refresh_follows leaves them to that Refresh.
 //
 // Built-in profiles keep the names and costs of the policies they replace:
 // `cpu-memory` is spread and preferred_labels (cpu_memory_policy.h).
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -69,9 +76,9 @@ struct ProfileParams {
   double gang_first_after_s = 60;
 };
 
-// InvalidArgument unless waiting costs more than the dearest placement
-// (unscheduled_cost > spread + pack + model_affinity): otherwise a task
-// that fits could wait for ever.
+// InvalidArgument if a weight is negative (falling arc pieces) or waiting
+// does not cost more than the dearest placement (unscheduled_cost > spread
+// + pack + model_affinity: otherwise a task that fits could wait for ever).
 absl::Status CheckProfile(const ProfileParams& params);
 
 class ProfilePolicy : public SchedulingPolicy {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/cluster/resource_fit.h"
@@ -51,9 +52,14 @@ class ProfileFixture {
     submitted.priority = priority;
     Apply(submitted);
   }
+  // As the graph manager syncs when `deferred_`: the reservations left to
+  // the Refresh before the solve.
   void Sync() {
-    ASSERT_THAT(policy_->Sync(changes_, state_, SyncContext{1}, builder_),
-                IsOk());
+    const SyncContext context{.now_us = 1, .refresh_follows = deferred_};
+    ASSERT_THAT(policy_->Sync(changes_, state_, context, builder_), IsOk());
+    if (deferred_) {
+      ASSERT_THAT(policy_->Refresh(state_, context, builder_), IsOk());
+    }
     changes_.Clear();
     ASSERT_EQ(network_.total_supply(), 0);
   }
@@ -83,6 +89,7 @@ class ProfileFixture {
   FlowNetwork network_;
   NetworkBuilder builder_{network_};
   std::unique_ptr<SchedulingPolicy> policy_;
+  bool deferred_ = false;
 };
 
 std::unique_ptr<SchedulingPolicy> Make(const std::string& spec) {
@@ -95,17 +102,21 @@ cluster::TaskSpec Task(uint64_t id, int64_t cpu, int64_t mem_gib) {
   return {.id = TaskId(id), .request = {cpu, mem_gib * kGiB, 0}};
 }
 
-// A random cluster of machines (some without reported CPU or memory) and
-// jobs, some tasks already running, the rest waiting with random asks and
-// preferred labels.
+// A random cluster of machines (some without reported CPU or memory, some
+// with GPUs) and jobs, some tasks already running, the rest waiting with
+// random asks (GPUs among them) and preferred labels.
 void RandomCluster(std::mt19937_64& rng, ProfileFixture& f) {
   const int machines = 2 + static_cast<int>(rng() % 8);
   for (int m = 1; m <= machines; ++m) {
     const bool cpu_reported = rng() % 6 != 0;
+    std::vector<cluster::AcceleratorGroup> devices;
+    if (rng() % 2 == 0) {
+      devices.push_back({static_cast<uint32_t>(1 + rng() % 4), "A10", 1000, 0});
+    }
     f.AddMachine(static_cast<uint64_t>(m),
                  cpu_reported ? static_cast<int64_t>(1000 + rng() % 15000) : 0,
                  static_cast<int64_t>(rng() % 64), 1 + rng() % 20,
-                 {{"zone", rng() % 2 ? "a" : "b"}});
+                 {{"zone", rng() % 2 ? "a" : "b"}}, devices);
   }
   uint64_t next = 1;
   for (int wave = 0; wave < 2; ++wave) {
@@ -118,6 +129,9 @@ void RandomCluster(std::mt19937_64& rng, ProfileFixture& f) {
             Task(next++, static_cast<int64_t>(rng() % 3000),
                  static_cast<int64_t>(rng() % 6));
         if (rng() % 3 == 0) spec.preferred_labels = {{"zone", "a"}};
+        if (rng() % 4 == 0) spec.accelerator.milli = 250;
+        if (rng() % 6 == 0) spec.accelerator.whole = 1;
+        if (spec.accelerator.whole > 0) spec.accelerator.milli = 0;
         tasks.push_back(spec);
       }
       f.Submit(next * 1000 + static_cast<uint64_t>(wave), tasks);
@@ -153,9 +167,11 @@ int64_t CpuMemoryCostBeforeProfiles(const cluster::Machine& machine,
          (preferred ? discount : 0);
 }
 
-// cpu-memory is a built-in profile now; on random clusters every class
-// arc has the pieces and costs it had before: one piece per task up to
-// kMaxArcSegments + 1, the last taking the rest, the k-th priced as above.
+// cpu-memory is a built-in profile now; on random clusters (GPU asks
+// among them), synced eagerly or as the graph manager does (reservations
+// deferred to the Refresh), every class arc has the pieces and costs it had
+// before: one piece per task up to kMaxArcSegments + 1, the last taking the
+// rest, the k-th priced as above.
 TEST(ProfilePolicyTest, CpuMemoryKeepsItsCostsOnRandomClusters) {
   std::mt19937_64 rng(31);
   int arcs_checked = 0;
@@ -164,6 +180,7 @@ TEST(ProfilePolicyTest, CpuMemoryKeepsItsCostsOnRandomClusters) {
     params.util_scale = 1 + static_cast<int64_t>(rng() % 5000);
     params.preferred_discount = static_cast<int64_t>(rng() % 2000);
     ProfileFixture f(std::make_unique<CpuMemoryPolicy>(params));
+    f.deferred_ = trial % 2 == 1;
     RandomCluster(rng, f);
     for (const RequestShape& shape : WaitingShapes(f.state_)) {
       const NodeId node = f.builder_.FindAggregatorNode(
@@ -296,7 +313,7 @@ TEST(ProfilePolicyTest, PriorityGivesScarceRoomToTheHigherPriority) {
 TEST(ProfilePolicyTest, ModelAffinityPrefersTheModel) {
   for (const auto& [spec, expected] :
        std::vector<std::pair<std::string, uint64_t>>{
-           {"profile:model_affinity=400", 2}, {"profile:spread=0", 1}}) {
+           {"profile:model_affinity=400", 2}}) {
     ProfileFixture f(Make(spec));
     f.AddMachine(1, 8000, 32, 8, {}, {{4, "A10", 1000, 0}});
     f.AddMachine(2, 8000, 32, 8, {}, {{4, "V100", 1000, 0}});
@@ -406,6 +423,10 @@ TEST(ProfilePolicyTest, RandomProfilesAreFeasibleByConstruction) {
 
 TEST(ProfilePolicyTest, WaitingMustCostMoreThanTheDearestPlacement) {
   EXPECT_THAT(CheckProfile(ProfileParams{}), IsOk());
+  ProfileParams negative;
+  negative.pack = -1;
+  EXPECT_THAT(CheckProfile(negative).message(),
+              HasSubstr("pack must not be negative"));
   auto bad =
       ParsePolicySpec("profile:spread=600,pack=400,unscheduled_cost=1000");
   ASSERT_FALSE(bad.ok());

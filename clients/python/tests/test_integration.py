@@ -530,10 +530,13 @@ class GpuDeviceTest(unittest.TestCase):
     the network, a packing profile with a per-machine task limit among them
     (FLOWSCHED_GPU_POLICIES, separated by ';', picks others)."""
 
-    POLICIES = os.environ.get(
+    _POLICIES = os.environ.get(
         "FLOWSCHED_GPU_POLICIES",
-        "cpu-memory;load-spreading;profile:spread=0,pack=1000,max_tasks_per_machine=4",
-    ).split(";")
+        "cpu-memory;load-spreading;profile:spread=0,pack=1000,max_tasks_per_machine=4")
+    # ';' separates specs (a spec's parameters hold commas); plain names may
+    # still be separated by ','.
+    POLICIES = _POLICIES.split(";") if ";" in _POLICIES or ":" in _POLICIES \
+        else _POLICIES.split(",")
 
     def test_devices_never_overcommitted(self):
         for policy in self.POLICIES:

@@ -9,7 +9,6 @@
 // rule keeps the shape off them anyway).
 
 #include <cstdint>
-#include <string_view>
 
 #include "services/flow/terms/placement_term.h"
 
@@ -17,9 +16,6 @@ namespace flowsched::flow {
 
 class ModelAffinityTerm final : public PlacementTerm {
  public:
-  [[nodiscard]] std::string_view name() const override {
-    return "model_affinity";
-  }
   [[nodiscard]] bool depends_on_k() const override { return false; }
   [[nodiscard]] double Value(const cluster::Machine& machine,
                              const RequestShape& shape,

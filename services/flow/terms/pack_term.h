@@ -3,17 +3,17 @@
 // Packing (Kubernetes' MostAllocated; the FGD paper's BestFit): what the
 // machine would keep free after one task of the shape, CPU, memory and
 // device milli each over the largest machine's (cluster::BestFitLeftover),
-// averaged over the three: 0 for a machine the task fills exactly, 1 for
-// an empty machine of the largest kind. Fuller machines cost less, so
-// work collects on few machines and whole machines stay free for large
-// asks.
+// averaged over the three and clamped to [0, 1]: 0 for a machine the task
+// fills exactly, most for an empty machine of the largest kind. Fuller
+// machines cost less, so work collects on few machines and whole machines
+// stay free for large asks. A dimension the machine does not report leaves
+// nothing (as in BestFitLeftover), so such machines look full in it.
 //
 // The price does not rise with k (a falling price would not be convex), so
 // a round places a shape's tasks on the fullest machines up to their
 // reserved room, and the next round prices the fill it left.
 
 #include <cstdint>
-#include <string_view>
 
 #include "services/cluster/resource_vector.h"
 #include "services/flow/terms/placement_term.h"
@@ -22,7 +22,6 @@ namespace flowsched::flow {
 
 class PackTerm final : public PlacementTerm {
  public:
-  [[nodiscard]] std::string_view name() const override { return "pack"; }
   [[nodiscard]] bool depends_on_k() const override { return false; }
   void Prepare(const cluster::ClusterState& state) override;
   [[nodiscard]] double Value(const cluster::Machine& machine,

@@ -15,7 +15,6 @@
 //     reads, and Value reads nothing else of the cluster.
 
 #include <cstdint>
-#include <string_view>
 
 #include "services/cluster/cluster_state.h"
 #include "services/cluster/cluster_types.h"
@@ -26,8 +25,6 @@ namespace flowsched::flow {
 class PlacementTerm {
  public:
   virtual ~PlacementTerm() = default;
-  // The key of its weight in a profile spec ("spread", "pack", ...).
-  [[nodiscard]] virtual std::string_view name() const = 0;
   [[nodiscard]] virtual bool depends_on_k() const = 0;
   // Cluster-wide inputs (normalisers), once per reservation pass.
   virtual void Prepare(const cluster::ClusterState& state) { (void)state; }

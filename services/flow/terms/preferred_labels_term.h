@@ -7,7 +7,6 @@
 // none (RequestShape::preferred is empty) and get no discount.
 
 #include <cstdint>
-#include <string_view>
 
 #include "services/flow/terms/placement_term.h"
 
@@ -15,9 +14,6 @@ namespace flowsched::flow {
 
 class PreferredLabelsTerm final : public PlacementTerm {
  public:
-  [[nodiscard]] std::string_view name() const override {
-    return "preferred_labels";
-  }
   [[nodiscard]] bool depends_on_k() const override { return false; }
   [[nodiscard]] double Value(const cluster::Machine& machine,
                              const RequestShape& shape,

@@ -7,7 +7,6 @@
 // filling the emptiest. A dimension the machine does not report counts 0%.
 
 #include <cstdint>
-#include <string_view>
 
 #include "services/flow/terms/placement_term.h"
 
@@ -15,7 +14,6 @@ namespace flowsched::flow {
 
 class SpreadTerm final : public PlacementTerm {
  public:
-  [[nodiscard]] std::string_view name() const override { return "spread"; }
   [[nodiscard]] bool depends_on_k() const override { return true; }
   [[nodiscard]] double Value(const cluster::Machine& machine,
                              const RequestShape& shape,

@@ -246,6 +246,7 @@ class Checker {
     for (const flow::PolicyParameter& parameter : known) {
       names.push_back(parameter.name);
     }
+    const size_t problems_before = problems_.size();
     ForEachEntry(
         value, "policy.parameters",
         [&](const std::string& name, const YAML::Node& entry_key,
@@ -291,6 +292,14 @@ class Checker {
           }
           config_.policy.parameters[name] = number;
         });
+    // Each value in range; now what relates them (a profile's waiting
+    // dearer than its dearest placement), as --policy would check it.
+    if (problems_.size() != problems_before || known.empty()) return;
+    const absl::StatusOr<flow::PolicySpec> spec = flow::ParsePolicySpec(
+        flow::FormatPolicySpec({policy, config_.policy.parameters}));
+    if (!spec.ok()) {
+      Problem("policy.parameters", std::string(spec.status().message()), key);
+    }
   }
 
   Config& config_;

@@ -230,6 +230,14 @@ TEST(ConfigParserTest, PolicyParametersAreCheckedAgainstThePolicy) {
               ElementsAre(HasSubstr("policy.parameters: must be a mapping")));
   EXPECT_THAT(Problems("policy: {name: load-spreading, parameters: {}}"),
               IsEmpty());
+  // Values in range that break a relation the policy checks.
+  EXPECT_THAT(Problems("policy: {name: profile, parameters: "
+                       "{unscheduled_cost: 500}}"),
+              ElementsAre(HasSubstr("policy.parameters: policy profile: "
+                                    "unscheduled_cost (500) must exceed")));
+  EXPECT_THAT(Problems("policy: {name: profile, parameters: "
+                       "{spread: 0, pack: 1000}}"),
+              IsEmpty());
 }
 
 TEST(ConfigParserTest, TopLevelMustBeAMappingOfSections) {
