@@ -9,6 +9,7 @@ ProfileParams CpuMemoryProfile(const CpuMemoryParams& params) {
           .pack = 0,
           .preferred_labels = params.preferred_discount,
           .model_affinity = 0,
+          .locality = 0,
           .unscheduled_cost = params.unscheduled_cost,
           .priority_step = 0,
           .max_priority = 0,

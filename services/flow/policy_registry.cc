@@ -145,6 +145,8 @@ std::vector<Tunable<ProfileParams>> ProfileTunables() {
             "discount on machines matching the preferred labels"),
       Field("model_affinity", &P::model_affinity, 0, kMaxUnitCost,
             "weight of a machine's devices not of a preferred model"),
+      Field("locality", &P::locality, 0, kMaxUnitCost,
+            "cost of a machine outside the rack holding a task's input"),
       Field("unscheduled_cost", &P::unscheduled_cost, 1, kMaxCost,
             "cost of a priority-0 task waiting a round (above every "
             "placement's)"),

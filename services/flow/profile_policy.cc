@@ -6,8 +6,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "services/cluster/resource_vector.h"
 #include "services/common/status_macros.h"
 #include "services/flow/policy_walk.h"
+#include "services/flow/terms/locality_term.h"
 #include "services/flow/terms/model_affinity_term.h"
 #include "services/flow/terms/pack_term.h"
 #include "services/flow/terms/preferred_labels_term.h"
@@ -20,25 +22,29 @@ absl::Status CheckProfile(const ProfileParams& params) {
        {std::pair<const char*, int64_t>{"spread", params.spread},
         {"pack", params.pack},
         {"preferred_labels", params.preferred_labels},
-        {"model_affinity", params.model_affinity}}) {
+        {"model_affinity", params.model_affinity},
+        {"locality", params.locality}}) {
     if (weight < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(name, " must not be negative, got ", weight));
     }
   }
-  const int64_t dearest = params.spread + params.pack + params.model_affinity;
+  const int64_t dearest =
+      params.spread + params.pack + params.model_affinity + params.locality;
   if (params.unscheduled_cost <= dearest) {
     return absl::InvalidArgumentError(
         absl::StrCat("unscheduled_cost (", params.unscheduled_cost,
                      ") must exceed the dearest placement, spread + pack + "
-                     "model_affinity = ",
+                     "model_affinity + locality = ",
                      dearest, ", or a task that fits could wait for ever"));
   }
   return absl::OkStatus();
 }
 
 ProfilePolicy::ProfilePolicy(ProfileParams params, std::string name)
-    : params_(params), name_(std::move(name)) {
+    : params_(params),
+      name_(std::move(name)),
+      waiting_(/*by_input_rack=*/params.locality > 0) {
   const auto add = [this](int64_t weight, std::unique_ptr<PlacementTerm> term) {
     if (weight == 0) return;
     depends_on_k_ = depends_on_k_ || term->depends_on_k();
@@ -48,6 +54,7 @@ ProfilePolicy::ProfilePolicy(ProfileParams params, std::string name)
   add(params_.pack, std::make_unique<PackTerm>());
   add(params_.preferred_labels, std::make_unique<PreferredLabelsTerm>());
   add(params_.model_affinity, std::make_unique<ModelAffinityTerm>());
+  add(params_.locality, std::make_unique<LocalityTerm>());
 }
 
 int64_t ProfilePolicy::PlacementCost(const cluster::Machine& machine,
@@ -126,6 +133,42 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
   for (WeightedTerm& weighted : terms_) weighted.term->Prepare(state);
   StarvingFirst starving(shapes, now_us, params_.gang_first_after_s);
   starving_ = starving.Keys(shapes);
+  // The shapes whose input is in each rack, and the rack's machines
+  // (locality profiles only).
+  struct RackShapes {
+    std::vector<size_t> shapes;
+    size_t machines = 0;
+    size_t seen = 0;  // machines of the rack offered so far
+  };
+  std::map<std::string_view, RackShapes> by_rack;
+  if (params_.locality > 0) {
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      if (!shapes[i].input_rack.empty()) {
+        by_rack[shapes[i].input_rack].shapes.push_back(i);
+      }
+    }
+    for (const auto& [id, machine] : state.machines()) {
+      if (auto rack = by_rack.find(machine.rack); rack != by_rack.end()) {
+        ++rack->second.machines;
+      }
+    }
+    // Largest first (by the dominant share of the largest machine), as
+    // first-fit decreasing packs: small shapes offered first fill a rack's
+    // machines in pieces the large ones then fit nowhere.
+    const cluster::ResourceVector max_spec = cluster::ComputeMaxSpec(state);
+    const auto dominant_share = [&](size_t i) {
+      const cluster::Resources& r = shapes[i].ask.request;
+      return std::max(
+          static_cast<double>(r.cpu_millis) / max_spec.cpu_millis,
+          static_cast<double>(r.memory_bytes) / max_spec.memory_bytes);
+    };
+    for (auto& [rack, local] : by_rack) {
+      std::stable_sort(local.shapes.begin(), local.shapes.end(),
+                       [&](size_t a, size_t b) {
+                         return dominant_share(a) > dominant_share(b);
+                       });
+    }
+  }
   // Class -> machine arcs by reservation (request_shapes.h).
   std::map<std::string, std::vector<DesiredArc>> class_arcs;
   size_t machine_index = 0;
@@ -134,8 +177,23 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
     const cluster::Machine& machine = entry.second;
     const NodeId machine_node = builder.FindMachineNode(entry.first);
     // A copy: reservations on this machine may close a starving shape.
-    const std::vector<size_t> first(starving.open().begin(),
-                                    starving.open().end());
+    // Then the shapes whose input is in the machine's rack.
+    std::vector<size_t> first(starving.open().begin(), starving.open().end());
+    // Each machine of the rack starts its rack's list at its own offset,
+    // spread over the list (profile_policy.h says why).
+    if (auto local = by_rack.find(machine.rack); local != by_rack.end()) {
+      RackShapes& rack = local->second;
+      const size_t n = rack.shapes.size();
+      const size_t start = rack.seen++ * n / rack.machines;
+      const auto starving_end = static_cast<std::ptrdiff_t>(first.size());
+      for (size_t j = 0; j < n; ++j) {
+        const size_t i = rack.shapes[(start + j) % n];
+        if (std::find(first.begin(), first.begin() + starving_end, i) ==
+            first.begin() + starving_end) {
+          first.push_back(i);
+        }
+      }
+    }
     ReserveMachine(
         machine, state, shapes, machine_index++,
         [&](size_t i, int64_t n) {

@@ -32,6 +32,16 @@
 // priorities first. Running tasks never move: preempting one frees
 // nothing in the same round (capacities come from the current allocation).
 //
+// Locality: with a `locality` weight, tasks that ask alike but keep most
+// of their input in different racks are different shapes (ShapeIndex's
+// by_input_rack), and each machine offers its room to the shapes whose
+// input is in its rack before the rotation (after starving gangs), so the
+// room a rack has goes to the work that reads there. That list is largest
+// first (first-fit decreasing: small shapes offered first leave pieces the
+// large ones fit nowhere), and each machine of the rack starts it at its
+// own offset (machines that all started at the front gave the first
+// shapes every machine of the rack and the rest none).
+//
 // Gangs: a shape holding a gang member that has waited
 // `gang_first_after_s` is offered every machine's room before the others,
 // until its waiting tasks have room (StarvingFirst), so newer work cannot
@@ -64,6 +74,7 @@ struct ProfileParams {
   int64_t pack = 0;                // room left after one task (most-allocated)
   int64_t preferred_labels = 500;  // discount where preferred labels match
   int64_t model_affinity = 0;      // devices not of a preferred model
+  int64_t locality = 0;            // outside the rack holding the input
   // Waiting: a task waits at unscheduled_cost + priority_step * priority.
   int64_t unscheduled_cost = 100'000;
   int64_t priority_step = 0;
@@ -78,7 +89,8 @@ struct ProfileParams {
 
 // InvalidArgument if a weight is negative (falling arc pieces) or waiting
 // does not cost more than the dearest placement (unscheduled_cost > spread
-// + pack + model_affinity: otherwise a task that fits could wait for ever).
+// + pack + model_affinity + locality: otherwise a task that fits could
+// wait for ever).
 absl::Status CheckProfile(const ProfileParams& params);
 
 class ProfilePolicy : public SchedulingPolicy {

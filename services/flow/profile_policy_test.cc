@@ -38,9 +38,10 @@ class ProfileFixture {
   }
   void AddMachine(uint64_t id, int64_t cpu, int64_t mem_gib, uint32_t slots,
                   std::map<std::string, std::string> labels = {},
-                  std::vector<cluster::AcceleratorGroup> devices = {}) {
+                  std::vector<cluster::AcceleratorGroup> devices = {},
+                  std::string rack = "r") {
     Apply(cluster::MachineAdded{MachineId(id),
-                                "r",
+                                std::move(rack),
                                 {cpu, mem_gib * kGiB, 0},
                                 slots,
                                 std::move(labels),
@@ -327,6 +328,86 @@ TEST(ProfilePolicyTest, ModelAffinityPrefersTheModel) {
   }
 }
 
+// Two racks of one machine each, each with room for one task; two equal
+// tasks, one reading its input in each rack. Without locality they are one
+// shape and land wherever. With it they are two shapes (split by input
+// rack); m1, in r2, comes first, where the rotation alone would offer its
+// room to the shape reading in r1 (and m2's to the other: both across a
+// rack, whatever the costs). Each machine offers its room to its rack's
+// shape first, so both read locally.
+TEST(ProfilePolicyTest, LocalityGivesARacksRoomToTheWorkThatReadsThere) {
+  for (const auto& [spec, local] : std::vector<std::pair<std::string, bool>>{
+           {"profile:locality=5000", true}, {"profile", false}}) {
+    ProfileFixture f(Make(spec));
+    f.Apply(cluster::MachineAdded{
+        MachineId(1), "r2", {1000, 4 * kGiB, 0}, 4, {}, {}});
+    f.Apply(cluster::MachineAdded{
+        MachineId(2), "r1", {1000, 4 * kGiB, 0}, 4, {}, {}});
+    cluster::TaskSpec in_r1 = Task(1, 1000, 1);
+    in_r1.input = {{MachineId(0), "r1", 64 << 20}};
+    cluster::TaskSpec in_r2 = Task(2, 1000, 1);
+    in_r2.input = {{MachineId(0), "r2", 64 << 20}};
+    f.Submit(1, {in_r1, in_r2});
+    f.Sync();
+    EXPECT_EQ(f.builder_.AggregatorKeys(NodeKind::kEquivalenceClass).size(),
+              local ? 2u : 1u)
+        << spec;
+    f.Round();
+    EXPECT_NE(f.MachineOf(1), 0u) << spec;
+    EXPECT_NE(f.MachineOf(2), 0u) << spec;
+    if (local) {
+      EXPECT_EQ(f.MachineOf(1), 2u);
+      EXPECT_EQ(f.MachineOf(2), 1u);
+    }
+  }
+}
+
+// A rack's own shapes are offered its room largest first: on one 4-core
+// machine, the 4-core task reading there gets the room before three 1-core
+// ones (whose shapes come first in key order), which would leave it
+// nowhere to fit.
+TEST(ProfilePolicyTest, LocalityOffersARacksRoomLargestFirst) {
+  ProfileFixture f(Make("profile:locality=5000"));
+  f.Apply(cluster::MachineAdded{
+      MachineId(1), "r1", {4000, 16 * kGiB, 0}, 8, {}, {}});
+  std::vector<cluster::TaskSpec> tasks;
+  for (uint64_t t = 1; t <= 4; ++t) {
+    cluster::TaskSpec task =
+        t == 4 ? Task(t, 4000, 4) : Task(t, 1000, static_cast<int64_t>(t));
+    task.input = {{MachineId(0), "r1", 64 << 20}};
+    tasks.push_back(task);
+  }
+  f.Submit(1, tasks);
+  f.Sync();
+  EXPECT_EQ(f.Round(), 1);
+  EXPECT_EQ(f.MachineOf(4), 1u);
+}
+
+// A different-machines job stays one shape whatever its tasks read, so it
+// never has two tasks on a machine.
+TEST(ProfilePolicyTest, LocalityNeverSplitsADifferentMachinesJob) {
+  ProfileFixture f(Make("profile:locality=5000"));
+  for (uint64_t m = 1; m <= 4; ++m) {
+    f.Apply(cluster::MachineAdded{
+        MachineId(m), m <= 2 ? "r1" : "r2", {8000, 32 * kGiB, 0}, 8, {}, {}});
+  }
+  std::vector<cluster::TaskSpec> tasks;
+  for (uint64_t t = 1; t <= 4; ++t) {
+    cluster::TaskSpec task = Task(t, 1000, 1);
+    task.input = {{MachineId(0), t % 2 ? "r1" : "r2", 64 << 20}};
+    tasks.push_back(task);
+  }
+  cluster::JobSubmitted job{JobId(1), "j", 0, tasks};
+  job.different_machines = true;
+  f.Apply(job);
+  f.Sync();
+  EXPECT_EQ(f.builder_.AggregatorKeys(NodeKind::kEquivalenceClass).size(), 1u);
+  EXPECT_LT(f.Settle(), 50);
+  for (const auto& [id, machine] : f.state_.machines()) {
+    EXPECT_LE(machine.running.size(), 1u) << id;
+  }
+}
+
 // Random weights, filters and clusters with GPUs (whole and fractional
 // asks, model lists): every decision passes the one fit rule (Place), no
 // machine runs more than the limit, and once rounds stop placing, no
@@ -343,7 +424,8 @@ TEST(ProfilePolicyTest, RandomProfilesAreFeasibleByConstruction) {
     const std::string spec = absl::StrCat(
         "profile:spread=", rng() % 2000, ",pack=", rng() % 2000,
         ",preferred_labels=", rng() % 1000, ",model_affinity=", rng() % 1000,
-        ",priority_step=", rng() % 3 * 500, ",max_tasks_per_machine=", limit);
+        ",priority_step=", rng() % 3 * 500, ",locality=", rng() % 2 * 700,
+        ",max_tasks_per_machine=", limit);
     ProfileFixture f(Make(spec));
     const int machines = 1 + static_cast<int>(rng() % 6);
     for (int m = 1; m <= machines; ++m) {
@@ -352,10 +434,10 @@ TEST(ProfilePolicyTest, RandomProfilesAreFeasibleByConstruction) {
         devices.push_back({static_cast<uint32_t>(1 + rng() % 4),
                            models[rng() % models.size()], 1000, 0});
       }
-      f.AddMachine(static_cast<uint64_t>(m),
-                   static_cast<int64_t>(2000 + rng() % 14000),
-                   static_cast<int64_t>(4 + rng() % 60), 1 + rng() % 10,
-                   {{"zone", rng() % 2 ? "a" : "b"}}, devices);
+      f.AddMachine(
+          static_cast<uint64_t>(m), static_cast<int64_t>(2000 + rng() % 14000),
+          static_cast<int64_t>(4 + rng() % 60), 1 + rng() % 10,
+          {{"zone", rng() % 2 ? "a" : "b"}}, devices, absl::StrCat("r", m % 3));
     }
     uint64_t next = 1;
     const int jobs = 1 + static_cast<int>(rng() % 5);
@@ -383,6 +465,10 @@ TEST(ProfilePolicyTest, RandomProfilesAreFeasibleByConstruction) {
         }
         if (rng() % 5 == 0) task.required_labels = {{"zone", "a"}};
         if (rng() % 4 == 0) task.preferred_labels = {{"zone", "b"}};
+        if (rng() % 2 == 0) {
+          task.input = {{MachineId(1 + rng() % static_cast<uint64_t>(machines)),
+                         "", static_cast<int64_t>(1 + rng() % 1000) << 20}};
+        }
         tasks.push_back(task);
       }
       f.Submit(static_cast<uint64_t>(j), tasks,
@@ -432,7 +518,8 @@ TEST(ProfilePolicyTest, WaitingMustCostMoreThanTheDearestPlacement) {
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(),
               HasSubstr("unscheduled_cost (1000) must exceed the dearest "
-                        "placement, spread + pack + model_affinity = 1000"));
+                        "placement, spread + pack + model_affinity + "
+                        "locality = 1000"));
   EXPECT_THAT(ParsePolicySpec("profile:spread=600,pack=399,"
                               "unscheduled_cost=1000"),
               IsOk());

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "services/cluster/input_locality.h"
 #include "services/cluster/resource_fit.h"
 #include "services/common/status_macros.h"
 #include "services/flow/constraints.h"
@@ -204,6 +205,19 @@ std::vector<RequestShape> WaitingShapes(
   return InKeyOrder(shapes);
 }
 
+std::string InputRack(const cluster::Task& task,
+                      const cluster::ClusterState& state) {
+  if (task.spec.input.empty()) return {};
+  const cluster::InputLocation where = cluster::LocateInput(task.spec, state);
+  const std::pair<std::string, int64_t>* best = nullptr;
+  for (const auto& rack : where.in_rack) {
+    if (rack.second > 0 && (best == nullptr || rack.second > best->second)) {
+      best = &rack;
+    }
+  }
+  return best == nullptr ? std::string() : best->first;
+}
+
 void ShapeIndex::Update(TaskId id, const cluster::Task* task, bool keep,
                         const cluster::ClusterState& state) {
   auto it = key_of_.find(id);
@@ -216,6 +230,12 @@ void ShapeIndex::Update(TaskId id, const cluster::Task* task, bool keep,
   if (keep && task != nullptr) {
     Entry entry{ShapeKey(*task, state), task->wait_start_us,
                 InGang(*task, state)};
+    std::string rack;
+    const cluster::Job* job = state.FindJob(task->job);
+    if (by_input_rack_ && (job == nullptr || !job->different_machines)) {
+      rack = InputRack(*task, state);
+      if (!rack.empty()) absl::StrAppend(&entry.key, "|in=", rack);
+    }
     if (it != key_of_.end()) {
       if (it->second.key == entry.key && it->second.since == entry.since) {
         return;
@@ -227,6 +247,7 @@ void ShapeIndex::Update(TaskId id, const cluster::Task* task, bool keep,
     }
     Members& members = members_[entry.key];
     members.tasks.insert(id);
+    members.input_rack = std::move(rack);
     if (entry.gang) members.gang_by_since.insert({entry.since, id});
     return;
   }
@@ -316,6 +337,8 @@ std::vector<RequestShape> ShapeIndex::Shapes(
     }
     if (one.empty()) continue;
     out.push_back(std::move(one.begin()->second));
+    out.back().key = key;  // the index's key, which may name the rack
+    out.back().input_rack = members.input_rack;
     SetGangFields(members.gang_by_since, state, out.back());
   }
   return out;
@@ -528,9 +551,15 @@ absl::StatusOr<ShapeClasses> SyncShapeClasses(
           arcs.push_back({ends.machine, 1, 0, {}});
           arcs.push_back({ends.job, 1, preemption_cost, {}});
         } else {
-          FLOWSCHED_ASSIGN_OR_RETURN(const NodeId shape,
-                                     ShapeNodeOf(task, state, classes.nodes));
-          arcs.push_back({shape, 1, 0, {}});
+          const std::string* key = index.KeyOf(task.spec.id);
+          const auto shape =
+              key == nullptr ? classes.nodes.end() : classes.nodes.find(*key);
+          if (shape == classes.nodes.end()) {
+            return absl::InternalError(
+                absl::StrCat("waiting task ", task.spec.id.value(),
+                             " has no request-shape class"));
+          }
+          arcs.push_back({shape->second, 1, 0, {}});
           arcs.push_back({ends.job, 1, waiting_cost(task), {}});
         }
         return builder.SetOutArcs(node, arcs);

@@ -46,6 +46,9 @@ struct RequestShape {
   cluster::TaskSpec ask;  // request, accelerator ask, required labels
   std::map<std::string, std::string> preferred;  // empty if they differ
   JobId different_machines_job;  // non-zero: the job's own shape
+  // The rack holding most of its tasks' input (InputRack), when its index
+  // splits shapes by it (ShapeIndex(by_input_rack)); empty otherwise.
+  std::string input_rack;
   int64_t waiting = 0;
   // Its waiting members of gangs that still need members (a job's
   // gang_need above its running count): the start of the longest current
@@ -103,6 +106,12 @@ bool AsksForRoom(const cluster::Task& task, const cluster::ClusterState& state);
 std::string ShapeKey(const cluster::Task& task,
                      const cluster::ClusterState& state);
 
+// The rack holding the most bytes of `task`'s input (cluster::LocateInput;
+// ties to the first in name order); empty if none of it is in a rack the
+// state knows.
+std::string InputRack(const cluster::Task& task,
+                      const cluster::ClusterState& state);
+
 // The shapes of the waiting tasks that `include` accepts (all when null),
 // in key order (deterministic).
 std::vector<RequestShape> WaitingShapes(
@@ -114,6 +123,13 @@ std::vector<RequestShape> WaitingShapes(
 // tasks that changed and the shapes, not every waiting task.
 class ShapeIndex {
  public:
+  // `by_input_rack`: tasks that ask alike but keep most of their input in
+  // different racks (InputRack) are different shapes, each knowing its
+  // rack (RequestShape::input_rack), so a policy can price locality per
+  // shape. Never for a different-machines job's shape (one per job, so the
+  // job's tasks reserve at most once per machine).
+  explicit ShapeIndex(bool by_input_rack = false)
+      : by_input_rack_(by_input_rack) {}
   // Puts `id` in the shape `task` has now if `keep`, else takes it out
   // (`task` may be null then: the task is gone).
   void Update(TaskId id, const cluster::Task* task, bool keep,
@@ -168,7 +184,9 @@ class ShapeIndex {
   struct Members {
     absl::btree_set<TaskId> tasks;
     absl::btree_set<std::pair<int64_t, TaskId>> gang_by_since;  // oldest first
+    std::string input_rack;  // by_input_rack_ only
   };
+  bool by_input_rack_ = false;
   bool tracking_ = false;
   absl::flat_hash_map<TaskId, Entry> key_of_;
   std::map<std::string, Members> members_;
@@ -250,12 +268,12 @@ struct ShapeClasses {
 };
 
 // The task side of a policy that routes every waiting task through its
-// shape's class: keeps `index` in step (ShapeIndex::Track), makes a class
-// node per shape, and sets the arcs of each task `changes` names (all
-// waiting tasks on the index's first call): a running task to its machine
-// (0) and its job's unscheduled aggregator (`preemption_cost`), a waiting
-// one to its class (0) and that aggregator (`unscheduled_cost`). Internal
-// as ShapeNodeOf.
+// shape's class (the one `index` keys it under): keeps `index` in step
+// (ShapeIndex::Track), makes a class node per shape, and sets the arcs of each
+// task `changes` names (all waiting tasks on the index's first call): a running
+// task to its machine (0) and its job's unscheduled aggregator
+// (`preemption_cost`), a waiting one to its class (0) and that aggregator
+// (`unscheduled_cost`). Internal as ShapeNodeOf.
 absl::StatusOr<ShapeClasses> SyncShapeClasses(
     ShapeIndex& index, const cluster::ChangeSet& changes,
     const cluster::ClusterState& state, int64_t unscheduled_cost,
