@@ -16,6 +16,14 @@
 #include "services/flow/terms/spread_term.h"
 
 namespace flowsched::flow {
+namespace {
+
+// A rack holding at least this share of a shape's input, though not the
+// most, also offers the shape its room before the rotation (after its own
+// shapes): Quincy's preferred-rack threshold (delta_rack, SOSP 2009).
+constexpr double kSecondRackShare = 0.1;
+
+}  // namespace
 
 absl::Status CheckProfile(const ProfileParams& params) {
   for (const auto& [name, weight] :
@@ -136,15 +144,18 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
   // The shapes whose input is in each rack, and the rack's machines
   // (locality profiles only).
   struct RackShapes {
-    std::vector<size_t> shapes;
+    std::vector<std::pair<bool, size_t>> shapes;  // (rack is not its first, i)
     size_t machines = 0;
     size_t seen = 0;  // machines of the rack offered so far
   };
   std::map<std::string_view, RackShapes> by_rack;
   if (params_.locality > 0) {
     for (size_t i = 0; i < shapes.size(); ++i) {
-      if (!shapes[i].input_rack.empty()) {
-        by_rack[shapes[i].input_rack].shapes.push_back(i);
+      const std::vector<RackShare>& racks = shapes[i].input_racks;
+      for (size_t r = 0; r < racks.size(); ++r) {
+        if (r == 0 || racks[r].share >= kSecondRackShare) {
+          by_rack[racks[r].rack].shapes.push_back({r != 0, i});
+        }
       }
     }
     for (const auto& [id, machine] : state.machines()) {
@@ -152,9 +163,10 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
         ++rack->second.machines;
       }
     }
-    // Largest first (by the dominant share of the largest machine), as
-    // first-fit decreasing packs: small shapes offered first fill a rack's
-    // machines in pieces the large ones then fit nowhere.
+    // The shapes whose input is mostly there first; then largest first (by
+    // the dominant share of the largest machine), as first-fit decreasing
+    // packs: small shapes offered first fill a rack's machines in pieces
+    // the large ones then fit nowhere.
     const cluster::ResourceVector max_spec = cluster::ComputeMaxSpec(state);
     const auto dominant_share = [&](size_t i) {
       const cluster::Resources& r = shapes[i].ask.request;
@@ -164,8 +176,10 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
     };
     for (auto& [rack, local] : by_rack) {
       std::stable_sort(local.shapes.begin(), local.shapes.end(),
-                       [&](size_t a, size_t b) {
-                         return dominant_share(a) > dominant_share(b);
+                       [&](const auto& a, const auto& b) {
+                         if (a.first != b.first) return b.first;
+                         return dominant_share(a.second) >
+                                dominant_share(b.second);
                        });
     }
   }
@@ -183,16 +197,26 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
     // spread over the list (profile_policy.h says why).
     if (auto local = by_rack.find(machine.rack); local != by_rack.end()) {
       RackShapes& rack = local->second;
-      const size_t n = rack.shapes.size();
-      const size_t start = rack.seen++ * n / rack.machines;
       const auto starving_end = static_cast<std::ptrdiff_t>(first.size());
-      for (size_t j = 0; j < n; ++j) {
-        const size_t i = rack.shapes[(start + j) % n];
-        if (std::find(first.begin(), first.begin() + starving_end, i) ==
-            first.begin() + starving_end) {
-          first.push_back(i);
+      const size_t own = static_cast<size_t>(
+          std::partition_point(rack.shapes.begin(), rack.shapes.end(),
+                               [](const auto& s) { return !s.first; }) -
+          rack.shapes.begin());
+      // The rack's own shapes, then the others, each from this machine's
+      // offset.
+      for (const auto& [begin, n] :
+           {std::pair<size_t, size_t>{0, own},
+            std::pair<size_t, size_t>{own, rack.shapes.size() - own}}) {
+        const size_t start = rack.seen * n / rack.machines;
+        for (size_t j = 0; j < n; ++j) {
+          const size_t i = rack.shapes[begin + (start + j) % n].second;
+          if (std::find(first.begin(), first.begin() + starving_end, i) ==
+              first.begin() + starving_end) {
+            first.push_back(i);
+          }
         }
       }
+      ++rack.seen;
     }
     ReserveMachine(
         machine, state, shapes, machine_index++,

@@ -36,11 +36,13 @@
 // of their input in different racks are different shapes (ShapeIndex's
 // by_input_rack), and each machine offers its room to the shapes whose
 // input is in its rack before the rotation (after starving gangs), so the
-// room a rack has goes to the work that reads there. That list is largest
-// first (first-fit decreasing: small shapes offered first leave pieces the
-// large ones fit nowhere), and each machine of the rack starts it at its
-// own offset (machines that all started at the front gave the first
-// shapes every machine of the rack and the rest none).
+// room a rack has goes to the work that reads there, then to the shapes
+// holding at least a tenth of their input there (Quincy's preferred-rack
+// threshold), for the work a rack in demand cannot take. Each list is
+// largest first (first-fit decreasing: small shapes offered first leave
+// pieces the large ones fit nowhere), and each machine of the rack starts
+// it at its own offset (machines that all started at the front gave the
+// first shapes every machine of the rack and the rest none).
 //
 // Gangs: a shape holding a gang member that has waited
 // `gang_first_after_s` is offered every machine's room before the others,

@@ -383,6 +383,30 @@ TEST(ProfilePolicyTest, LocalityOffersARacksRoomLargestFirst) {
   EXPECT_EQ(f.MachineOf(4), 1u);
 }
 
+// Two tasks read mostly in r1, whose one machine has room for one; the
+// other also keeps a quarter of its input in r2. It goes to r2's machine,
+// not to r3's (which has the lower id), since the term prices the share of
+// the input a rack lacks.
+TEST(ProfilePolicyTest, LocalityPrefersTheRackHoldingMoreOfTheInput) {
+  ProfileFixture f(Make("profile:locality=5000"));
+  f.Apply(cluster::MachineAdded{
+      MachineId(1), "r1", {1000, 4 * kGiB, 0}, 4, {}, {}});
+  f.Apply(cluster::MachineAdded{
+      MachineId(2), "r3", {1000, 4 * kGiB, 0}, 4, {}, {}});
+  f.Apply(cluster::MachineAdded{
+      MachineId(3), "r2", {1000, 4 * kGiB, 0}, 4, {}, {}});
+  cluster::TaskSpec all_in_r1 = Task(1, 1000, 1);
+  all_in_r1.input = {{MachineId(0), "r1", 64 << 20}};
+  cluster::TaskSpec mostly_in_r1 = Task(2, 999, 1);
+  mostly_in_r1.input = {{MachineId(0), "r1", 48 << 20},
+                        {MachineId(0), "r2", 16 << 20}};
+  f.Submit(1, {all_in_r1, mostly_in_r1});
+  f.Sync();
+  f.Round();
+  EXPECT_EQ(f.MachineOf(1), 1u);
+  EXPECT_EQ(f.MachineOf(2), 3u);
+}
+
 // A different-machines job stays one shape whatever its tasks read, so it
 // never has two tasks on a machine.
 TEST(ProfilePolicyTest, LocalityNeverSplitsADifferentMachinesJob) {

@@ -205,17 +205,27 @@ std::vector<RequestShape> WaitingShapes(
   return InKeyOrder(shapes);
 }
 
-std::string InputRack(const cluster::Task& task,
-                      const cluster::ClusterState& state) {
+std::vector<RackShare> InputRacks(const cluster::Task& task,
+                                  const cluster::ClusterState& state) {
   if (task.spec.input.empty()) return {};
   const cluster::InputLocation where = cluster::LocateInput(task.spec, state);
-  const std::pair<std::string, int64_t>* best = nullptr;
+  if (where.total <= 0) return {};
+  std::vector<std::pair<std::string, int64_t>> racks;
   for (const auto& rack : where.in_rack) {
-    if (rack.second > 0 && (best == nullptr || rack.second > best->second)) {
-      best = &rack;
-    }
+    if (rack.second > 0) racks.push_back(rack);
   }
-  return best == nullptr ? std::string() : best->first;
+  // in_rack is in name order: a stable sort keeps it among equal bytes.
+  std::stable_sort(
+      racks.begin(), racks.end(),
+      [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (racks.size() > kMaxInputRacks) racks.resize(kMaxInputRacks);
+  std::vector<RackShare> shares;
+  shares.reserve(racks.size());
+  for (auto& [rack, bytes] : racks) {
+    shares.push_back({std::move(rack), static_cast<double>(bytes) /
+                                           static_cast<double>(where.total)});
+  }
+  return shares;
 }
 
 void ShapeIndex::Update(TaskId id, const cluster::Task* task, bool keep,
@@ -230,11 +240,11 @@ void ShapeIndex::Update(TaskId id, const cluster::Task* task, bool keep,
   if (keep && task != nullptr) {
     Entry entry{ShapeKey(*task, state), task->wait_start_us,
                 InGang(*task, state)};
-    std::string rack;
+    std::vector<RackShare> racks;
     const cluster::Job* job = state.FindJob(task->job);
     if (by_input_rack_ && (job == nullptr || !job->different_machines)) {
-      rack = InputRack(*task, state);
-      if (!rack.empty()) absl::StrAppend(&entry.key, "|in=", rack);
+      racks = InputRacks(*task, state);
+      if (!racks.empty()) absl::StrAppend(&entry.key, "|in=", racks[0].rack);
     }
     if (it != key_of_.end()) {
       if (it->second.key == entry.key && it->second.since == entry.since) {
@@ -247,7 +257,7 @@ void ShapeIndex::Update(TaskId id, const cluster::Task* task, bool keep,
     }
     Members& members = members_[entry.key];
     members.tasks.insert(id);
-    members.input_rack = std::move(rack);
+    if (members.tasks.size() == 1) members.input_racks = std::move(racks);
     if (entry.gang) members.gang_by_since.insert({entry.since, id});
     return;
   }
@@ -338,7 +348,7 @@ std::vector<RequestShape> ShapeIndex::Shapes(
     if (one.empty()) continue;
     out.push_back(std::move(one.begin()->second));
     out.back().key = key;  // the index's key, which may name the rack
-    out.back().input_rack = members.input_rack;
+    out.back().input_racks = members.input_racks;
     SetGangFields(members.gang_by_since, state, out.back());
   }
   return out;

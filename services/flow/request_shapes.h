@@ -41,14 +41,23 @@
 
 namespace flowsched::flow {
 
+// A rack holding part of a task's input, and the share of the input it
+// holds (0-1).
+struct RackShare {
+  std::string rack;
+  double share = 0;
+  bool operator==(const RackShare&) const = default;
+};
+
 struct RequestShape {
   std::string key;        // ShapeKey of its tasks
   cluster::TaskSpec ask;  // request, accelerator ask, required labels
   std::map<std::string, std::string> preferred;  // empty if they differ
   JobId different_machines_job;  // non-zero: the job's own shape
-  // The rack holding most of its tasks' input (InputRack), when its index
-  // splits shapes by it (ShapeIndex(by_input_rack)); empty otherwise.
-  std::string input_rack;
+  // Where the input of the task that opened the shape is (InputRacks), when
+  // its index splits shapes by the first of those racks
+  // (ShapeIndex(by_input_rack)), which all its tasks share; empty otherwise.
+  std::vector<RackShare> input_racks;
   int64_t waiting = 0;
   // Its waiting members of gangs that still need members (a job's
   // gang_need above its running count): the start of the longest current
@@ -106,11 +115,12 @@ bool AsksForRoom(const cluster::Task& task, const cluster::ClusterState& state);
 std::string ShapeKey(const cluster::Task& task,
                      const cluster::ClusterState& state);
 
-// The rack holding the most bytes of `task`'s input (cluster::LocateInput;
-// ties to the first in name order); empty if none of it is in a rack the
-// state knows.
-std::string InputRack(const cluster::Task& task,
-                      const cluster::ClusterState& state);
+// The racks holding `task`'s input (cluster::LocateInput), most bytes
+// first (ties in name order), at most kMaxInputRacks; empty if none of it
+// is in a rack the state knows.
+inline constexpr size_t kMaxInputRacks = 4;
+std::vector<RackShare> InputRacks(const cluster::Task& task,
+                                  const cluster::ClusterState& state);
 
 // The shapes of the waiting tasks that `include` accepts (all when null),
 // in key order (deterministic).
@@ -125,7 +135,7 @@ class ShapeIndex {
  public:
   // `by_input_rack`: tasks that ask alike but keep most of their input in
   // different racks (InputRack) are different shapes, each knowing its
-  // rack (RequestShape::input_rack), so a policy can price locality per
+  // racks (RequestShape::input_racks), so a policy can price locality per
   // shape. Never for a different-machines job's shape (one per job, so the
   // job's tasks reserve at most once per machine).
   explicit ShapeIndex(bool by_input_rack = false)
@@ -184,7 +194,7 @@ class ShapeIndex {
   struct Members {
     absl::btree_set<TaskId> tasks;
     absl::btree_set<std::pair<int64_t, TaskId>> gang_by_since;  // oldest first
-    std::string input_rack;  // by_input_rack_ only
+    std::vector<RackShare> input_racks;  // by_input_rack_ only
   };
   bool by_input_rack_ = false;
   bool tracking_ = false;

@@ -1,12 +1,13 @@
 #pragma once
 
 // Rack locality (Quincy's rack-switch cost, SOSP 2009 section 4.2, at the
-// granularity of a shape): 0 on a machine in the rack that holds most of
-// the shape's tasks' input (RequestShape::input_rack), 1 elsewhere, so its
-// weight is what reading across a rack switch costs. 0 for a shape without
-// an input rack. The profile splits shapes by input rack only when this
-// term weighs (ShapeIndex(by_input_rack)), and then offers each machine's
-// room first to the shapes whose input is in its rack.
+// granularity of a shape): the share of the shape's input a machine's rack
+// does not hold (RequestShape::input_racks; 1 in a rack holding none of
+// it), so its weight is what reading the whole input across a rack switch
+// costs. 0 for a shape without input racks. The profile splits shapes by
+// their input's first rack only when this term weighs
+// (ShapeIndex(by_input_rack)), and then offers each machine's room first
+// to the shapes whose input is in its rack.
 
 #include <cstdint>
 

@@ -9,19 +9,20 @@ namespace {
 using testing::MachineWith;
 using testing::ShapeAsking;
 
-TEST(LocalityTermTest, IsOneOutsideTheShapesInputRack) {
+TEST(LocalityTermTest, IsTheShareOfTheInputOutsideTheMachinesRack) {
   const LocalityTerm term;
-  cluster::Machine in_rack = MachineWith(4000, 16);
-  in_rack.rack = "r1";
-  cluster::Machine elsewhere = MachineWith(4000, 16);
-  elsewhere.rack = "r2";
+  const auto in = [](const char* rack) {
+    cluster::Machine machine = MachineWith(4000, 16);
+    machine.rack = rack;
+    return machine;
+  };
   RequestShape shape = ShapeAsking(1000, 1);
-  EXPECT_DOUBLE_EQ(term.Value(in_rack, shape, 1), 0);  // no input rack
-  EXPECT_DOUBLE_EQ(term.Value(elsewhere, shape, 1), 0);
-  shape.input_rack = "r1";
-  EXPECT_DOUBLE_EQ(term.Value(in_rack, shape, 1), 0);
-  EXPECT_DOUBLE_EQ(term.Value(elsewhere, shape, 1), 1);
-  EXPECT_DOUBLE_EQ(term.Value(elsewhere, shape, 9), 1);
+  EXPECT_DOUBLE_EQ(term.Value(in("r1"), shape, 1), 0);  // no input racks
+  shape.input_racks = {{"r1", 0.75}, {"r2", 0.25}};
+  EXPECT_DOUBLE_EQ(term.Value(in("r1"), shape, 1), 0.25);
+  EXPECT_DOUBLE_EQ(term.Value(in("r2"), shape, 1), 0.75);
+  EXPECT_DOUBLE_EQ(term.Value(in("r3"), shape, 1), 1);
+  EXPECT_DOUBLE_EQ(term.Value(in("r3"), shape, 9), 1);
   EXPECT_FALSE(term.depends_on_k());
 }
 
