@@ -88,6 +88,35 @@ int64_t ProfilePolicy::WaitingCost(const cluster::Task& task,
              std::clamp<int64_t>(priority, 0, params_.max_priority);
 }
 
+bool ProfilePolicy::RacksChanged(const cluster::ChangeSet& changes,
+                                 const cluster::ClusterState& state) {
+  bool changed = false;
+  if (!waiting_.tracking()) {
+    // The first Sync indexes every waiting task anyway.
+    for (const auto& [id, machine] : state.machines()) {
+      machine_racks_[id] = machine.rack;
+    }
+    return false;
+  }
+  for (MachineId id : changes.machines) {
+    const cluster::Machine* machine = state.FindMachine(id);
+    auto known = machine_racks_.find(id);
+    if (machine == nullptr) {
+      if (known != machine_racks_.end()) {
+        machine_racks_.erase(known);
+        changed = true;
+      }
+    } else if (known == machine_racks_.end()) {
+      machine_racks_.emplace(id, machine->rack);
+      changed = true;
+    } else if (known->second != machine->rack) {
+      known->second = machine->rack;
+      changed = true;
+    }
+  }
+  return changed;
+}
+
 absl::Status ProfilePolicy::Sync(const cluster::ChangeSet& changes,
                                  const cluster::ClusterState& state,
                                  const SyncContext& context,
@@ -95,11 +124,24 @@ absl::Status ProfilePolicy::Sync(const cluster::ChangeSet& changes,
   // Machines: slots to the sink (running tasks arrive directly).
   FLOWSCHED_RETURN_IF_ERROR(SyncMachinesAndJobsToSink(changes, state, builder));
 
+  // Where a task's input is depends on the machines there are: when they
+  // come, go or change racks, every waiting task with input is indexed
+  // again (its shape may move).
+  const cluster::ChangeSet* synced = &changes;
+  cluster::ChangeSet widened;
+  if (params_.locality > 0 && RacksChanged(changes, state)) {
+    widened = changes;
+    for (const auto& [id, task] : state.tasks()) {
+      if (!task.running() && !task.spec.input.empty()) widened.tasks.insert(id);
+    }
+    synced = &widened;
+  }
+
   // Shapes of the waiting tasks, in key order (deterministic).
   FLOWSCHED_ASSIGN_OR_RETURN(
       const ShapeClasses classes,
       SyncShapeClasses(
-          waiting_, changes, state,
+          waiting_, *synced, state,
           [&](const cluster::Task& task) { return WaitingCost(task, state); },
           params_.preemption_cost, builder));
   // The reservations walk the machines whatever changed: left to the
@@ -141,12 +183,15 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
   for (WeightedTerm& weighted : terms_) weighted.term->Prepare(state);
   StarvingFirst starving(shapes, now_us, params_.gang_first_after_s);
   starving_ = starving.Keys(shapes);
-  // The shapes whose input is in each rack, and the rack's machines
-  // (locality profiles only).
+  // Locality profiles: the shapes each rack lists (those whose input is
+  // mostly there, then those with kSecondRackShare of it there), and its
+  // machines.
   struct RackShapes {
-    std::vector<std::pair<bool, size_t>> shapes;  // (rack is not its first, i)
-    size_t machines = 0;
-    size_t seen = 0;  // machines of the rack offered so far
+    std::vector<std::pair<bool, size_t>> shapes;  // (not its own rack, i)
+    std::vector<size_t> listed;  // the same indices, sorted (for lookups)
+    size_t own = 0;       // shapes whose input is mostly there, the first
+    size_t machines = 0;  // of the state
+    size_t seen = 0;      // machines of the rack offered so far
   };
   std::map<std::string_view, RackShapes> by_rack;
   if (params_.locality > 0) {
@@ -163,10 +208,8 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
         ++rack->second.machines;
       }
     }
-    // The shapes whose input is mostly there first; then largest first (by
-    // the dominant share of the largest machine), as first-fit decreasing
-    // packs: small shapes offered first fill a rack's machines in pieces
-    // the large ones then fit nowhere.
+    // Own shapes first; then largest first (by the dominant CPU or memory
+    // share of the largest machine), as first-fit decreasing packs.
     const cluster::ResourceVector max_spec = cluster::ComputeMaxSpec(state);
     const auto dominant_share = [&](size_t i) {
       const cluster::Resources& r = shapes[i].ask.request;
@@ -181,6 +224,12 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
                          return dominant_share(a.second) >
                                 dominant_share(b.second);
                        });
+      local.own = static_cast<size_t>(
+          std::partition_point(local.shapes.begin(), local.shapes.end(),
+                               [](const auto& e) { return !e.first; }) -
+          local.shapes.begin());
+      for (const auto& [other, i] : local.shapes) local.listed.push_back(i);
+      std::sort(local.listed.begin(), local.listed.end());
     }
   }
   // Class -> machine arcs by reservation (request_shapes.h).
@@ -190,56 +239,79 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
     // Not a structured binding: clang 14 cannot capture one in a lambda.
     const cluster::Machine& machine = entry.second;
     const NodeId machine_node = builder.FindMachineNode(entry.first);
-    // A copy: reservations on this machine may close a starving shape.
-    // Then the shapes whose input is in the machine's rack.
-    std::vector<size_t> first(starving.open().begin(), starving.open().end());
-    // Each machine of the rack starts its rack's list at its own offset,
-    // spread over the list (profile_policy.h says why).
-    if (auto local = by_rack.find(machine.rack); local != by_rack.end()) {
-      RackShapes& rack = local->second;
-      const auto starving_end = static_cast<std::ptrdiff_t>(first.size());
-      const size_t own = static_cast<size_t>(
-          std::partition_point(rack.shapes.begin(), rack.shapes.end(),
-                               [](const auto& s) { return !s.first; }) -
-          rack.shapes.begin());
-      // The rack's own shapes, then the others, each from this machine's
-      // offset.
-      for (const auto& [begin, n] :
-           {std::pair<size_t, size_t>{0, own},
-            std::pair<size_t, size_t>{own, rack.shapes.size() - own}}) {
-        const size_t start = rack.seen * n / rack.machines;
-        for (size_t j = 0; j < n; ++j) {
-          const size_t i = rack.shapes[begin + (start + j) % n].second;
-          if (std::find(first.begin(), first.begin() + starving_end, i) ==
-              first.begin() + starving_end) {
-            first.push_back(i);
-          }
+    const auto reserved = [&](size_t i, int64_t n) {
+      starving.Reserved(i, n);
+      const RequestShape& shape = shapes[i];
+      DesiredArc arc{machine_node,
+                     depends_on_k_ ? 1 : n,
+                     PlacementCost(machine, shape, 1),
+                     {}};
+      if (depends_on_k_) {
+        // Convex pieces: the k-th task costs the price after k tasks;
+        // beyond kMaxArcSegments the last piece takes the rest.
+        const int64_t pieces =
+            std::min<int64_t>(n, static_cast<int64_t>(kMaxArcSegments) + 1);
+        for (int64_t k = 2; k <= pieces; ++k) {
+          arc.extra_segments.push_back(
+              {k == pieces ? n - k + 1 : 1, PlacementCost(machine, shape, k)});
         }
       }
-      ++rack.seen;
+      class_arcs[shape.key].push_back(std::move(arc));
+    };
+    // A copy: reservations on this machine may close a starving shape.
+    const std::vector<size_t> first(starving.open().begin(),
+                                    starving.open().end());
+    const size_t rotation = machine_index++;
+    const auto local = by_rack.find(machine.rack);
+    if (local == by_rack.end()) {
+      ReserveMachine(machine, state, shapes, rotation, reserved, nullptr, first,
+                     params_.max_tasks_per_machine);
+      continue;
     }
-    ReserveMachine(
-        machine, state, shapes, machine_index++,
-        [&](size_t i, int64_t n) {
-          starving.Reserved(i, n);
-          const RequestShape& shape = shapes[i];
-          DesiredArc arc{machine_node,
-                         depends_on_k_ ? 1 : n,
-                         PlacementCost(machine, shape, 1),
-                         {}};
-          if (depends_on_k_) {
-            // Convex pieces: the k-th task costs the price after k tasks;
-            // beyond kMaxArcSegments the last piece takes the rest.
-            const int64_t pieces =
-                std::min<int64_t>(n, static_cast<int64_t>(kMaxArcSegments) + 1);
-            for (int64_t k = 2; k <= pieces; ++k) {
-              arc.extra_segments.push_back({k == pieces ? n - k + 1 : 1,
-                                            PlacementCost(machine, shape, k)});
-            }
-          }
-          class_arcs[shape.key].push_back(std::move(arc));
-        },
-        nullptr, first, params_.max_tasks_per_machine);
+    // Locality: the starving shapes, then the rack's own shapes and the
+    // others listed there, each list from this machine's offset in it
+    // (profile_policy.h says why), then the rotation without those. Drawn
+    // one at a time: the room is used up long before a long list ends.
+    RackShapes& rack = local->second;
+    std::vector<size_t> skip = first;
+    std::sort(skip.begin(), skip.end());
+    const auto is_first = [&](size_t i) {
+      return std::binary_search(skip.begin(), skip.end(), i);
+    };
+    const size_t others = rack.shapes.size() - rack.own;
+    const size_t own_start = rack.seen * rack.own / rack.machines;
+    const size_t others_start = rack.seen * others / rack.machines;
+    ++rack.seen;
+    size_t f = 0;
+    size_t a = 0;
+    size_t b = 0;
+    size_t j = 0;
+    MachineRoom(machine, params_.max_tasks_per_machine)
+        .Offer(
+            state, shapes,
+            [&]() -> std::optional<size_t> {
+              if (f < first.size()) return first[f++];
+              while (a < rack.own) {
+                const size_t i =
+                    rack.shapes[(own_start + a++) % rack.own].second;
+                if (!is_first(i)) return i;
+              }
+              while (b < others) {
+                const size_t i =
+                    rack.shapes[rack.own + (others_start + b++) % others]
+                        .second;
+                if (!is_first(i)) return i;
+              }
+              while (j < shapes.size()) {
+                const size_t i = (rotation + j++) % shapes.size();
+                if (!is_first(i) && !std::binary_search(rack.listed.begin(),
+                                                        rack.listed.end(), i)) {
+                  return i;
+                }
+              }
+              return std::nullopt;
+            },
+            reserved);
   }
   // Classes without waiting tasks go (their in-arcs went with the tasks).
   return SetShapeArcs(nodes, class_arcs, builder);

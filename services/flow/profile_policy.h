@@ -63,6 +63,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "services/flow/request_shapes.h"
 #include "services/flow/scheduling_policy.h"
@@ -130,6 +131,10 @@ class ProfilePolicy : public SchedulingPolicy {
   // A waiting task's cost: unscheduled_cost plus its priority's steps.
   [[nodiscard]] int64_t WaitingCost(const cluster::Task& task,
                                     const cluster::ClusterState& state) const;
+  // Whether `changes` adds or removes a machine or moves one to another
+  // rack (locality profiles keep machine_racks_ for this).
+  bool RacksChanged(const cluster::ChangeSet& changes,
+                    const cluster::ClusterState& state);
   // Reserves every machine's room among `shapes` (starving ones first) and
   // sets the class arcs.
   absl::Status Reserve(const cluster::ClusterState& state,
@@ -147,6 +152,8 @@ class ProfilePolicy : public SchedulingPolicy {
   std::vector<std::string> starving_;
   // A Sync with refresh_follows left the reservations to Refresh.
   bool reservations_owed_ = false;
+  // The machines' racks as the last Sync saw them (locality profiles).
+  absl::flat_hash_map<MachineId, std::string> machine_racks_;
 };
 
 }  // namespace flowsched::flow

@@ -407,6 +407,38 @@ TEST(ProfilePolicyTest, LocalityPrefersTheRackHoldingMoreOfTheInput) {
   EXPECT_EQ(f.MachineOf(2), 3u);
 }
 
+// A waiting task reads from a machine that is not there yet: no rack holds
+// its input. Once that machine joins (in r2), the task is indexed again
+// under r2 although the change set names only the machine.
+TEST(ProfilePolicyTest, LocalityFollowsTheRacksWhenMachinesComeAndGo) {
+  ProfileFixture f(Make("profile:locality=5000"));
+  f.Apply(cluster::MachineAdded{
+      MachineId(1), "r1", {1000, 4 * kGiB, 0}, 4, {}, {}});
+  cluster::TaskSpec task = Task(1, 2000, 1);  // fits no machine here
+  task.input = {{MachineId(5), "", 64 << 20}};
+  f.Submit(1, {task});
+  f.Sync();
+  const std::string plain = ShapeKey(*f.state_.FindTask(TaskId(1)), f.state_);
+  const auto classes = [&] {
+    return f.builder_.AggregatorKeys(NodeKind::kEquivalenceClass);
+  };
+  ASSERT_EQ(classes().size(), 1u);
+  EXPECT_EQ(*classes().begin(), NetworkBuilder::StableKey(plain));
+  f.Apply(cluster::MachineAdded{
+      MachineId(5), "r2", {4000, 4 * kGiB, 0}, 4, {}, {}});
+  f.Sync();
+  ASSERT_EQ(classes().size(), 1u);
+  EXPECT_EQ(*classes().begin(),
+            NetworkBuilder::StableKey(absl::StrCat(plain, "|in=r2")));
+  f.Round();
+  EXPECT_EQ(f.MachineOf(1), 5u);
+  // And back when it leaves: the task waits under its plain shape.
+  f.Apply(cluster::MachineRemoved{MachineId(5)});
+  f.Sync();
+  ASSERT_EQ(classes().size(), 1u);
+  EXPECT_EQ(*classes().begin(), NetworkBuilder::StableKey(plain));
+}
+
 // A different-machines job stays one shape whatever its tasks read, so it
 // never has two tasks on a machine.
 TEST(ProfilePolicyTest, LocalityNeverSplitsADifferentMachinesJob) {

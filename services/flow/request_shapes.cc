@@ -235,7 +235,16 @@ void ShapeIndex::Update(TaskId id, const cluster::Task* task, bool keep,
     auto members = members_.find(entry.key);
     members->second.tasks.erase(id);
     members->second.gang_by_since.erase({entry.since, id});
-    if (members->second.tasks.empty()) members_.erase(members);
+    if (members->second.tasks.empty()) {
+      members_.erase(members);
+    } else if (by_input_rack_ && id < *members->second.tasks.begin()) {
+      // It held the shape's racks: the new lowest id takes over.
+      const cluster::Task* lowest =
+          state.FindTask(*members->second.tasks.begin());
+      members->second.input_racks = lowest == nullptr
+                                        ? std::vector<RackShare>{}
+                                        : InputRacks(*lowest, state);
+    }
   };
   if (keep && task != nullptr) {
     Entry entry{ShapeKey(*task, state), task->wait_start_us,
@@ -248,6 +257,11 @@ void ShapeIndex::Update(TaskId id, const cluster::Task* task, bool keep,
     }
     if (it != key_of_.end()) {
       if (it->second.key == entry.key && it->second.since == entry.since) {
+        // The same shape; its racks may have moved (the topology did).
+        Members& members = members_[entry.key];
+        if (by_input_rack_ && *members.tasks.begin() == id) {
+          members.input_racks = std::move(racks);
+        }
         return;
       }
       leave(it->second);
@@ -257,7 +271,9 @@ void ShapeIndex::Update(TaskId id, const cluster::Task* task, bool keep,
     }
     Members& members = members_[entry.key];
     members.tasks.insert(id);
-    if (members.tasks.size() == 1) members.input_racks = std::move(racks);
+    // A shape's racks are its lowest task id's, whatever the order tasks
+    // came in (a restart indexes them in id order).
+    if (*members.tasks.begin() == id) members.input_racks = std::move(racks);
     if (entry.gang) members.gang_by_since.insert({entry.since, id});
     return;
   }

@@ -50,13 +50,14 @@ struct RackShare {
 };
 
 struct RequestShape {
-  std::string key;        // ShapeKey of its tasks
+  std::string key;  // ShapeKey of its tasks (and "|in=" its first input rack
+                    // when its index splits by it)
   cluster::TaskSpec ask;  // request, accelerator ask, required labels
   std::map<std::string, std::string> preferred;  // empty if they differ
   JobId different_machines_job;  // non-zero: the job's own shape
-  // Where the input of the task that opened the shape is (InputRacks), when
-  // its index splits shapes by the first of those racks
-  // (ShapeIndex(by_input_rack)), which all its tasks share; empty otherwise.
+  // Where the input of its lowest task id is (InputRacks), when its index
+  // splits shapes by the first of those racks (ShapeIndex(by_input_rack)),
+  // which all its tasks share; empty otherwise.
   std::vector<RackShare> input_racks;
   int64_t waiting = 0;
   // Its waiting members of gangs that still need members (a job's
@@ -134,7 +135,7 @@ std::vector<RequestShape> WaitingShapes(
 class ShapeIndex {
  public:
   // `by_input_rack`: tasks that ask alike but keep most of their input in
-  // different racks (InputRack) are different shapes, each knowing its
+  // different racks (InputRacks) are different shapes, each knowing its
   // racks (RequestShape::input_racks), so a policy can price locality per
   // shape. Never for a different-machines job's shape (one per job, so the
   // job's tasks reserve at most once per machine).
