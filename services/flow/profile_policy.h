@@ -42,7 +42,9 @@
 // largest first (first-fit decreasing: small shapes offered first leave
 // pieces the large ones fit nowhere), and each machine of the rack starts
 // it at its own offset (machines that all started at the front gave the
-// first shapes every machine of the rack and the rest none).
+// first shapes every machine of the rack and the rest none). Whatever the
+// weight, a shape without input, or with none of it in a machine's rack,
+// gets that machine's room only after the rack's listed shapes.
 //
 // Gangs: a shape holding a gang member that has waited
 // `gang_first_after_s` is offered every machine's room before the others,
