@@ -15,6 +15,8 @@ ProfileParams CpuMemoryProfile(const CpuMemoryParams& params) {
           .max_priority = 0,
           .preemption_cost = params.preemption_cost,
           .max_tasks_per_machine = 0,
+          .shape_machines_per_task = 0,
+          .min_shape_machines = 16,
           .gang_first_after_s = params.gang_first_after_s};
 }
 

@@ -158,6 +158,10 @@ std::vector<Tunable<ProfileParams>> ProfileTunables() {
             "cost of a running task leaving its machine"),
       Field("max_tasks_per_machine", &P::max_tasks_per_machine, 0, 1e6,
             "tasks a machine may run, running ones included (0: its slots)"),
+      Field("shape_machines_per_task", &P::shape_machines_per_task, 0, 1e3,
+            "machines a shape reserves on per waiting task (0: all it fits)"),
+      Field("min_shape_machines", &P::min_shape_machines, 1, 1e6,
+            "least machines a shape reserves on when capped"),
       Field("gang_first_after_s", &P::gang_first_after_s, 0, 86'400,
             "seconds a gang waits before its shape is offered room first"),
   };

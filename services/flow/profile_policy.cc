@@ -37,6 +37,10 @@ absl::Status CheckProfile(const ProfileParams& params) {
           absl::StrCat(name, " must not be negative, got ", weight));
     }
   }
+  if (params.shape_machines_per_task > 0 && params.locality > 0) {
+    return absl::InvalidArgumentError(
+        "shape_machines_per_task cannot be combined with locality yet");
+  }
   const int64_t dearest =
       params.spread + params.pack + params.model_affinity + params.locality;
   if (params.unscheduled_cost <= dearest) {
@@ -74,6 +78,26 @@ int64_t ProfilePolicy::PlacementCost(const cluster::Machine& machine,
                          static_cast<double>(weighted.weight));
   }
   return cost;
+}
+
+DesiredArc ProfilePolicy::ShapeArc(const cluster::Machine& machine,
+                                   NodeId machine_node,
+                                   const RequestShape& shape, int64_t n) const {
+  DesiredArc arc{machine_node,
+                 depends_on_k_ ? 1 : n,
+                 PlacementCost(machine, shape, 1),
+                 {}};
+  if (depends_on_k_) {
+    // Convex pieces: the k-th task costs the price after k tasks; beyond
+    // kMaxArcSegments the last piece takes the rest.
+    const int64_t pieces =
+        std::min<int64_t>(n, static_cast<int64_t>(kMaxArcSegments) + 1);
+    for (int64_t k = 2; k <= pieces; ++k) {
+      arc.extra_segments.push_back(
+          {k == pieces ? n - k + 1 : 1, PlacementCost(machine, shape, k)});
+    }
+  }
+  return arc;
 }
 
 int64_t ProfilePolicy::WaitingCost(const cluster::Task& task,
@@ -234,6 +258,42 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
   }
   // Class -> machine arcs by reservation (request_shapes.h).
   std::map<std::string, std::vector<DesiredArc>> class_arcs;
+  if (params_.shape_machines_per_task > 0) {
+    // Capped: each shape's share of machines, the favoured ones first.
+    std::vector<int64_t> wanted_machines(shapes.size());
+    size_t open_shapes = shapes.size();
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      wanted_machines[i] =
+          std::max(params_.min_shape_machines,
+                   params_.shape_machines_per_task * shapes[i].waiting);
+    }
+    const auto visit = [&](auto begin, auto end) {
+      for (auto it = begin; it != end && open_shapes > 0; ++it) {
+        const cluster::Machine& machine = *it->machine;
+        const NodeId machine_node = builder.FindMachineNode(machine.id);
+        // A copy: reservations on this machine may close a starving shape.
+        const std::vector<size_t> first(starving.open().begin(),
+                                        starving.open().end());
+        ReserveMachine(
+            machine, state, shapes, static_cast<size_t>(it->id.value()),
+            [&](size_t i, int64_t n) {
+              starving.Reserved(i, n);
+              class_arcs[shapes[i].key].push_back(
+                  ShapeArc(machine, machine_node, shapes[i], n));
+              if (--wanted_machines[i] == 0) --open_shapes;
+            },
+            [&](size_t i) { return wanted_machines[i] > 0; }, first,
+            params_.max_tasks_per_machine);
+      }
+    };
+    const auto& open = state.open_machines_by_load();
+    if (params_.pack > params_.spread) {
+      visit(open.rbegin(), open.rend());
+    } else {
+      visit(open.begin(), open.end());
+    }
+    return SetShapeArcs(nodes, class_arcs, builder);
+  }
   size_t machine_index = 0;
   for (const auto& entry : state.machines()) {
     // Not a structured binding: clang 14 cannot capture one in a lambda.
@@ -241,22 +301,8 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
     const NodeId machine_node = builder.FindMachineNode(entry.first);
     const auto reserved = [&](size_t i, int64_t n) {
       starving.Reserved(i, n);
-      const RequestShape& shape = shapes[i];
-      DesiredArc arc{machine_node,
-                     depends_on_k_ ? 1 : n,
-                     PlacementCost(machine, shape, 1),
-                     {}};
-      if (depends_on_k_) {
-        // Convex pieces: the k-th task costs the price after k tasks;
-        // beyond kMaxArcSegments the last piece takes the rest.
-        const int64_t pieces =
-            std::min<int64_t>(n, static_cast<int64_t>(kMaxArcSegments) + 1);
-        for (int64_t k = 2; k <= pieces; ++k) {
-          arc.extra_segments.push_back(
-              {k == pieces ? n - k + 1 : 1, PlacementCost(machine, shape, k)});
-        }
-      }
-      class_arcs[shape.key].push_back(std::move(arc));
+      class_arcs[shapes[i].key].push_back(
+          ShapeArc(machine, machine_node, shapes[i], n));
     };
     // A copy: reservations on this machine may close a starving shape.
     const std::vector<size_t> first(starving.open().begin(),

@@ -87,12 +87,21 @@ struct ProfileParams {
   int64_t preemption_cost = 200'000;
   // Filters beyond the fit rule: tasks a machine may run (0: its slots).
   int64_t max_tasks_per_machine = 0;
+  // Machines a shape reserves room on each round: at least
+  // min_shape_machines and shape_machines_per_task per waiting task,
+  // visited least loaded first (most loaded first when pack outweighs
+  // spread), the visit ending once every shape has its share; 0: every
+  // machine where it fits (cpu-memory's rule), which at 12,500 machines
+  // makes each round walk and price them all. Not with locality yet.
+  int64_t shape_machines_per_task = 0;
+  int64_t min_shape_machines = 16;
   // Seconds a gang member waits before its shape gets first offer of
   // every machine's room (0: never).
   double gang_first_after_s = 60;
 };
 
-// InvalidArgument if a weight is negative (falling arc pieces) or waiting
+// InvalidArgument if shape_machines_per_task is set with locality (not
+// supported yet), a weight is negative (falling arc pieces) or waiting
 // does not cost more than the dearest placement (unscheduled_cost > spread
 // + pack + model_affinity + locality: otherwise a task that fits could
 // wait for ever).
@@ -130,6 +139,11 @@ class ProfilePolicy : public SchedulingPolicy {
     int64_t weight;
     std::unique_ptr<PlacementTerm> term;
   };
+  // The arc from `shape`'s class to `machine` carrying the `n` tasks it
+  // reserved there, priced by the terms.
+  [[nodiscard]] DesiredArc ShapeArc(const cluster::Machine& machine,
+                                    NodeId machine_node,
+                                    const RequestShape& shape, int64_t n) const;
   // A waiting task's cost: unscheduled_cost plus its priority's steps.
   [[nodiscard]] int64_t WaitingCost(const cluster::Task& task,
                                     const cluster::ClusterState& state) const;

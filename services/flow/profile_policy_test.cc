@@ -464,6 +464,41 @@ TEST(ProfilePolicyTest, LocalityNeverSplitsADifferentMachinesJob) {
   }
 }
 
+// A capped profile gives a shape max(min_shape_machines,
+// shape_machines_per_task * waiting) machines, least loaded first: 2
+// waiting tasks at 2 per task reach 4 of 12 machines, the 4 emptiest.
+TEST(ProfilePolicyTest, ACappedShapeReachesItsShareOfTheEmptiestMachines) {
+  ProfileFixture f(
+      Make("profile:shape_machines_per_task=2,min_shape_machines=3"));
+  for (uint64_t m = 1; m <= 12; ++m) f.AddMachine(m, 8000, 32, 8);
+  // Machines 1-8 run a task each; 9-12 are empty.
+  std::vector<cluster::TaskSpec> running;
+  for (uint64_t t = 1; t <= 8; ++t) running.push_back(Task(t, 100, 1));
+  f.Submit(1, running);
+  f.Sync();
+  for (uint64_t t = 1; t <= 8; ++t) {
+    ASSERT_THAT(f.state_.Place(TaskId(t), MachineId(t), 1, f.changes_), IsOk());
+  }
+  f.Submit(2, {Task(11, 1000, 1), Task(12, 1000, 1)});
+  f.Sync();
+  std::vector<uint64_t> reached;
+  f.network_.ForEachNode([&](NodeId id, const NodeData& data) {
+    if (data.kind != NodeKind::kEquivalenceClass) return;
+    f.network_.ForEachOutArc(id, [&](const ArcView& arc) {
+      reached.push_back(f.network_.node(arc.dst).entity_id);
+    });
+  });
+  std::sort(reached.begin(), reached.end());
+  EXPECT_EQ(reached, (std::vector<uint64_t>{9, 10, 11, 12}));
+  EXPECT_EQ(f.Round(), 2);
+  EXPECT_GE(f.MachineOf(11), 9u);
+  EXPECT_GE(f.MachineOf(12), 9u);
+  EXPECT_THAT(ParsePolicySpec("profile:shape_machines_per_task=2,locality=100")
+                  .status()
+                  .message(),
+              HasSubstr("cannot be combined with locality"));
+}
+
 // Random weights, filters and clusters with GPUs (whole and fractional
 // asks, model lists): every decision passes the one fit rule (Place), no
 // machine runs more than the limit, and once rounds stop placing, no
@@ -480,8 +515,9 @@ TEST(ProfilePolicyTest, RandomProfilesAreFeasibleByConstruction) {
     const std::string spec = absl::StrCat(
         "profile:spread=", rng() % 2000, ",pack=", rng() % 2000,
         ",preferred_labels=", rng() % 1000, ",model_affinity=", rng() % 1000,
-        ",priority_step=", rng() % 3 * 500, ",locality=", rng() % 2 * 700,
-        ",max_tasks_per_machine=", limit);
+        ",priority_step=", rng() % 3 * 500, ",max_tasks_per_machine=", limit,
+        trial % 3 == 0 ? ",shape_machines_per_task=1,min_shape_machines=1"
+                       : absl::StrCat(",locality=", rng() % 2 * 700));
     ProfileFixture f(Make(spec));
     const int machines = 1 + static_cast<int>(rng() % 6);
     for (int m = 1; m <= machines; ++m) {
