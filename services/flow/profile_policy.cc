@@ -232,14 +232,14 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
         ++rack->second.machines;
       }
     }
-    // Own shapes first; then largest first (by the dominant CPU or memory
-    // share of the largest machine), as first-fit decreasing packs.
+    // Own shapes first; then largest first (by the dominant CPU, memory or
+    // device share of the largest machine), as first-fit decreasing packs.
     const cluster::ResourceVector max_spec = cluster::ComputeMaxSpec(state);
     const auto dominant_share = [&](size_t i) {
-      const cluster::Resources& r = shapes[i].ask.request;
+      const cluster::ResourceVector share =
+          cluster::Normalised(cluster::RequestVector(shapes[i].ask), max_spec);
       return std::max(
-          static_cast<double>(r.cpu_millis) / max_spec.cpu_millis,
-          static_cast<double>(r.memory_bytes) / max_spec.memory_bytes);
+          {share.cpu_millis, share.memory_bytes, share.device_milli});
     };
     for (auto& [rack, local] : by_rack) {
       std::stable_sort(local.shapes.begin(), local.shapes.end(),
