@@ -109,26 +109,44 @@ int PrintLocalityFloor(const sim::Workload& workload, const SimulateOptions& o,
                        const std::vector<sim::Summary>& summaries) {
   std::cerr << "locality floor: solving the time-0 population's placement "
                "by rack...\n";
-  auto floor =
-      sim::ComputeLocalityFloor(workload, o.slots_per_machine, o.speedup);
+  absl::StatusOr<sim::LocalityFloor> floor;
+  std::string_view measure = "slots";
+  if (o.model == "slots") {
+    floor = sim::ComputeLocalityFloor(workload, o.slots_per_machine, o.speedup);
+  } else {
+    // Two relaxations, each a lower bound: the larger is the tighter.
+    floor = sim::ComputeLocalityFloor(workload, sim::FloorResource::kCpu,
+                                      o.speedup);
+    measure = "CPU";
+    auto by_memory = sim::ComputeLocalityFloor(
+        workload, sim::FloorResource::kMemory, o.speedup);
+    if (floor.ok() && by_memory.ok() &&
+        by_memory->cross_rack_share() > floor->cross_rack_share()) {
+      floor = std::move(by_memory);
+      measure = "memory";
+    } else if (!by_memory.ok()) {
+      floor = by_memory.status();
+    }
+  }
   if (!floor.ok()) {
     std::cerr << "flowsched simulate: locality floor: "
               << floor.status().message() << "\n";
     return 1;
   }
   fmt::print(
-      "locality floor: {} of {} time-0 tasks fit the racks' slots; the "
+      "locality floor: {} of {} time-0 tasks fit the racks' {}; the "
       "least cross-rack input any placement of them reads is {}{:.1f}% "
-      "({:.2f} TB)\n",
-      floor->placed, floor->tasks, floor->exact ? "" : "at least ",
+      "({:.2f} TB){}\n",
+      floor->placed, floor->tasks, measure, floor->exact ? "" : "at least ",
       100 * floor->cross_rack_share(),
-      static_cast<double>(floor->cross_rack_bytes) / 1e12);
+      static_cast<double>(floor->cross_rack_bytes) / 1e12,
+      o.model == "slots" ? "" : " (tasks may split over racks in this bound)");
   if (floor->placed < floor->tasks) {
     fmt::print(
-        "locality floor: the slots hold only {} of them, so the "
+        "locality floor: only {} of them fit the racks' {}, so the "
         "floor leaves out other tasks than a scheduler does and "
         "bounds it loosely\n",
-        floor->placed);
+        floor->placed, measure);
   }
   for (const sim::Summary& s : summaries) {
     fmt::print(
@@ -251,8 +269,9 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
       ->capture_default_str();
   cmd->add_flag("--locality-floor", o->locality_floor,
                 "Also solve for the least cross-rack input any placement of "
-                "the time-0 population could read with the racks' slots, and "
-                "print it next to each scheduler's (slot model)");
+                "the time-0 population could read with the racks' slots (CPU "
+                "and memory with --model cpu-mem), and print it next to each "
+                "scheduler's");
   cmd->add_option("--progress-every", o->progress_every_s,
                   "Seconds (wall) between progress lines on stderr")
       ->check(CLI::Range(0.1, 3600.0))
@@ -260,11 +279,6 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
   return [o, duration]() {
     // A trace runs whole unless told otherwise (its events start at 600 s).
     if (!o->trace_tasks.empty() && duration->count() == 0) o->duration_s = 0;
-    if (o->locality_floor && o->model != "slots") {
-      std::cerr << "flowsched simulate: --locality-floor needs --model "
-                   "slots (it counts each rack's slots)\n";
-      return 2;
-    }
     if (o->trace_tasks.empty() && o->duration_s <= 0) {
       std::cerr << "flowsched simulate: a synthetic workload needs "
                    "--duration > 0\n";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "services/solver/int128.h"
 #include "services/solver/mcmf_problem.h"
 #include "services/solver/solver_registry.h"
+#include "tools/sim/simulator.h"
 
 namespace flowsched::sim {
 namespace {
@@ -39,31 +41,38 @@ bool AtTimeZero(int64_t t_us, double speedup) {
 struct TaskInput {
   std::vector<std::pair<uint32_t, int64_t>> in_rack;  // (rack, B_l)
   int64_t input_bytes = 0;                            // T
+  int64_t size = 1;  // of its rack's capacity it takes (>= 0)
   [[nodiscard]] int64_t Cross(int64_t in_rack_bytes) const {
     return std::max<int64_t>(input_bytes - in_rack_bytes, 0);
   }
 };
 
-}  // namespace
+// Costs per unit of size are scaled by at most this before rounding down
+// (FloorResource): 2^24 keeps the rounding under 0.4% of a 64-core task's
+// price per milli-CPU.
+constexpr int64_t kMaxPriceScale = int64_t{1} << 24;
 
-absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
-                                                   uint32_t slots_per_machine,
-                                                   double speedup) {
+// The floor with each task taking `size_of(task)` of its rack and each
+// machine giving `capacity_of(machine)`; sizes 1 are the slot model.
+absl::StatusOr<LocalityFloor> SolveFloor(
+    const Workload& workload, double speedup,
+    const std::function<int64_t(const SimTask&)>& size_of,
+    const std::function<int64_t(const SimMachine&)>& capacity_of) {
   if (!(speedup > 0)) {
     return absl::InvalidArgumentError("locality floor: speed-up must be > 0");
   }
   absl::flat_hash_map<std::string, uint32_t> rack_index;
   absl::flat_hash_map<uint64_t, const std::string*> machine_rack;
-  std::vector<int64_t> rack_slots;
+  std::vector<int64_t> rack_capacity;
   for (const SimMachine& m : workload.machines) {
     if (!AtTimeZero(m.add_us, speedup) ||
         (m.remove_us != kForever && AtTimeZero(m.remove_us, speedup))) {
       continue;
     }
     auto [it, inserted] = rack_index.try_emplace(
-        m.rack, static_cast<uint32_t>(rack_slots.size()));
-    if (inserted) rack_slots.push_back(0);
-    rack_slots[it->second] += slots_per_machine;
+        m.rack, static_cast<uint32_t>(rack_capacity.size()));
+    if (inserted) rack_capacity.push_back(0);
+    rack_capacity[it->second] += capacity_of(m);
     machine_rack[m.id] = &m.rack;
   }
 
@@ -88,6 +97,7 @@ absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
           return it == machine_rack.end() ? nullptr : it->second;
         });
     TaskInput input;
+    input.size = size_of(t);
     input.input_bytes = where.total;
     if (input.input_bytes > kMaxBytes) {
       return absl::InvalidArgumentError(
@@ -110,24 +120,50 @@ absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
 
   // Nodes: tasks, racks, A (any rack), S.
   const auto tasks = static_cast<uint32_t>(inputs.size());
-  const auto racks = static_cast<uint32_t>(rack_slots.size());
+  const auto racks = static_cast<uint32_t>(rack_capacity.size());
   const uint32_t any = tasks + racks;
   const uint32_t sink = any + 1;
-  int64_t max_bytes = 0;
+  // A task's price per unit of its size for reading `cross` across racks:
+  // (cross / unit) * scale / size, rounded down. Sizes of 1 (slots) price
+  // whole tasks exactly with scale 1; other sizes split a task over racks
+  // and round, so the result is a lower bound.
+  bool sized = false;
+  solver::Int128 total_size = 0;
   for (const TaskInput& input : inputs) {
-    max_bytes = std::max(max_bytes, input.Cross(0));
+    sized = sized || input.size != 1;
+    total_size += input.size;
   }
-  // A coarser unit only if the solvers' bounds demand it (arc costs at most
-  // kMaxArcCost, cost scaling's scaled costs; sizes that share
-  // no large divisor at this scale); costs are then rounded down, so the
+  int64_t scale = sized ? kMaxPriceScale : 1;
+  const auto price = [&](const TaskInput& input, int64_t cross) -> int64_t {
+    if (input.size == 0) return 0;  // no flow: priced on its own below
+    return static_cast<int64_t>(solver::Int128{cross / unit} * scale /
+                                input.size);
+  };
+  const auto max_price = [&]() {
+    int64_t most = 0;
+    for (const TaskInput& input : inputs) {
+      if (input.size > 0) most = std::max(most, price(input, input.Cross(0)));
+    }
+    return most;
+  };
+  // A smaller scale, then a coarser unit, only if the solvers' bounds
+  // demand it (arc costs at most kMaxArcCost, cost scaling's scaled costs,
+  // the total cost within int64); costs are then rounded down, so the
   // result stays a lower bound, no longer exact.
   const solver::Int128 nodes = solver::Int128{sink} + 2;
-  while (max_bytes / unit + 1 > solver::kMaxArcCost ||
-         nodes * (solver::Int128{max_bytes / unit} + 1) >= kMaxScaledCost) {
-    unit *= 2;
-    floor.exact = false;
+  int64_t unplaced_cost = max_price() + 1;
+  while (unplaced_cost > solver::kMaxArcCost ||
+         nodes * unplaced_cost >= kMaxScaledCost ||
+         total_size * unplaced_cost >= (solver::Int128{1} << 62)) {
+    if (scale > 1) {
+      scale /= 2;
+    } else {
+      unit *= 2;
+      floor.exact = false;
+    }
+    unplaced_cost = max_price() + 1;
   }
-  const int64_t unplaced_cost = max_bytes / unit + 1;
+  if (sized) floor.exact = false;
   solver::McmfProblem problem;
   problem.node_count = sink + 1;
   problem.supply.assign(problem.node_count, 0);
@@ -135,19 +171,20 @@ absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
   std::vector<size_t> first_arc(tasks);
   for (uint32_t t = 0; t < tasks; ++t) {
     const TaskInput& input = inputs[t];
-    problem.supply[t] = 1;
+    problem.supply[t] = input.size;
     first_arc[t] = problem.arcs.size();
     for (const auto& [rack, bytes] : input.in_rack) {
-      problem.arcs.push_back({t, tasks + rack, 1, input.Cross(bytes) / unit});
+      problem.arcs.push_back(
+          {t, tasks + rack, input.size, price(input, input.Cross(bytes))});
     }
-    problem.arcs.push_back({t, any, 1, input.Cross(0) / unit});
-    problem.arcs.push_back({t, sink, 1, unplaced_cost});
+    problem.arcs.push_back({t, any, input.size, price(input, input.Cross(0))});
+    problem.arcs.push_back({t, sink, input.size, unplaced_cost});
   }
   for (uint32_t r = 0; r < racks; ++r) {
-    problem.arcs.push_back({any, tasks + r, rack_slots[r], 0});
-    problem.arcs.push_back({tasks + r, sink, rack_slots[r], 0});
+    problem.arcs.push_back({any, tasks + r, rack_capacity[r], 0});
+    problem.arcs.push_back({tasks + r, sink, rack_capacity[r], 0});
   }
-  problem.supply[sink] = -static_cast<int64_t>(tasks);
+  problem.supply[sink] = -static_cast<int64_t>(total_size);
 
   auto solver = solver::MakeSolver(solver::kDeterministicSolver);
   if (!solver.ok()) return solver.status();
@@ -160,21 +197,69 @@ absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
   // The priced cross-rack input of the optimal assignment (exact when
   // `floor.exact`), over the input the simulator's measure would count for
   // it. A task routed through A sits in a rack without its input (a rack
-  // holding some would be at least as cheap directly).
+  // holding some would be at least as cheap directly). A task of size 0
+  // takes no room: it reads what its best rack lacks.
   const std::vector<int64_t>& flow = solution->flow;
+  solver::Int128 priced = 0;  // in unit / scale
   for (uint32_t t = 0; t < tasks; ++t) {
     const TaskInput& input = inputs[t];
     const size_t k = input.in_rack.size();
-    if (flow[first_arc[t] + k + 1] > 0) continue;  // unplaced
+    if (flow[first_arc[t] + k + 1] > 0) continue;  // (partly) unplaced
     ++floor.placed;
-    int64_t in_rack = 0;
-    for (size_t i = 0; i < k; ++i) {
-      if (flow[first_arc[t] + i] > 0) in_rack = input.in_rack[i].second;
-    }
     floor.input_bytes += input.input_bytes;
-    floor.cross_rack_bytes += input.Cross(in_rack) / unit * unit;
+    if (input.size == 0) {
+      int64_t in_rack = 0;
+      for (const auto& [rack, bytes] : input.in_rack) {
+        in_rack = std::max(in_rack, bytes);
+      }
+      priced += solver::Int128{input.Cross(in_rack) / unit} * scale;
+      continue;
+    }
+    for (size_t i = 0; i <= k; ++i) {
+      priced += solver::Int128{flow[first_arc[t] + i]} *
+                problem.arcs[first_arc[t] + i].cost;
+    }
   }
+  floor.cross_rack_bytes = static_cast<int64_t>(priced * unit / scale);
   return floor;
+}
+
+}  // namespace
+
+absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
+                                                   uint32_t slots_per_machine,
+                                                   double speedup) {
+  return SolveFloor(
+      workload, speedup, [](const SimTask&) { return int64_t{1}; },
+      [&](const SimMachine&) { return int64_t{slots_per_machine}; });
+}
+
+absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
+                                                   FloorResource resource,
+                                                   double speedup) {
+  // Sizes as the simulator's cpu-mem model turns them into requests; memory
+  // in MiB, tasks rounded down and machines up, so it stays a relaxation.
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  const auto cpu = [](double normalised) {
+    return std::llround(normalised * static_cast<double>(kFullCpuMillis));
+  };
+  const auto memory = [](double normalised) {
+    return std::llround(normalised * static_cast<double>(kFullMemoryBytes));
+  };
+  if (resource == FloorResource::kCpu) {
+    return SolveFloor(
+        workload, speedup,
+        [&](const SimTask& t) { return std::max<int64_t>(cpu(t.cpu), 0); },
+        [&](const SimMachine& m) { return std::max<int64_t>(cpu(m.cpu), 0); });
+  }
+  return SolveFloor(
+      workload, speedup,
+      [&](const SimTask& t) {
+        return std::max<int64_t>(memory(t.memory), 0) / kMiB;
+      },
+      [&](const SimMachine& m) {
+        return (std::max<int64_t>(memory(m.memory), 0) + kMiB - 1) / kMiB;
+      });
 }
 
 }  // namespace flowsched::sim

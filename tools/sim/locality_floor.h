@@ -59,4 +59,17 @@ absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
                                                    uint32_t slots_per_machine,
                                                    double speedup = 1.0);
 
+// What a rack's capacity and a task's size are counted in by the resource
+// floor: the CPU or the memory the simulator's cpu-mem model gives them.
+enum class FloorResource { kCpu, kMemory };
+
+// The same problem with each rack holding its machines' `resource` and
+// each task taking its request of it, a task free to split over racks (the
+// linear relaxation): a lower bound for every placement within that
+// resource, so never `exact`. The cpu-mem model has two resources; the
+// larger of their floors is the tighter bound.
+absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
+                                                   FloorResource resource,
+                                                   double speedup = 1.0);
+
 }  // namespace flowsched::sim

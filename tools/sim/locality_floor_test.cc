@@ -287,5 +287,71 @@ TEST_P(LocalityFloorSyntheticTest, IsBelowAFeasiblePlacement) {
 INSTANTIATE_TEST_SUITE_P(Replicas, LocalityFloorSyntheticTest,
                          ::testing::Values(1u, 3u));
 
+double Cpu(int64_t millis) {
+  return static_cast<double>(millis) / static_cast<double>(kFullCpuMillis);
+}
+
+// Rack a has 1000 milli-CPU, b as much. Both tasks read only from a; 800 +
+// 400 do not fit there. Task 2 loses more per milli-CPU away from a (2
+// blocks over 400 against 3 over 800), so it stays whole and a quarter of
+// task 1 moves: 0.75 of a block across, rounded down.
+TEST(LocalityFloorTest, ResourceFloorMovesWhatReadsLeastPerUnit) {
+  Workload w;
+  w.machines = {Machine(1, "a"), Machine(2, "b")};
+  for (SimMachine& m : w.machines) m.cpu = Cpu(1000);
+  w.tasks = {Task(1, {On(1, 3)}), Task(2, {On(1, 2)})};
+  w.tasks[0].cpu = Cpu(800);
+  w.tasks[1].cpu = Cpu(400);
+  auto floor = ComputeLocalityFloor(w, FloorResource::kCpu);
+  ASSERT_TRUE(floor.ok()) << floor.status();
+  EXPECT_FALSE(floor->exact);
+  EXPECT_EQ(floor->placed, 2u);
+  EXPECT_EQ(floor->input_bytes, 5 * kBlockBytes);
+  EXPECT_LE(floor->cross_rack_bytes, 3 * kBlockBytes / 4);
+  EXPECT_GT(floor->cross_rack_bytes, 3 * kBlockBytes / 4 - kBlockBytes / 1000);
+  // By memory nothing binds (no task asks for any): nothing moves.
+  auto by_memory = ComputeLocalityFloor(w, FloorResource::kMemory);
+  ASSERT_TRUE(by_memory.ok()) << by_memory.status();
+  EXPECT_EQ(by_memory->cross_rack_bytes, 0);
+}
+
+// With every task the same size and every machine a whole number of them,
+// the relaxation has an integral optimum: the slot floor, up to rounding.
+// And no cpu-mem placement of the population reads less across racks than
+// either resource's floor: the flow scheduler's warm-up, as the simulator
+// measures it.
+TEST(LocalityFloorTest, ResourceFloorIsTheSlotFloorForEqualSizes) {
+  SyntheticSpec spec{.machines = 200,
+                     .machines_per_rack = 20,
+                     .slots_per_machine = 4,
+                     .utilisation = 0.7,  // the warm-up places all
+                     .duration_us = 1'000'000,
+                     .seed = 5};
+  Workload w = GenerateSynthetic(spec);
+  auto by_cpu = ComputeLocalityFloor(w, FloorResource::kCpu);
+  auto by_memory = ComputeLocalityFloor(w, FloorResource::kMemory);
+  ASSERT_TRUE(by_cpu.ok()) << by_cpu.status();
+  ASSERT_TRUE(by_memory.ok()) << by_memory.status();
+  ASSERT_GT(by_cpu->tasks, 500u);
+  auto run = Simulate(w, "flow:profile:locality=5000",
+                      {.model = Model::kCpuMemory, .horizon_us = 1});
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(run->warmup_locality.total(), by_cpu->input_bytes);
+  EXPECT_GE(run->warmup_locality.remote, by_cpu->cross_rack_bytes);
+  EXPECT_GE(run->warmup_locality.remote, by_memory->cross_rack_bytes);
+  EXPECT_GT(by_cpu->cross_rack_bytes, 0);
+
+  for (SimMachine& m : w.machines) m.cpu = Cpu(4 * 640);
+  for (SimTask& t : w.tasks) t.cpu = Cpu(640);
+  auto slots = ComputeLocalityFloor(w, spec.slots_per_machine);
+  auto equal = ComputeLocalityFloor(w, FloorResource::kCpu);
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  ASSERT_TRUE(equal.ok()) << equal.status();
+  EXPECT_EQ(equal->placed, slots->placed);
+  EXPECT_LE(equal->cross_rack_bytes, slots->cross_rack_bytes);
+  EXPECT_GT(static_cast<double>(equal->cross_rack_bytes),
+            0.999 * static_cast<double>(slots->cross_rack_bytes));
+}
+
 }  // namespace
 }  // namespace flowsched::sim

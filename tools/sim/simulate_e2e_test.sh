@@ -18,7 +18,7 @@ check() {  # dir scheduler-stem...
     for f in latency latency_cdf rounds; do
       test -s "$dir/${stem}_$f.csv" || { echo "missing $dir/${stem}_$f.csv"; exit 1; }
     done
-    row=$(grep "^$(echo "$stem" | sed 's/-/[-:]/')," "$dir/summary.csv")
+    row=$(grep "^$(echo "$stem" | sed 's/-/[-:=]/g')," "$dir/summary.csv")
     placed=$(echo "$row" | cut -d, -f3)
     unplaced=$(echo "$row" | cut -d, -f4)
     rows=$(($(wc -l < "$dir/${stem}_latency.csv") - 1))
@@ -63,6 +63,25 @@ test ! -e "$out/synthetic/networks/round-3.dimacs"
   > "$out/dimacs.txt" 2>&1 || { cat "$out/dimacs.txt"; exit 1; }
 [ "$(grep -c '^round-2.dimacs,dimacs,.*,ok,' "$out/dimacs.csv")" = 4 ] ||
   { cat "$out/dimacs.csv"; exit 1; }
+
+# With CPU and memory the floor relaxes each resource in turn (tasks may
+# split over racks): the locality profile's and greedy's warm-ups read no
+# less across racks than it.
+mkdir -p "$out/cpu-mem"
+"$flowsched" simulate --machines 150 --model cpu-mem --utilisation 0.6 \
+  --speedup 300 --duration 20 --policy profile:locality=5000 \
+  --baselines greedy --seed 5 --locality-floor --out "$out/cpu-mem" \
+  > "$out/cpu-mem/stdout"
+check "$out/cpu-mem" flow-profile-locality-5000 greedy
+floor=$(sed -n "s/^locality floor: .* fit the racks' \(CPU\|memory\); .* reads is at least \([0-9.]*\)%.*/\2/p" \
+        "$out/cpu-mem/stdout")
+[ -n "$floor" ] || { echo "no CPU or memory locality floor printed"; exit 1; }
+for s in flow:profile:locality=5000 greedy; do
+  got=$(sed -n "s/^$s: time-0 population as placed by the warm-up: \([0-9.]*\)%.*/\1/p" \
+        "$out/cpu-mem/stdout")
+  awk -v g="$got" -v f="$floor" 'BEGIN { exit !(g != "" && g + 0.05 >= f && f > 0) }' ||
+    { echo "$s: time-0 cross-rack '$got'% below the floor $floor%"; exit 1; }
+done
 
 "$flowsched" simulate --trace-machines "$data/machine_events.csv" \
   --trace-tasks "$data/task_events.csv" --duration 0 --policy quincy-qfp \
