@@ -9,6 +9,7 @@
 #include "services/cluster/resource_vector.h"
 #include "services/common/status_macros.h"
 #include "services/flow/policy_walk.h"
+#include "services/flow/rack_plan.h"
 #include "services/flow/terms/locality_term.h"
 #include "services/flow/terms/model_affinity_term.h"
 #include "services/flow/terms/pack_term.h"
@@ -218,12 +219,18 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
     size_t seen = 0;      // machines of the rack offered so far
   };
   std::map<std::string_view, RackShapes> by_rack;
+  std::vector<std::string> planned;  // by_rack's keys point into it
   if (params_.locality > 0) {
+    // Each shape is its planned rack's own (rack_plan.h), and listed in
+    // its first input rack and those with kSecondRackShare of its input.
+    FLOWSCHED_ASSIGN_OR_RETURN(planned, PlanRacks(state, shapes));
     for (size_t i = 0; i < shapes.size(); ++i) {
+      if (!planned[i].empty()) by_rack[planned[i]].shapes.push_back({false, i});
       const std::vector<RackShare>& racks = shapes[i].input_racks;
       for (size_t r = 0; r < racks.size(); ++r) {
-        if (r == 0 || racks[r].share >= kSecondRackShare) {
-          by_rack[racks[r].rack].shapes.push_back({r != 0, i});
+        if (racks[r].rack != planned[i] &&
+            (r == 0 || racks[r].share >= kSecondRackShare)) {
+          by_rack[racks[r].rack].shapes.push_back({true, i});
         }
       }
     }

@@ -34,11 +34,12 @@
 //
 // Locality: with a `locality` weight, tasks that ask alike but keep most
 // of their input in different racks are different shapes (ShapeIndex's
-// by_input_rack), and each machine offers its room to the shapes whose
-// input is in its rack before the rotation (after starving gangs), so the
-// room a rack has goes to the work that reads there, then to the shapes
-// holding at least a tenth of their input there (Quincy's preferred-rack
-// threshold), for the work a rack in demand cannot take. Each list is
+// by_input_rack), and each machine offers its room to the shapes planned
+// on its rack (rack_plan.h: the round's rack-level transportation problem
+// decides which work a rack in demand keeps) before the rotation (after
+// starving gangs), then to the shapes whose input is mostly there or that
+// hold at least a tenth of it there (Quincy's preferred-rack threshold),
+// for the work the plan could not place whole. Each list is
 // largest first (first-fit decreasing: small shapes offered first leave
 // pieces the large ones fit nowhere), and each machine of the rack starts
 // it at its own offset (machines that all started at the front gave the

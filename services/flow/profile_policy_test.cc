@@ -407,6 +407,29 @@ TEST(ProfilePolicyTest, LocalityPrefersTheRackHoldingMoreOfTheInput) {
   EXPECT_EQ(f.MachineOf(2), 3u);
 }
 
+// r1's machine has room for one of two tasks, r2's and r3's too. Both
+// read all their input in r1; the larger, which r1 would offer its room to
+// first, has a copy of it in r2 as well. The rack plan keeps the other in
+// r1 and sends the larger to r2: neither reads across racks.
+TEST(ProfilePolicyTest, LocalityLeavesARackToTheWorkThatLosesMostByLeaving) {
+  ProfileFixture f(Make("profile:locality=5000"));
+  for (uint64_t m = 1; m <= 3; ++m) {
+    f.Apply(cluster::MachineAdded{
+        MachineId(m), absl::StrCat("r", m), {2000, 8 * kGiB, 0}, 4, {}, {}});
+  }
+  cluster::TaskSpec copied = Task(1, 1500, 6);
+  copied.input = {{MachineId(0), "r1", 64 << 20},
+                  {MachineId(0), "r2", 64 << 20}};
+  copied.input_bytes = 64 << 20;
+  cluster::TaskSpec only_r1 = Task(2, 1000, 5);
+  only_r1.input = {{MachineId(0), "r1", 64 << 20}};
+  f.Submit(1, {copied, only_r1});
+  f.Sync();
+  EXPECT_EQ(f.Round(), 2);
+  EXPECT_EQ(f.MachineOf(1), 2u);
+  EXPECT_EQ(f.MachineOf(2), 1u);
+}
+
 // A waiting task reads from a machine that is not there yet: no rack holds
 // its input. Once that machine joins (in r2), the task is indexed again
 // under r2 although the change set names only the machine.

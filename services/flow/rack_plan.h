@@ -1,0 +1,43 @@
+#pragma once
+
+// Which rack each waiting shape of a locality profile gets room in first.
+//
+// Reserving room machine by machine (ProfilePolicy::Reserve) splits each
+// rack's room before the solve, so the solver cannot trade it: when more
+// work reads from a rack than the rack holds, who stays there is decided by
+// the list order, and a task that could read as much in its second rack
+// takes the place of one that cannot. The rack plan decides it first, for
+// the whole round, as Quincy's rack aggregators would: the transportation
+// problem
+//
+//   shape --(waiting x size, price of its input outside rack l)--> R_l
+//   shape --(waiting x size, price of all its input)--> A --> R_l
+//   R_l --(the rack's free room)--> S
+//   shape --(dearer than any rack)--> S       room runs out
+//
+// with room counted in one dimension: a task's size is its dominant share
+// of the largest machine (CPU, memory, one slot) and a rack's room the sum
+// of its machines' least free share. That relaxes the machines' several
+// dimensions into one, so the plan is advice: each machine's room still
+// goes only to shapes that fit it (MachineRoom), in the order the plan
+// gives.
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "services/cluster/cluster_state.h"
+#include "services/flow/request_shapes.h"
+
+namespace flowsched::flow {
+
+// Per shape, the rack it should take room in first: the one of its
+// input_racks the optimal transportation sends most of its waiting work
+// to; empty if it reads nothing there (no input, or the plan sends it
+// elsewhere or nowhere). Solved by the deterministic solver, so the same
+// state and shapes give the same plan (recovery rebuilds the same network).
+absl::StatusOr<std::vector<std::string>> PlanRacks(
+    const cluster::ClusterState& state,
+    const std::vector<RequestShape>& shapes);
+
+}  // namespace flowsched::flow

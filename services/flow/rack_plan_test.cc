@@ -1,0 +1,94 @@
+#include "services/flow/rack_plan.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/common/byte_units.h"
+#include "services/common/status_matchers.h"
+
+namespace flowsched::flow {
+namespace {
+
+using ::flowsched::testing::IsOk;
+using ::testing::ElementsAre;
+
+class RackPlanTest : public ::testing::Test {
+ protected:
+  void AddMachine(uint64_t id, std::string rack, int64_t cpu, uint32_t slots) {
+    cluster::ChangeSet changes;
+    ASSERT_THAT(
+        state_.Apply({"e", 1, "t",
+                      cluster::MachineAdded{MachineId(id),
+                                            std::move(rack),
+                                            {cpu, cpu > 0 ? 4 * kGiB : 0, 0},
+                                            slots,
+                                            {},
+                                            {}}},
+                     1, changes),
+        IsOk());
+  }
+  static RequestShape Shape(int64_t cpu, int64_t waiting,
+                            std::vector<RackShare> racks) {
+    RequestShape shape;
+    shape.ask.request = {cpu, cpu > 0 ? kGiB / 4 : 0, 0};
+    shape.waiting = waiting;
+    shape.input_racks = std::move(racks);
+    return shape;
+  }
+  std::vector<std::string> Plan(const std::vector<RequestShape>& shapes) {
+    auto plan = PlanRacks(state_, shapes);
+    EXPECT_THAT(plan, IsOk());
+    return plan.ok() ? *plan : std::vector<std::string>{};
+  }
+
+  cluster::ClusterState state_;
+};
+
+// r1 and r2 each have room for one task. Both shapes read mostly in r1;
+// the first reads as much in r2 (a replicated block), the second nowhere
+// else. The rack goes to the one that loses by leaving.
+TEST_F(RackPlanTest, TheRackGoesToTheWorkThatLosesMostByLeaving) {
+  AddMachine(1, "r1", 1000, 8);
+  AddMachine(2, "r2", 1000, 8);
+  EXPECT_THAT(Plan({Shape(1000, 1, {{"r1", 1.0}, {"r2", 1.0}}),
+                    Shape(1000, 1, {{"r1", 1.0}})}),
+              ElementsAre("r2", "r1"));
+}
+
+// r1 has room for 4 cores, r2 plenty but holds no input. Four 1-core tasks
+// and one 4-core task read all their input in r1: moving the big one reads
+// one input across racks, moving the four reads four.
+TEST_F(RackPlanTest, ARacksRoomGoesWhereItSavesTheMostInput) {
+  AddMachine(1, "r1", 4000, 8);
+  AddMachine(2, "r2", 16000, 8);
+  EXPECT_THAT(
+      Plan({Shape(4000, 1, {{"r1", 1.0}}), Shape(1000, 4, {{"r1", 1.0}})}),
+      ElementsAre("", "r1"));
+}
+
+// Room counts the least free dimension, slots included: with no CPU or
+// memory reported, r1's one free slot holds one of the two tasks, and work
+// without input takes no rack's room first.
+TEST_F(RackPlanTest, RoomIsTheLeastFreeDimension) {
+  AddMachine(1, "r1", 0, 1);
+  AddMachine(2, "r2", 0, 1);
+  AddMachine(3, "r3", 0, 4);
+  EXPECT_THAT(Plan({Shape(0, 1, {{"r1", 1.0}, {"r2", 0.5}}),
+                    Shape(0, 1, {{"r1", 1.0}}), Shape(0, 3, {})}),
+              ElementsAre("r2", "r1", ""));
+}
+
+// A rack with no machine now is not planned; nothing waiting, nothing
+// planned.
+TEST_F(RackPlanTest, PlansOnlyRacksWithMachinesAndWaitingWork) {
+  AddMachine(1, "r1", 1000, 8);
+  EXPECT_THAT(Plan({Shape(1000, 1, {{"gone", 1.0}, {"r1", 0.2}}),
+                    Shape(1000, 0, {{"r1", 1.0}})}),
+              ElementsAre("r1", ""));
+  EXPECT_THAT(Plan({}), ElementsAre());
+}
+
+}  // namespace
+}  // namespace flowsched::flow
