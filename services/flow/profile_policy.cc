@@ -38,10 +38,6 @@ absl::Status CheckProfile(const ProfileParams& params) {
           absl::StrCat(name, " must not be negative, got ", weight));
     }
   }
-  if (params.shape_machines_per_task > 0 && params.locality > 0) {
-    return absl::InvalidArgumentError(
-        "shape_machines_per_task cannot be combined with locality yet");
-  }
   const int64_t dearest =
       params.spread + params.pack + params.model_affinity + params.locality;
   if (params.unscheduled_cost <= dearest) {
@@ -219,11 +215,14 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
     size_t seen = 0;      // machines of the rack offered so far
   };
   std::map<std::string_view, RackShapes> by_rack;
-  std::vector<std::string> planned;  // by_rack's keys point into it
+  // Locality: each shape's planned rack (rack_plan.h), empty for none.
+  std::vector<std::string> planned(shapes.size());  // by_rack's keys too
   if (params_.locality > 0) {
-    // Each shape is its planned rack's own (rack_plan.h), and listed in
-    // its first input rack and those with kSecondRackShare of its input.
     FLOWSCHED_ASSIGN_OR_RETURN(planned, PlanRacks(state, shapes));
+  }
+  if (params_.locality > 0 && params_.shape_machines_per_task == 0) {
+    // Each shape is its planned rack's own, and listed in its first input
+    // rack and those with kSecondRackShare of its input.
     for (size_t i = 0; i < shapes.size(); ++i) {
       if (!planned[i].empty()) by_rack[planned[i]].shapes.push_back({false, i});
       const std::vector<RackShare>& racks = shapes[i].input_racks;
@@ -274,27 +273,61 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
           std::max(params_.min_shape_machines,
                    params_.shape_machines_per_task * shapes[i].waiting);
     }
+    using OpenMachine = cluster::ClusterState::OpenMachine;
+    // Offers `open`'s room to the starving shapes, then `own`, then the
+    // rotation, to shapes still short of machines.
+    const auto reserve_on = [&](const OpenMachine& open,
+                                const std::vector<size_t>& own) {
+      const cluster::Machine& machine = *open.machine;
+      const NodeId machine_node = builder.FindMachineNode(machine.id);
+      // A copy: reservations on this machine may close a starving shape.
+      std::vector<size_t> first(starving.open().begin(), starving.open().end());
+      first.insert(first.end(), own.begin(), own.end());
+      ReserveMachine(
+          machine, state, shapes, static_cast<size_t>(open.id.value()),
+          [&](size_t i, int64_t n) {
+            starving.Reserved(i, n);
+            class_arcs[shapes[i].key].push_back(
+                ShapeArc(machine, machine_node, shapes[i], n));
+            if (--wanted_machines[i] == 0) --open_shapes;
+          },
+          [&](size_t i) { return wanted_machines[i] > 0; }, first,
+          params_.max_tasks_per_machine);
+    };
+    const bool fullest_first = params_.pack > params_.spread;
+    const auto& open = state.open_machines_by_load();
+    // Locality: the machines of each rack shapes are planned on come
+    // first, offering their room to those shapes first.
+    std::map<std::string_view, std::vector<size_t>> planned_here;
+    for (size_t i = 0; i < planned.size(); ++i) {
+      if (!planned[i].empty()) planned_here[planned[i]].push_back(i);
+    }
+    std::map<std::string_view, std::vector<const OpenMachine*>> rack_machines;
+    for (const OpenMachine& machine : open) {
+      if (planned_here.contains(machine.machine->rack)) {
+        rack_machines[machine.machine->rack].push_back(&machine);
+      }
+    }
+    std::set<MachineId> visited;
+    for (auto& [rack, machines] : rack_machines) {
+      const std::vector<size_t>& own = planned_here[rack];
+      const auto short_of_machines = [&] {
+        return std::any_of(own.begin(), own.end(),
+                           [&](size_t i) { return wanted_machines[i] > 0; });
+      };
+      if (fullest_first) std::reverse(machines.begin(), machines.end());
+      for (const OpenMachine* machine : machines) {
+        if (open_shapes == 0 || !short_of_machines()) break;
+        reserve_on(*machine, own);
+        visited.insert(machine->id);
+      }
+    }
     const auto visit = [&](auto begin, auto end) {
       for (auto it = begin; it != end && open_shapes > 0; ++it) {
-        const cluster::Machine& machine = *it->machine;
-        const NodeId machine_node = builder.FindMachineNode(machine.id);
-        // A copy: reservations on this machine may close a starving shape.
-        const std::vector<size_t> first(starving.open().begin(),
-                                        starving.open().end());
-        ReserveMachine(
-            machine, state, shapes, static_cast<size_t>(it->id.value()),
-            [&](size_t i, int64_t n) {
-              starving.Reserved(i, n);
-              class_arcs[shapes[i].key].push_back(
-                  ShapeArc(machine, machine_node, shapes[i], n));
-              if (--wanted_machines[i] == 0) --open_shapes;
-            },
-            [&](size_t i) { return wanted_machines[i] > 0; }, first,
-            params_.max_tasks_per_machine);
+        if (!visited.contains(it->id)) reserve_on(*it, {});
       }
     };
-    const auto& open = state.open_machines_by_load();
-    if (params_.pack > params_.spread) {
+    if (fullest_first) {
       visit(open.rbegin(), open.rend());
     } else {
       visit(open.begin(), open.end());

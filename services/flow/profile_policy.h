@@ -93,7 +93,9 @@ struct ProfileParams {
   // visited least loaded first (most loaded first when pack outweighs
   // spread), the visit ending once every shape has its share; 0: every
   // machine where it fits (cpu-memory's rule), which at 12,500 machines
-  // makes each round walk and price them all. Not with locality yet.
+  // makes each round walk and price them all. With locality, the machines
+  // of the racks shapes are planned on (rack_plan.h) come first, each
+  // offering its room to those shapes first.
   int64_t shape_machines_per_task = 0;
   int64_t min_shape_machines = 16;
   // Seconds a gang member waits before its shape gets first offer of
