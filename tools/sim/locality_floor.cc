@@ -52,8 +52,15 @@ struct TaskInput {
 // price per milli-CPU.
 constexpr int64_t kMaxPriceScale = int64_t{1} << 24;
 
+// A machine that does not report the resource: the fit rule does not
+// bound it by that resource, so neither does the floor.
+constexpr int64_t kUnbounded = -1;
+// Sizes summing to this or more are refused: no unit makes their costs fit.
+constexpr int64_t kMaxTotalSize = int64_t{1} << 60;
+
 // The floor with each task taking `size_of(task)` of its rack and each
-// machine giving `capacity_of(machine)`; sizes 1 are the slot model.
+// machine giving `capacity_of(machine)` (or kUnbounded); sizes 1 are the
+// slot model.
 absl::StatusOr<LocalityFloor> SolveFloor(
     const Workload& workload, double speedup,
     const std::function<int64_t(const SimTask&)>& size_of,
@@ -64,6 +71,7 @@ absl::StatusOr<LocalityFloor> SolveFloor(
   absl::flat_hash_map<std::string, uint32_t> rack_index;
   absl::flat_hash_map<uint64_t, const std::string*> machine_rack;
   std::vector<int64_t> rack_capacity;
+  std::vector<bool> rack_unbounded;
   for (const SimMachine& m : workload.machines) {
     if (!AtTimeZero(m.add_us, speedup) ||
         (m.remove_us != kForever && AtTimeZero(m.remove_us, speedup))) {
@@ -71,8 +79,16 @@ absl::StatusOr<LocalityFloor> SolveFloor(
     }
     auto [it, inserted] = rack_index.try_emplace(
         m.rack, static_cast<uint32_t>(rack_capacity.size()));
-    if (inserted) rack_capacity.push_back(0);
-    rack_capacity[it->second] += capacity_of(m);
+    if (inserted) {
+      rack_capacity.push_back(0);
+      rack_unbounded.push_back(false);
+    }
+    const int64_t capacity = capacity_of(m);
+    if (capacity == kUnbounded) {
+      rack_unbounded[it->second] = true;
+    } else {
+      rack_capacity[it->second] += capacity;
+    }
     machine_rack[m.id] = &m.rack;
   }
 
@@ -132,6 +148,15 @@ absl::StatusOr<LocalityFloor> SolveFloor(
   for (const TaskInput& input : inputs) {
     sized = sized || input.size != 1;
     total_size += input.size;
+  }
+  if (total_size >= kMaxTotalSize) {
+    return absl::InvalidArgumentError(
+        "locality floor: the tasks' sizes add up to 2^60 or more");
+  }
+  for (size_t r = 0; r < rack_capacity.size(); ++r) {
+    if (rack_unbounded[r]) {
+      rack_capacity[r] = static_cast<int64_t>(total_size);
+    }
   }
   int64_t scale = sized ? kMaxPriceScale : 1;
   const auto price = [&](const TaskInput& input, int64_t cross) -> int64_t {
@@ -250,7 +275,9 @@ absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
     return SolveFloor(
         workload, speedup,
         [&](const SimTask& t) { return std::max<int64_t>(cpu(t.cpu), 0); },
-        [&](const SimMachine& m) { return std::max<int64_t>(cpu(m.cpu), 0); });
+        [&](const SimMachine& m) {
+          return cpu(m.cpu) > 0 ? cpu(m.cpu) : kUnbounded;
+        });
   }
   return SolveFloor(
       workload, speedup,
@@ -258,7 +285,8 @@ absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
         return std::max<int64_t>(memory(t.memory), 0) / kMiB;
       },
       [&](const SimMachine& m) {
-        return (std::max<int64_t>(memory(m.memory), 0) + kMiB - 1) / kMiB;
+        return memory(m.memory) > 0 ? (memory(m.memory) + kMiB - 1) / kMiB
+                                    : kUnbounded;
       });
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 
 // The least input any scheduler could read across racks when placing the
-// population present at time 0, given only how many slots each rack has.
+// population present at time 0, given only how many slots (or how much CPU
+// or memory: FloorResource) each rack has.
 //
 // The quality target compares the flow policy's cross-rack bytes
 // with greedy's; this is the third number that says how far either is from
@@ -15,8 +16,8 @@
 //
 // Only racks matter for cross-rack bytes, so machines and their per-machine
 // limits are relaxed away: the result is a lower bound for every placement
-// that respects rack capacity (Quincy's, greedy's, any other), and it is
-// reached by some assignment of tasks to racks.
+// that respects rack capacity (Quincy's, greedy's, any other), and with
+// slots it is reached by some assignment of tasks to racks.
 
 #include <cstdint>
 
@@ -27,16 +28,17 @@ namespace flowsched::sim {
 
 struct LocalityFloor {
   uint64_t tasks = 0;  // present at time 0
-  // min(tasks, slots of the machines at time 0). When fewer than `tasks`,
-  // the floor leaves out the tasks whose input is cheapest to leave out, so
-  // it covers another set than a scheduler's warm-up and bounds it only
-  // loosely.
+  // The tasks the racks hold whole: min(tasks, slots of the machines at
+  // time 0) for slots. When fewer than `tasks`, the floor leaves out the
+  // tasks whose input is cheapest to leave out, so it covers another set
+  // than a scheduler's warm-up and bounds it only loosely.
   uint64_t placed = 0;
   int64_t input_bytes = 0;       // of the placed tasks, as the simulator counts
   int64_t cross_rack_bytes = 0;  // the least possible
   // False when sizes had to be priced in a unit coarser than their common
-  // divisor (the solver's cost bound): cross_rack_bytes is then a lower
-  // bound of the least possible, not its value.
+  // divisor (the solver's cost bound), or for a resource floor (tasks split
+  // over racks): cross_rack_bytes is then a lower bound of the least
+  // possible, not its value.
   bool exact = true;
   [[nodiscard]] double cross_rack_share() const {
     return input_bytes > 0 ? static_cast<double>(cross_rack_bytes) /
@@ -66,8 +68,10 @@ enum class FloorResource { kCpu, kMemory };
 // The same problem with each rack holding its machines' `resource` and
 // each task taking its request of it, a task free to split over racks (the
 // linear relaxation): a lower bound for every placement within that
-// resource, so never `exact`. The cpu-mem model has two resources; the
-// larger of their floors is the tighter bound.
+// resource, so not `exact` (unless every size is 1). A machine that does
+// not report the resource (0) is not bounded by it, as in the fit rule.
+// The cpu-mem model has two resources; the larger of their floors is the
+// tighter bound. InvalidArgument as above, or for sizes adding up to 2^60.
 absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
                                                    FloorResource resource,
                                                    double speedup = 1.0);

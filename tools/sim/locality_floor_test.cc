@@ -313,6 +313,13 @@ TEST(LocalityFloorTest, ResourceFloorMovesWhatReadsLeastPerUnit) {
   auto by_memory = ComputeLocalityFloor(w, FloorResource::kMemory);
   ASSERT_TRUE(by_memory.ok()) << by_memory.status();
   EXPECT_EQ(by_memory->cross_rack_bytes, 0);
+  // A machine in a that reports no CPU is bounded by slots only, as the
+  // fit rule has it: both tasks stay.
+  w.machines.push_back(Machine(3, "a"));
+  auto unreported = ComputeLocalityFloor(w, FloorResource::kCpu);
+  ASSERT_TRUE(unreported.ok()) << unreported.status();
+  EXPECT_EQ(unreported->placed, 2u);
+  EXPECT_EQ(unreported->cross_rack_bytes, 0);
 }
 
 // With every task the same size and every machine a whole number of them,
