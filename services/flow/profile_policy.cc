@@ -274,30 +274,51 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
                    params_.shape_machines_per_task * shapes[i].waiting);
     }
     using OpenMachine = cluster::ClusterState::OpenMachine;
-    // Offers `open`'s room to the starving shapes, then `own`, then the
-    // rotation, to shapes still short of machines.
-    const auto reserve_on = [&](const OpenMachine& open,
-                                const std::vector<size_t>& own) {
+    // Offers what is left of `room` (on `open`) to the shapes `accept`
+    // takes: those in `first`, then the rotation from the machine's id.
+    const auto offer = [&](const OpenMachine& open, MachineRoom& room,
+                           std::vector<size_t> first,
+                           const std::function<bool(size_t)>& accept,
+                           std::vector<size_t>* reserved_here) {
       const cluster::Machine& machine = *open.machine;
       const NodeId machine_node = builder.FindMachineNode(machine.id);
-      // A copy: reservations on this machine may close a starving shape.
-      std::vector<size_t> first(starving.open().begin(), starving.open().end());
-      first.insert(first.end(), own.begin(), own.end());
-      ReserveMachine(
-          machine, state, shapes, static_cast<size_t>(open.id.value()),
+      std::vector<size_t> skip = first;
+      std::sort(skip.begin(), skip.end());
+      const auto rotation = static_cast<size_t>(open.id.value());
+      size_t f = 0;
+      size_t j = 0;
+      room.Offer(
+          state, shapes,
+          [&]() -> std::optional<size_t> {
+            while (f < first.size()) {
+              const size_t i = first[f++];
+              if (accept(i)) return i;
+            }
+            while (j < shapes.size()) {
+              const size_t i = (rotation + j++) % shapes.size();
+              if (!std::binary_search(skip.begin(), skip.end(), i) &&
+                  accept(i)) {
+                return i;
+              }
+            }
+            return std::nullopt;
+          },
           [&](size_t i, int64_t n) {
             starving.Reserved(i, n);
             class_arcs[shapes[i].key].push_back(
                 ShapeArc(machine, machine_node, shapes[i], n));
             if (--wanted_machines[i] == 0) --open_shapes;
-          },
-          [&](size_t i) { return wanted_machines[i] > 0; }, first,
-          params_.max_tasks_per_machine);
+            if (reserved_here != nullptr) reserved_here->push_back(i);
+          });
+    };
+    const auto short_of_machines = [&](size_t i) {
+      return wanted_machines[i] > 0;
     };
     const bool fullest_first = params_.pack > params_.spread;
     const auto& open = state.open_machines_by_load();
     // Locality: the machines of each rack shapes are planned on come
-    // first, offering their room to those shapes first.
+    // first, offering their room to those shapes (after starving gangs);
+    // what they keep goes to the others in the walk below.
     std::map<std::string_view, std::vector<size_t>> planned_here;
     for (size_t i = 0; i < planned.size(); ++i) {
       if (!planned[i].empty()) planned_here[planned[i]].push_back(i);
@@ -308,23 +329,65 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
         rack_machines[machine.machine->rack].push_back(&machine);
       }
     }
-    std::set<MachineId> visited;
+    struct Visited {
+      MachineRoom room;
+      std::vector<size_t> reserved;  // shapes, sorted after the pass
+    };
+    std::map<MachineId, Visited> visited;
     for (auto& [rack, machines] : rack_machines) {
       const std::vector<size_t>& own = planned_here[rack];
-      const auto short_of_machines = [&] {
-        return std::any_of(own.begin(), own.end(),
-                           [&](size_t i) { return wanted_machines[i] > 0; });
-      };
       if (fullest_first) std::reverse(machines.begin(), machines.end());
       for (const OpenMachine* machine : machines) {
-        if (open_shapes == 0 || !short_of_machines()) break;
-        reserve_on(*machine, own);
-        visited.insert(machine->id);
+        if (std::none_of(own.begin(), own.end(), short_of_machines)) break;
+        // A copy: reservations on this machine may close a starving shape.
+        std::vector<size_t> first(starving.open().begin(),
+                                  starving.open().end());
+        std::vector<size_t> offered = first;
+        std::sort(offered.begin(), offered.end());
+        for (size_t i : own) {
+          if (!std::binary_search(offered.begin(), offered.end(), i)) {
+            first.push_back(i);
+          }
+        }
+        offered = first;
+        std::sort(offered.begin(), offered.end());
+        Visited& here =
+            visited
+                .try_emplace(machine->id,
+                             Visited{MachineRoom(*machine->machine,
+                                                 params_.max_tasks_per_machine),
+                                     {}})
+                .first->second;
+        offer(
+            *machine, here.room, std::move(first),
+            [&](size_t i) {
+              return short_of_machines(i) &&
+                     std::binary_search(offered.begin(), offered.end(), i);
+            },
+            &here.reserved);
+        std::sort(here.reserved.begin(), here.reserved.end());
       }
     }
+    // Every machine, least loaded first: a shape reserves on a machine
+    // once (a second arc to it would replace the first).
     const auto visit = [&](auto begin, auto end) {
       for (auto it = begin; it != end && open_shapes > 0; ++it) {
-        if (!visited.contains(it->id)) reserve_on(*it, {});
+        const std::vector<size_t> first(starving.open().begin(),
+                                        starving.open().end());
+        auto found = visited.find(it->id);
+        if (found == visited.end()) {
+          MachineRoom room(*it->machine, params_.max_tasks_per_machine);
+          offer(*it, room, first, short_of_machines, nullptr);
+          continue;
+        }
+        const std::vector<size_t>& done = found->second.reserved;
+        offer(
+            *it, found->second.room, first,
+            [&](size_t i) {
+              return short_of_machines(i) &&
+                     !std::binary_search(done.begin(), done.end(), i);
+            },
+            nullptr);
       }
     };
     if (fullest_first) {

@@ -539,6 +539,26 @@ TEST(ProfilePolicyTest, ACappedLocalityShapeReachesItsPlannedRackFirst) {
   EXPECT_LE(f.MachineOf(3), 2u);
 }
 
+// Two racks, each planned for one task reading there, each task capped at
+// one machine: r1's machines, walked first, offer their room to r1's task
+// only, so r2's is not handed a machine in r1 and left without one in r2.
+TEST(ProfilePolicyTest, ACappedLocalityRackServesOnlyItsPlannedShapes) {
+  ProfileFixture f(Make(
+      "profile:locality=5000,shape_machines_per_task=1,min_shape_machines=1"));
+  for (uint64_t m = 1; m <= 4; ++m) {
+    f.AddMachine(m, 4000, 16, 8, {}, {}, m <= 2 ? "r1" : "r2");
+  }
+  cluster::TaskSpec reads_r1 = Task(1, 1000, 1);
+  reads_r1.input = {{MachineId(0), "r1", 64 << 20}};
+  cluster::TaskSpec reads_r2 = Task(2, 1000, 1);
+  reads_r2.input = {{MachineId(0), "r2", 64 << 20}};
+  f.Submit(1, {reads_r1, reads_r2});
+  f.Sync();
+  ASSERT_EQ(f.Round(), 2);
+  EXPECT_LE(f.MachineOf(1), 2u);
+  EXPECT_GE(f.MachineOf(2), 3u);
+}
+
 // Random weights, filters and clusters with GPUs (whole and fractional
 // asks, model lists): every decision passes the one fit rule (Place), no
 // machine runs more than the limit, and once rounds stop placing, no

@@ -17,15 +17,24 @@ namespace {
 constexpr double kUnits = 10'000;
 // A unit's price for reading all of a task's input across racks, before
 // dividing by the task's size: 2^20 keeps the rounding of a whole-machine
-// task's price under 0.1% and every price far below the solvers' limits.
+// task's price under 0.5% and every price far below the solvers' limits.
 constexpr double kPriceScale = 1 << 20;
-// Prices are counted in 1/kTieSteps, and the steps below one break ties
-// toward the less wanted rack: reading the same share in two racks, a
-// task plans on the one fewer tasks read most from, per unit of its room.
-// A rack wanted kTieSteps / kStepsPerPressure times over its room or more
-// is the most wanted.
+// Prices are counted in 1/kTieSteps, and fewer than half a step (a
+// residual cycle may cross two racks' ties) breaks ties toward the less
+// wanted rack: reading the same share in two racks, a task plans on the
+// one fewer tasks read most from, per unit of its room. A rack wanted
+// kMaxTie / kStepsPerPressure times over its room or more is the most
+// wanted.
 constexpr int64_t kTieSteps = 64;
-constexpr double kStepsPerPressure = 16;
+constexpr int64_t kMaxTie = kTieSteps / 2 - 1;
+constexpr double kStepsPerPressure = 8;
+
+// What a shape asks of the plan: its waiting tasks' room, if it reads
+// anything. Work without input is not planned: each machine offers it
+// room only after the shapes listed in its rack, whatever the plan.
+int64_t Supply(const RequestShape& shape, int64_t size) {
+  return shape.input_racks.empty() ? 0 : size * shape.waiting;
+}
 
 }  // namespace
 
@@ -78,7 +87,7 @@ absl::StatusOr<std::vector<std::string>> PlanRacks(
         std::min(1.0, std::max({ask.cpu_millis, ask.memory_bytes,
                                 1.0 / static_cast<double>(max_slots)}));
     size[i] = std::max<int64_t>(1, std::llround(std::ceil(share * kUnits)));
-    total += size[i] * shapes[i].waiting;
+    total += Supply(shapes[i], size[i]);
   }
   // Each rack's pressure: what the shapes reading most there would take of
   // it, over its room.
@@ -87,7 +96,7 @@ absl::StatusOr<std::vector<std::string>> PlanRacks(
     if (shapes[i].input_racks.empty()) continue;
     auto it = rack_index.find(shapes[i].input_racks[0].rack);
     if (it != rack_index.end()) {
-      wanted[it->second] += static_cast<double>(size[i] * shapes[i].waiting);
+      wanted[it->second] += static_cast<double>(Supply(shapes[i], size[i]));
     }
   }
   std::vector<int64_t> tie(rack_index.size(), 0);
@@ -95,12 +104,12 @@ absl::StatusOr<std::vector<std::string>> PlanRacks(
     const double pressure =
         wanted[r] / static_cast<double>(std::max<int64_t>(room[rack], 1));
     tie[r] = std::min<int64_t>(
-        kTieSteps - 1, static_cast<int64_t>(pressure * kStepsPerPressure));
+        kMaxTie, static_cast<int64_t>(pressure * kStepsPerPressure));
   }
   std::vector<size_t> first_arc(shapes.size());
   for (uint32_t i = 0; i < n_shapes; ++i) {
     const RequestShape& shape = shapes[i];
-    const int64_t supply = size[i] * shape.waiting;
+    const int64_t supply = Supply(shape, size[i]);
     problem.supply[i] = supply;
     first_arc[i] = problem.arcs.size();
     const auto price = [&](double outside) -> int64_t {
@@ -114,8 +123,7 @@ absl::StatusOr<std::vector<std::string>> PlanRacks(
       problem.arcs.push_back({i, n_shapes + it->second, supply,
                               price(1.0 - rack.share) + tie[it->second]});
     }
-    problem.arcs.push_back(
-        {i, any, supply, shape.input_racks.empty() ? 0 : price(1.0)});
+    problem.arcs.push_back({i, any, supply, price(1.0)});
     // Dearer than any rack: left out only when the room runs out.
     problem.arcs.push_back({i, sink, supply, price(1.0) + kTieSteps});
   }

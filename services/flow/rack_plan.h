@@ -8,7 +8,8 @@
 // the list order, and a task that could read as much in its second rack
 // takes the place of one that cannot. The rack plan decides it first, for
 // the whole round, as Quincy's rack aggregators would: the transportation
-// problem
+// problem over the shapes that read input (work without input is offered
+// room after them anyway)
 //
 //   shape --(waiting x size, price of its input outside rack l)--> R_l
 //   shape --(waiting x size, price of all its input)--> A --> R_l
@@ -17,7 +18,9 @@
 //
 // with room counted in one dimension: a task's size is its dominant share
 // of the largest machine (CPU, memory, one slot) and a rack's room the sum
-// of its machines' least free share. That relaxes the machines' several
+// of its machines' least free share. Between racks holding the same share
+// of a shape's input, the less wanted one wins (what the shapes reading
+// most there would take of its room). That relaxes the machines' several
 // dimensions into one, so the plan is advice: each machine's room still
 // goes only to shapes that fit it (MachineRoom), in the order the plan
 // gives.

@@ -69,8 +69,8 @@ TEST_F(RackPlanTest, ARacksRoomGoesWhereItSavesTheMostInput) {
 }
 
 // Room counts the least free dimension, slots included: with no CPU or
-// memory reported, r1's one free slot holds one of the two tasks, and work
-// without input takes no rack's room first.
+// memory reported, r1's one free slot holds one of the two tasks. Work
+// without input is not planned.
 TEST_F(RackPlanTest, RoomIsTheLeastFreeDimension) {
   AddMachine(1, "r1", 0, 1);
   AddMachine(2, "r2", 0, 1);
@@ -78,6 +78,17 @@ TEST_F(RackPlanTest, RoomIsTheLeastFreeDimension) {
   EXPECT_THAT(Plan({Shape(0, 1, {{"r1", 1.0}, {"r2", 0.5}}),
                     Shape(0, 1, {{"r1", 1.0}}), Shape(0, 3, {})}),
               ElementsAre("r2", "r1", ""));
+}
+
+// Room for everything in r1 and r2, but r1 is wanted: work reading only
+// there would take half its room. The task reading as much in r2 (a
+// replicated block) plans on r2, so r1's room stays for r1's work.
+TEST_F(RackPlanTest, TiesGoToTheLessWantedRack) {
+  AddMachine(1, "r1", 8000, 16);
+  AddMachine(2, "r2", 8000, 16);
+  EXPECT_THAT(Plan({Shape(1000, 1, {{"r1", 1.0}, {"r2", 1.0}}),
+                    Shape(1000, 4, {{"r1", 1.0}})}),
+              ElementsAre("r2", "r1"));
 }
 
 // A rack with no machine now is not planned; nothing waiting, nothing
