@@ -204,23 +204,175 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
   for (WeightedTerm& weighted : terms_) weighted.term->Prepare(state);
   StarvingFirst starving(shapes, now_us, params_.gang_first_after_s);
   starving_ = starving.Keys(shapes);
-  // Locality profiles: the shapes each rack lists (those whose input is
-  // mostly there, then those with kSecondRackShare of it there), and its
-  // machines.
-  struct RackShapes {
-    std::vector<std::pair<bool, size_t>> shapes;  // (not its own rack, i)
-    std::vector<size_t> listed;  // the same indices, sorted (for lookups)
-    size_t own = 0;       // shapes whose input is mostly there, the first
-    size_t machines = 0;  // of the state
-    size_t seen = 0;      // machines of the rack offered so far
-  };
-  std::map<std::string_view, RackShapes> by_rack;
   // Locality: each shape's planned rack (rack_plan.h), empty for none.
-  std::vector<std::string> planned(shapes.size());  // by_rack's keys too
+  std::vector<std::string> planned(shapes.size());
   if (params_.locality > 0) {
     FLOWSCHED_ASSIGN_OR_RETURN(planned, PlanRacks(state, shapes));
   }
-  if (params_.locality > 0 && params_.shape_machines_per_task == 0) {
+  // Class -> machine arcs by reservation (request_shapes.h).
+  ClassArcs class_arcs;
+  if (params_.shape_machines_per_task > 0) {
+    ReserveCapped(state, shapes, planned, starving, builder, class_arcs);
+  } else {
+    ReserveEveryMachine(state, shapes, planned, starving, builder, class_arcs);
+  }
+  // Classes without waiting tasks go (their in-arcs went with the tasks).
+  return SetShapeArcs(nodes, class_arcs, builder);
+}
+
+void ProfilePolicy::ReserveCapped(const cluster::ClusterState& state,
+                                  const std::vector<RequestShape>& shapes,
+                                  const std::vector<std::string>& planned,
+                                  StarvingFirst& starving,
+                                  NetworkBuilder& builder,
+                                  ClassArcs& class_arcs) const {
+  std::vector<int64_t> wanted_machines(shapes.size());
+  size_t open_shapes = shapes.size();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    wanted_machines[i] =
+        std::max(params_.min_shape_machines,
+                 params_.shape_machines_per_task * shapes[i].waiting);
+  }
+  using OpenMachine = cluster::ClusterState::OpenMachine;
+  // Offers what is left of `room` (on `open`) to the shapes `accept`
+  // takes: those in `first`, then the rotation from the machine's id.
+  const auto offer = [&](const OpenMachine& open, MachineRoom& room,
+                         std::vector<size_t> first,
+                         const std::function<bool(size_t)>& accept,
+                         std::vector<size_t>* reserved_here) {
+    const cluster::Machine& machine = *open.machine;
+    const NodeId machine_node = builder.FindMachineNode(machine.id);
+    std::vector<size_t> skip = first;
+    std::sort(skip.begin(), skip.end());
+    const auto rotation = static_cast<size_t>(open.id.value());
+    size_t f = 0;
+    size_t j = 0;
+    room.Offer(
+        state, shapes,
+        [&]() -> std::optional<size_t> {
+          while (f < first.size()) {
+            const size_t i = first[f++];
+            if (accept(i)) return i;
+          }
+          while (j < shapes.size()) {
+            const size_t i = (rotation + j++) % shapes.size();
+            if (!std::binary_search(skip.begin(), skip.end(), i) && accept(i)) {
+              return i;
+            }
+          }
+          return std::nullopt;
+        },
+        [&](size_t i, int64_t n) {
+          starving.Reserved(i, n);
+          class_arcs[shapes[i].key].push_back(
+              ShapeArc(machine, machine_node, shapes[i], n));
+          if (--wanted_machines[i] == 0) --open_shapes;
+          if (reserved_here != nullptr) reserved_here->push_back(i);
+        });
+  };
+  const auto short_of_machines = [&](size_t i) {
+    return wanted_machines[i] > 0;
+  };
+  const bool fullest_first = params_.pack > params_.spread;
+  const auto& open = state.open_machines_by_load();
+  // Locality: the machines of each rack shapes are planned on come
+  // first, offering their room to those shapes (after starving gangs);
+  // what they keep goes to the others in the walk below.
+  std::map<std::string_view, std::vector<size_t>> planned_here;
+  for (size_t i = 0; i < planned.size(); ++i) {
+    if (!planned[i].empty()) planned_here[planned[i]].push_back(i);
+  }
+  std::map<std::string_view, std::vector<const OpenMachine*>> rack_machines;
+  for (const OpenMachine& machine : open) {
+    if (planned_here.contains(machine.machine->rack)) {
+      rack_machines[machine.machine->rack].push_back(&machine);
+    }
+  }
+  struct Visited {
+    MachineRoom room;
+    std::vector<size_t> reserved;  // shapes, sorted after the pass
+  };
+  std::map<MachineId, Visited> visited;
+  for (auto& [rack, machines] : rack_machines) {
+    const std::vector<size_t>& own = planned_here[rack];
+    if (fullest_first) std::reverse(machines.begin(), machines.end());
+    for (const OpenMachine* machine : machines) {
+      if (std::none_of(own.begin(), own.end(), short_of_machines)) break;
+      // A copy: reservations on this machine may close a starving shape.
+      std::vector<size_t> first(starving.open().begin(), starving.open().end());
+      std::vector<size_t> offered = first;
+      std::sort(offered.begin(), offered.end());
+      for (size_t i : own) {
+        if (!std::binary_search(offered.begin(), offered.end(), i)) {
+          first.push_back(i);
+        }
+      }
+      offered = first;
+      std::sort(offered.begin(), offered.end());
+      Visited& here =
+          visited
+              .try_emplace(machine->id,
+                           Visited{MachineRoom(*machine->machine,
+                                               params_.max_tasks_per_machine),
+                                   {}})
+              .first->second;
+      offer(
+          *machine, here.room, std::move(first),
+          [&](size_t i) {
+            return short_of_machines(i) &&
+                   std::binary_search(offered.begin(), offered.end(), i);
+          },
+          &here.reserved);
+      std::sort(here.reserved.begin(), here.reserved.end());
+    }
+  }
+  // Every machine, least loaded first: a shape reserves on a machine
+  // once (a second arc to it would replace the first).
+  const auto visit = [&](auto begin, auto end) {
+    for (auto it = begin; it != end && open_shapes > 0; ++it) {
+      const std::vector<size_t> first(starving.open().begin(),
+                                      starving.open().end());
+      auto found = visited.find(it->id);
+      if (found == visited.end()) {
+        MachineRoom room(*it->machine, params_.max_tasks_per_machine);
+        offer(*it, room, first, short_of_machines, nullptr);
+        continue;
+      }
+      const std::vector<size_t>& done = found->second.reserved;
+      offer(
+          *it, found->second.room, first,
+          [&](size_t i) {
+            return short_of_machines(i) &&
+                   !std::binary_search(done.begin(), done.end(), i);
+          },
+          nullptr);
+    }
+  };
+  if (fullest_first) {
+    visit(open.rbegin(), open.rend());
+  } else {
+    visit(open.begin(), open.end());
+  }
+}
+
+void ProfilePolicy::ReserveEveryMachine(const cluster::ClusterState& state,
+                                        const std::vector<RequestShape>& shapes,
+                                        const std::vector<std::string>& planned,
+                                        StarvingFirst& starving,
+                                        NetworkBuilder& builder,
+                                        ClassArcs& class_arcs) const {
+  // Locality profiles: the shapes each rack lists (those planned there,
+  // then those whose input is mostly there or with kSecondRackShare of it
+  // there), and its machines.
+  struct RackShapes {
+    std::vector<std::pair<bool, size_t>> shapes;  // (not planned there, i)
+    std::vector<size_t> listed;  // the same indices, sorted (for lookups)
+    size_t own = 0;              // shapes planned there, the first
+    size_t machines = 0;         // of the state
+    size_t seen = 0;             // machines of the rack offered so far
+  };
+  std::map<std::string_view, RackShapes> by_rack;
+  if (params_.locality > 0) {
     // Each shape is its planned rack's own, and listed in its first input
     // rack and those with kSecondRackShare of its input.
     for (size_t i = 0; i < shapes.size(); ++i) {
@@ -261,141 +413,6 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
       for (const auto& [other, i] : local.shapes) local.listed.push_back(i);
       std::sort(local.listed.begin(), local.listed.end());
     }
-  }
-  // Class -> machine arcs by reservation (request_shapes.h).
-  std::map<std::string, std::vector<DesiredArc>> class_arcs;
-  if (params_.shape_machines_per_task > 0) {
-    // Capped: each shape's share of machines, the favoured ones first.
-    std::vector<int64_t> wanted_machines(shapes.size());
-    size_t open_shapes = shapes.size();
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      wanted_machines[i] =
-          std::max(params_.min_shape_machines,
-                   params_.shape_machines_per_task * shapes[i].waiting);
-    }
-    using OpenMachine = cluster::ClusterState::OpenMachine;
-    // Offers what is left of `room` (on `open`) to the shapes `accept`
-    // takes: those in `first`, then the rotation from the machine's id.
-    const auto offer = [&](const OpenMachine& open, MachineRoom& room,
-                           std::vector<size_t> first,
-                           const std::function<bool(size_t)>& accept,
-                           std::vector<size_t>* reserved_here) {
-      const cluster::Machine& machine = *open.machine;
-      const NodeId machine_node = builder.FindMachineNode(machine.id);
-      std::vector<size_t> skip = first;
-      std::sort(skip.begin(), skip.end());
-      const auto rotation = static_cast<size_t>(open.id.value());
-      size_t f = 0;
-      size_t j = 0;
-      room.Offer(
-          state, shapes,
-          [&]() -> std::optional<size_t> {
-            while (f < first.size()) {
-              const size_t i = first[f++];
-              if (accept(i)) return i;
-            }
-            while (j < shapes.size()) {
-              const size_t i = (rotation + j++) % shapes.size();
-              if (!std::binary_search(skip.begin(), skip.end(), i) &&
-                  accept(i)) {
-                return i;
-              }
-            }
-            return std::nullopt;
-          },
-          [&](size_t i, int64_t n) {
-            starving.Reserved(i, n);
-            class_arcs[shapes[i].key].push_back(
-                ShapeArc(machine, machine_node, shapes[i], n));
-            if (--wanted_machines[i] == 0) --open_shapes;
-            if (reserved_here != nullptr) reserved_here->push_back(i);
-          });
-    };
-    const auto short_of_machines = [&](size_t i) {
-      return wanted_machines[i] > 0;
-    };
-    const bool fullest_first = params_.pack > params_.spread;
-    const auto& open = state.open_machines_by_load();
-    // Locality: the machines of each rack shapes are planned on come
-    // first, offering their room to those shapes (after starving gangs);
-    // what they keep goes to the others in the walk below.
-    std::map<std::string_view, std::vector<size_t>> planned_here;
-    for (size_t i = 0; i < planned.size(); ++i) {
-      if (!planned[i].empty()) planned_here[planned[i]].push_back(i);
-    }
-    std::map<std::string_view, std::vector<const OpenMachine*>> rack_machines;
-    for (const OpenMachine& machine : open) {
-      if (planned_here.contains(machine.machine->rack)) {
-        rack_machines[machine.machine->rack].push_back(&machine);
-      }
-    }
-    struct Visited {
-      MachineRoom room;
-      std::vector<size_t> reserved;  // shapes, sorted after the pass
-    };
-    std::map<MachineId, Visited> visited;
-    for (auto& [rack, machines] : rack_machines) {
-      const std::vector<size_t>& own = planned_here[rack];
-      if (fullest_first) std::reverse(machines.begin(), machines.end());
-      for (const OpenMachine* machine : machines) {
-        if (std::none_of(own.begin(), own.end(), short_of_machines)) break;
-        // A copy: reservations on this machine may close a starving shape.
-        std::vector<size_t> first(starving.open().begin(),
-                                  starving.open().end());
-        std::vector<size_t> offered = first;
-        std::sort(offered.begin(), offered.end());
-        for (size_t i : own) {
-          if (!std::binary_search(offered.begin(), offered.end(), i)) {
-            first.push_back(i);
-          }
-        }
-        offered = first;
-        std::sort(offered.begin(), offered.end());
-        Visited& here =
-            visited
-                .try_emplace(machine->id,
-                             Visited{MachineRoom(*machine->machine,
-                                                 params_.max_tasks_per_machine),
-                                     {}})
-                .first->second;
-        offer(
-            *machine, here.room, std::move(first),
-            [&](size_t i) {
-              return short_of_machines(i) &&
-                     std::binary_search(offered.begin(), offered.end(), i);
-            },
-            &here.reserved);
-        std::sort(here.reserved.begin(), here.reserved.end());
-      }
-    }
-    // Every machine, least loaded first: a shape reserves on a machine
-    // once (a second arc to it would replace the first).
-    const auto visit = [&](auto begin, auto end) {
-      for (auto it = begin; it != end && open_shapes > 0; ++it) {
-        const std::vector<size_t> first(starving.open().begin(),
-                                        starving.open().end());
-        auto found = visited.find(it->id);
-        if (found == visited.end()) {
-          MachineRoom room(*it->machine, params_.max_tasks_per_machine);
-          offer(*it, room, first, short_of_machines, nullptr);
-          continue;
-        }
-        const std::vector<size_t>& done = found->second.reserved;
-        offer(
-            *it, found->second.room, first,
-            [&](size_t i) {
-              return short_of_machines(i) &&
-                     !std::binary_search(done.begin(), done.end(), i);
-            },
-            nullptr);
-      }
-    };
-    if (fullest_first) {
-      visit(open.rbegin(), open.rend());
-    } else {
-      visit(open.begin(), open.end());
-    }
-    return SetShapeArcs(nodes, class_arcs, builder);
   }
   size_t machine_index = 0;
   for (const auto& entry : state.machines()) {
@@ -462,8 +479,6 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
             },
             reserved);
   }
-  // Classes without waiting tasks go (their in-arcs went with the tasks).
-  return SetShapeArcs(nodes, class_arcs, builder);
 }
 
 }  // namespace flowsched::flow

@@ -154,12 +154,28 @@ class ProfilePolicy : public SchedulingPolicy {
   // rack (locality profiles keep machine_racks_ for this).
   bool RacksChanged(const cluster::ChangeSet& changes,
                     const cluster::ClusterState& state);
-  // Reserves every machine's room among `shapes` (starving ones first) and
+  // Reserves the machines' room among `shapes` (starving ones first) and
   // sets the class arcs.
   absl::Status Reserve(const cluster::ClusterState& state,
                        const std::vector<RequestShape>& shapes,
                        const std::map<std::string, NodeId>& nodes,
                        int64_t now_us, NetworkBuilder& builder);
+  using ClassArcs = std::map<std::string, std::vector<DesiredArc>>;
+  // shape_machines_per_task > 0: each shape's share of machines, those of
+  // its planned rack first (`planned`, per shape; empty without locality),
+  // then the least loaded (fullest when packing).
+  void ReserveCapped(const cluster::ClusterState& state,
+                     const std::vector<RequestShape>& shapes,
+                     const std::vector<std::string>& planned,
+                     StarvingFirst& starving, NetworkBuilder& builder,
+                     ClassArcs& class_arcs) const;
+  // Uncapped: every machine's room, to its rack's planned and listed
+  // shapes first when locality has planned any.
+  void ReserveEveryMachine(const cluster::ClusterState& state,
+                           const std::vector<RequestShape>& shapes,
+                           const std::vector<std::string>& planned,
+                           StarvingFirst& starving, NetworkBuilder& builder,
+                           ClassArcs& class_arcs) const;
 
   ProfileParams params_;
   std::string name_;
