@@ -275,16 +275,31 @@ void ProfilePolicy::ReserveCapped(const cluster::ClusterState& state,
   };
   const bool fullest_first = params_.pack > params_.spread;
   const auto& open = state.open_machines_by_load();
-  // Locality: the machines of each rack shapes are planned on come
-  // first, offering their room to those shapes (after starving gangs);
-  // what they keep goes to the others in the walk below.
-  std::map<std::string_view, std::vector<size_t>> planned_here;
+  // Locality: the machines of each rack shapes read in come first,
+  // offering their room (after starving gangs) to the shapes planned there,
+  // then to the unplanned ones whose input is mostly there or with
+  // kSecondRackShare of it there (a shape planned elsewhere waits for its
+  // own rack); what they keep goes to the others in the walk below.
+  std::map<std::string_view, std::vector<size_t>> first_here, listed_here;
   for (size_t i = 0; i < planned.size(); ++i) {
-    if (!planned[i].empty()) planned_here[planned[i]].push_back(i);
+    if (!planned[i].empty()) {
+      first_here[planned[i]].push_back(i);
+      continue;
+    }
+    const std::vector<RackShare>& racks = shapes[i].input_racks;
+    for (size_t r = 0; r < racks.size(); ++r) {
+      if (r == 0 || racks[r].share >= kSecondRackShare) {
+        listed_here[racks[r].rack].push_back(i);
+      }
+    }
+  }
+  for (auto& [rack, listed] : listed_here) {
+    std::vector<size_t>& own = first_here[rack];
+    own.insert(own.end(), listed.begin(), listed.end());
   }
   std::map<std::string_view, std::vector<const OpenMachine*>> rack_machines;
   for (const OpenMachine& machine : open) {
-    if (planned_here.contains(machine.machine->rack)) {
+    if (first_here.contains(machine.machine->rack)) {
       rack_machines[machine.machine->rack].push_back(&machine);
     }
   }
@@ -294,7 +309,7 @@ void ProfilePolicy::ReserveCapped(const cluster::ClusterState& state,
   };
   std::map<MachineId, Visited> visited;
   for (auto& [rack, machines] : rack_machines) {
-    const std::vector<size_t>& own = planned_here[rack];
+    const std::vector<size_t>& own = first_here[rack];
     if (fullest_first) std::reverse(machines.begin(), machines.end());
     for (const OpenMachine* machine : machines) {
       if (std::none_of(own.begin(), own.end(), short_of_machines)) break;
@@ -326,32 +341,36 @@ void ProfilePolicy::ReserveCapped(const cluster::ClusterState& state,
       std::sort(here.reserved.begin(), here.reserved.end());
     }
   }
-  // Every machine, least loaded first: a shape reserves on a machine
-  // once (a second arc to it would replace the first).
-  const auto visit = [&](auto begin, auto end) {
+  // Then every other machine, least loaded first; last, what the planned
+  // racks' machines kept (their room stays for the work planned there
+  // unless a shape finds too few machines elsewhere), to shapes that did
+  // not reserve there yet (a second arc to a machine replaces the first).
+  const auto visit = [&](auto begin, auto end, bool leftovers) {
     for (auto it = begin; it != end && open_shapes > 0; ++it) {
       const std::vector<size_t> first(starving.open().begin(),
                                       starving.open().end());
       auto found = visited.find(it->id);
-      if (found == visited.end()) {
+      if (!leftovers && found == visited.end()) {
         MachineRoom room(*it->machine, params_.max_tasks_per_machine);
         offer(*it, room, first, short_of_machines, nullptr);
-        continue;
+      } else if (leftovers && found != visited.end()) {
+        const std::vector<size_t>& done = found->second.reserved;
+        offer(
+            *it, found->second.room, first,
+            [&](size_t i) {
+              return short_of_machines(i) &&
+                     !std::binary_search(done.begin(), done.end(), i);
+            },
+            nullptr);
       }
-      const std::vector<size_t>& done = found->second.reserved;
-      offer(
-          *it, found->second.room, first,
-          [&](size_t i) {
-            return short_of_machines(i) &&
-                   !std::binary_search(done.begin(), done.end(), i);
-          },
-          nullptr);
     }
   };
-  if (fullest_first) {
-    visit(open.rbegin(), open.rend());
-  } else {
-    visit(open.begin(), open.end());
+  for (const bool leftovers : {false, true}) {
+    if (fullest_first) {
+      visit(open.rbegin(), open.rend(), leftovers);
+    } else {
+      visit(open.begin(), open.end(), leftovers);
+    }
   }
 }
 
