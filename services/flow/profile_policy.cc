@@ -38,6 +38,12 @@ absl::Status CheckProfile(const ProfileParams& params) {
           absl::StrCat(name, " must not be negative, got ", weight));
     }
   }
+  if (params.shape_machines_per_task > 0 && params.locality > 0) {
+    // A capped walk that visits the planned racks first is not yet
+    // proportional to the work (docs/2026-11-30-locality-rack-plan.md).
+    return absl::InvalidArgumentError(
+        "shape_machines_per_task cannot be combined with locality yet");
+  }
   const int64_t dearest =
       params.spread + params.pack + params.model_affinity + params.locality;
   if (params.unscheduled_cost <= dearest) {
@@ -212,7 +218,7 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
   // Class -> machine arcs by reservation (request_shapes.h).
   ClassArcs class_arcs;
   if (params_.shape_machines_per_task > 0) {
-    ReserveCapped(state, shapes, planned, starving, builder, class_arcs);
+    ReserveCapped(state, shapes, starving, builder, class_arcs);
   } else {
     ReserveEveryMachine(state, shapes, planned, starving, builder, class_arcs);
   }
@@ -222,7 +228,6 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
 
 void ProfilePolicy::ReserveCapped(const cluster::ClusterState& state,
                                   const std::vector<RequestShape>& shapes,
-                                  const std::vector<std::string>& planned,
                                   StarvingFirst& starving,
                                   NetworkBuilder& builder,
                                   ClassArcs& class_arcs) const {
@@ -233,144 +238,30 @@ void ProfilePolicy::ReserveCapped(const cluster::ClusterState& state,
         std::max(params_.min_shape_machines,
                  params_.shape_machines_per_task * shapes[i].waiting);
   }
-  using OpenMachine = cluster::ClusterState::OpenMachine;
-  // Offers what is left of `room` (on `open`) to the shapes `accept`
-  // takes: those in `first`, then the rotation from the machine's id.
-  const auto offer = [&](const OpenMachine& open, MachineRoom& room,
-                         std::vector<size_t> first,
-                         const std::function<bool(size_t)>& accept,
-                         std::vector<size_t>* reserved_here) {
-    const cluster::Machine& machine = *open.machine;
-    const NodeId machine_node = builder.FindMachineNode(machine.id);
-    std::vector<size_t> skip = first;
-    std::sort(skip.begin(), skip.end());
-    const auto rotation = static_cast<size_t>(open.id.value());
-    size_t f = 0;
-    size_t j = 0;
-    room.Offer(
-        state, shapes,
-        [&]() -> std::optional<size_t> {
-          while (f < first.size()) {
-            const size_t i = first[f++];
-            if (accept(i)) return i;
-          }
-          while (j < shapes.size()) {
-            const size_t i = (rotation + j++) % shapes.size();
-            if (!std::binary_search(skip.begin(), skip.end(), i) && accept(i)) {
-              return i;
-            }
-          }
-          return std::nullopt;
-        },
-        [&](size_t i, int64_t n) {
-          starving.Reserved(i, n);
-          class_arcs[shapes[i].key].push_back(
-              ShapeArc(machine, machine_node, shapes[i], n));
-          if (--wanted_machines[i] == 0) --open_shapes;
-          if (reserved_here != nullptr) reserved_here->push_back(i);
-        });
-  };
-  const auto short_of_machines = [&](size_t i) {
-    return wanted_machines[i] > 0;
-  };
-  const bool fullest_first = params_.pack > params_.spread;
-  const auto& open = state.open_machines_by_load();
-  // Locality: the machines of each rack shapes read in come first,
-  // offering their room (after starving gangs) to the shapes planned there,
-  // then to the unplanned ones whose input is mostly there or with
-  // kSecondRackShare of it there (a shape planned elsewhere waits for its
-  // own rack); what they keep goes to the others in the walk below.
-  std::map<std::string_view, std::vector<size_t>> first_here, listed_here;
-  for (size_t i = 0; i < planned.size(); ++i) {
-    if (!planned[i].empty()) {
-      first_here[planned[i]].push_back(i);
-      continue;
-    }
-    const std::vector<RackShare>& racks = shapes[i].input_racks;
-    for (size_t r = 0; r < racks.size(); ++r) {
-      if (r == 0 || racks[r].share >= kSecondRackShare) {
-        listed_here[racks[r].rack].push_back(i);
-      }
-    }
-  }
-  for (auto& [rack, listed] : listed_here) {
-    std::vector<size_t>& own = first_here[rack];
-    own.insert(own.end(), listed.begin(), listed.end());
-  }
-  std::map<std::string_view, std::vector<const OpenMachine*>> rack_machines;
-  for (const OpenMachine& machine : open) {
-    if (first_here.contains(machine.machine->rack)) {
-      rack_machines[machine.machine->rack].push_back(&machine);
-    }
-  }
-  struct Visited {
-    MachineRoom room;
-    std::vector<size_t> reserved;  // shapes, sorted after the pass
-  };
-  std::map<MachineId, Visited> visited;
-  for (auto& [rack, machines] : rack_machines) {
-    const std::vector<size_t>& own = first_here[rack];
-    if (fullest_first) std::reverse(machines.begin(), machines.end());
-    for (const OpenMachine* machine : machines) {
-      if (std::none_of(own.begin(), own.end(), short_of_machines)) break;
-      // A copy: reservations on this machine may close a starving shape.
-      std::vector<size_t> first(starving.open().begin(), starving.open().end());
-      std::vector<size_t> offered = first;
-      std::sort(offered.begin(), offered.end());
-      for (size_t i : own) {
-        if (!std::binary_search(offered.begin(), offered.end(), i)) {
-          first.push_back(i);
-        }
-      }
-      offered = first;
-      std::sort(offered.begin(), offered.end());
-      Visited& here =
-          visited
-              .try_emplace(machine->id,
-                           Visited{MachineRoom(*machine->machine,
-                                               params_.max_tasks_per_machine),
-                                   {}})
-              .first->second;
-      offer(
-          *machine, here.room, std::move(first),
-          [&](size_t i) {
-            return short_of_machines(i) &&
-                   std::binary_search(offered.begin(), offered.end(), i);
-          },
-          &here.reserved);
-      std::sort(here.reserved.begin(), here.reserved.end());
-    }
-  }
-  // Then every other machine, least loaded first; last, what the planned
-  // racks' machines kept (their room stays for the work planned there
-  // unless a shape finds too few machines elsewhere), to shapes that did
-  // not reserve there yet (a second arc to a machine replaces the first).
-  const auto visit = [&](auto begin, auto end, bool leftovers) {
+  const auto visit = [&](auto begin, auto end) {
     for (auto it = begin; it != end && open_shapes > 0; ++it) {
+      const cluster::Machine& machine = *it->machine;
+      const NodeId machine_node = builder.FindMachineNode(machine.id);
+      // A copy: reservations on this machine may close a starving shape.
       const std::vector<size_t> first(starving.open().begin(),
                                       starving.open().end());
-      auto found = visited.find(it->id);
-      if (!leftovers && found == visited.end()) {
-        MachineRoom room(*it->machine, params_.max_tasks_per_machine);
-        offer(*it, room, first, short_of_machines, nullptr);
-      } else if (leftovers && found != visited.end()) {
-        const std::vector<size_t>& done = found->second.reserved;
-        offer(
-            *it, found->second.room, first,
-            [&](size_t i) {
-              return short_of_machines(i) &&
-                     !std::binary_search(done.begin(), done.end(), i);
-            },
-            nullptr);
-      }
+      ReserveMachine(
+          machine, state, shapes, static_cast<size_t>(it->id.value()),
+          [&](size_t i, int64_t n) {
+            starving.Reserved(i, n);
+            class_arcs[shapes[i].key].push_back(
+                ShapeArc(machine, machine_node, shapes[i], n));
+            if (--wanted_machines[i] == 0) --open_shapes;
+          },
+          [&](size_t i) { return wanted_machines[i] > 0; }, first,
+          params_.max_tasks_per_machine);
     }
   };
-  for (const bool leftovers : {false, true}) {
-    if (fullest_first) {
-      visit(open.rbegin(), open.rend(), leftovers);
-    } else {
-      visit(open.begin(), open.end(), leftovers);
-    }
+  const auto& open = state.open_machines_by_load();
+  if (params_.pack > params_.spread) {
+    visit(open.rbegin(), open.rend());
+  } else {
+    visit(open.begin(), open.end());
   }
 }
 

@@ -93,9 +93,7 @@ struct ProfileParams {
   // visited least loaded first (most loaded first when pack outweighs
   // spread), the visit ending once every shape has its share; 0: every
   // machine where it fits (cpu-memory's rule), which at 12,500 machines
-  // makes each round walk and price them all. With locality, the machines
-  // of the racks shapes are planned on (rack_plan.h) come first, each
-  // offering its room to those shapes first.
+  // makes each round walk and price them all. Not with locality yet.
   int64_t shape_machines_per_task = 0;
   int64_t min_shape_machines = 16;
   // Seconds a gang member waits before its shape gets first offer of
@@ -161,12 +159,10 @@ class ProfilePolicy : public SchedulingPolicy {
                        const std::map<std::string, NodeId>& nodes,
                        int64_t now_us, NetworkBuilder& builder);
   using ClassArcs = std::map<std::string, std::vector<DesiredArc>>;
-  // shape_machines_per_task > 0: each shape's share of machines, those of
-  // its planned rack first (`planned`, per shape; empty without locality),
-  // then the least loaded (fullest when packing).
+  // shape_machines_per_task > 0: each shape's share of machines, the
+  // least loaded first (the fullest when packing).
   void ReserveCapped(const cluster::ClusterState& state,
                      const std::vector<RequestShape>& shapes,
-                     const std::vector<std::string>& planned,
                      StarvingFirst& starving, NetworkBuilder& builder,
                      ClassArcs& class_arcs) const;
   // Uncapped: every machine's room, to its rack's planned and listed

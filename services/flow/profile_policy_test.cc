@@ -516,47 +516,10 @@ TEST(ProfilePolicyTest, ACappedShapeReachesItsShareOfTheEmptiestMachines) {
   EXPECT_EQ(f.Round(), 2);
   EXPECT_GE(f.MachineOf(11), 9u);
   EXPECT_GE(f.MachineOf(12), 9u);
-}
-
-// Capped with locality: r1's machines each run a task, r2's are empty, so
-// least loaded first would give the task reading in r1 a machine of r2.
-// The machines of the rack it is planned on come first.
-TEST(ProfilePolicyTest, ACappedLocalityShapeReachesItsPlannedRackFirst) {
-  ProfileFixture f(Make(
-      "profile:locality=5000,shape_machines_per_task=1,min_shape_machines=1"));
-  for (uint64_t m = 1; m <= 4; ++m) {
-    f.AddMachine(m, 4000, 16, 8, {}, {}, m <= 2 ? "r1" : "r2");
-  }
-  f.Submit(1, {Task(1, 1000, 1), Task(2, 1000, 1)});
-  f.Sync();
-  ASSERT_EQ(f.Round(), 2);
-  ASSERT_EQ(f.state_.FindMachine(MachineId(1))->rack, "r1");
-  cluster::TaskSpec reads_r1 = Task(3, 1000, 1);
-  reads_r1.input = {{MachineId(0), "r1", 64 << 20}};
-  f.Submit(2, {reads_r1});
-  f.Sync();
-  ASSERT_EQ(f.Round(), 1);
-  EXPECT_LE(f.MachineOf(3), 2u);
-}
-
-// Two racks, each planned for one task reading there, each task capped at
-// one machine: r1's machines, walked first, offer their room to r1's task
-// only, so r2's is not handed a machine in r1 and left without one in r2.
-TEST(ProfilePolicyTest, ACappedLocalityRackServesOnlyItsPlannedShapes) {
-  ProfileFixture f(Make(
-      "profile:locality=5000,shape_machines_per_task=1,min_shape_machines=1"));
-  for (uint64_t m = 1; m <= 4; ++m) {
-    f.AddMachine(m, 4000, 16, 8, {}, {}, m <= 2 ? "r1" : "r2");
-  }
-  cluster::TaskSpec reads_r1 = Task(1, 1000, 1);
-  reads_r1.input = {{MachineId(0), "r1", 64 << 20}};
-  cluster::TaskSpec reads_r2 = Task(2, 1000, 1);
-  reads_r2.input = {{MachineId(0), "r2", 64 << 20}};
-  f.Submit(1, {reads_r1, reads_r2});
-  f.Sync();
-  ASSERT_EQ(f.Round(), 2);
-  EXPECT_LE(f.MachineOf(1), 2u);
-  EXPECT_GE(f.MachineOf(2), 3u);
+  EXPECT_THAT(ParsePolicySpec("profile:shape_machines_per_task=2,locality=100")
+                  .status()
+                  .message(),
+              HasSubstr("cannot be combined with locality"));
 }
 
 // Random weights, filters and clusters with GPUs (whole and fractional
@@ -576,8 +539,8 @@ TEST(ProfilePolicyTest, RandomProfilesAreFeasibleByConstruction) {
         "profile:spread=", rng() % 2000, ",pack=", rng() % 2000,
         ",preferred_labels=", rng() % 1000, ",model_affinity=", rng() % 1000,
         ",priority_step=", rng() % 3 * 500, ",max_tasks_per_machine=", limit,
-        trial % 3 == 0 ? ",shape_machines_per_task=1,min_shape_machines=1" : "",
-        ",locality=", rng() % 2 * 700);
+        trial % 3 == 0 ? ",shape_machines_per_task=1,min_shape_machines=1"
+                       : absl::StrCat(",locality=", rng() % 2 * 700));
     ProfileFixture f(Make(spec));
     const int machines = 1 + static_cast<int>(rng() % 6);
     for (int m = 1; m <= machines; ++m) {
