@@ -210,17 +210,12 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
   for (WeightedTerm& weighted : terms_) weighted.term->Prepare(state);
   StarvingFirst starving(shapes, now_us, params_.gang_first_after_s);
   starving_ = starving.Keys(shapes);
-  // Locality: each shape's planned rack (rack_plan.h), empty for none.
-  std::vector<std::string> planned(shapes.size());
-  if (params_.locality > 0) {
-    FLOWSCHED_ASSIGN_OR_RETURN(planned, PlanRacks(state, shapes));
-  }
   // Class -> machine arcs by reservation (request_shapes.h).
   ClassArcs class_arcs;
   if (params_.shape_machines_per_task > 0) {
     ReserveCapped(state, shapes, starving, builder, class_arcs);
   } else {
-    ReserveEveryMachine(state, shapes, planned, starving, builder, class_arcs);
+    ReserveEveryMachine(state, shapes, starving, builder, class_arcs);
   }
   // Classes without waiting tasks go (their in-arcs went with the tasks).
   return SetShapeArcs(nodes, class_arcs, builder);
@@ -267,7 +262,6 @@ void ProfilePolicy::ReserveCapped(const cluster::ClusterState& state,
 
 void ProfilePolicy::ReserveEveryMachine(const cluster::ClusterState& state,
                                         const std::vector<RequestShape>& shapes,
-                                        const std::vector<std::string>& planned,
                                         StarvingFirst& starving,
                                         NetworkBuilder& builder,
                                         ClassArcs& class_arcs) const {
@@ -283,14 +277,19 @@ void ProfilePolicy::ReserveEveryMachine(const cluster::ClusterState& state,
   };
   std::map<std::string_view, RackShapes> by_rack;
   if (params_.locality > 0) {
-    // Each shape is its planned rack's own, and listed in its first input
-    // rack and those with kSecondRackShare of its input.
+    // Each shape is its planned rack's own (rack_plan.h), and listed in its
+    // first input rack and those with kSecondRackShare of its input. The
+    // plan is advice: if the solver refuses it (sizes beyond its limits),
+    // the lists alone order the offers.
+    absl::StatusOr<std::vector<int>> plan =
+        PlanRacks(state, shapes, params_.max_tasks_per_machine);
     for (size_t i = 0; i < shapes.size(); ++i) {
-      if (!planned[i].empty()) by_rack[planned[i]].shapes.push_back({false, i});
+      const int planned = plan.ok() ? (*plan)[i] : kNoRack;
       const std::vector<RackShare>& racks = shapes[i].input_racks;
       for (size_t r = 0; r < racks.size(); ++r) {
-        if (racks[r].rack != planned[i] &&
-            (r == 0 || racks[r].share >= kSecondRackShare)) {
+        if (static_cast<int>(r) == planned) {
+          by_rack[racks[r].rack].shapes.push_back({false, i});
+        } else if (r == 0 || racks[r].share >= kSecondRackShare) {
           by_rack[racks[r].rack].shapes.push_back({true, i});
         }
       }

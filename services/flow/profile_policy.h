@@ -165,11 +165,10 @@ class ProfilePolicy : public SchedulingPolicy {
                      const std::vector<RequestShape>& shapes,
                      StarvingFirst& starving, NetworkBuilder& builder,
                      ClassArcs& class_arcs) const;
-  // Uncapped: every machine's room, to its rack's planned and listed
-  // shapes first when locality has planned any.
+  // Uncapped: every machine's room, with locality to the shapes planned
+  // on its rack (rack_plan.h) and listed there first.
   void ReserveEveryMachine(const cluster::ClusterState& state,
                            const std::vector<RequestShape>& shapes,
-                           const std::vector<std::string>& planned,
                            StarvingFirst& starving, NetworkBuilder& builder,
                            ClassArcs& class_arcs) const;
 

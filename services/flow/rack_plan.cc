@@ -6,7 +6,6 @@
 #include <map>
 #include <string_view>
 
-#include "absl/strings/str_cat.h"
 #include "services/cluster/resource_vector.h"
 #include "services/solver/solver_registry.h"
 
@@ -38,10 +37,10 @@ int64_t Supply(const RequestShape& shape, int64_t size) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::string>> PlanRacks(
-    const cluster::ClusterState& state,
-    const std::vector<RequestShape>& shapes) {
-  std::vector<std::string> plan(shapes.size());
+absl::StatusOr<std::vector<int>> PlanRacks(
+    const cluster::ClusterState& state, const std::vector<RequestShape>& shapes,
+    int64_t max_tasks_per_machine) {
+  std::vector<int> plan(shapes.size(), kNoRack);
   if (std::none_of(shapes.begin(), shapes.end(), [](const RequestShape& s) {
         return s.waiting > 0 && !s.input_racks.empty();
       })) {
@@ -57,7 +56,12 @@ absl::StatusOr<std::vector<std::string>> PlanRacks(
   for (const auto& [id, machine] : state.machines()) {
     const cluster::ResourceVector free =
         cluster::Normalised(cluster::ComputeFree(machine), max_spec);
-    double least = static_cast<double>(machine.free_slots()) / max_slots;
+    int64_t slots = machine.free_slots();
+    if (max_tasks_per_machine > 0) {
+      slots = std::min(slots, max_tasks_per_machine -
+                                  static_cast<int64_t>(machine.running.size()));
+    }
+    double least = static_cast<double>(slots) / max_slots;
     if (machine.capacity.cpu_millis > 0)
       least = std::min(least, free.cpu_millis);
     if (machine.capacity.memory_bytes > 0) {
@@ -145,11 +149,12 @@ absl::StatusOr<std::vector<std::string>> PlanRacks(
   for (size_t i = 0; i < shapes.size(); ++i) {
     int64_t most = 0;
     size_t arc = first_arc[i];
-    for (const RackShare& rack : shapes[i].input_racks) {
-      if (!rack_index.contains(rack.rack)) continue;
+    const std::vector<RackShare>& input_racks = shapes[i].input_racks;
+    for (size_t r = 0; r < input_racks.size(); ++r) {
+      if (!rack_index.contains(input_racks[r].rack)) continue;
       if (solution->flow[arc] > most) {
         most = solution->flow[arc];
-        plan[i] = rack.rack;
+        plan[i] = static_cast<int>(r);
       }
       ++arc;
     }

@@ -25,7 +25,7 @@
 // goes only to shapes that fit it (MachineRoom), in the order the plan
 // gives.
 
-#include <string>
+#include <cstdint>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -34,13 +34,19 @@
 
 namespace flowsched::flow {
 
-// Per shape, the rack it should take room in first: the one of its
-// input_racks the optimal transportation sends most of its waiting work
-// to; empty if it reads nothing there (no input, or the plan sends it
-// elsewhere or nowhere). Solved by the deterministic solver, so the same
-// state and shapes give the same plan (recovery rebuilds the same network).
-absl::StatusOr<std::vector<std::string>> PlanRacks(
-    const cluster::ClusterState& state,
-    const std::vector<RequestShape>& shapes);
+// A shape without a planned rack.
+inline constexpr int kNoRack = -1;
+
+// Per shape, the rack it should take room in first, as an index into its
+// input_racks: the one the optimal transportation sends most of its
+// waiting work to; kNoRack if it reads nothing there (no input, or the plan
+// sends it elsewhere or nowhere). A machine's room counts at most
+// `max_tasks_per_machine` tasks (0: its slots). Solved by the deterministic
+// solver, so the same state and shapes give the same plan (recovery
+// rebuilds the same network). An error only if the solver refuses the
+// problem (sizes beyond its limits).
+absl::StatusOr<std::vector<int>> PlanRacks(
+    const cluster::ClusterState& state, const std::vector<RequestShape>& shapes,
+    int64_t max_tasks_per_machine);
 
 }  // namespace flowsched::flow
