@@ -36,10 +36,12 @@ absl::Status LoadSpreadingPolicy::SyncShapeArcs(
   starving_ = starving.Keys(shapes);
   std::map<std::string, std::vector<DesiredArc>> class_arcs;
   const auto wanted = [&](size_t i) { return wanted_machines[i] > 0; };
+  const SmallestAsk smallest = SmallestAskOf(shapes);
   for (const cluster::ClusterState::OpenMachine& open :
        state.open_machines_by_load()) {
     if (open_shapes == 0) break;
     const cluster::Machine* machine = open.machine;
+    if (!MayFitAny(*machine, smallest)) continue;
     const NodeId machine_node = builder.FindMachineNode(machine->id);
     const auto running = static_cast<int64_t>(machine->running.size());
     // A copy: reservations on this machine may close a starving shape.

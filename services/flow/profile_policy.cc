@@ -233,9 +233,11 @@ void ProfilePolicy::ReserveCapped(const cluster::ClusterState& state,
         std::max(params_.min_shape_machines,
                  params_.shape_machines_per_task * shapes[i].waiting);
   }
+  const SmallestAsk smallest = SmallestAskOf(shapes);
   const auto visit = [&](auto begin, auto end) {
     for (auto it = begin; it != end && open_shapes > 0; ++it) {
       const cluster::Machine& machine = *it->machine;
+      if (!MayFitAny(machine, smallest)) continue;
       const NodeId machine_node = builder.FindMachineNode(machine.id);
       // A copy: reservations on this machine may close a starving shape.
       const std::vector<size_t> first(starving.open().begin(),

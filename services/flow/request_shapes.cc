@@ -454,6 +454,31 @@ void ReserveMachine(const cluster::Machine& machine,
           reserved);
 }
 
+SmallestAsk SmallestAskOf(const std::vector<RequestShape>& shapes) {
+  if (shapes.empty()) return {};
+  SmallestAsk smallest{std::numeric_limits<int64_t>::max(),
+                       std::numeric_limits<int64_t>::max()};
+  for (const RequestShape& shape : shapes) {
+    smallest.cpu_millis =
+        std::min(smallest.cpu_millis, shape.ask.request.cpu_millis);
+    smallest.memory_bytes =
+        std::min(smallest.memory_bytes, shape.ask.request.memory_bytes);
+  }
+  return smallest;
+}
+
+bool MayFitAny(const cluster::Machine& machine, const SmallestAsk& smallest) {
+  const cluster::Resources& capacity = machine.capacity;
+  const cluster::Resources& allocated = machine.allocated;
+  if (capacity.cpu_millis > 0 &&
+      capacity.cpu_millis - allocated.cpu_millis < smallest.cpu_millis) {
+    return false;
+  }
+  return !(capacity.memory_bytes > 0 &&
+           capacity.memory_bytes - allocated.memory_bytes <
+               smallest.memory_bytes);
+}
+
 MachineRoom::MachineRoom(const cluster::Machine& machine, int64_t max_tasks)
     : machine_(&machine), slots_(machine.free_slots()) {
   if (max_tasks > 0) {

@@ -232,6 +232,20 @@ void ReserveMachine(const cluster::Machine& machine,
                     const std::function<void(size_t, int64_t)>& reserved,
                     const std::function<bool(size_t)>& wanted = nullptr,
                     std::span<const size_t> first = {}, int64_t max_tasks = 0);
+// The least CPU and the least memory any of `shapes` asks for.
+struct SmallestAsk {
+  int64_t cpu_millis = 0;
+  int64_t memory_bytes = 0;
+};
+[[nodiscard]] SmallestAsk SmallestAskOf(
+    const std::vector<RequestShape>& shapes);
+// False when `machine`'s free CPU or memory (where it reports them) is
+// below `smallest`'s: no shape fits, so a walk may skip the machine
+// without offering its room (an offer looks at every shape before it gives
+// up on a machine that reserves nothing).
+[[nodiscard]] bool MayFitAny(const cluster::Machine& machine,
+                             const SmallestAsk& smallest);
+
 // A machine's free room as reservations use it up, for callers that offer
 // it in several passes (the rule and its bounds as ReserveMachine's).
 class MachineRoom {

@@ -45,6 +45,26 @@ cluster::TaskSpec Ask(uint64_t id, int64_t cpu, uint32_t whole, int64_t milli) {
   return spec;
 }
 
+// A machine with less free CPU or memory than every shape asks for fits
+// none of them; one that does not report the resource is not bounded by it.
+TEST(RequestShapesTest, MayFitAnyComparesFreeRoomWithTheSmallestAsk) {
+  cluster::Machine machine;
+  machine.capacity = {1000, 4 << 20, 0};
+  machine.allocated = {500, 1 << 20, 0};
+  std::vector<RequestShape> shapes(2);
+  shapes[0].ask.request = {1000, 1 << 20, 0};
+  shapes[1].ask.request = {600, 2 << 20, 0};
+  EXPECT_FALSE(MayFitAny(machine, SmallestAskOf(shapes)));  // CPU
+  shapes[1].ask.request.cpu_millis = 500;
+  EXPECT_TRUE(MayFitAny(machine, SmallestAskOf(shapes)));
+  shapes[0].ask.request.memory_bytes = 4 << 20;
+  shapes[1].ask.request.memory_bytes = 4 << 20;
+  EXPECT_FALSE(MayFitAny(machine, SmallestAskOf(shapes)));  // memory
+  machine.capacity.memory_bytes = 0;                        // not reported
+  EXPECT_TRUE(MayFitAny(machine, SmallestAskOf(shapes)));
+  EXPECT_TRUE(MayFitAny(machine, SmallestAskOf({})));
+}
+
 // Machines with a free slot, fewest running first, ties by id; a full
 // machine is left out.
 TEST(RequestShapesTest, MachinesLeastLoadedFirstSkipsFullOnes) {
