@@ -25,47 +25,31 @@ absl::Status LoadSpreadingPolicy::SyncShapeArcs(
   // would not take, since costs grow with the running count. So machines
   // are visited least loaded first, and a shape stops reserving once it
   // has its share of machines; the visit stops when every shape has.
-  std::vector<size_t> wanted_machines(shapes.size());
-  size_t open_shapes = shapes.size();
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    wanted_machines[i] = static_cast<size_t>(
-        std::max(params_.min_shape_machines,
-                 params_.shape_machines_per_task * shapes[i].waiting));
-  }
   StarvingFirst starving(shapes, now_us, params_.gang_first_after_s);
   starving_ = starving.Keys(shapes);
   std::map<std::string, std::vector<DesiredArc>> class_arcs;
-  const auto wanted = [&](size_t i) { return wanted_machines[i] > 0; };
-  const SmallestAsk smallest = SmallestAskOf(shapes);
-  for (const cluster::ClusterState::OpenMachine& open :
-       state.open_machines_by_load()) {
-    if (open_shapes == 0) break;
-    const cluster::Machine* machine = open.machine;
-    if (!MayFitAny(*machine, smallest)) continue;
-    const NodeId machine_node = builder.FindMachineNode(machine->id);
-    const auto running = static_cast<int64_t>(machine->running.size());
-    // A copy: reservations on this machine may close a starving shape.
-    const std::vector<size_t> first(starving.open().begin(),
-                                    starving.open().end());
-    ReserveMachine(
-        *machine, state, shapes, static_cast<size_t>(machine->id.value()),
-        [&](size_t i, int64_t n) {
-          starving.Reserved(i, n);
-          // The k-th new task on the machine costs what X's k-th free
-          // slot piece costs: per_task_cost * (running + k - 1).
-          const int64_t pieces =
-              std::min<int64_t>(n, static_cast<int64_t>(kMaxArcSegments));
-          DesiredArc arc{machine_node, 1, params_.per_task_cost * running, {}};
-          for (int64_t k = 2; k <= pieces; ++k) {
-            arc.extra_segments.push_back(
-                {k == pieces ? n - k + 1 : 1,
-                 params_.per_task_cost * (running + k - 1)});
-          }
-          class_arcs[shapes[i].key].push_back(std::move(arc));
-          if (--wanted_machines[i] == 0) --open_shapes;
-        },
-        wanted, first);
-  }
+  // The k-th new task on a machine costs what X's k-th free slot piece
+  // costs: per_task_cost * (running + k - 1).
+  const auto add_arc = [&](const cluster::Machine& machine, size_t i,
+                           int64_t n) {
+    const auto running = static_cast<int64_t>(machine.running.size());
+    const int64_t pieces =
+        std::min<int64_t>(n, static_cast<int64_t>(kMaxArcSegments));
+    DesiredArc arc{builder.FindMachineNode(machine.id),
+                   1,
+                   params_.per_task_cost * running,
+                   {}};
+    for (int64_t k = 2; k <= pieces; ++k) {
+      arc.extra_segments.push_back({k == pieces ? n - k + 1 : 1,
+                                    params_.per_task_cost * (running + k - 1)});
+    }
+    class_arcs[shapes[i].key].push_back(std::move(arc));
+  };
+  ReserveLeastLoaded(state, shapes,
+                     {.per_task = params_.shape_machines_per_task,
+                      .min_machines = params_.min_shape_machines},
+                     /*fullest_first=*/false, /*max_tasks=*/0, starving,
+                     add_arc);
   return SetShapeArcs(class_nodes, class_arcs, builder);
 }
 

@@ -226,40 +226,16 @@ void ProfilePolicy::ReserveCapped(const cluster::ClusterState& state,
                                   StarvingFirst& starving,
                                   NetworkBuilder& builder,
                                   ClassArcs& class_arcs) const {
-  std::vector<int64_t> wanted_machines(shapes.size());
-  size_t open_shapes = shapes.size();
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    wanted_machines[i] =
-        std::max(params_.min_shape_machines,
-                 params_.shape_machines_per_task * shapes[i].waiting);
-  }
-  const SmallestAsk smallest = SmallestAskOf(shapes);
-  const auto visit = [&](auto begin, auto end) {
-    for (auto it = begin; it != end && open_shapes > 0; ++it) {
-      const cluster::Machine& machine = *it->machine;
-      if (!MayFitAny(machine, smallest)) continue;
-      const NodeId machine_node = builder.FindMachineNode(machine.id);
-      // A copy: reservations on this machine may close a starving shape.
-      const std::vector<size_t> first(starving.open().begin(),
-                                      starving.open().end());
-      ReserveMachine(
-          machine, state, shapes, static_cast<size_t>(it->id.value()),
-          [&](size_t i, int64_t n) {
-            starving.Reserved(i, n);
-            class_arcs[shapes[i].key].push_back(
-                ShapeArc(machine, machine_node, shapes[i], n));
-            if (--wanted_machines[i] == 0) --open_shapes;
-          },
-          [&](size_t i) { return wanted_machines[i] > 0; }, first,
-          params_.max_tasks_per_machine);
-    }
-  };
-  const auto& open = state.open_machines_by_load();
-  if (params_.pack > params_.spread) {
-    visit(open.rbegin(), open.rend());
-  } else {
-    visit(open.begin(), open.end());
-  }
+  ReserveLeastLoaded(
+      state, shapes,
+      {.per_task = params_.shape_machines_per_task,
+       .min_machines = params_.min_shape_machines},
+      /*fullest_first=*/params_.pack > params_.spread,
+      params_.max_tasks_per_machine, starving,
+      [&](const cluster::Machine& machine, size_t i, int64_t n) {
+        class_arcs[shapes[i].key].push_back(ShapeArc(
+            machine, builder.FindMachineNode(machine.id), shapes[i], n));
+      });
 }
 
 void ProfilePolicy::ReserveEveryMachine(const cluster::ClusterState& state,

@@ -479,6 +479,44 @@ bool MayFitAny(const cluster::Machine& machine, const SmallestAsk& smallest) {
                smallest.memory_bytes);
 }
 
+void ReserveLeastLoaded(const cluster::ClusterState& state,
+                        const std::vector<RequestShape>& shapes, MachineCap cap,
+                        bool fullest_first, int64_t max_tasks,
+                        StarvingFirst& starving,
+                        const std::function<void(const cluster::Machine&,
+                                                 size_t, int64_t)>& reserved) {
+  std::vector<int64_t> wanted_machines(shapes.size());
+  size_t open_shapes = shapes.size();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    wanted_machines[i] =
+        std::max(cap.min_machines, cap.per_task * shapes[i].waiting);
+  }
+  const SmallestAsk smallest = SmallestAskOf(shapes);
+  const auto visit = [&](auto begin, auto end) {
+    for (auto it = begin; it != end && open_shapes > 0; ++it) {
+      const cluster::Machine& machine = *it->machine;
+      if (!MayFitAny(machine, smallest)) continue;
+      // A copy: reservations on this machine may close a starving shape.
+      const std::vector<size_t> first(starving.open().begin(),
+                                      starving.open().end());
+      ReserveMachine(
+          machine, state, shapes, static_cast<size_t>(it->id.value()),
+          [&](size_t i, int64_t n) {
+            starving.Reserved(i, n);
+            reserved(machine, i, n);
+            if (--wanted_machines[i] == 0) --open_shapes;
+          },
+          [&](size_t i) { return wanted_machines[i] > 0; }, first, max_tasks);
+    }
+  };
+  const auto& open = state.open_machines_by_load();
+  if (fullest_first) {
+    visit(open.rbegin(), open.rend());
+  } else {
+    visit(open.begin(), open.end());
+  }
+}
+
 MachineRoom::MachineRoom(const cluster::Machine& machine, int64_t max_tasks)
     : machine_(&machine), slots_(machine.free_slots()) {
   if (max_tasks > 0) {

@@ -246,6 +246,24 @@ struct SmallestAsk {
 [[nodiscard]] bool MayFitAny(const cluster::Machine& machine,
                              const SmallestAsk& smallest);
 
+// The capped walk (load-spreading's, a profile's shape_machines_per_task):
+// each shape reserves on at most max(min_machines, per_task * waiting)
+// machines, visited least loaded first (fullest first if `fullest_first`),
+// each offering its room to the starving shapes first (ReserveMachine);
+// machines no shape fits are skipped (MayFitAny) and the walk ends once
+// every shape has its share. Calls reserved(machine, shape, n) and counts
+// the reservation in `starving`.
+struct MachineCap {
+  int64_t per_task = 0;
+  int64_t min_machines = 0;
+};
+void ReserveLeastLoaded(const cluster::ClusterState& state,
+                        const std::vector<RequestShape>& shapes, MachineCap cap,
+                        bool fullest_first, int64_t max_tasks,
+                        StarvingFirst& starving,
+                        const std::function<void(const cluster::Machine&,
+                                                 size_t, int64_t)>& reserved);
+
 // A machine's free room as reservations use it up, for callers that offer
 // it in several passes (the rule and its bounds as ReserveMachine's).
 class MachineRoom {
