@@ -265,12 +265,8 @@ absl::StatusOr<LocalityFloor> ComputeLocalityFloor(const Workload& workload,
   // Sizes as the simulator's cpu-mem model turns them into requests; memory
   // in MiB, tasks rounded down and machines up, so it stays a relaxation.
   constexpr int64_t kMiB = int64_t{1} << 20;
-  const auto cpu = [](double normalised) {
-    return std::llround(normalised * static_cast<double>(kFullCpuMillis));
-  };
-  const auto memory = [](double normalised) {
-    return std::llround(normalised * static_cast<double>(kFullMemoryBytes));
-  };
+  const auto cpu = CpuMillis;
+  const auto memory = MemoryBytes;
   if (resource == FloorResource::kCpu) {
     return SolveFloor(
         workload, speedup,

@@ -113,10 +113,8 @@ void Simulation::Apply(const Event& event) {
         added.task_slots = options_.slots_per_machine;
       } else {
         added.task_slots = kCpuMemorySlots;
-        added.capacity.cpu_millis =
-            std::llround(m.cpu * static_cast<double>(kFullCpuMillis));
-        added.capacity.memory_bytes =
-            std::llround(m.memory * static_cast<double>(kFullMemoryBytes));
+        added.capacity.cpu_millis = CpuMillis(m.cpu);
+        added.capacity.memory_bytes = MemoryBytes(m.memory);
       }
       status = state_.Apply({"", policy_us, "sim", added}, policy_us, touched);
       break;
@@ -137,10 +135,8 @@ void Simulation::Apply(const Event& event) {
                              .input = t.input,
                              .input_bytes = t.input_bytes};
       if (options_.model == Model::kCpuMemory) {
-        spec.request.cpu_millis =
-            std::llround(t.cpu * static_cast<double>(kFullCpuMillis));
-        spec.request.memory_bytes =
-            std::llround(t.memory * static_cast<double>(kFullMemoryBytes));
+        spec.request.cpu_millis = CpuMillis(t.cpu);
+        spec.request.memory_bytes = MemoryBytes(t.memory);
       }
       const JobId job(t.job_id);
       if (state_.FindJob(job) != nullptr) {

@@ -19,6 +19,7 @@
 // preempted or migrated task starts over (its runtime counts from the new
 // placement), and a task of a removed machine waits again.
 
+#include <cmath>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -38,6 +39,13 @@ enum class Model {
 inline constexpr int64_t kFullCpuMillis = 64'000;                // 1.0 CPU
 inline constexpr int64_t kFullMemoryBytes = int64_t{256} << 30;  // 1.0 memory
 inline constexpr uint32_t kCpuMemorySlots = 1'000;
+// A workload's normalised CPU or memory in the cpu-mem model's units.
+[[nodiscard]] inline int64_t CpuMillis(double normalised) {
+  return std::llround(normalised * static_cast<double>(kFullCpuMillis));
+}
+[[nodiscard]] inline int64_t MemoryBytes(double normalised) {
+  return std::llround(normalised * static_cast<double>(kFullMemoryBytes));
+}
 
 struct SimOptions {
   Model model = Model::kSlots;
