@@ -1,10 +1,16 @@
 #include "services/flow/load_spreading_policy.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <random>
 #include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/cluster/resource_fit.h"
@@ -367,6 +373,136 @@ TEST_F(LoadSpreadingPolicyTest, DifferentMachinesHoldsForTasksThatAskNothing) {
         << "two tasks of the job on machine " << task.machine.value();
   }
   EXPECT_EQ(running, 3u);  // one per machine; the fourth waits
+}
+
+// FNV-1a over the network's Describe lines: a fingerprint of every node,
+// arc and piece, independent of node ids.
+uint64_t Fingerprint(const FlowNetwork& network) {
+  uint64_t hash = 14695981039346656037ULL;
+  for (const std::string& line : testing::Describe(network)) {
+    for (const char c : line) {
+      hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+    }
+    hash = (hash ^ '\n') * 1099511628211ULL;
+  }
+  return hash;
+}
+
+// The networks load-spreading built on random clusters before it was a
+// built-in profile (fingerprints taken at 7676713): slot-only tasks and
+// tasks asking for CPU, memory, GPUs or labels, different-machines jobs and
+// gangs (starving ones too), synced eagerly or as the graph manager does,
+// over rounds that place and finish tasks, with random parameters. Any
+// change to a node, arc, capacity or cost changes a fingerprint.
+TEST(LoadSpreadingPinTest, KeepsItsNetworkOnRandomClusters) {
+  const std::vector<uint64_t> expected = {
+      4746704439239769231ULL,  5324843420612670809ULL,  8198766145843405579ULL,
+      8866814080543162716ULL,  3749613572447819905ULL,  6188889527512038618ULL,
+      14107325504689674979ULL, 10356057645065639190ULL, 16212878889628888989ULL,
+      14927630440016285520ULL, 4188337572049378408ULL,  18426551424150634764ULL,
+      1821559046911596340ULL,  15942292342730784890ULL, 7953561293782922032ULL,
+      5123283753084556431ULL,  4119497863453943463ULL,  16270349609906379510ULL,
+      13949608736801256121ULL, 1480343037730338198ULL,  3566685401342432244ULL,
+      9859470654254977826ULL,  11981994785627707903ULL, 224227327544594909ULL};
+  std::vector<uint64_t> actual;
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    std::mt19937_64 rng(seed);
+    LoadSpreadingParams params;
+    params.per_task_cost = 1 + static_cast<int64_t>(rng() % 40);
+    params.min_shape_machines = 1 + static_cast<int64_t>(rng() % 12);
+    params.shape_machines_per_task = 1 + static_cast<int64_t>(rng() % 4);
+    params.gang_first_after_s = static_cast<double>(rng() % 3);
+    LoadSpreadingPolicy policy(params);
+    cluster::ClusterState state;
+    cluster::ChangeSet changes;
+    FlowNetwork network;
+    NetworkBuilder builder(network);
+    const bool deferred = seed % 2 == 0;
+    int64_t now_us = 1;
+    uint64_t fingerprint = 0;
+    const auto apply = [&](cluster::EventBody body) {
+      ASSERT_THAT(
+          state.Apply(ClusterEvent{"e", now_us, "t", body}, now_us, changes),
+          IsOk());
+    };
+    const auto sync = [&]() {
+      const SyncContext context{.now_us = now_us, .refresh_follows = deferred};
+      ASSERT_THAT(policy.Sync(changes, state, context, builder), IsOk());
+      if (deferred) {
+        ASSERT_THAT(policy.Refresh(state, context, builder), IsOk());
+      }
+      changes.Clear();
+      fingerprint = fingerprint * 1099511628211ULL ^ Fingerprint(network);
+    };
+    const int machines = 3 + static_cast<int>(rng() % 30);
+    for (int m = 1; m <= machines; ++m) {
+      cluster::MachineAdded added{
+          MachineId(static_cast<uint64_t>(m)),
+          absl::StrCat("r", rng() % 3),
+          {rng() % 5 == 0 ? 0 : static_cast<int64_t>(2000 + rng() % 14000),
+           static_cast<int64_t>(rng() % 64) * (int64_t{1} << 30), 0},
+          static_cast<uint32_t>(1 + rng() % 20),
+          {{"zone", rng() % 2 ? "a" : "b"}}};
+      if (rng() % 3 == 0) {
+        added.accelerators.push_back(
+            {static_cast<uint32_t>(1 + rng() % 4), "A10", 1000, 0});
+      }
+      apply(added);
+    }
+    uint64_t next_task = 1;
+    for (int wave = 0; wave < 3; ++wave) {
+      const int jobs = 1 + static_cast<int>(rng() % 4);
+      for (int j = 0; j < jobs; ++j) {
+        cluster::JobSubmitted job{
+            JobId(static_cast<uint64_t>(100 * wave + j + 1)), "j", 0, {}};
+        job.different_machines = rng() % 6 == 0;
+        const int n = 1 + static_cast<int>(rng() % 14);
+        if (rng() % 5 == 0) job.min_members = static_cast<uint32_t>(n);
+        const bool asks = rng() % 2 == 0;
+        for (int t = 0; t < n; ++t) {
+          cluster::TaskSpec spec;
+          spec.id = TaskId(next_task++);
+          if (asks) {
+            spec.request.cpu_millis = static_cast<int64_t>(rng() % 4000);
+            spec.request.memory_bytes =
+                static_cast<int64_t>(rng() % 8) * (int64_t{1} << 30);
+            if (rng() % 4 == 0) spec.accelerator.milli = 250;
+            if (rng() % 6 == 0) {
+              spec.accelerator.milli = 0;
+              spec.accelerator.whole = 1;
+            }
+            if (rng() % 5 == 0) spec.required_labels = {{"zone", "a"}};
+          }
+          if (rng() % 3 == 0) spec.preferred_labels = {{"zone", "b"}};
+          job.tasks.push_back(spec);
+        }
+        apply(job);
+      }
+      sync();
+      // Two rounds, then some running tasks finish; later waves come
+      // seconds later, so gangs may starve.
+      for (int round = 0; round < 2; ++round) {
+        auto solved = testing::SolveNetwork(network);
+        ASSERT_THAT(solved.status(), IsOk());
+        ASSERT_THAT(testing::ApplyRound(*solved, state, now_us, changes),
+                    IsOk());
+        sync();
+      }
+      std::vector<std::pair<JobId, TaskId>> finishing;
+      for (const auto& [id, task] : state.tasks()) {
+        if (task.running() && rng() % 4 == 0) {
+          finishing.emplace_back(task.job, id);
+        }
+      }
+      for (const auto& [job, task] : finishing) {
+        apply(cluster::TaskFinished{job, task});
+      }
+      now_us += 2'000'000;
+      sync();
+    }
+    actual.push_back(fingerprint);
+  }
+  EXPECT_EQ(actual, expected) << "now: " << absl::StrJoin(actual, ", ");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -79,7 +80,8 @@ inline absl::StatusOr<int> ApplyRound(const SolvedRound& round,
   return applied;
 }
 
-// The network as sorted lines naming nodes by kind and entity, not by id:
+// The network as sorted lines naming nodes by kind and entity, not by id,
+// each arc with its pieces:
 // equal for two networks built in different orders with the same nodes and
 // arcs.
 inline std::vector<std::string> Describe(const FlowNetwork& network) {
@@ -92,8 +94,13 @@ inline std::vector<std::string> Describe(const FlowNetwork& network) {
     lines.push_back(absl::StrCat("node ", name(id), " supply ", d.supply,
                                  " on ", d.running_on));
     network.ForEachOutArc(id, [&](const ArcView& arc) {
-      lines.push_back(absl::StrCat("arc ", name(id), " -> ", name(arc.dst),
-                                   " cap ", arc.capacity, " cost ", arc.cost));
+      std::string line =
+          absl::StrCat("arc ", name(id), " -> ", name(arc.dst), " cap ",
+                       arc.capacity, " cost ", arc.cost);
+      for (const ArcSegment& piece : arc.extra_segments) {
+        absl::StrAppend(&line, " + ", piece.capacity, "@", piece.cost);
+      }
+      lines.push_back(std::move(line));
     });
   });
   std::sort(lines.begin(), lines.end());
