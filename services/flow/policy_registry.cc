@@ -147,6 +147,8 @@ std::vector<Tunable<ProfileParams>> ProfileTunables() {
             "weight of a machine's devices not of a preferred model"),
       Field("locality", &P::locality, 0, kMaxUnitCost,
             "cost of a machine outside the rack holding a task's input"),
+      Field("tasks", &P::tasks, 0, kMaxUnitCost,
+            "cost of each task a machine already has (load spreading)"),
       Field("unscheduled_cost", &P::unscheduled_cost, 1, kMaxCost,
             "cost of a priority-0 task waiting a round (above every "
             "placement's)"),
@@ -162,6 +164,8 @@ std::vector<Tunable<ProfileParams>> ProfileTunables() {
             "machines a shape reserves on per waiting task (0: all it fits)"),
       Field("min_shape_machines", &P::min_shape_machines, 1, 1e6,
             "least machines a shape reserves on when capped"),
+      Field("pool_slot_tasks", &P::pool_slot_tasks, 0, 1,
+            "1: tasks asking for a slot only share one pool priced by tasks"),
       Field("gang_first_after_s", &P::gang_first_after_s, 0, 86'400,
             "seconds a gang waits before its shape is offered room first"),
   };

@@ -2,19 +2,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "services/cluster/resource_vector.h"
+#include "services/cluster/validation_limits.h"
 #include "services/common/status_macros.h"
 #include "services/flow/policy_walk.h"
 #include "services/flow/rack_plan.h"
+#include "services/flow/slot_pool.h"
 #include "services/flow/terms/locality_term.h"
 #include "services/flow/terms/model_affinity_term.h"
 #include "services/flow/terms/pack_term.h"
 #include "services/flow/terms/preferred_labels_term.h"
 #include "services/flow/terms/spread_term.h"
+#include "services/flow/terms/task_count_term.h"
 
 namespace flowsched::flow {
 namespace {
@@ -32,7 +36,8 @@ absl::Status CheckProfile(const ProfileParams& params) {
         {"pack", params.pack},
         {"preferred_labels", params.preferred_labels},
         {"model_affinity", params.model_affinity},
-        {"locality", params.locality}}) {
+        {"locality", params.locality},
+        {"tasks", params.tasks}}) {
     if (weight < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(name, " must not be negative, got ", weight));
@@ -44,14 +49,23 @@ absl::Status CheckProfile(const ProfileParams& params) {
     return absl::InvalidArgumentError(
         "shape_machines_per_task cannot be combined with locality yet");
   }
-  const int64_t dearest =
-      params.spread + params.pack + params.model_affinity + params.locality;
+  if (params.pool_slot_tasks && params.locality > 0) {
+    return absl::InvalidArgumentError(
+        "pool_slot_tasks cannot be combined with locality: pooled tasks "
+        "would read their input anywhere");
+  }
+  // The tasks term counts up to the most slots a machine may announce.
+  const int64_t most_tasks_before =
+      static_cast<int64_t>(cluster::ValidationLimits{}.max_task_slots) - 1;
+  const int64_t dearest = params.spread + params.pack + params.model_affinity +
+                          params.locality + params.tasks * most_tasks_before;
   if (params.unscheduled_cost <= dearest) {
     return absl::InvalidArgumentError(
         absl::StrCat("unscheduled_cost (", params.unscheduled_cost,
                      ") must exceed the dearest placement, spread + pack + "
-                     "model_affinity + locality = ",
-                     dearest, ", or a task that fits could wait for ever"));
+                     "model_affinity + locality + tasks * ",
+                     most_tasks_before, " = ", dearest,
+                     ", or a task that fits could wait for ever"));
   }
   return absl::OkStatus();
 }
@@ -70,6 +84,7 @@ ProfilePolicy::ProfilePolicy(ProfileParams params, std::string name)
   add(params_.preferred_labels, std::make_unique<PreferredLabelsTerm>());
   add(params_.model_affinity, std::make_unique<ModelAffinityTerm>());
   add(params_.locality, std::make_unique<LocalityTerm>());
+  add(params_.tasks, std::make_unique<TaskCountTerm>());
 }
 
 int64_t ProfilePolicy::PlacementCost(const cluster::Machine& machine,
@@ -148,8 +163,33 @@ absl::Status ProfilePolicy::Sync(const cluster::ChangeSet& changes,
                                  const cluster::ClusterState& state,
                                  const SyncContext& context,
                                  NetworkBuilder& builder) {
-  // Machines: slots to the sink (running tasks arrive directly).
-  FLOWSCHED_RETURN_IF_ERROR(SyncMachinesAndJobsToSink(changes, state, builder));
+  // Machines: slots to the sink (running tasks arrive directly), and from
+  // the pool when there is one.
+  NodeId pool = kNoNode;
+  if (params_.pool_slot_tasks) {
+    const NodeId sink = builder.EnsureSink();
+    pool = builder.EnsureClusterAggregator();
+    FLOWSCHED_RETURN_IF_ERROR(SyncJobsToSink(changes, state, builder));
+    const auto sync_machine = [&](const cluster::Machine& machine,
+                                  NodeId node) -> absl::Status {
+      FLOWSCHED_RETURN_IF_ERROR(
+          SetSlotPoolArc(machine, pool, node, params_.tasks,
+                         params_.max_tasks_per_machine, builder.network()));
+      // The pool and the classes each keep the task limit; the arc to the
+      // sink keeps it for both together (never below the tasks running).
+      int64_t slots = static_cast<int64_t>(machine.task_slots);
+      if (params_.max_tasks_per_machine > 0) {
+        slots = std::max(static_cast<int64_t>(machine.running.size()),
+                         std::min(slots, params_.max_tasks_per_machine));
+      }
+      return builder.SetOutArcs(node, {{sink, slots, 0}});
+    };
+    FLOWSCHED_RETURN_IF_ERROR(
+        SyncChangedMachines(changes, state, builder, sync_machine));
+  } else {
+    FLOWSCHED_RETURN_IF_ERROR(
+        SyncMachinesAndJobsToSink(changes, state, builder));
+  }
 
   // Where a task's input is depends on the machines there are: when they
   // come, go or change racks, every waiting task with input is indexed
@@ -170,7 +210,13 @@ absl::Status ProfilePolicy::Sync(const cluster::ChangeSet& changes,
       SyncShapeClasses(
           waiting_, *synced, state,
           [&](const cluster::Task& task) { return WaitingCost(task, state); },
-          params_.preemption_cost, builder));
+          params_.preemption_cost, builder,
+          params_.pool_slot_tasks ? std::function<bool(const cluster::Task&)>(
+                                        [&](const cluster::Task& task) {
+                                          return AsksForRoom(task, state);
+                                        })
+                                  : nullptr,
+          pool));
   // The reservations walk the machines whatever changed: left to the
   // Refresh before the next solve when one follows.
   if (context.refresh_follows) {

@@ -56,8 +56,13 @@
 // shapes changed. The reservations walk every machine, so a Sync with
 // refresh_follows leaves them to that Refresh.
 //
+// Tasks that ask for no room may instead wait in one pool reaching every
+// machine's free slots (pool_slot_tasks, slot_pool.h):
+//   waiting task --(0)--> X --(convex: tasks * (running + k - 1))--> M
+//
 // Built-in profiles keep the names and costs of the policies they replace:
-// `cpu-memory` is spread and preferred_labels (cpu_memory_policy.h).
+// `cpu-memory` is spread and preferred_labels (cpu_memory_policy.h),
+// `load-spreading` tasks, the pool and a cap (load_spreading_policy.h).
 
 #include <cstdint>
 #include <map>
@@ -81,6 +86,7 @@ struct ProfileParams {
   int64_t preferred_labels = 500;  // discount where preferred labels match
   int64_t model_affinity = 0;      // devices not of a preferred model
   int64_t locality = 0;            // outside the rack holding the input
+  int64_t tasks = 0;               // each task the machine already has
   // Waiting: a task waits at unscheduled_cost + priority_step * priority.
   int64_t unscheduled_cost = 100'000;
   int64_t priority_step = 0;
@@ -96,15 +102,22 @@ struct ProfileParams {
   // makes each round walk and price them all. Not with locality yet.
   int64_t shape_machines_per_task = 0;
   int64_t min_shape_machines = 16;
+  // Tasks that ask for no room (AsksForRoom false) wait in one pool that
+  // reaches every machine's free slots (slot_pool.h), priced by the tasks
+  // term alone (they have no shape for the others to price), instead of
+  // through a class per shape: load-spreading's network. Not with locality
+  // (pooled tasks would read anywhere).
+  bool pool_slot_tasks = false;
   // Seconds a gang member waits before its shape gets first offer of
   // every machine's room (0: never).
   double gang_first_after_s = 60;
 };
 
-// InvalidArgument if shape_machines_per_task is set with locality (not
-// supported yet), a weight is negative (falling arc pieces) or waiting
-// does not cost more than the dearest placement (unscheduled_cost > spread
-// + pack + model_affinity + locality: otherwise a task that fits could
+// InvalidArgument if shape_machines_per_task or pool_slot_tasks is set
+// with locality (not supported), a weight is negative (falling arc pieces)
+// or waiting does not cost more than the dearest placement
+// (unscheduled_cost > spread + pack + model_affinity + locality + tasks *
+// (the decoder's default slot limit - 1): otherwise a task that fits could
 // wait for ever).
 absl::Status CheckProfile(const ProfileParams& params);
 

@@ -231,6 +231,74 @@ TEST(ProfilePolicyTest, DefaultProfileBuildsCpuMemorysNetwork) {
   }
 }
 
+// load-spreading is its terms and filters as a profile: the same network,
+// node for node and arc for arc.
+TEST(ProfilePolicyTest, LoadSpreadingIsTheProfileOfItsTerms) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    std::mt19937_64 a(seed);
+    std::mt19937_64 b(seed);
+    ProfileFixture profile(
+        Make("profile:spread=0,preferred_labels=0,tasks=10,pool_slot_tasks=1,"
+             "shape_machines_per_task=4,min_shape_machines=16"));
+    ProfileFixture load_spreading(Make("load-spreading"));
+    RandomCluster(a, profile);
+    RandomCluster(b, load_spreading);
+    EXPECT_EQ(flow::testing::Describe(profile.network_),
+              flow::testing::Describe(load_spreading.network_))
+        << "seed " << seed;
+  }
+}
+
+// The pool honours the per-machine task limit, and tasks that ask for
+// room still reach machines through their class: 4 slots, a limit of 3,
+// and a CPU task that fits.
+TEST(ProfilePolicyTest, ThePoolKeepsTheTaskLimit) {
+  ProfileFixture f(
+      Make("profile:tasks=10,pool_slot_tasks=1,"
+           "max_tasks_per_machine=3"));
+  f.AddMachine(1, 4000, 8, 4);
+  f.Submit(1, {{.id = TaskId(1)},
+               {.id = TaskId(2)},
+               {.id = TaskId(3)},
+               {.id = TaskId(4)},
+               Task(5, 1000, 1)});
+  f.Sync();
+  f.Settle();
+  EXPECT_EQ(f.state_.FindMachine(MachineId(1))->running.size(), 3u);
+  const NodeId pool = f.builder_.cluster_aggregator();
+  ASSERT_NE(pool, kNoNode);
+  // The slot-only task left waits in the pool, whose arc the limit closed.
+  int pooled_waiting = 0;
+  for (const auto& [id, task] : f.state_.tasks()) {
+    if (task.running() || AsksForRoom(task, f.state_)) continue;
+    ++pooled_waiting;
+    EXPECT_TRUE(f.network_.FindArc(f.builder_.FindTaskNode(id), pool));
+  }
+  EXPECT_GE(pooled_waiting, 1);
+  const auto arc =
+      f.network_.FindArc(pool, f.builder_.FindMachineNode(MachineId(1)));
+  ASSERT_TRUE(arc.has_value());
+  int64_t open = arc->capacity;
+  for (const ArcSegment& piece : arc->extra_segments) open += piece.capacity;
+  EXPECT_EQ(open, 0);
+}
+
+// Terms compose on the classes: the k-th task of a shape costs the tasks
+// term's count plus the spread term's utilisation.
+TEST(ProfilePolicyTest, TheTasksTermAddsToTheOthers) {
+  ProfilePolicy policy(
+      ProfileParams{.spread = 1000, .preferred_labels = 0, .tasks = 10});
+  cluster::Machine machine;
+  machine.capacity = {4000, 8 * kGiB, 0};
+  machine.allocated = {1000, 0, 0};
+  machine.task_slots = 8;
+  machine.running = {TaskId(9)};
+  RequestShape shape;
+  shape.ask.request = {1000, 0, 0};
+  // k = 2: one running + one new before it; CPU (1000 + 2000) / 4000.
+  EXPECT_EQ(policy.PlacementCost(machine, shape, 2), 10 * 2 + 750);
+}
+
 // Two 4-core machines, m1 half full. Spreading puts a new task on the empty
 // m2; packing on m1.
 TEST(ProfilePolicyTest, PackFillsTheFullerMachineSpreadTheEmptier) {
@@ -527,6 +595,15 @@ TEST(ProfilePolicyTest, TheCapIsRefusedWithLocality) {
   EXPECT_THAT(ParsePolicySpec("profile:shape_machines_per_task=2"), IsOk());
 }
 
+// Pooled tasks would read their input anywhere.
+TEST(ProfilePolicyTest, ThePoolIsRefusedWithLocality) {
+  EXPECT_THAT(ParsePolicySpec("profile:pool_slot_tasks=1,locality=100")
+                  .status()
+                  .message(),
+              HasSubstr("pool_slot_tasks cannot be combined with locality"));
+  EXPECT_THAT(ParsePolicySpec("profile:pool_slot_tasks=1,tasks=10"), IsOk());
+}
+
 // Random weights, filters and clusters with GPUs (whole and fractional
 // asks, model lists): every decision passes the one fit rule (Place), no
 // machine runs more than the limit, and once rounds stop placing, no
@@ -544,8 +621,10 @@ TEST(ProfilePolicyTest, RandomProfilesAreFeasibleByConstruction) {
         "profile:spread=", rng() % 2000, ",pack=", rng() % 2000,
         ",preferred_labels=", rng() % 1000, ",model_affinity=", rng() % 1000,
         ",priority_step=", rng() % 3 * 500, ",max_tasks_per_machine=", limit,
-        trial % 3 == 0 ? ",shape_machines_per_task=1,min_shape_machines=1"
-                       : absl::StrCat(",locality=", rng() % 2 * 700));
+        ",tasks=", rng() % 3 * 10,
+        trial % 3 == 0   ? ",shape_machines_per_task=1,min_shape_machines=1"
+        : trial % 3 == 1 ? absl::StrCat(",locality=", rng() % 2 * 700)
+                         : ",pool_slot_tasks=1");
     ProfileFixture f(Make(spec));
     const int machines = 1 + static_cast<int>(rng() % 6);
     for (int m = 1; m <= machines; ++m) {
@@ -582,6 +661,10 @@ TEST(ProfilePolicyTest, RandomProfilesAreFeasibleByConstruction) {
           const std::string& model = models[rng() % models.size()];
           task.accelerator.models = std::vector<std::string>{model, "A10"};
           task.accelerator.preferred_models = {model};
+        }
+        if (rng() % 5 == 0) {
+          task.request = {};  // asks for a slot only (the pool's, if any)
+          task.accelerator = {};
         }
         if (rng() % 5 == 0) task.required_labels = {{"zone", "a"}};
         if (rng() % 4 == 0) task.preferred_labels = {{"zone", "b"}};
@@ -639,7 +722,16 @@ TEST(ProfilePolicyTest, WaitingMustCostMoreThanTheDearestPlacement) {
   EXPECT_THAT(bad.status().message(),
               HasSubstr("unscheduled_cost (1000) must exceed the dearest "
                         "placement, spread + pack + model_affinity + "
-                        "locality = 1000"));
+                        "locality + tasks * 999 = 1000"));
+  // The tasks term counts up to the decoder's slot limit.
+  EXPECT_THAT(ParsePolicySpec("profile:spread=0,tasks=100,"
+                              "unscheduled_cost=99900")
+                  .status()
+                  .message(),
+              HasSubstr("tasks * 999 = 99900"));
+  EXPECT_THAT(ParsePolicySpec("profile:spread=0,tasks=100,"
+                              "unscheduled_cost=99901"),
+              IsOk());
   EXPECT_THAT(ParsePolicySpec("profile:spread=600,pack=399,"
                               "unscheduled_cost=1000"),
               IsOk());

@@ -627,8 +627,10 @@ absl::StatusOr<ShapeClasses> SyncShapeClasses(
     ShapeIndex& index, const cluster::ChangeSet& changes,
     const cluster::ClusterState& state,
     const std::function<int64_t(const cluster::Task&)>& waiting_cost,
-    int64_t preemption_cost, NetworkBuilder& builder) {
-  const std::optional<cluster::ChangeSet> widened = index.Track(changes, state);
+    int64_t preemption_cost, NetworkBuilder& builder,
+    const std::function<bool(const cluster::Task&)>& in_classes, NodeId pool) {
+  const std::optional<cluster::ChangeSet> widened =
+      index.Track(changes, state, in_classes);
   ShapeClasses classes;
   classes.shapes = index.Shapes(state);
   classes.nodes = EnsureShapeNodes(classes.shapes, builder);
@@ -637,8 +639,15 @@ absl::StatusOr<ShapeClasses> SyncShapeClasses(
       [&](const cluster::Task& task, NodeId node, const TaskEnds& ends) {
         std::vector<DesiredArc> arcs;
         if (task.running()) {
-          arcs.push_back({ends.machine, 1, 0, {}});
           arcs.push_back({ends.job, 1, preemption_cost, {}});
+          arcs.push_back({ends.machine, 1, 0, {}});
+        } else if (in_classes && !in_classes(task)) {
+          if (pool == kNoNode) {
+            return absl::InternalError(absl::StrCat(
+                "waiting task ", task.spec.id.value(), " has no pool"));
+          }
+          arcs.push_back({ends.job, 1, waiting_cost(task), {}});
+          arcs.push_back({pool, 1, 0, {}});
         } else {
           const std::string* key = index.KeyOf(task.spec.id);
           const auto shape =
@@ -648,8 +657,8 @@ absl::StatusOr<ShapeClasses> SyncShapeClasses(
                 absl::StrCat("waiting task ", task.spec.id.value(),
                              " has no request-shape class"));
           }
-          arcs.push_back({shape->second, 1, 0, {}});
           arcs.push_back({ends.job, 1, waiting_cost(task), {}});
+          arcs.push_back({shape->second, 1, 0, {}});
         }
         return builder.SetOutArcs(node, arcs);
       }));

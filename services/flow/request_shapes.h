@@ -321,12 +321,16 @@ absl::StatusOr<ShapeClasses> SyncShapeClasses(
     ShapeIndex& index, const cluster::ChangeSet& changes,
     const cluster::ClusterState& state, int64_t unscheduled_cost,
     int64_t preemption_cost, NetworkBuilder& builder);
-// The same with a waiting cost per task (a profile's priorities).
+// The same with a waiting cost per task (a profile's priorities), and
+// optionally a pool: a waiting task `in_classes` refuses is not indexed and
+// goes to `pool` (0) instead of a class (slot_pool.h).
 absl::StatusOr<ShapeClasses> SyncShapeClasses(
     ShapeIndex& index, const cluster::ChangeSet& changes,
     const cluster::ClusterState& state,
     const std::function<int64_t(const cluster::Task&)>& waiting_cost,
-    int64_t preemption_cost, NetworkBuilder& builder);
+    int64_t preemption_cost, NetworkBuilder& builder,
+    const std::function<bool(const cluster::Task&)>& in_classes = nullptr,
+    NodeId pool = kNoNode);
 
 // Gives each class exactly `arcs[key]` as out-arcs (none if absent) and
 // removes the class aggregators of shapes no longer waiting.

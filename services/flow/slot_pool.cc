@@ -1,0 +1,34 @@
+#include "services/flow/slot_pool.h"
+
+#include <algorithm>
+#include <span>
+#include <vector>
+
+#include "services/flow/graph_change.h"
+
+namespace flowsched::flow {
+
+absl::Status SetSlotPoolArc(const cluster::Machine& machine, NodeId pool,
+                            NodeId node, int64_t per_task_cost,
+                            int64_t max_tasks, FlowNetwork& network) {
+  int64_t slots = static_cast<int64_t>(machine.task_slots);
+  if (max_tasks > 0) slots = std::min(slots, max_tasks);
+  const auto running = static_cast<int64_t>(machine.running.size());
+  // One fixed-cost piece per slot, open iff the slot is free: closed
+  // pieces below `running` keep every piece at the same position, so a
+  // start or finish changes one piece.
+  const auto pieces = static_cast<size_t>(
+      std::min<int64_t>(slots, static_cast<int64_t>(kMaxArcSegments)));
+  std::vector<ArcSegment> slot_pieces(std::max<size_t>(pieces, 1));
+  for (size_t s = 0; s < pieces; ++s) {
+    const auto slot = static_cast<int64_t>(s);
+    const int64_t covered = s + 1 == pieces ? slots - slot : 1;
+    slot_pieces[s] = {std::clamp<int64_t>(slot + covered - running, 0, covered),
+                      per_task_cost * slot};
+  }
+  return network.SetArc(pool, node, slot_pieces[0].capacity,
+                        slot_pieces[0].cost,
+                        std::span<const ArcSegment>(slot_pieces).subspan(1));
+}
+
+}  // namespace flowsched::flow

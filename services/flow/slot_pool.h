@@ -1,0 +1,35 @@
+#pragma once
+
+// The pool of tasks that ask for no room (Firmament's cluster aggregator X,
+// OSDI 2016 figure 6a): such a task fits any free slot, so it needs no
+// request-shape class, and one arc X -> M per machine prices its slots:
+//
+//   X --(convex: the k-th new task costs
+//        per_task_cost * (running(m) + k - 1), free slots)--> M
+//
+// The arc is one piece per slot s = 0 .. slots-1 with the fixed cost
+// per_task_cost * s and capacity 1 iff the slot is free (s >= running(m);
+// the pieces below are closed with capacity 0). The open pieces are exactly
+// the function above, but a task starting or finishing flips one piece's
+// capacity instead of repricing every piece, so the incremental solver
+// repairs one arc per start or finish (a cost change on a piece with flow
+// forces a cancellation and a Dijkstra phase). The solver worker keeps
+// closed pieces out of the solver (incremental_mirror.h). Beyond
+// kMaxArcSegments slots the last piece takes the remaining free slots at
+// its fixed cost per_task_cost * (kMaxArcSegments - 1).
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "services/cluster/cluster_types.h"
+#include "services/flow/flow_network.h"
+
+namespace flowsched::flow {
+
+// Sets the arc pool -> node (`machine`'s node) as above; `max_tasks` > 0
+// caps the slots counted (a profile's per-machine task limit).
+absl::Status SetSlotPoolArc(const cluster::Machine& machine, NodeId pool,
+                            NodeId node, int64_t per_task_cost,
+                            int64_t max_tasks, FlowNetwork& network);
+
+}  // namespace flowsched::flow

@@ -1,0 +1,27 @@
+#pragma once
+
+// Load spreading by task count (Firmament's load-spreading policy, OSDI
+// 2016, figure 6a): the tasks on the machine before the k-th new one,
+// running + k - 1, so the term's weight is the price of each task a
+// machine already has. Rising with k, so one round spreads a burst.
+//
+// The one term whose value is a count, not within [-1, 1]: it is bounded
+// by the machine's slots, which the event decoder bounds
+// (ValidationLimits::max_task_slots); CheckProfile prices a placement at
+// that bound.
+
+#include <cstdint>
+
+#include "services/flow/terms/placement_term.h"
+
+namespace flowsched::flow {
+
+class TaskCountTerm final : public PlacementTerm {
+ public:
+  [[nodiscard]] bool depends_on_k() const override { return true; }
+  [[nodiscard]] double Value(const cluster::Machine& machine,
+                             const RequestShape& shape,
+                             int64_t k) const override;
+};
+
+}  // namespace flowsched::flow
