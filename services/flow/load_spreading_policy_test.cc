@@ -349,6 +349,35 @@ TEST_F(LoadSpreadingPolicyTest, TasksAskingForRoomArePlacedOnlyWhereTheyFit) {
   EXPECT_TRUE(state_.FindTask(TaskId(16))->running());
 }
 
+// A waiting task that comes to ask for CPU leaves the pool X for its
+// shape's class, and back when it asks for nothing again.
+TEST_F(LoadSpreadingPolicyTest, AnUpdatedAskMovesATaskBetweenPoolAndClass) {
+  Apply(cluster::MachineAdded{MachineId(1), "r", {4000, 0, 0}, 4, {}});
+  SubmitJob7AndSync();
+  const NodeId x = builder_.cluster_aggregator();
+  const NodeId t71 = builder_.FindTaskNode(TaskId(71));
+  EXPECT_TRUE(network_.FindArc(t71, x).has_value());
+  Apply(cluster::TaskUpdated{JobId(7), TaskId(71), {1000, 0, 0}, 0});
+  Sync();
+  EXPECT_FALSE(network_.FindArc(t71, x).has_value());
+  size_t class_arcs = 0;
+  network_.ForEachOutArc(t71, [&](const ArcView& arc) {
+    if (network_.node(arc.dst).kind == NodeKind::kEquivalenceClass) {
+      ++class_arcs;
+    }
+  });
+  EXPECT_EQ(class_arcs, 1u);
+  Apply(cluster::TaskUpdated{JobId(7), TaskId(71), {}, 0});
+  Sync();
+  EXPECT_TRUE(network_.FindArc(t71, x).has_value());
+  // No class is left: its only task went back to the pool.
+  size_t classes = 0;
+  network_.ForEachNode([&](NodeId, const NodeData& d) {
+    if (d.kind == NodeKind::kEquivalenceClass) ++classes;
+  });
+  EXPECT_EQ(classes, 0u);
+}
+
 // A different-machines job is kept apart even when its tasks ask for
 // nothing else.
 TEST_F(LoadSpreadingPolicyTest, DifferentMachinesHoldsForTasksThatAskNothing) {

@@ -30,7 +30,8 @@ namespace flowsched::flow {
 namespace {
 
 // Ranges keep every cost a policy derives within solver::kMaxArcCost (2^30)
-// at the policy's largest multiplier (64 slot pieces, 1,000 priorities).
+// at the policy's largest multiplier (1,000 slots, 1,000 priorities);
+// profiles clamp their placement costs to it as well.
 constexpr double kMaxCost = 1e8;
 constexpr double kMaxUnitCost = 1e6;
 
@@ -104,9 +105,11 @@ std::vector<Tunable<LoadSpreadingParams>> LoadSpreadingTunables() {
   using P = LoadSpreadingParams;
   return {
       Field("per_task_cost", &P::per_task_cost, 0, kMaxUnitCost,
-            "cost of the k-th task on a machine is per_task_cost * k"),
+            "the k-th new task on a machine costs per_task_cost * "
+            "(running + k - 1)"),
       Field("unscheduled_cost", &P::unscheduled_cost, 1, kMaxCost,
-            "cost of a task waiting a round (keep above per_task_cost * 64)"),
+            "cost of a task waiting a round (keep above per_task_cost * "
+            "the most slots a machine has)"),
       Field("preemption_cost", &P::preemption_cost, 0, kMaxCost,
             "cost of a running task leaving its machine"),
       Field("min_shape_machines", &P::min_shape_machines, 1, 1e6,

@@ -19,6 +19,7 @@
 #include "services/flow/terms/preferred_labels_term.h"
 #include "services/flow/terms/spread_term.h"
 #include "services/flow/terms/task_count_term.h"
+#include "services/solver/mcmf_problem.h"
 
 namespace flowsched::flow {
 namespace {
@@ -60,12 +61,12 @@ absl::Status CheckProfile(const ProfileParams& params) {
   const int64_t dearest = params.spread + params.pack + params.model_affinity +
                           params.locality + params.tasks * most_tasks_before;
   if (params.unscheduled_cost <= dearest) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unscheduled_cost (", params.unscheduled_cost,
-                     ") must exceed the dearest placement, spread + pack + "
-                     "model_affinity + locality + tasks * ",
-                     most_tasks_before, " = ", dearest,
-                     ", or a task that fits could wait for ever"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unscheduled_cost (", params.unscheduled_cost,
+        ") must exceed the dearest placement, spread + pack + "
+        "model_affinity + locality",
+        params.tasks > 0 ? absl::StrCat(" + tasks * ", most_tasks_before) : "",
+        " = ", dearest, ", or a task that fits could wait for ever"));
   }
   return absl::OkStatus();
 }
@@ -95,7 +96,9 @@ int64_t ProfilePolicy::PlacementCost(const cluster::Machine& machine,
     cost += std::llround(weighted.term->Value(machine, shape, k) *
                          static_cast<double>(weighted.weight));
   }
-  return cost;
+  // Within the solver's bound, which a count term on a deployment with a
+  // raised slot limit could pass; clamping keeps the pieces convex.
+  return std::clamp(cost, -solver::kMaxArcCost, solver::kMaxArcCost);
 }
 
 DesiredArc ProfilePolicy::ShapeArc(const cluster::Machine& machine,

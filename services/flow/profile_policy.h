@@ -103,10 +103,12 @@ struct ProfileParams {
   int64_t shape_machines_per_task = 0;
   int64_t min_shape_machines = 16;
   // Tasks that ask for no room (AsksForRoom false) wait in one pool that
-  // reaches every machine's free slots (slot_pool.h), priced by the tasks
-  // term alone (they have no shape for the others to price), instead of
-  // through a class per shape: load-spreading's network. Not with locality
-  // (pooled tasks would read anywhere).
+  // reaches every machine's free slots (slot_pool.h), instead of through a
+  // class per shape: load-spreading's network. The pool prices a slot by
+  // the tasks term alone (tasks = 0: it does not spread), so the other
+  // terms (preferred labels among them) do not reach pooled tasks, nor
+  // does a starving gang's first offer; the classes keep both. Not with
+  // locality (pooled tasks would read anywhere).
   bool pool_slot_tasks = false;
   // Seconds a gang member waits before its shape gets first offer of
   // every machine's room (0: never).
@@ -142,8 +144,8 @@ class ProfilePolicy : public SchedulingPolicy {
                        NetworkBuilder& builder) override;
 
   // The price of the k-th task of `shape` on `machine` (k >= 1): the sum
-  // of the weighted terms, each rounded. The terms must have been prepared
-  // for the state `machine` is in (Reserve does).
+  // of the weighted terms, each rounded, within +-solver::kMaxArcCost. The
+  // terms must have been prepared for the state `machine` is in (Reserve does).
   [[nodiscard]] int64_t PlacementCost(const cluster::Machine& machine,
                                       const RequestShape& shape,
                                       int64_t k) const;

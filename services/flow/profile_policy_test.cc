@@ -249,9 +249,9 @@ TEST(ProfilePolicyTest, LoadSpreadingIsTheProfileOfItsTerms) {
   }
 }
 
-// The pool honours the per-machine task limit, and tasks that ask for
-// room still reach machines through their class: 4 slots, a limit of 3,
-// and a CPU task that fits.
+// The pool and the class each offer the machine up to the per-machine task
+// limit, and the machine's arc to the sink keeps the limit for both: 4
+// slots, a limit of 3, four slot-only tasks and a CPU task that fits.
 TEST(ProfilePolicyTest, ThePoolKeepsTheTaskLimit) {
   ProfileFixture f(
       Make("profile:tasks=10,pool_slot_tasks=1,"
@@ -263,10 +263,26 @@ TEST(ProfilePolicyTest, ThePoolKeepsTheTaskLimit) {
                {.id = TaskId(4)},
                Task(5, 1000, 1)});
   f.Sync();
-  f.Settle();
-  EXPECT_EQ(f.state_.FindMachine(MachineId(1))->running.size(), 3u);
   const NodeId pool = f.builder_.cluster_aggregator();
   ASSERT_NE(pool, kNoNode);
+  const NodeId m1 = f.builder_.FindMachineNode(MachineId(1));
+  const auto open_pieces = [&](NodeId from) {
+    const auto arc = f.network_.FindArc(from, m1);
+    if (!arc.has_value()) return int64_t{0};
+    int64_t open = arc->capacity;
+    for (const ArcSegment& piece : arc->extra_segments) open += piece.capacity;
+    return open;
+  };
+  EXPECT_EQ(open_pieces(pool), 3);
+  const NodeId cpu_class = f.builder_.FindAggregatorNode(
+      NodeKind::kEquivalenceClass,
+      NetworkBuilder::StableKey(
+          ShapeKey(*f.state_.FindTask(TaskId(5)), f.state_)));
+  ASSERT_NE(cpu_class, kNoNode);
+  EXPECT_EQ(open_pieces(cpu_class), 1);
+  EXPECT_EQ(f.network_.FindArc(m1, f.builder_.sink())->capacity, 3);
+  f.Settle();
+  EXPECT_EQ(f.state_.FindMachine(MachineId(1))->running.size(), 3u);
   // The slot-only task left waits in the pool, whose arc the limit closed.
   int pooled_waiting = 0;
   for (const auto& [id, task] : f.state_.tasks()) {
@@ -275,12 +291,32 @@ TEST(ProfilePolicyTest, ThePoolKeepsTheTaskLimit) {
     EXPECT_TRUE(f.network_.FindArc(f.builder_.FindTaskNode(id), pool));
   }
   EXPECT_GE(pooled_waiting, 1);
-  const auto arc =
-      f.network_.FindArc(pool, f.builder_.FindMachineNode(MachineId(1)));
-  ASSERT_TRUE(arc.has_value());
-  int64_t open = arc->capacity;
-  for (const ArcSegment& piece : arc->extra_segments) open += piece.capacity;
-  EXPECT_EQ(open, 0);
+  EXPECT_EQ(open_pieces(pool), 0);
+  EXPECT_EQ(f.network_.FindArc(m1, f.builder_.sink())->capacity, 3);
+}
+
+// A machine already running more than the limit (placed before the limit
+// was set) keeps its tasks: its arc to the sink carries them all, and
+// nothing new is offered there.
+TEST(ProfilePolicyTest, ThePoolNeverForcesOutTasksAboveTheLimit) {
+  ProfileFixture f(
+      Make("profile:tasks=10,pool_slot_tasks=1,"
+           "max_tasks_per_machine=2"));
+  f.AddMachine(1, 4000, 8, 6);
+  f.Submit(1, {{.id = TaskId(1)},
+               {.id = TaskId(2)},
+               {.id = TaskId(3)},
+               {.id = TaskId(4)}});
+  for (uint64_t t = 1; t <= 3; ++t) {
+    ASSERT_THAT(f.state_.Place(TaskId(t), MachineId(1), 1, f.changes_), IsOk());
+  }
+  f.Sync();
+  const NodeId m1 = f.builder_.FindMachineNode(MachineId(1));
+  EXPECT_EQ(f.network_.FindArc(m1, f.builder_.sink())->capacity, 3);
+  f.Settle();
+  const cluster::Machine& machine = *f.state_.FindMachine(MachineId(1));
+  EXPECT_EQ(machine.running.size(), 3u);
+  EXPECT_FALSE(f.state_.FindTask(TaskId(4))->running());
 }
 
 // Terms compose on the classes: the k-th task of a shape costs the tasks
@@ -297,6 +333,14 @@ TEST(ProfilePolicyTest, TheTasksTermAddsToTheOthers) {
   shape.ask.request = {1000, 0, 0};
   // k = 2: one running + one new before it; CPU (1000 + 2000) / 4000.
   EXPECT_EQ(policy.PlacementCost(machine, shape, 2), 10 * 2 + 750);
+  // A count past a raised slot limit stays within the solver's bound.
+  ProfilePolicy dear(ProfileParams{.spread = 0,
+                                   .preferred_labels = 0,
+                                   .tasks = 1'000'000,
+                                   .unscheduled_cost = 100'000'000});
+  machine.task_slots = 5000;
+  for (uint64_t t = 10; t < 5000; ++t) machine.running.insert(TaskId(t));
+  EXPECT_EQ(dear.PlacementCost(machine, shape, 1), solver::kMaxArcCost);
 }
 
 // Two 4-core machines, m1 half full. Spreading puts a new task on the empty
@@ -722,7 +766,7 @@ TEST(ProfilePolicyTest, WaitingMustCostMoreThanTheDearestPlacement) {
   EXPECT_THAT(bad.status().message(),
               HasSubstr("unscheduled_cost (1000) must exceed the dearest "
                         "placement, spread + pack + model_affinity + "
-                        "locality + tasks * 999 = 1000"));
+                        "locality = 1000"));
   // The tasks term counts up to the decoder's slot limit.
   EXPECT_THAT(ParsePolicySpec("profile:spread=0,tasks=100,"
                               "unscheduled_cost=99900")

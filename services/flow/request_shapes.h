@@ -323,7 +323,8 @@ absl::StatusOr<ShapeClasses> SyncShapeClasses(
     int64_t preemption_cost, NetworkBuilder& builder);
 // The same with a waiting cost per task (a profile's priorities), and
 // optionally a pool: a waiting task `in_classes` refuses is not indexed and
-// goes to `pool` (0) instead of a class (slot_pool.h).
+// goes to `pool` (0) instead of a class (slot_pool.h); the first call's
+// widening then covers the indexed tasks only.
 absl::StatusOr<ShapeClasses> SyncShapeClasses(
     ShapeIndex& index, const cluster::ChangeSet& changes,
     const cluster::ClusterState& state,

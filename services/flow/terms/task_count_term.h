@@ -5,10 +5,12 @@
 // running + k - 1, so the term's weight is the price of each task a
 // machine already has. Rising with k, so one round spreads a burst.
 //
-// The one term whose value is a count, not within [-1, 1]: it is bounded
-// by the machine's slots, which the event decoder bounds
-// (ValidationLimits::max_task_slots); CheckProfile prices a placement at
-// that bound.
+// The one term whose value is a count, not within [-1, 1]: below the
+// machine's slots, which the event decoder bounds
+// (ValidationLimits::max_task_slots). CheckProfile prices a placement at
+// the default bound (1,000 slots); a deployment that raises it should
+// raise unscheduled_cost with it (the profile clamps costs at the
+// solver's bound, but waiting must stay dearer).
 
 #include <cstdint>
 
