@@ -404,19 +404,6 @@ TEST_F(LoadSpreadingPolicyTest, DifferentMachinesHoldsForTasksThatAskNothing) {
   EXPECT_EQ(running, 3u);  // one per machine; the fourth waits
 }
 
-// FNV-1a over the network's Describe lines: a fingerprint of every node,
-// arc and piece, independent of node ids.
-uint64_t Fingerprint(const FlowNetwork& network) {
-  uint64_t hash = 14695981039346656037ULL;
-  for (const std::string& line : testing::Describe(network)) {
-    for (const char c : line) {
-      hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-    }
-    hash = (hash ^ '\n') * 1099511628211ULL;
-  }
-  return hash;
-}
-
 // The networks load-spreading built on random clusters before it was a
 // built-in profile (fingerprints taken at 7676713): slot-only tasks and
 // tasks asking for CPU, memory, GPUs or labels, different-machines jobs and
@@ -461,7 +448,8 @@ TEST(LoadSpreadingPinTest, KeepsItsNetworkOnRandomClusters) {
         ASSERT_THAT(policy.Refresh(state, context, builder), IsOk());
       }
       changes.Clear();
-      fingerprint = fingerprint * 1099511628211ULL ^ Fingerprint(network);
+      fingerprint =
+          fingerprint * 1099511628211ULL ^ testing::Fingerprint(network);
     };
     const int machines = 3 + static_cast<int>(rng() % 30);
     for (int m = 1; m <= machines; ++m) {

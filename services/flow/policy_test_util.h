@@ -107,4 +107,17 @@ inline std::vector<std::string> Describe(const FlowNetwork& network) {
   return lines;
 }
 
+// FNV-1a over the network's Describe lines: a fingerprint of every node,
+// arc and piece, independent of node ids.
+inline uint64_t Fingerprint(const FlowNetwork& network) {
+  uint64_t hash = 14695981039346656037ULL;
+  for (const std::string& line : Describe(network)) {
+    for (const char c : line) {
+      hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+    }
+    hash = (hash ^ '\n') * 1099511628211ULL;
+  }
+  return hash;
+}
+
 }  // namespace flowsched::flow::testing

@@ -1,5 +1,12 @@
 #include "services/flow/priority_policy.h"
 
+#include <cstdint>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/common/status_matchers.h"
@@ -119,6 +126,118 @@ TEST_F(PriorityPolicyTest, JobPriorityRaisesItsTasks) {
   EXPECT_EQ(policy_.EffectivePriority(*state_.FindTask(TaskId(4)), state_), 7);
   auto round = Round();
   EXPECT_EQ(round.machine_of[4], 1u);
+}
+
+// The networks priority built on random slot-model clusters before it was
+// a built-in profile (fingerprints taken at c0755d1): jobs and tasks of
+// random priorities on an over-subscribed cluster, so that rounds preempt
+// and migrate, priorities updated, tasks finishing and machines failing,
+// with random parameters. Any change to a node, arc, capacity or cost
+// changes a fingerprint.
+TEST(PriorityPinTest, KeepsItsNetworkOnRandomClusters) {
+  const std::vector<uint64_t> expected = {
+      1512014862896409887ULL,  4004012587323116080ULL,
+      15659372725092240463ULL, 10412361742874354811ULL,
+      13861745975377236581ULL, 12815988468079563079ULL,
+      16884117851456526572ULL, 2031711019564661263ULL,
+      8954634444506669706ULL,  7080024354551830185ULL,
+      2238650494237111491ULL,  5910327286189977798ULL,
+      3772651397910045834ULL,  9761350120862399441ULL,
+      11391660112091940405ULL, 11831094517747351690ULL,
+      15124082380837244308ULL, 14747545601796117241ULL,
+      6188197433889296823ULL,  12616479186580848049ULL,
+      4562406249603399288ULL,  6907155070116407481ULL,
+      7371673270318657349ULL,  16331767987238441005ULL};
+  std::vector<uint64_t> actual;
+  int moved = 0;
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    std::mt19937_64 rng(seed);
+    PriorityParams params;
+    params.per_task_cost = 1 + static_cast<int64_t>(rng() % 40);
+    params.priority_step = 1000 + static_cast<int64_t>(rng() % 20000);
+    params.preemption_penalty = 100 + static_cast<int64_t>(rng() % 9000);
+    params.migration_cost = static_cast<int64_t>(rng() % 30000);
+    params.max_priority = 5 + static_cast<int32_t>(rng() % 20);
+    PriorityPolicy policy(params);
+    cluster::ClusterState state;
+    cluster::ChangeSet changes;
+    FlowNetwork network;
+    NetworkBuilder builder(network);
+    int64_t now_us = 1;
+    uint64_t fingerprint = 0;
+    const auto apply = [&](cluster::EventBody body) {
+      ASSERT_THAT(
+          state.Apply(ClusterEvent{"e", now_us, "t", body}, now_us, changes),
+          IsOk());
+    };
+    const auto sync = [&]() {
+      ASSERT_THAT(policy.Sync(changes, state, SyncContext{now_us}, builder),
+                  IsOk());
+      changes.Clear();
+      fingerprint =
+          fingerprint * 1099511628211ULL ^ flow::testing::Fingerprint(network);
+    };
+    const int machines = 3 + static_cast<int>(rng() % 18);
+    for (int m = 1; m <= machines; ++m) {
+      apply(cluster::MachineAdded{MachineId(static_cast<uint64_t>(m)),
+                                  absl::StrCat("r", rng() % 3),
+                                  {},
+                                  static_cast<uint32_t>(1 + rng() % 8),
+                                  {}});
+    }
+    uint64_t next_task = 1;
+    for (int wave = 0; wave < 4; ++wave) {
+      const int jobs = 1 + static_cast<int>(rng() % 4);
+      for (int j = 0; j < jobs; ++j) {
+        cluster::JobSubmitted job{
+            JobId(static_cast<uint64_t>(100 * wave + j + 1)),
+            "j",
+            static_cast<int32_t>(rng() % 8),
+            {}};
+        const int n = 1 + static_cast<int>(rng() % 20);
+        for (int t = 0; t < n; ++t) {
+          job.tasks.push_back({.id = TaskId(next_task++),
+                               .priority = static_cast<int32_t>(rng() % 30)});
+        }
+        apply(job);
+      }
+      sync();
+      for (int round = 0; round < 2; ++round) {
+        auto solved = flow::testing::SolveNetwork(network);
+        ASSERT_THAT(solved.status(), IsOk());
+        for (const TaskPlacement& p : solved->placements) {
+          if (p.running_on != 0 && p.machine_id != p.running_on) ++moved;
+        }
+        ASSERT_THAT(flow::testing::ApplyRound(*solved, state, now_us, changes),
+                    IsOk());
+        sync();
+      }
+      std::vector<std::pair<JobId, TaskId>> finishing;
+      std::vector<std::pair<JobId, TaskId>> updating;
+      for (const auto& [id, task] : state.tasks()) {
+        if (task.running() && rng() % 5 == 0) {
+          finishing.emplace_back(task.job, id);
+        } else if (rng() % 7 == 0) {
+          updating.emplace_back(task.job, id);
+        }
+      }
+      for (const auto& [job, task] : finishing) {
+        apply(cluster::TaskFinished{job, task});
+      }
+      for (const auto& [job, task] : updating) {
+        apply(cluster::TaskUpdated{
+            job, task, {}, static_cast<int32_t>(rng() % 30)});
+      }
+      if (wave == 2) {
+        apply(cluster::MachineFailed{MachineId(1), "x"});
+      }
+      now_us += 2'000'000;
+      sync();
+    }
+    actual.push_back(fingerprint);
+  }
+  EXPECT_GT(moved, 20);  // rounds did preempt and migrate
+  EXPECT_EQ(actual, expected) << "now: " << absl::StrJoin(actual, ", ");
 }
 
 }  // namespace
