@@ -169,6 +169,11 @@ std::vector<Tunable<ProfileParams>> ProfileTunables() {
             "least machines a shape reserves on when capped"),
       Field("pool_slot_tasks", &P::pool_slot_tasks, 0, 1,
             "1: tasks asking for a slot only share one pool priced by tasks"),
+      Field("preemptive", &P::preemptive, 0, 1,
+            "1: higher priorities may displace running tasks (needs the "
+            "pool)"),
+      Field("migration_cost", &P::migration_cost, 0, kMaxCost,
+            "cost of moving a running task through the pool (preemptive)"),
       Field("gang_first_after_s", &P::gang_first_after_s, 0, 86'400,
             "seconds a gang waits before its shape is offered room first"),
   };
@@ -189,6 +194,8 @@ std::vector<Tunable<PriorityParams>> PriorityTunables() {
             "cost of moving a running task"),
       Field("max_priority", &P::max_priority, 0, 1000,
             "priorities are clamped to [0, max_priority]"),
+      Field("gang_first_after_s", &P::gang_first_after_s, 0, 86'400,
+            "seconds a gang waits before its shape is offered room first"),
   };
 }
 

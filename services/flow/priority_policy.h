@@ -2,7 +2,9 @@
 
 // Priorities with preemption (Firmament's priority extension of the load
 // spreading policy, Gog PhD thesis 2016, section 7.3; Borg-style
-// preemption: a task may displace only tasks of lower priority).
+// preemption: a task may displace only tasks of lower priority). A
+// built-in profile (profile_policy.h): load-spreading's tasks term and
+// pool, with waiting priced by priority and the pool preemptive:
 //
 //   waiting task --(0)--> X --(convex, task_slots)--> M --(slots)--> S
 //   waiting task --(wait_cost(p))--> U_job --(tasks of job)--> S
@@ -12,21 +14,28 @@
 //
 // X -> M: the k-th new task on a machine costs per_task_cost * (running +
 // k) while free slots last; the units beyond (which only flow if running
-// tasks leave M) cost per_task_cost * slots.
+// tasks leave M) cost per_task_cost * slots (slot_pool.h).
 //
 // wait_cost(p) = unscheduled_cost + priority_step * p grows with priority
-// p (clamped to [0, max_priority]). Preempting a task of priority q so that
-// a waiting task of priority p takes its slot changes the cost by
-// wait_cost(q) + penalty + placement - wait_cost(p), which is negative only
-// if priority_step * (p - q) > preemption_penalty + placement. So a task
-// is displaced only by strictly higher-priority demand (with the defaults,
-// any higher priority), and with no such demand every running task keeps
-// its machine: staying costs 0, leaving costs a positive penalty
-// (stability).
+// p (the larger of the task's and its job's, clamped to [0,
+// max_priority]). Preempting a task of priority q so that a waiting task
+// of priority p takes its slot changes the cost by wait_cost(q) + penalty
+// + placement - wait_cost(p), which is negative only if priority_step *
+// (p - q) > preemption_penalty + placement. So a task is displaced only by
+// strictly higher-priority demand (with the defaults, any higher
+// priority), and with no such demand every running task keeps its machine:
+// staying costs 0, leaving costs a positive penalty (stability).
+//
+// Tasks that ask for resources, devices or labels go through their request
+// shape's capped class (as under load-spreading), so they are placed only
+// where they fit; they wait by priority too, but take free room only.
+// PriorityPolicy(params) is exactly ProfilePolicy(PriorityProfile(params))
+// named "priority"; priority_policy_test.cc pins the network it built on
+// the slot model before it was a profile.
 
 #include <cstdint>
 
-#include "services/flow/scheduling_policy.h"
+#include "services/flow/profile_policy.h"
 
 namespace flowsched::flow {
 
@@ -42,28 +51,18 @@ struct PriorityParams {
   // it ran) costs this on top of the placement.
   int64_t migration_cost = 20'000;
   int32_t max_priority = 1000;
+  // Seconds a gang member waits before its shape gets first offer of
+  // every machine's room (0: never; profile_policy.h says why).
+  double gang_first_after_s = 60;
 };
 
-class PriorityPolicy final : public SchedulingPolicy {
+// The profile priority is.
+ProfileParams PriorityProfile(const PriorityParams& params);
+
+class PriorityPolicy final : public ProfilePolicy {
  public:
-  explicit PriorityPolicy(PriorityParams params = {}) : params_(params) {}
-  [[nodiscard]] std::string_view name() const override { return "priority"; }
-  using SchedulingPolicy::Sync;
-  absl::Status Sync(const cluster::ChangeSet& changes,
-                    const cluster::ClusterState& state,
-                    const SyncContext& context,
-                    NetworkBuilder& builder) override;
-
-  // The effective priority of a task: the larger of its own and its
-  // job's, clamped to [0, max_priority].
-  [[nodiscard]] int64_t EffectivePriority(
-      const cluster::Task& task, const cluster::ClusterState& state) const;
-  [[nodiscard]] int64_t WaitCost(int64_t priority) const {
-    return params_.unscheduled_cost + params_.priority_step * priority;
-  }
-
- private:
-  PriorityParams params_;
+  explicit PriorityPolicy(PriorityParams params = {})
+      : ProfilePolicy(PriorityProfile(params), "priority") {}
 };
 
 }  // namespace flowsched::flow

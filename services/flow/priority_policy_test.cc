@@ -123,9 +123,44 @@ TEST_F(PriorityPolicyTest, FreeSlotBeatsPreemption) {
 TEST_F(PriorityPolicyTest, JobPriorityRaisesItsTasks) {
   Apply(cluster::JobSubmitted{JobId(4), "j", 7, {{.id = TaskId(4)}}});
   Sync();
-  EXPECT_EQ(policy_.EffectivePriority(*state_.FindTask(TaskId(4)), state_), 7);
+  // Waiting costs 100,000 + 10,000 per level of the job's priority.
+  EXPECT_EQ(policy_.WaitingCost(*state_.FindTask(TaskId(4)), state_), 170'000);
   auto round = Round();
   EXPECT_EQ(round.machine_of[4], 1u);
+}
+
+// Tasks that ask for CPU go through their shape's class, so every
+// decision fits (Place refuses one that does not) and rounds stop with
+// the rest waiting: two 4-core machines take two 1.5-core tasks each.
+TEST(PriorityResourcesTest, TasksAskingForRoomArePlacedOnlyWhereTheyFit) {
+  PriorityPolicy policy;
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  FlowNetwork network;
+  NetworkBuilder builder(network);
+  const auto apply = [&](cluster::EventBody body) {
+    ASSERT_THAT(state.Apply(ClusterEvent{"e", 1, "t", body}, 1, changes),
+                IsOk());
+  };
+  for (uint64_t m = 1; m <= 2; ++m) {
+    apply(cluster::MachineAdded{MachineId(m), "r", {4000, 0, 0}, 4, {}});
+  }
+  cluster::JobSubmitted job{JobId(1), "j", 3, {}};
+  for (uint64_t t = 1; t <= 6; ++t) {
+    job.tasks.push_back({.id = TaskId(t), .request = {1500, 0, 0}});
+  }
+  apply(job);
+  for (int round = 0; round < 4; ++round) {
+    ASSERT_THAT(policy.Sync(changes, state, SyncContext{1}, builder), IsOk());
+    changes.Clear();
+    auto solved = flow::testing::SolveNetwork(network);
+    ASSERT_THAT(solved.status(), IsOk());
+    ASSERT_THAT(flow::testing::ApplyRound(*solved, state, 2, changes), IsOk());
+  }
+  for (const auto& [id, machine] : state.machines()) {
+    EXPECT_EQ(machine.running.size(), 2u) << id;
+    EXPECT_LE(machine.allocated.cpu_millis, 4000) << id;
+  }
 }
 
 // The networks priority built on random slot-model clusters before it was

@@ -50,6 +50,11 @@ absl::Status CheckProfile(const ProfileParams& params) {
     return absl::InvalidArgumentError(
         "shape_machines_per_task cannot be combined with locality yet");
   }
+  if (params.preemptive && !params.pool_slot_tasks) {
+    return absl::InvalidArgumentError(
+        "preemptive needs pool_slot_tasks: the pool offers running tasks' "
+        "slots");
+  }
   if (params.pool_slot_tasks && params.locality > 0) {
     return absl::InvalidArgumentError(
         "pool_slot_tasks cannot be combined with locality: pooled tasks "
@@ -133,6 +138,39 @@ int64_t ProfilePolicy::WaitingCost(const cluster::Task& task,
              std::clamp<int64_t>(priority, 0, params_.max_priority);
 }
 
+TaskRoutes ProfilePolicy::Routes(const cluster::ClusterState& state,
+                                 NodeId pool) const {
+  TaskRoutes routes{.waiting_cost =
+                        [this, &state](const cluster::Task& task) {
+                          return WaitingCost(task, state);
+                        },
+                    .running = nullptr,
+                    .preemption_cost = params_.preemption_cost,
+                    .in_classes = nullptr,
+                    .pool = pool};
+  if (params_.pool_slot_tasks) {
+    routes.in_classes = [&state](const cluster::Task& task) {
+      return AsksForRoom(task, state);
+    };
+  }
+  if (params_.preemptive) {
+    routes.running = [this, &state, pool](const cluster::Task& task,
+                                          const TaskEnds& ends) {
+      std::vector<DesiredArc> arcs = {
+          {ends.machine, 1, 0, {}},
+          {ends.job,
+           1,
+           WaitingCost(task, state) + params_.preemption_cost,
+           {}}};
+      if (!AsksForRoom(task, state)) {
+        arcs.push_back({pool, 1, params_.migration_cost, {}});
+      }
+      return arcs;
+    };
+  }
+  return routes;
+}
+
 bool ProfilePolicy::RacksChanged(const cluster::ChangeSet& changes,
                                  const cluster::ClusterState& state) {
   bool changed = false;
@@ -176,8 +214,13 @@ absl::Status ProfilePolicy::Sync(const cluster::ChangeSet& changes,
     const auto sync_machine = [&](const cluster::Machine& machine,
                                   NodeId node) -> absl::Status {
       FLOWSCHED_RETURN_IF_ERROR(
-          SetSlotPoolArc(machine, pool, node, params_.tasks,
-                         params_.max_tasks_per_machine, builder.network()));
+          params_.preemptive
+              ? SetPreemptiblePoolArc(machine, pool, node, params_.tasks,
+                                      params_.max_tasks_per_machine,
+                                      builder.network())
+              : SetSlotPoolArc(machine, pool, node, params_.tasks,
+                               params_.max_tasks_per_machine,
+                               builder.network()));
       // The pool and the classes each keep the task limit; the arc to the
       // sink keeps it for both together (never below the tasks running).
       int64_t slots = static_cast<int64_t>(machine.task_slots);
@@ -210,16 +253,7 @@ absl::Status ProfilePolicy::Sync(const cluster::ChangeSet& changes,
   // Shapes of the waiting tasks, in key order (deterministic).
   FLOWSCHED_ASSIGN_OR_RETURN(
       const ShapeClasses classes,
-      SyncShapeClasses(
-          waiting_, *synced, state,
-          [&](const cluster::Task& task) { return WaitingCost(task, state); },
-          params_.preemption_cost, builder,
-          params_.pool_slot_tasks ? std::function<bool(const cluster::Task&)>(
-                                        [&](const cluster::Task& task) {
-                                          return AsksForRoom(task, state);
-                                        })
-                                  : nullptr,
-          pool));
+      SyncShapeClasses(waiting_, *synced, state, Routes(state, pool), builder));
   // The reservations walk the machines whatever changed: left to the
   // Refresh before the next solve when one follows.
   if (context.refresh_follows) {

@@ -29,8 +29,10 @@
 // Waiting tasks of the same shape share their class's reserved room; a
 // higher priority (the task's or its job's, clamped to [0, max_priority])
 // makes waiting dearer, so the solver gives the room to the higher
-// priorities first. Running tasks never move: preempting one frees
-// nothing in the same round (capacities come from the current allocation).
+// priorities first. Running tasks never move for the classes: preempting
+// one frees nothing for them in the same round (capacities come from the
+// current allocation); with `preemptive`, the pool may displace them for
+// higher-priority tasks that ask for a slot only (below).
 //
 // Locality: with a `locality` weight, tasks that ask alike but keep most
 // of their input in different racks are different shapes (ShapeIndex's
@@ -59,10 +61,15 @@
 // Tasks that ask for no room may instead wait in one pool reaching every
 // machine's free slots (pool_slot_tasks, slot_pool.h):
 //   waiting task --(0)--> X --(convex: tasks * (running + k - 1))--> M
+// and with `preemptive` the pool also offers running tasks' slots, which a
+// running task leaves for its job's U (its waiting cost + preemption_cost)
+// or, if it asks for a slot only, through X (migration_cost):
+//   X --(tasks * (running + k) per free slot; tasks * slots)--> M
 //
 // Built-in profiles keep the names and costs of the policies they replace:
 // `cpu-memory` is spread and preferred_labels (cpu_memory_policy.h),
-// `load-spreading` tasks, the pool and a cap (load_spreading_policy.h).
+// `load-spreading` tasks, the pool and a cap (load_spreading_policy.h),
+// `priority` the same with priorities and preemption (priority_policy.h).
 
 #include <cstdint>
 #include <map>
@@ -110,13 +117,24 @@ struct ProfileParams {
   // does a starving gang's first offer; the classes keep both. Not with
   // locality (pooled tasks would read anywhere).
   bool pool_slot_tasks = false;
+  // Running tasks may be displaced by higher-priority waiting work
+  // (Firmament's priority extension, Gog 2016 section 7.3): a running task
+  // leaving costs its waiting cost plus preemption_cost, one that asks for
+  // a slot only may move through the pool at migration_cost, and the pool
+  // offers running tasks' slots (SetPreemptiblePoolArc). So a task is
+  // displaced only for strictly higher priority. Needs the pool; the
+  // classes still see only free room (work that asks for room does not
+  // displace).
+  bool preemptive = false;
+  int64_t migration_cost = 20'000;
   // Seconds a gang member waits before its shape gets first offer of
   // every machine's room (0: never).
   double gang_first_after_s = 60;
 };
 
 // InvalidArgument if shape_machines_per_task or pool_slot_tasks is set
-// with locality (not supported), a weight is negative (falling arc pieces)
+// with locality (not supported), preemptive without pool_slot_tasks, a
+// weight is negative (falling arc pieces)
 // or waiting does not cost more than the dearest placement
 // (unscheduled_cost > spread + pack + model_affinity + locality + tasks *
 // (the decoder's default slot limit - 1): otherwise a task that fits could
@@ -149,6 +167,11 @@ class ProfilePolicy : public SchedulingPolicy {
   [[nodiscard]] int64_t PlacementCost(const cluster::Machine& machine,
                                       const RequestShape& shape,
                                       int64_t k) const;
+  // A waiting task's cost: unscheduled_cost plus priority_step per level
+  // of its priority (the larger of the task's and its job's, clamped to
+  // [0, max_priority]).
+  [[nodiscard]] int64_t WaitingCost(const cluster::Task& task,
+                                    const cluster::ClusterState& state) const;
 
  private:
   struct WeightedTerm {
@@ -160,9 +183,10 @@ class ProfilePolicy : public SchedulingPolicy {
   [[nodiscard]] DesiredArc ShapeArc(const cluster::Machine& machine,
                                     NodeId machine_node,
                                     const RequestShape& shape, int64_t n) const;
-  // A waiting task's cost: unscheduled_cost plus its priority's steps.
-  [[nodiscard]] int64_t WaitingCost(const cluster::Task& task,
-                                    const cluster::ClusterState& state) const;
+  // How SyncShapeClasses routes tasks: waiting costs, the pool, and the
+  // running tasks' arcs when preemptive.
+  [[nodiscard]] TaskRoutes Routes(const cluster::ClusterState& state,
+                                  NodeId pool) const;
   // Whether `changes` adds or removes a machine or moves one to another
   // rack (locality profiles keep machine_racks_ for this).
   bool RacksChanged(const cluster::ChangeSet& changes,

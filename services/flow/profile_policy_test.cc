@@ -639,6 +639,14 @@ TEST(ProfilePolicyTest, TheCapIsRefusedWithLocality) {
   EXPECT_THAT(ParsePolicySpec("profile:shape_machines_per_task=2"), IsOk());
 }
 
+// Preemption offers running tasks' slots through the pool.
+TEST(ProfilePolicyTest, PreemptionNeedsThePool) {
+  EXPECT_THAT(ParsePolicySpec("profile:preemptive=1").status().message(),
+              HasSubstr("preemptive needs pool_slot_tasks"));
+  EXPECT_THAT(ParsePolicySpec("profile:preemptive=1,pool_slot_tasks=1"),
+              IsOk());
+}
+
 // Pooled tasks would read their input anywhere.
 TEST(ProfilePolicyTest, ThePoolIsRefusedWithLocality) {
   EXPECT_THAT(ParsePolicySpec("profile:pool_slot_tasks=1,locality=100")
@@ -666,9 +674,10 @@ TEST(ProfilePolicyTest, RandomProfilesAreFeasibleByConstruction) {
         ",preferred_labels=", rng() % 1000, ",model_affinity=", rng() % 1000,
         ",priority_step=", rng() % 3 * 500, ",max_tasks_per_machine=", limit,
         ",tasks=", rng() % 3 * 10,
-        trial % 3 == 0   ? ",shape_machines_per_task=1,min_shape_machines=1"
-        : trial % 3 == 1 ? absl::StrCat(",locality=", rng() % 2 * 700)
-                         : ",pool_slot_tasks=1");
+        trial % 3 == 0 ? ",shape_machines_per_task=1,min_shape_machines=1"
+        : trial % 3 == 1
+            ? absl::StrCat(",locality=", rng() % 2 * 700)
+            : absl::StrCat(",pool_slot_tasks=1,preemptive=", rng() % 2));
     ProfileFixture f(Make(spec));
     const int machines = 1 + static_cast<int>(rng() % 6);
     for (int m = 1; m <= machines; ++m) {

@@ -800,12 +800,12 @@ TEST(PolicyRegistryTest, EveryPolicyIsRegisteredByName) {
     ASSERT_THAT(policy, IsOk()) << name;
     EXPECT_EQ((*policy)->name(), name);
     // The policies that reserve room by shape refresh which shapes starve.
-    const bool reserves = std::string_view(name) == "load-spreading" ||
-                          std::string_view(name) == "cpu-memory";
+    const bool reserves = std::string_view(name) != "network-aware";
     EXPECT_EQ((*policy)->time_dependent(), reserves) << name;
   }
-  for (const char* spec : {"load-spreading:gang_first_after_s=0",
-                           "cpu-memory:gang_first_after_s=0"}) {
+  for (const char* spec :
+       {"load-spreading:gang_first_after_s=0",
+        "cpu-memory:gang_first_after_s=0", "priority:gang_first_after_s=0"}) {
     auto policy = MakePolicy(spec);
     ASSERT_THAT(policy, IsOk()) << spec;
     EXPECT_FALSE((*policy)->time_dependent()) << spec;

@@ -619,18 +619,23 @@ absl::StatusOr<ShapeClasses> SyncShapeClasses(
     int64_t preemption_cost, NetworkBuilder& builder) {
   return SyncShapeClasses(
       index, changes, state,
-      [unscheduled_cost](const cluster::Task&) { return unscheduled_cost; },
-      preemption_cost, builder);
+      TaskRoutes{.waiting_cost =
+                     [unscheduled_cost](const cluster::Task&) {
+                       return unscheduled_cost;
+                     },
+                 .running = nullptr,
+                 .preemption_cost = preemption_cost,
+                 .in_classes = nullptr,
+                 .pool = kNoNode},
+      builder);
 }
 
 absl::StatusOr<ShapeClasses> SyncShapeClasses(
     ShapeIndex& index, const cluster::ChangeSet& changes,
-    const cluster::ClusterState& state,
-    const std::function<int64_t(const cluster::Task&)>& waiting_cost,
-    int64_t preemption_cost, NetworkBuilder& builder,
-    const std::function<bool(const cluster::Task&)>& in_classes, NodeId pool) {
+    const cluster::ClusterState& state, const TaskRoutes& routes,
+    NetworkBuilder& builder) {
   const std::optional<cluster::ChangeSet> widened =
-      index.Track(changes, state, in_classes);
+      index.Track(changes, state, routes.in_classes);
   ShapeClasses classes;
   classes.shapes = index.Shapes(state);
   classes.nodes = EnsureShapeNodes(classes.shapes, builder);
@@ -639,15 +644,19 @@ absl::StatusOr<ShapeClasses> SyncShapeClasses(
       [&](const cluster::Task& task, NodeId node, const TaskEnds& ends) {
         std::vector<DesiredArc> arcs;
         if (task.running()) {
-          arcs.push_back({ends.job, 1, preemption_cost, {}});
-          arcs.push_back({ends.machine, 1, 0, {}});
-        } else if (in_classes && !in_classes(task)) {
-          if (pool == kNoNode) {
+          if (routes.running) {
+            arcs = routes.running(task, ends);
+          } else {
+            arcs.push_back({ends.job, 1, routes.preemption_cost, {}});
+            arcs.push_back({ends.machine, 1, 0, {}});
+          }
+        } else if (routes.in_classes && !routes.in_classes(task)) {
+          if (routes.pool == kNoNode) {
             return absl::InternalError(absl::StrCat(
                 "waiting task ", task.spec.id.value(), " has no pool"));
           }
-          arcs.push_back({ends.job, 1, waiting_cost(task), {}});
-          arcs.push_back({pool, 1, 0, {}});
+          arcs.push_back({ends.job, 1, routes.waiting_cost(task), {}});
+          arcs.push_back({routes.pool, 1, 0, {}});
         } else {
           const std::string* key = index.KeyOf(task.spec.id);
           const auto shape =
@@ -657,7 +666,7 @@ absl::StatusOr<ShapeClasses> SyncShapeClasses(
                 absl::StrCat("waiting task ", task.spec.id.value(),
                              " has no request-shape class"));
           }
-          arcs.push_back({ends.job, 1, waiting_cost(task), {}});
+          arcs.push_back({ends.job, 1, routes.waiting_cost(task), {}});
           arcs.push_back({shape->second, 1, 0, {}});
         }
         return builder.SetOutArcs(node, arcs);

@@ -321,17 +321,29 @@ absl::StatusOr<ShapeClasses> SyncShapeClasses(
     ShapeIndex& index, const cluster::ChangeSet& changes,
     const cluster::ClusterState& state, int64_t unscheduled_cost,
     int64_t preemption_cost, NetworkBuilder& builder);
-// The same with a waiting cost per task (a profile's priorities), and
-// optionally a pool: a waiting task `in_classes` refuses is not indexed and
-// goes to `pool` (0) instead of a class (slot_pool.h); the first call's
-// widening then covers the indexed tasks only.
+// How SyncShapeClasses routes tasks (a profile's priorities, pool and
+// preemption).
+struct TaskRoutes {
+  // A waiting task's cost at its job's unscheduled aggregator.
+  std::function<int64_t(const cluster::Task&)> waiting_cost;
+  // A running task's arcs; null: its job's unscheduled aggregator
+  // (`preemption_cost`), then its machine (0).
+  std::function<std::vector<DesiredArc>(const cluster::Task&, const TaskEnds&)>
+      running;
+  int64_t preemption_cost = 0;
+  // Non-null: a waiting task it refuses is not indexed and goes to `pool`
+  // (0) instead of a class (slot_pool.h); the first call's widening then
+  // covers the indexed tasks only.
+  std::function<bool(const cluster::Task&)> in_classes;
+  NodeId pool = kNoNode;
+};
+// The same with the routes above. A task's arcs are listed job first: the
+// solver breaks ties by arc order (which task of a shape is placed), and
+// load-spreading's pinned networks follow it.
 absl::StatusOr<ShapeClasses> SyncShapeClasses(
     ShapeIndex& index, const cluster::ChangeSet& changes,
-    const cluster::ClusterState& state,
-    const std::function<int64_t(const cluster::Task&)>& waiting_cost,
-    int64_t preemption_cost, NetworkBuilder& builder,
-    const std::function<bool(const cluster::Task&)>& in_classes = nullptr,
-    NodeId pool = kNoNode);
+    const cluster::ClusterState& state, const TaskRoutes& routes,
+    NetworkBuilder& builder);
 
 // Gives each class exactly `arcs[key]` as out-arcs (none if absent) and
 // removes the class aggregators of shapes no longer waiting.

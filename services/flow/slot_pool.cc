@@ -31,4 +31,29 @@ absl::Status SetSlotPoolArc(const cluster::Machine& machine, NodeId pool,
                         std::span<const ArcSegment>(slot_pieces).subspan(1));
 }
 
+absl::Status SetPreemptiblePoolArc(const cluster::Machine& machine, NodeId pool,
+                                   NodeId node, int64_t per_task_cost,
+                                   int64_t max_tasks, FlowNetwork& network) {
+  const auto slots = static_cast<int64_t>(machine.task_slots);
+  const int64_t running =
+      std::min(slots, static_cast<int64_t>(machine.running.size()));
+  const int64_t open =
+      max_tasks > 0 ? std::min(slots, std::max(max_tasks, running)) : slots;
+  const int64_t free_slots = open - running;
+  std::vector<ArcSegment> pieces;
+  for (int64_t k = 1; k <= free_slots && pieces.size() < kMaxArcSegments; ++k) {
+    pieces.push_back({1, per_task_cost * (running + k)});
+  }
+  if (!pieces.empty()) {
+    pieces.back().capacity += free_slots - static_cast<int64_t>(pieces.size());
+  }
+  // The last free piece costs at most per_task_cost * slots (running +
+  // free_slots <= slots), so the pieces stay convex.
+  if (running > 0) pieces.push_back({running, per_task_cost * slots});
+  if (pieces.empty()) pieces.push_back({0, 0});
+  return network.SetArc(pool, node, pieces.front().capacity,
+                        pieces.front().cost,
+                        std::span<const ArcSegment>(pieces).subspan(1));
+}
+
 }  // namespace flowsched::flow

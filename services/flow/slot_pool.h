@@ -32,4 +32,15 @@ absl::Status SetSlotPoolArc(const cluster::Machine& machine, NodeId pool,
                             NodeId node, int64_t per_task_cost,
                             int64_t max_tasks, FlowNetwork& network);
 
+// The pool's arc when running tasks may be displaced (Firmament's priority
+// extension, Gog 2016 section 7.3): the k-th new task in a free slot costs
+// per_task_cost * (running + k), one piece each up to kMaxArcSegments (the
+// last takes the rest), and one more piece offers the running tasks' slots
+// at per_task_cost * slots, which only flow if running tasks leave (the
+// machine's arc to the sink bounds the sum). Free-slot pieces are repriced
+// at each start and finish.
+absl::Status SetPreemptiblePoolArc(const cluster::Machine& machine, NodeId pool,
+                                   NodeId node, int64_t per_task_cost,
+                                   int64_t max_tasks, FlowNetwork& network);
+
 }  // namespace flowsched::flow
