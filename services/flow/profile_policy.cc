@@ -80,17 +80,20 @@ ProfilePolicy::ProfilePolicy(ProfileParams params, std::string name)
     : params_(params),
       name_(std::move(name)),
       waiting_(/*by_input_rack=*/params.locality > 0) {
-  const auto add = [this](int64_t weight, std::unique_ptr<PlacementTerm> term) {
+  const auto add = [this](std::string_view term_name, int64_t weight,
+                          std::unique_ptr<PlacementTerm> term) {
     if (weight == 0) return;
     depends_on_k_ = depends_on_k_ || term->depends_on_k();
-    terms_.push_back({weight, std::move(term)});
+    terms_.push_back({term_name, weight, std::move(term)});
   };
-  add(params_.spread, std::make_unique<SpreadTerm>());
-  add(params_.pack, std::make_unique<PackTerm>());
-  add(params_.preferred_labels, std::make_unique<PreferredLabelsTerm>());
-  add(params_.model_affinity, std::make_unique<ModelAffinityTerm>());
-  add(params_.locality, std::make_unique<LocalityTerm>());
-  add(params_.tasks, std::make_unique<TaskCountTerm>());
+  add("spread", params_.spread, std::make_unique<SpreadTerm>());
+  add("pack", params_.pack, std::make_unique<PackTerm>());
+  add("preferred_labels", params_.preferred_labels,
+      std::make_unique<PreferredLabelsTerm>());
+  add("model_affinity", params_.model_affinity,
+      std::make_unique<ModelAffinityTerm>());
+  add("locality", params_.locality, std::make_unique<LocalityTerm>());
+  add("tasks", params_.tasks, std::make_unique<TaskCountTerm>());
 }
 
 int64_t ProfilePolicy::PlacementCost(const cluster::Machine& machine,
@@ -104,6 +107,19 @@ int64_t ProfilePolicy::PlacementCost(const cluster::Machine& machine,
   // Within the solver's bound, which a count term on a deployment with a
   // raised slot limit could pass; clamping keeps the pieces convex.
   return std::clamp(cost, -solver::kMaxArcCost, solver::kMaxArcCost);
+}
+
+std::vector<ProfilePolicy::TermCost> ProfilePolicy::ExplainCost(
+    const cluster::ClusterState& state, const cluster::Machine& machine,
+    const RequestShape& shape, int64_t k) {
+  std::vector<TermCost> costs;
+  for (WeightedTerm& weighted : terms_) {
+    weighted.term->Prepare(state);
+    costs.push_back(
+        {weighted.name, std::llround(weighted.term->Value(machine, shape, k) *
+                                     static_cast<double>(weighted.weight))});
+  }
+  return costs;
 }
 
 DesiredArc ProfilePolicy::ShapeArc(const cluster::Machine& machine,

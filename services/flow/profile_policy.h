@@ -167,6 +167,17 @@ class ProfilePolicy : public SchedulingPolicy {
   [[nodiscard]] int64_t PlacementCost(const cluster::Machine& machine,
                                       const RequestShape& shape,
                                       int64_t k) const;
+  // PlacementCost term by term, after preparing the terms for `state`:
+  // each weighted term's name and rounded cost (before the clamp), in the
+  // order the profile adds them (what `flowsched explain` prints).
+  struct TermCost {
+    std::string_view name;
+    int64_t cost = 0;
+  };
+  [[nodiscard]] std::vector<TermCost> ExplainCost(
+      const cluster::ClusterState& state, const cluster::Machine& machine,
+      const RequestShape& shape, int64_t k);
+
   // A waiting task's cost: unscheduled_cost plus priority_step per level
   // of its priority (the larger of the task's and its job's, clamped to
   // [0, max_priority]).
@@ -175,6 +186,7 @@ class ProfilePolicy : public SchedulingPolicy {
 
  private:
   struct WeightedTerm {
+    std::string_view name;  // the profile parameter that weighs it
     int64_t weight;
     std::unique_ptr<PlacementTerm> term;
   };

@@ -639,6 +639,36 @@ TEST(ProfilePolicyTest, TheCapIsRefusedWithLocality) {
   EXPECT_THAT(ParsePolicySpec("profile:shape_machines_per_task=2"), IsOk());
 }
 
+// `flowsched explain` prints the price term by term: each weighted term
+// by name, adding up to PlacementCost.
+TEST(ProfilePolicyTest, ExplainCostNamesEachTermOfThePrice) {
+  ProfilePolicy policy(ProfileParams{.spread = 1000, .tasks = 10});
+  cluster::ClusterState state;
+  cluster::Machine machine;
+  machine.capacity = {4000, 8 * kGiB, 0};
+  machine.allocated = {1000, 0, 0};
+  machine.task_slots = 8;
+  machine.running = {TaskId(9)};
+  machine.labels = {{"zone", "a"}};
+  RequestShape shape;
+  shape.ask.request = {1000, 0, 0};
+  shape.preferred = {{"zone", "a"}};
+  const std::vector<ProfilePolicy::TermCost> costs =
+      policy.ExplainCost(state, machine, shape, 2);
+  std::vector<std::pair<std::string, int64_t>> named;
+  int64_t total = 0;
+  for (const auto& [name, cost] : costs) {
+    named.emplace_back(std::string(name), cost);
+    total += cost;
+  }
+  EXPECT_THAT(named,
+              ::testing::ElementsAre(
+                  std::pair<std::string, int64_t>{"spread", 750},
+                  std::pair<std::string, int64_t>{"preferred_labels", -500},
+                  std::pair<std::string, int64_t>{"tasks", 20}));
+  EXPECT_EQ(total, policy.PlacementCost(machine, shape, 2));
+}
+
 // Preemption offers running tasks' slots through the pool.
 TEST(ProfilePolicyTest, PreemptionNeedsThePool) {
   EXPECT_THAT(ParsePolicySpec("profile:preemptive=1").status().message(),

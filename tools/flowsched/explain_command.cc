@@ -27,6 +27,8 @@
 #include "services/flow/explainer.h"
 #include "services/flow/flow_network.h"
 #include "services/flow/network_builder.h"
+#include "services/flow/profile_policy.h"
+#include "services/flow/request_shapes.h"
 #include "services/flow/scheduling_policy.h"
 #include "services/graph_manager/state_reader.h"
 #include "services/solver/flow_checker.h"
@@ -97,6 +99,50 @@ void PrintFit(const cluster::ClusterState& state, const cluster::Task& task) {
   }
   fmt::print("  fits {} of {} machines now{}\n", fits, state.machines().size(),
              why.empty() ? "" : fmt::format("; the others: {}", why));
+}
+
+// A profile's price of the first task of `task`'s shape on `machine_id`,
+// term by term (flow::ProfilePolicy::ExplainCost); nothing for other
+// policies or a machine gone.
+std::string TermBreakdown(flow::ProfilePolicy* profile,
+                          const cluster::ClusterState& state,
+                          const cluster::Task& task, uint64_t machine_id) {
+  const cluster::Machine* machine = state.FindMachine(MachineId(machine_id));
+  if (profile == nullptr || machine == nullptr) return "";
+  const std::string key = flow::ShapeKey(task, state);
+  std::vector<flow::RequestShape> shapes =
+      flow::WaitingShapes(state, [&](const cluster::Task& t) {
+        return t.job == task.job || flow::ShapeKey(t, state) == key;
+      });
+  const auto shape =
+      std::find_if(shapes.begin(), shapes.end(),
+                   [&](const flow::RequestShape& s) { return s.key == key; });
+  if (shape == shapes.end()) return "";
+  shape->input_racks = flow::InputRacks(task, state);
+  std::string text;
+  int64_t total = 0;
+  for (const auto& [name, cost] :
+       profile->ExplainCost(state, *machine, *shape, 1)) {
+    text += fmt::format("{}{} {}", text.empty() ? "" : " + ", name, cost);
+    total += cost;
+  }
+  return text.empty() ? "" : fmt::format("{} = {}", text, total);
+}
+
+// Prints an option's term breakdown when its path goes through a request
+// shape's class (the profile's price; a pool prices slots alone).
+void PrintTerms(flow::ProfilePolicy* profile,
+                const cluster::ClusterState& state, const cluster::Task& task,
+                uint64_t machine_id,
+                const std::vector<flow::ExplainedArc>& arcs,
+                const std::string& indent) {
+  const bool through_class =
+      std::any_of(arcs.begin(), arcs.end(), [](const flow::ExplainedArc& arc) {
+        return arc.dst_kind == flow::NodeKind::kEquivalenceClass;
+      });
+  if (!through_class) return;
+  const std::string terms = TermBreakdown(profile, state, task, machine_id);
+  if (!terms.empty()) fmt::print("{}terms: {}\n", indent, terms);
 }
 
 // Restores, solves and explains; the exit code as the command returns it.
@@ -180,9 +226,21 @@ int Explain(const std::string& data_dir, uint64_t task_id,
       std::string(solver::kDefaultSolver), solution->total_cost);
   fmt::print("  next round: {}\n", explained->reason);
   if (!task->running()) PrintFit(state, *task);
+  // A profile prices class arcs by weighted terms: shown per machine for a
+  // waiting task (a fresh policy of the same spec prices them; the
+  // network's arcs are the ones the solver saw).
+  absl::StatusOr<std::unique_ptr<flow::SchedulingPolicy>> pricing =
+      flow::MakePolicy(meta.policy().empty() ? flow::PolicyNames().front()
+                                             : meta.policy());
+  flow::ProfilePolicy* profile =
+      task->running() || !pricing.ok()
+          ? nullptr
+          : dynamic_cast<flow::ProfilePolicy*>(pricing->get());
   if (!explained->path.empty()) {
     fmt::print("  path (cost {}):\n", explained->path_cost);
     PrintArcs(network, explained->path, "    ");
+    PrintTerms(profile, state, *task, explained->machine_id, explained->path,
+               "    ");
   }
   if (explained->has_unscheduled_arc) {
     fmt::print("  waiting costs {} (arc to its job's unscheduled node)\n",
@@ -197,6 +255,8 @@ int Explain(const std::string& data_dir, uint64_t task_id,
                  option.path_cost,
                  option.has_room ? "" : " (no room left on the path)");
       PrintArcs(network, option.arcs, "      ");
+      PrintTerms(profile, state, *task, option.machine_id, option.arcs,
+                 "      ");
     }
   }
   return 0;
