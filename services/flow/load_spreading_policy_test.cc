@@ -429,28 +429,11 @@ TEST(LoadSpreadingPinTest, KeepsItsNetworkOnRandomClusters) {
     params.shape_machines_per_task = 1 + static_cast<int64_t>(rng() % 4);
     params.gang_first_after_s = static_cast<double>(rng() % 3);
     LoadSpreadingPolicy policy(params);
-    cluster::ClusterState state;
-    cluster::ChangeSet changes;
-    FlowNetwork network;
-    NetworkBuilder builder(network);
-    const bool deferred = seed % 2 == 0;
-    int64_t now_us = 1;
-    uint64_t fingerprint = 0;
+    testing::PinnedRun run(policy, /*deferred=*/seed % 2 == 0);
     const auto apply = [&](cluster::EventBody body) {
-      ASSERT_THAT(
-          state.Apply(ClusterEvent{"e", now_us, "t", body}, now_us, changes),
-          IsOk());
+      ASSERT_THAT(run.Apply(body), IsOk());
     };
-    const auto sync = [&]() {
-      const SyncContext context{.now_us = now_us, .refresh_follows = deferred};
-      ASSERT_THAT(policy.Sync(changes, state, context, builder), IsOk());
-      if (deferred) {
-        ASSERT_THAT(policy.Refresh(state, context, builder), IsOk());
-      }
-      changes.Clear();
-      fingerprint =
-          fingerprint * 1099511628211ULL ^ testing::Fingerprint(network);
-    };
+    const auto sync = [&]() { ASSERT_THAT(run.Sync(), IsOk()); };
     const int machines = 3 + static_cast<int>(rng() % 30);
     for (int m = 1; m <= machines; ++m) {
       cluster::MachineAdded added{
@@ -499,14 +482,10 @@ TEST(LoadSpreadingPinTest, KeepsItsNetworkOnRandomClusters) {
       // Two rounds, then some running tasks finish; later waves come
       // seconds later, so gangs may starve.
       for (int round = 0; round < 2; ++round) {
-        auto solved = testing::SolveNetwork(network);
-        ASSERT_THAT(solved.status(), IsOk());
-        ASSERT_THAT(testing::ApplyRound(*solved, state, now_us, changes),
-                    IsOk());
-        sync();
+        ASSERT_THAT(run.Round().status(), IsOk());
       }
       std::vector<std::pair<JobId, TaskId>> finishing;
-      for (const auto& [id, task] : state.tasks()) {
+      for (const auto& [id, task] : run.state().tasks()) {
         if (task.running() && rng() % 4 == 0) {
           finishing.emplace_back(task.job, id);
         }
@@ -514,10 +493,10 @@ TEST(LoadSpreadingPinTest, KeepsItsNetworkOnRandomClusters) {
       for (const auto& [job, task] : finishing) {
         apply(cluster::TaskFinished{job, task});
       }
-      now_us += 2'000'000;
+      run.now_us += 2'000'000;
       sync();
     }
-    actual.push_back(fingerprint);
+    actual.push_back(run.fingerprint);
   }
   EXPECT_EQ(actual, expected) << "now: " << absl::StrJoin(actual, ", ");
 }

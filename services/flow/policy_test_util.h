@@ -17,6 +17,7 @@
 #include "services/common/status_macros.h"
 #include "services/flow/flow_network.h"
 #include "services/flow/placement_extractor.h"
+#include "services/flow/scheduling_policy.h"
 #include "services/solver/flow_checker.h"
 #include "services/solver/successive_shortest_path.h"
 
@@ -119,5 +120,50 @@ inline uint64_t Fingerprint(const FlowNetwork& network) {
   }
   return hash;
 }
+
+// A scenario a pin test drives through one policy: events applied at
+// now_us, syncs (with the Refresh the graph manager owes when `deferred`)
+// each folding the network's Fingerprint into `fingerprint`, and rounds
+// solved and applied as the graph manager applies them.
+class PinnedRun {
+ public:
+  PinnedRun(SchedulingPolicy& policy, bool deferred)
+      : policy_(policy), deferred_(deferred) {}
+  absl::Status Apply(cluster::EventBody body) {
+    return state_.Apply(cluster::ClusterEvent{"e", now_us, "t", body}, now_us,
+                        changes_);
+  }
+  absl::Status Sync() {
+    const SyncContext context{.now_us = now_us, .refresh_follows = deferred_};
+    FLOWSCHED_RETURN_IF_ERROR(
+        policy_.Sync(changes_, state_, context, builder_));
+    if (deferred_) {
+      FLOWSCHED_RETURN_IF_ERROR(policy_.Refresh(state_, context, builder_));
+    }
+    changes_.Clear();
+    fingerprint = fingerprint * 1099511628211ULL ^ Fingerprint(network_);
+    return absl::OkStatus();
+  }
+  // Solves, applies at now_us, and syncs.
+  absl::StatusOr<SolvedRound> Round() {
+    FLOWSCHED_ASSIGN_OR_RETURN(SolvedRound round, SolveNetwork(network_));
+    FLOWSCHED_RETURN_IF_ERROR(
+        ApplyRound(round, state_, now_us, changes_).status());
+    FLOWSCHED_RETURN_IF_ERROR(Sync());
+    return round;
+  }
+  [[nodiscard]] const cluster::ClusterState& state() const { return state_; }
+
+  int64_t now_us = 1;
+  uint64_t fingerprint = 0;
+
+ private:
+  SchedulingPolicy& policy_;
+  bool deferred_;
+  cluster::ClusterState state_;
+  cluster::ChangeSet changes_;
+  FlowNetwork network_;
+  NetworkBuilder builder_{network_};
+};
 
 }  // namespace flowsched::flow::testing

@@ -194,24 +194,11 @@ TEST(PriorityPinTest, KeepsItsNetworkOnRandomClusters) {
     params.migration_cost = static_cast<int64_t>(rng() % 30000);
     params.max_priority = 5 + static_cast<int32_t>(rng() % 20);
     PriorityPolicy policy(params);
-    cluster::ClusterState state;
-    cluster::ChangeSet changes;
-    FlowNetwork network;
-    NetworkBuilder builder(network);
-    int64_t now_us = 1;
-    uint64_t fingerprint = 0;
+    flow::testing::PinnedRun run(policy, /*deferred=*/false);
     const auto apply = [&](cluster::EventBody body) {
-      ASSERT_THAT(
-          state.Apply(ClusterEvent{"e", now_us, "t", body}, now_us, changes),
-          IsOk());
+      ASSERT_THAT(run.Apply(body), IsOk());
     };
-    const auto sync = [&]() {
-      ASSERT_THAT(policy.Sync(changes, state, SyncContext{now_us}, builder),
-                  IsOk());
-      changes.Clear();
-      fingerprint =
-          fingerprint * 1099511628211ULL ^ flow::testing::Fingerprint(network);
-    };
+    const auto sync = [&]() { ASSERT_THAT(run.Sync(), IsOk()); };
     const int machines = 3 + static_cast<int>(rng() % 18);
     for (int m = 1; m <= machines; ++m) {
       apply(cluster::MachineAdded{MachineId(static_cast<uint64_t>(m)),
@@ -238,18 +225,15 @@ TEST(PriorityPinTest, KeepsItsNetworkOnRandomClusters) {
       }
       sync();
       for (int round = 0; round < 2; ++round) {
-        auto solved = flow::testing::SolveNetwork(network);
+        auto solved = run.Round();
         ASSERT_THAT(solved.status(), IsOk());
         for (const TaskPlacement& p : solved->placements) {
           if (p.running_on != 0 && p.machine_id != p.running_on) ++moved;
         }
-        ASSERT_THAT(flow::testing::ApplyRound(*solved, state, now_us, changes),
-                    IsOk());
-        sync();
       }
       std::vector<std::pair<JobId, TaskId>> finishing;
       std::vector<std::pair<JobId, TaskId>> updating;
-      for (const auto& [id, task] : state.tasks()) {
+      for (const auto& [id, task] : run.state().tasks()) {
         if (task.running() && rng() % 5 == 0) {
           finishing.emplace_back(task.job, id);
         } else if (rng() % 7 == 0) {
@@ -266,10 +250,10 @@ TEST(PriorityPinTest, KeepsItsNetworkOnRandomClusters) {
       if (wave == 2) {
         apply(cluster::MachineFailed{MachineId(1), "x"});
       }
-      now_us += 2'000'000;
+      run.now_us += 2'000'000;
       sync();
     }
-    actual.push_back(fingerprint);
+    actual.push_back(run.fingerprint);
   }
   EXPECT_GT(moved, 20);  // rounds did preempt and migrate
   EXPECT_EQ(actual, expected) << "now: " << absl::StrJoin(actual, ", ");
