@@ -10,7 +10,7 @@
 //   waiting task --(wait_cost(p))--> U_job --(tasks of job)--> S
 //   running task --(0)--> its machine
 //   running task --(wait_cost(p) + preemption_penalty)--> U_job
-//   running task --(migration_cost)--> X
+//   running task asking for a slot only --(migration_cost)--> X
 //
 // X -> M: the k-th new task on a machine costs per_task_cost * (running +
 // k) while free slots last; the units beyond (which only flow if running
@@ -23,12 +23,16 @@
 // + placement - wait_cost(p), which is negative only if priority_step *
 // (p - q) > preemption_penalty + placement. So a task is displaced only by
 // strictly higher-priority demand (with the defaults, any higher
-// priority), and with no such demand every running task keeps its machine:
-// staying costs 0, leaving costs a positive penalty (stability).
+// priority on machines of up to 500 slots), and with no such demand every
+// running task keeps its machine: staying costs 0, leaving costs a positive
+// penalty (stability).
 //
 // Tasks that ask for resources, devices or labels go through their request
 // shape's capped class (as under load-spreading), so they are placed only
-// where they fit; they wait by priority too, but take free room only.
+// where they fit; they wait by priority too, but take free room only: on
+// a full cluster they wait for room to free, even while lower-priority
+// slot-only tasks displace others. Running ones may be preempted (not
+// migrated) for higher-priority slot-only tasks.
 // PriorityPolicy(params) is exactly ProfilePolicy(PriorityProfile(params))
 // named "priority"; priority_policy_test.cc pins the network it built on
 // the slot model before it was a profile.
@@ -43,9 +47,9 @@ struct PriorityParams {
   int64_t per_task_cost = 10;  // load spreading within a priority
   int64_t unscheduled_cost = 100'000;
   int64_t priority_step = 10'000;
-  // Must exceed per_task_cost * the largest slot count so that equal
-  // priorities never displace each other, and stay below priority_step so
-  // that one level of priority is enough to displace.
+  // Above 0 so that equal priorities never displace each other, and below
+  // priority_step - per_task_cost * slots so that one level of priority is
+  // enough to displace.
   int64_t preemption_penalty = 5'000;
   // Moving a running task (to make room for a higher-priority task where
   // it ran) costs this on top of the placement.

@@ -55,6 +55,12 @@ absl::Status CheckProfile(const ProfileParams& params) {
         "preemptive needs pool_slot_tasks: the pool offers running tasks' "
         "slots");
   }
+  if (params.preemptive &&
+      (params.preemption_cost <= 0 || params.migration_cost <= 0)) {
+    return absl::InvalidArgumentError(
+        "preemptive needs preemption_cost > 0 and migration_cost > 0, or the "
+        "solver may preempt or move a task for nothing");
+  }
   if (params.pool_slot_tasks && params.locality > 0) {
     return absl::InvalidArgumentError(
         "pool_slot_tasks cannot be combined with locality: pooled tasks "
@@ -258,7 +264,14 @@ absl::Status ProfilePolicy::Sync(const cluster::ChangeSet& changes,
   // again (its shape may move).
   const cluster::ChangeSet* synced = &changes;
   cluster::ChangeSet widened;
-  if (params_.locality > 0 && RacksChanged(changes, state)) {
+  if (params_.preemptive && !waiting_.tracking()) {
+    // A running task's arcs depend on what it asks for here (migration
+    // only through the pool): a fresh policy over a restored network (an
+    // older build's) derives every task's again, once.
+    widened = changes;
+    for (const auto& [id, task] : state.tasks()) widened.tasks.insert(id);
+    synced = &widened;
+  } else if (params_.locality > 0 && RacksChanged(changes, state)) {
     widened = changes;
     for (const auto& [id, task] : state.tasks()) {
       if (!task.running() && !task.spec.input.empty()) widened.tasks.insert(id);

@@ -123,8 +123,9 @@ struct ProfileParams {
   // a slot only may move through the pool at migration_cost, and the pool
   // offers running tasks' slots (SetPreemptiblePoolArc). So a task is
   // displaced only for strictly higher priority. Needs the pool; the
-  // classes still see only free room (work that asks for room does not
-  // displace).
+  // classes still see only free room: work that asks for room does not
+  // displace, so on a full cluster it waits for room to free even while
+  // lower-priority slot-only work displaces others.
   bool preemptive = false;
   int64_t migration_cost = 20'000;
   // Seconds a gang member waits before its shape gets first offer of
@@ -133,8 +134,9 @@ struct ProfileParams {
 };
 
 // InvalidArgument if shape_machines_per_task or pool_slot_tasks is set
-// with locality (not supported), preemptive without pool_slot_tasks, a
-// weight is negative (falling arc pieces)
+// with locality (not supported), preemptive without pool_slot_tasks or
+// with a free preemption or migration, a weight is negative (falling arc
+// pieces)
 // or waiting does not cost more than the dearest placement
 // (unscheduled_cost > spread + pack + model_affinity + locality + tasks *
 // (the decoder's default slot limit - 1): otherwise a task that fits could

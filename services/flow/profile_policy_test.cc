@@ -70,6 +70,9 @@ class ProfileFixture {
     auto round = flow::testing::SolveNetwork(network_);
     EXPECT_THAT(round, IsOk());
     if (!round.ok()) return 0;
+    for (const TaskPlacement& p : round->placements) {
+      if (p.running_on != 0 && p.machine_id != p.running_on) ++displaced_;
+    }
     auto applied = flow::testing::ApplyRound(*round, state_, 2, changes_);
     EXPECT_THAT(applied, IsOk());
     Sync();
@@ -91,6 +94,7 @@ class ProfileFixture {
   NetworkBuilder builder_{network_};
   std::unique_ptr<SchedulingPolicy> policy_;
   bool deferred_ = false;
+  int displaced_ = 0;  // running tasks preempted or moved by Round
 };
 
 std::unique_ptr<SchedulingPolicy> Make(const std::string& spec) {
@@ -669,12 +673,85 @@ TEST(ProfilePolicyTest, ExplainCostNamesEachTermOfThePrice) {
   EXPECT_EQ(total, policy.PlacementCost(machine, shape, 2));
 }
 
+// A higher-priority slot-only task displaces a running one on a full
+// machine: a task that asks for CPU is preempted (it cannot move through
+// the pool), and what runs still fits.
+TEST(ProfilePolicyTest, PreemptionDisplacesAndFits) {
+  ProfileFixture f(Make("priority"));
+  f.AddMachine(1, 4000, 8, 1);
+  f.Submit(1, {Task(1, 3000, 1)});
+  f.Sync();
+  f.Settle();
+  ASSERT_EQ(f.MachineOf(1), 1u);
+  f.Submit(2, {{.id = TaskId(2)}}, /*priority=*/5);
+  f.Sync();
+  f.Settle();
+  EXPECT_EQ(f.MachineOf(2), 1u);
+  EXPECT_FALSE(f.state_.FindTask(TaskId(1))->running());
+  EXPECT_EQ(f.displaced_, 1);
+  EXPECT_TRUE(cluster::WithinCapacity(*f.state_.FindMachine(MachineId(1))));
+}
+
+// Displacing keeps a machine's task count: allowed at the limit, not
+// above it (where tasks placed before the limit run).
+TEST(ProfilePolicyTest, PreemptionKeepsTheTaskLimit) {
+  for (const int64_t limit : {3, 2}) {
+    ProfileFixture f(Make(absl::StrCat(
+        "profile:tasks=10,pool_slot_tasks=1,preemptive=1,priority_step=10000,"
+        "preemption_cost=5000,max_tasks_per_machine=",
+        limit)));
+    f.AddMachine(1, 4000, 8, 4);
+    f.Submit(1, {{.id = TaskId(1)}, {.id = TaskId(2)}, {.id = TaskId(3)}});
+    for (uint64_t t = 1; t <= 3; ++t) {
+      ASSERT_THAT(f.state_.Place(TaskId(t), MachineId(1), 1, f.changes_),
+                  IsOk());
+    }
+    f.Submit(2, {{.id = TaskId(4)}}, /*priority=*/5);
+    f.Sync();
+    f.Settle();
+    EXPECT_EQ(f.state_.FindMachine(MachineId(1))->running.size(), 3u)
+        << "limit " << limit;
+    EXPECT_EQ(f.state_.FindTask(TaskId(4))->running(), limit == 3)
+        << "limit " << limit;
+  }
+}
+
+// A fresh preemptive policy over a restored network derives every task's
+// arcs once: a running task that asks for CPU loses an arc to the pool an
+// older build gave it (it must not move by slots alone).
+TEST(ProfilePolicyTest, AFreshPreemptivePolicyRederivesRunningTasks) {
+  ProfileFixture f(Make("priority"));
+  f.AddMachine(1, 4000, 8, 2);
+  f.Submit(1, {Task(1, 1000, 1)});
+  f.Sync();
+  f.Settle();
+  ASSERT_EQ(f.MachineOf(1), 1u);
+  const NodeId task = f.builder_.FindTaskNode(TaskId(1));
+  const NodeId pool = f.builder_.cluster_aggregator();
+  ASSERT_THAT(f.network_.SetArc(task, pool, 1, 20'000), IsOk());
+  // As a restart finds it: the stored network under a new builder.
+  FlowNetwork& restored = f.network_;
+  NetworkBuilder builder(restored);
+  ASSERT_THAT(builder.RestoreFromNetwork(), IsOk());
+  auto fresh = Make("priority");
+  ASSERT_THAT(
+      fresh->Sync(cluster::ChangeSet{}, f.state_, SyncContext{1}, builder),
+      IsOk());
+  EXPECT_FALSE(restored.FindArc(task, pool).has_value());
+  EXPECT_TRUE(restored.FindArc(task, builder.FindMachineNode(MachineId(1))));
+}
+
 // Preemption offers running tasks' slots through the pool.
 TEST(ProfilePolicyTest, PreemptionNeedsThePool) {
   EXPECT_THAT(ParsePolicySpec("profile:preemptive=1").status().message(),
               HasSubstr("preemptive needs pool_slot_tasks"));
   EXPECT_THAT(ParsePolicySpec("profile:preemptive=1,pool_slot_tasks=1"),
               IsOk());
+  EXPECT_THAT(ParsePolicySpec("profile:preemptive=1,pool_slot_tasks=1,"
+                              "migration_cost=0")
+                  .status()
+                  .message(),
+              HasSubstr("for nothing"));
 }
 
 // Pooled tasks would read their input anywhere.
@@ -696,6 +773,7 @@ TEST(ProfilePolicyTest, RandomProfilesAreFeasibleByConstruction) {
   int placed = 0;
   int placed_on_devices = 0;
   int waiting = 0;
+  int displaced = 0;
   for (int trial = 0; trial < 40; ++trial) {
     const int64_t limit =
         rng() % 3 == 0 ? 1 + static_cast<int64_t>(rng() % 4) : 0;
@@ -707,7 +785,8 @@ TEST(ProfilePolicyTest, RandomProfilesAreFeasibleByConstruction) {
         trial % 3 == 0 ? ",shape_machines_per_task=1,min_shape_machines=1"
         : trial % 3 == 1
             ? absl::StrCat(",locality=", rng() % 2 * 700)
-            : absl::StrCat(",pool_slot_tasks=1,preemptive=", rng() % 2));
+            : absl::StrCat(",pool_slot_tasks=1,preemptive=", rng() % 2,
+                           ",preemption_cost=", 100 + rng() % 2000));
     ProfileFixture f(Make(spec));
     const int machines = 1 + static_cast<int>(rng() % 6);
     for (int m = 1; m <= machines; ++m) {
@@ -762,6 +841,13 @@ TEST(ProfilePolicyTest, RandomProfilesAreFeasibleByConstruction) {
     }
     f.Sync();
     ASSERT_LT(f.Settle(), 50) << "trial " << trial << " never settled";
+    // Then urgent work that asks for a slot only (which preemptive trials
+    // may place by displacing).
+    f.Submit(100, {{.id = TaskId(next++)}, {.id = TaskId(next++)}},
+             /*priority=*/20);
+    f.Sync();
+    ASSERT_LT(f.Settle(), 50) << "trial " << trial << " never settled";
+    displaced += f.displaced_;
     for (const auto& [id, machine] : f.state_.machines()) {
       if (limit > 0) {
         ASSERT_LE(static_cast<int64_t>(machine.running.size()), limit) << spec;
@@ -788,6 +874,7 @@ TEST(ProfilePolicyTest, RandomProfilesAreFeasibleByConstruction) {
   }
   // The trials are not trivial: many placements, on devices too, and some
   // tasks left waiting for room.
+  EXPECT_GT(displaced, 0);  // preemptive trials did displace
   EXPECT_GT(placed, 200);
   EXPECT_GT(placed_on_devices, 50);
   EXPECT_GT(waiting, 20);

@@ -337,9 +337,10 @@ struct TaskRoutes {
   std::function<bool(const cluster::Task&)> in_classes;
   NodeId pool = kNoNode;
 };
-// The same with the routes above. A task's arcs are listed job first: the
-// solver breaks ties by arc order (which task of a shape is placed), and
-// load-spreading's pinned networks follow it.
+// The same with the routes above. A waiting task's arcs, and a running
+// one's by default, are listed job first: the solver breaks ties by arc
+// order (which task of a shape is placed), and load-spreading's pinned
+// rounds follow it.
 absl::StatusOr<ShapeClasses> SyncShapeClasses(
     ShapeIndex& index, const cluster::ChangeSet& changes,
     const cluster::ClusterState& state, const TaskRoutes& routes,

@@ -49,7 +49,10 @@ absl::Status SetPreemptiblePoolArc(const cluster::Machine& machine, NodeId pool,
   }
   // The last free piece costs at most per_task_cost * slots (running +
   // free_slots <= slots), so the pieces stay convex.
-  if (running > 0) pieces.push_back({running, per_task_cost * slots});
+  // Displacing keeps the count: offered while it is within the limit.
+  if (running > 0 && (max_tasks <= 0 || running <= max_tasks)) {
+    pieces.push_back({running, per_task_cost * slots});
+  }
   if (pieces.empty()) pieces.push_back({0, 0});
   return network.SetArc(pool, node, pieces.front().capacity,
                         pieces.front().cost,

@@ -38,7 +38,9 @@ absl::Status SetSlotPoolArc(const cluster::Machine& machine, NodeId pool,
 // last takes the rest), and one more piece offers the running tasks' slots
 // at per_task_cost * slots, which only flow if running tasks leave (the
 // machine's arc to the sink bounds the sum). Free-slot pieces are repriced
-// at each start and finish.
+// at each start and finish. `max_tasks` > 0 caps the free slots offered at
+// max_tasks - running, and a machine already running more than max_tasks
+// offers no running task's slot either.
 absl::Status SetPreemptiblePoolArc(const cluster::Machine& machine, NodeId pool,
                                    NodeId node, int64_t per_task_cost,
                                    int64_t max_tasks, FlowNetwork& network);

@@ -118,7 +118,12 @@ std::string TermBreakdown(flow::ProfilePolicy* profile,
       std::find_if(shapes.begin(), shapes.end(),
                    [&](const flow::RequestShape& s) { return s.key == key; });
   if (shape == shapes.end()) return "";
-  shape->input_racks = flow::InputRacks(task, state);
+  // As the policy indexes it: a different-machines job's shape has no
+  // racks; a shape split by input rack is priced by this task's racks (the
+  // policy's by its lowest task's, which share the first).
+  if (shape->different_machines_job.value() == 0) {
+    shape->input_racks = flow::InputRacks(task, state);
+  }
   std::string text;
   int64_t total = 0;
   for (const auto& [name, cost] :
