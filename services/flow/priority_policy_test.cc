@@ -124,7 +124,8 @@ TEST_F(PriorityPolicyTest, JobPriorityRaisesItsTasks) {
   Apply(cluster::JobSubmitted{JobId(4), "j", 7, {{.id = TaskId(4)}}});
   Sync();
   // Waiting costs 100,000 + 10,000 per level of the job's priority.
-  EXPECT_EQ(policy_.WaitingCost(*state_.FindTask(TaskId(4)), state_), 170'000);
+  EXPECT_EQ(policy_.WaitingCost(*state_.FindTask(TaskId(4)), state_, 1),
+            170'000);
   auto round = Round();
   EXPECT_EQ(round.machine_of[4], 1u);
 }

@@ -149,22 +149,32 @@ DesiredArc ProfilePolicy::ShapeArc(const cluster::Machine& machine,
 }
 
 int64_t ProfilePolicy::WaitingCost(const cluster::Task& task,
-                                   const cluster::ClusterState& state) const {
-  if (params_.priority_step == 0) return params_.unscheduled_cost;
-  int64_t priority = task.spec.priority;
-  if (const cluster::Job* job = state.FindJob(task.job); job != nullptr) {
-    priority = std::max<int64_t>(priority, job->priority);
+                                   const cluster::ClusterState& state,
+                                   int64_t now_us) const {
+  int64_t cost = params_.unscheduled_cost;
+  if (params_.priority_step != 0) {
+    int64_t priority = task.spec.priority;
+    if (const cluster::Job* job = state.FindJob(task.job); job != nullptr) {
+      priority = std::max<int64_t>(priority, job->priority);
+    }
+    cost += params_.priority_step *
+            std::clamp<int64_t>(priority, 0, params_.max_priority);
   }
-  return params_.unscheduled_cost +
-         params_.priority_step *
-             std::clamp<int64_t>(priority, 0, params_.max_priority);
+  if (params_.wait != 0) {
+    // Whole seconds, so a task's arc changes at most once a second.
+    const int64_t waited_s =
+        std::min<int64_t>(task.WaitMicros(now_us) / 1'000'000,
+                          static_cast<int64_t>(params_.wait_cap_s));
+    cost += params_.wait * waited_s;
+  }
+  return std::min(cost, solver::kMaxArcCost);
 }
 
 TaskRoutes ProfilePolicy::Routes(const cluster::ClusterState& state,
-                                 NodeId pool) const {
+                                 NodeId pool, int64_t now_us) const {
   TaskRoutes routes{.waiting_cost =
-                        [this, &state](const cluster::Task& task) {
-                          return WaitingCost(task, state);
+                        [this, &state, now_us](const cluster::Task& task) {
+                          return WaitingCost(task, state, now_us);
                         },
                     .running = nullptr,
                     .preemption_cost = params_.preemption_cost,
@@ -176,13 +186,13 @@ TaskRoutes ProfilePolicy::Routes(const cluster::ClusterState& state,
     };
   }
   if (params_.preemptive) {
-    routes.running = [this, &state, pool](const cluster::Task& task,
-                                          const TaskEnds& ends) {
+    routes.running = [this, &state, pool, now_us](const cluster::Task& task,
+                                                  const TaskEnds& ends) {
       std::vector<DesiredArc> arcs = {
           {ends.machine, 1, 0, {}},
           {ends.job,
            1,
-           WaitingCost(task, state) + params_.preemption_cost,
+           WaitingCost(task, state, now_us) + params_.preemption_cost,
            {}}};
       if (!AsksForRoom(task, state)) {
         arcs.push_back({pool, 1, params_.migration_cost, {}});
@@ -282,7 +292,8 @@ absl::Status ProfilePolicy::Sync(const cluster::ChangeSet& changes,
   // Shapes of the waiting tasks, in key order (deterministic).
   FLOWSCHED_ASSIGN_OR_RETURN(
       const ShapeClasses classes,
-      SyncShapeClasses(waiting_, *synced, state, Routes(state, pool), builder));
+      SyncShapeClasses(waiting_, *synced, state,
+                       Routes(state, pool, context.now_us), builder));
   // The reservations walk the machines whatever changed: left to the
   // Refresh before the next solve when one follows.
   if (context.refresh_follows) {
@@ -302,6 +313,23 @@ absl::Status ProfilePolicy::Refresh(const cluster::ClusterState& state,
     // A fresh policy over a restored network: what its first Sync derives.
     return Sync(cluster::ChangeSet{}, state, SyncContext{context.now_us},
                 builder);
+  }
+  if (params_.wait != 0) {
+    // Waiting grows dearer with time: every waiting task's arc to its
+    // job's U again (only real changes are recorded).
+    cluster::ChangeSet waiting;
+    for (const auto& [id, task] : state.tasks()) {
+      if (!task.running()) waiting.tasks.insert(id);
+    }
+    FLOWSCHED_RETURN_IF_ERROR(
+        SyncShapeClasses(
+            waiting_, waiting, state,
+            Routes(state,
+                   params_.pool_slot_tasks ? builder.cluster_aggregator()
+                                           : kNoNode,
+                   context.now_us),
+            builder)
+            .status());
   }
   const std::optional<std::vector<RequestShape>> shapes =
       waiting_.ShapesToReserve(state, context.now_us,

@@ -94,10 +94,15 @@ struct ProfileParams {
   int64_t model_affinity = 0;      // devices not of a preferred model
   int64_t locality = 0;            // outside the rack holding the input
   int64_t tasks = 0;               // each task the machine already has
-  // Waiting: a task waits at unscheduled_cost + priority_step * priority.
+  // Waiting: a task waits at unscheduled_cost + priority_step * priority
+  // + wait * the whole seconds it has waited (Quincy's omega * nu), those
+  // counted up to wait_cap_s. With wait, each round re-prices every
+  // waiting task's arc (O(tasks) before each round).
   int64_t unscheduled_cost = 100'000;
   int64_t priority_step = 0;
   int64_t max_priority = 1000;
+  int64_t wait = 0;
+  double wait_cap_s = 3600;
   int64_t preemption_cost = 200'000;
   // Filters beyond the fit rule: tasks a machine may run (0: its slots).
   int64_t max_tasks_per_machine = 0;
@@ -154,7 +159,7 @@ class ProfilePolicy : public SchedulingPolicy {
                     const SyncContext& context,
                     NetworkBuilder& builder) override;
   [[nodiscard]] bool time_dependent() const override {
-    return params_.gang_first_after_s > 0;
+    return params_.gang_first_after_s > 0 || params_.wait != 0;
   }
   [[nodiscard]] bool refresh_owed() const override {
     return reservations_owed_ || !waiting_.tracking();
@@ -180,11 +185,14 @@ class ProfilePolicy : public SchedulingPolicy {
       const cluster::ClusterState& state, const cluster::Machine& machine,
       const RequestShape& shape, int64_t k);
 
-  // A waiting task's cost: unscheduled_cost plus priority_step per level
-  // of its priority (the larger of the task's and its job's, clamped to
-  // [0, max_priority]).
+  // A waiting task's cost at `now_us`: unscheduled_cost, plus
+  // priority_step per level of its priority (the larger of the task's and
+  // its job's, clamped to [0, max_priority]), plus wait per whole second it
+  // has waited in all (Task::WaitMicros) up to wait_cap_s; at most
+  // solver::kMaxArcCost.
   [[nodiscard]] int64_t WaitingCost(const cluster::Task& task,
-                                    const cluster::ClusterState& state) const;
+                                    const cluster::ClusterState& state,
+                                    int64_t now_us) const;
 
  private:
   struct WeightedTerm {
@@ -200,7 +208,7 @@ class ProfilePolicy : public SchedulingPolicy {
   // How SyncShapeClasses routes tasks: waiting costs, the pool, and the
   // running tasks' arcs when preemptive.
   [[nodiscard]] TaskRoutes Routes(const cluster::ClusterState& state,
-                                  NodeId pool) const;
+                                  NodeId pool, int64_t now_us) const;
   // Whether `changes` adds or removes a machine or moves one to another
   // rack (locality profiles keep machine_racks_ for this).
   bool RacksChanged(const cluster::ChangeSet& changes,

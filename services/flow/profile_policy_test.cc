@@ -56,7 +56,7 @@ class ProfileFixture {
   // As the graph manager syncs when `deferred_`: the reservations left to
   // the Refresh before the solve.
   void Sync() {
-    const SyncContext context{.now_us = 1, .refresh_follows = deferred_};
+    const SyncContext context{.now_us = now_us_, .refresh_follows = deferred_};
     ASSERT_THAT(policy_->Sync(changes_, state_, context, builder_), IsOk());
     if (deferred_) {
       ASSERT_THAT(policy_->Refresh(state_, context, builder_), IsOk());
@@ -94,7 +94,8 @@ class ProfileFixture {
   NetworkBuilder builder_{network_};
   std::unique_ptr<SchedulingPolicy> policy_;
   bool deferred_ = false;
-  int displaced_ = 0;  // running tasks preempted or moved by Round
+  int64_t now_us_ = 1;  // the clock Sync and Refresh see
+  int displaced_ = 0;   // running tasks preempted or moved by Round
 };
 
 std::unique_ptr<SchedulingPolicy> Make(const std::string& spec) {
@@ -739,6 +740,50 @@ TEST(ProfilePolicyTest, AFreshPreemptivePolicyRederivesRunningTasks) {
       IsOk());
   EXPECT_FALSE(restored.FindArc(task, pool).has_value());
   EXPECT_TRUE(restored.FindArc(task, builder.FindMachineNode(MachineId(1))));
+}
+
+// Quincy's wait cost: room for one task of two alike goes to the one that
+// has waited longer, whatever the ids (without the term, the solver's tie
+// would pick the other).
+TEST(ProfilePolicyTest, WaitGivesScarceRoomToTheLongestWaiting) {
+  for (const int64_t wait : {0, 10}) {
+    ProfileFixture f(Make(absl::StrCat("profile:wait=", wait)));
+    f.AddMachine(1, 4000, 8, 4);
+    // Task 2 (job 2) arrives at 1 s, task 1 (job 1) at 100 s; each asks
+    // for 3 cores, so one fits.
+    f.Apply(cluster::JobSubmitted{JobId(2), "j", 0, {Task(2, 3000, 1)}},
+            1'000'000);
+    f.Apply(cluster::JobSubmitted{JobId(1), "j", 0, {Task(1, 3000, 1)}},
+            100'000'000);
+    f.now_us_ = 200'000'000;
+    f.Sync();
+    f.Settle();
+    EXPECT_EQ(f.state_.FindTask(TaskId(2))->running(), wait != 0)
+        << "wait " << wait;
+    EXPECT_NE(f.state_.FindTask(TaskId(1))->running(),
+              f.state_.FindTask(TaskId(2))->running());
+  }
+}
+
+// With wait, each Refresh re-prices a waiting task's arc to U by the whole
+// seconds it has waited, up to the cap.
+TEST(ProfilePolicyTest, RefreshRepricesWaitingByTheSecondsWaited) {
+  ProfileFixture f(Make("profile:wait=10,wait_cap_s=60"));
+  f.AddMachine(1, 1000, 8, 4);
+  f.Submit(1, {Task(1, 3000, 1)});  // fits nowhere: waits
+  f.Sync();
+  const NodeId task = f.builder_.FindTaskNode(TaskId(1));
+  const NodeId u = f.builder_.FindJobNode(JobId(1));
+  EXPECT_EQ(f.network_.FindArc(task, u)->cost, 100'000);
+  const auto refresh_at = [&](int64_t now_us) {
+    ASSERT_THAT(f.policy_->Refresh(f.state_, SyncContext{now_us}, f.builder_),
+                IsOk());
+  };
+  EXPECT_TRUE(f.policy_->time_dependent());
+  refresh_at(31'500'000);  // 31.5 s after it arrived at 1 us
+  EXPECT_EQ(f.network_.FindArc(task, u)->cost, 100'000 + 10 * 31);
+  refresh_at(3'600'000'000);
+  EXPECT_EQ(f.network_.FindArc(task, u)->cost, 100'000 + 10 * 60);
 }
 
 // Preemption offers running tasks' slots through the pool.
