@@ -315,21 +315,25 @@ absl::Status ProfilePolicy::Refresh(const cluster::ClusterState& state,
                 builder);
   }
   if (params_.wait != 0) {
-    // Waiting grows dearer with time: every waiting task's arc to its
-    // job's U again (only real changes are recorded).
-    cluster::ChangeSet waiting;
+    // Waiting grows dearer with time: each waiting task's arc to its job's
+    // U at the new price (only real changes are recorded).
+    FlowNetwork& network = builder.network();
     for (const auto& [id, task] : state.tasks()) {
-      if (!task.running()) waiting.tasks.insert(id);
+      if (task.running()) continue;
+      const NodeId node = builder.FindTaskNode(id);
+      const NodeId job = builder.FindJobNode(task.job);
+      const std::optional<ArcView> arc = node == kNoNode || job == kNoNode
+                                             ? std::nullopt
+                                             : network.FindArc(node, job);
+      if (!arc.has_value()) {
+        return absl::InternalError(absl::StrCat("waiting task ", id.value(),
+                                                " has no arc to its job's U"));
+      }
+      const int64_t cost = WaitingCost(task, state, context.now_us);
+      if (arc->cost != cost) {
+        FLOWSCHED_RETURN_IF_ERROR(network.SetArc(node, job, 1, cost));
+      }
     }
-    FLOWSCHED_RETURN_IF_ERROR(
-        SyncShapeClasses(
-            waiting_, waiting, state,
-            Routes(state,
-                   params_.pool_slot_tasks ? builder.cluster_aggregator()
-                                           : kNoNode,
-                   context.now_us),
-            builder)
-            .status());
   }
   const std::optional<std::vector<RequestShape>> shapes =
       waiting_.ShapesToReserve(state, context.now_us,
