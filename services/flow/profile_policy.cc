@@ -61,6 +61,15 @@ absl::Status CheckProfile(const ProfileParams& params) {
         "preemptive needs preemption_cost > 0 and migration_cost > 0, or the "
         "solver may preempt or move a task for nothing");
   }
+  if (params.preemptive &&
+      static_cast<double>(params.wait) * params.wait_cap_s >
+          static_cast<double>(params.preemption_cost)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "preemptive needs wait * wait_cap_s (",
+        static_cast<double>(params.wait) * params.wait_cap_s,
+        ") at most preemption_cost (", params.preemption_cost,
+        "), or waiting alone would displace tasks of equal priority"));
+  }
   if (params.pool_slot_tasks && params.locality > 0) {
     return absl::InvalidArgumentError(
         "pool_slot_tasks cannot be combined with locality: pooled tasks "
@@ -192,7 +201,8 @@ TaskRoutes ProfilePolicy::Routes(const cluster::ClusterState& state,
           {ends.machine, 1, 0, {}},
           {ends.job,
            1,
-           WaitingCost(task, state, now_us) + params_.preemption_cost,
+           std::min(WaitingCost(task, state, now_us) + params_.preemption_cost,
+                    solver::kMaxArcCost),
            {}}};
       if (!AsksForRoom(task, state)) {
         arcs.push_back({pool, 1, params_.migration_cost, {}});

@@ -5,7 +5,8 @@
 //
 //   waiting task --(0)--> EC_s --(cap = tasks of s reserved on m,
 //                                 convex: sum of weighted terms)--> M
-//   waiting task --(unscheduled_cost + priority_step * p)--> U_job
+//   waiting task --(unscheduled_cost + priority_step * p
+//                   + wait * seconds waited)--> U_job
 //   running task --(0)--> its machine; --(preemption_cost)--> U_job
 //   M --(slots)--> S
 //
@@ -97,7 +98,9 @@ struct ProfileParams {
   // Waiting: a task waits at unscheduled_cost + priority_step * priority
   // + wait * the whole seconds it has waited (Quincy's omega * nu), those
   // counted up to wait_cap_s. With wait, each round re-prices every
-  // waiting task's arc (O(tasks) before each round).
+  // waiting task's arc (O(tasks) before each round). The two add up: a
+  // higher priority comes first only while wait * wait_cap_s stays below
+  // priority_step.
   int64_t unscheduled_cost = 100'000;
   int64_t priority_step = 0;
   int64_t max_priority = 1000;
@@ -139,9 +142,10 @@ struct ProfileParams {
 };
 
 // InvalidArgument if shape_machines_per_task or pool_slot_tasks is set
-// with locality (not supported), preemptive without pool_slot_tasks or
-// with a free preemption or migration, a weight is negative (falling arc
-// pieces)
+// with locality (not supported), preemptive without pool_slot_tasks, with
+// a free preemption or migration, or with wait * wait_cap_s above
+// preemption_cost (waiting alone would then displace equal priorities), a
+// weight is negative (falling arc pieces)
 // or waiting does not cost more than the dearest placement
 // (unscheduled_cost > spread + pack + model_affinity + locality + tasks *
 // (the decoder's default slot limit - 1): otherwise a task that fits could

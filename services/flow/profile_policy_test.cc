@@ -797,6 +797,14 @@ TEST(ProfilePolicyTest, PreemptionNeedsThePool) {
                   .status()
                   .message(),
               HasSubstr("for nothing"));
+  EXPECT_THAT(ParsePolicySpec("profile:preemptive=1,pool_slot_tasks=1,"
+                              "wait=100,wait_cap_s=3600")
+                  .status()
+                  .message(),
+              HasSubstr("equal priority"));
+  EXPECT_THAT(ParsePolicySpec("profile:preemptive=1,pool_slot_tasks=1,"
+                              "wait=10,wait_cap_s=3600"),
+              IsOk());
 }
 
 // Pooled tasks would read their input anywhere.
