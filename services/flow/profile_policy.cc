@@ -320,9 +320,12 @@ absl::Status ProfilePolicy::Refresh(const cluster::ClusterState& state,
                                     const SyncContext& context,
                                     NetworkBuilder& builder) {
   if (!waiting_.tracking()) {
-    // A fresh policy over a restored network: what its first Sync derives.
-    return Sync(cluster::ChangeSet{}, state, SyncContext{context.now_us},
-                builder);
+    // A fresh policy over a restored network: what its first Sync derives,
+    // and with wait the pooled tasks' prices too (that Sync re-derives the
+    // indexed tasks only).
+    FLOWSCHED_RETURN_IF_ERROR(Sync(cluster::ChangeSet{}, state,
+                                   SyncContext{context.now_us}, builder));
+    if (params_.wait == 0) return absl::OkStatus();
   }
   if (params_.wait != 0) {
     // Waiting grows dearer with time: each waiting task's arc to its job's

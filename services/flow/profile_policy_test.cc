@@ -786,6 +786,27 @@ TEST(ProfilePolicyTest, RefreshRepricesWaitingByTheSecondsWaited) {
   EXPECT_EQ(f.network_.FindArc(task, u)->cost, 100'000 + 10 * 60);
 }
 
+// A fresh policy's first Refresh over a restored network prices pooled
+// tasks' waiting too (its Sync re-derives only the tasks in classes).
+TEST(ProfilePolicyTest, AFreshPolicyPricesPooledWaitingAtItsFirstRefresh) {
+  const std::string spec =
+      "profile:spread=0,preferred_labels=0,tasks=10,pool_slot_tasks=1,"
+      "wait=10";
+  ProfileFixture f(Make(spec));
+  f.Submit(1, {{.id = TaskId(1)}});  // no machine: it waits in the pool
+  f.Sync();
+  const NodeId task = f.builder_.FindTaskNode(TaskId(1));
+  const NodeId u = f.builder_.FindJobNode(JobId(1));
+  ASSERT_TRUE(f.network_.FindArc(task, f.builder_.cluster_aggregator()));
+  ASSERT_EQ(f.network_.FindArc(task, u)->cost, 100'000);
+  NetworkBuilder builder(f.network_);
+  ASSERT_THAT(builder.RestoreFromNetwork(), IsOk());
+  auto fresh = Make(spec);
+  ASSERT_THAT(fresh->Refresh(f.state_, SyncContext{31'500'000}, builder),
+              IsOk());
+  EXPECT_EQ(f.network_.FindArc(task, u)->cost, 100'000 + 10 * 31);
+}
+
 // Preemption offers running tasks' slots through the pool.
 TEST(ProfilePolicyTest, PreemptionNeedsThePool) {
   EXPECT_THAT(ParsePolicySpec("profile:preemptive=1").status().message(),
