@@ -16,6 +16,7 @@
 #include "services/cluster/cluster_state.h"
 #include "services/common/status_macros.h"
 #include "services/flow/flow_network.h"
+#include "services/flow/network_builder.h"
 #include "services/flow/placement_extractor.h"
 #include "services/flow/scheduling_policy.h"
 #include "services/solver/flow_checker.h"
@@ -108,17 +109,15 @@ inline std::vector<std::string> Describe(const FlowNetwork& network) {
   return lines;
 }
 
-// FNV-1a over the network's Describe lines: a fingerprint of every node,
-// arc and piece, independent of node ids.
+// The stable 64-bit hash of the network's Describe lines (each ended by a
+// newline): a fingerprint of every node, arc and piece, independent of
+// node ids.
 inline uint64_t Fingerprint(const FlowNetwork& network) {
-  uint64_t hash = 14695981039346656037ULL;
+  std::string text;
   for (const std::string& line : Describe(network)) {
-    for (const char c : line) {
-      hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-    }
-    hash = (hash ^ '\n') * 1099511628211ULL;
+    absl::StrAppend(&text, line, "\n");
   }
-  return hash;
+  return NetworkBuilder::StableKey(text);
 }
 
 // A scenario a pin test drives through one policy: events applied at
