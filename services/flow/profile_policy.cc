@@ -116,8 +116,7 @@ int64_t ProfilePolicy::PlacementCost(const cluster::Machine& machine,
                                      int64_t k) const {
   int64_t cost = 0;
   for (const WeightedTerm& weighted : terms_) {
-    cost += std::llround(weighted.term->Value(machine, shape, k) *
-                         static_cast<double>(weighted.weight));
+    cost += weighted.Cost(machine, shape, k);
   }
   // Within the solver's bound, which a count term on a deployment with a
   // raised slot limit could pass; clamping keeps the pieces convex.
@@ -130,9 +129,7 @@ std::vector<ProfilePolicy::TermCost> ProfilePolicy::ExplainCost(
   std::vector<TermCost> costs;
   for (WeightedTerm& weighted : terms_) {
     weighted.term->Prepare(state);
-    costs.push_back(
-        {weighted.name, std::llround(weighted.term->Value(machine, shape, k) *
-                                     static_cast<double>(weighted.weight))});
+    costs.push_back({weighted.name, weighted.Cost(machine, shape, k)});
   }
   return costs;
 }

@@ -72,6 +72,7 @@
 // `load-spreading` tasks, the pool and a cap (load_spreading_policy.h),
 // `priority` the same with priorities and preemption (priority_policy.h).
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -203,6 +204,12 @@ class ProfilePolicy : public SchedulingPolicy {
     std::string_view name;  // the profile parameter that weighs it
     int64_t weight;
     std::unique_ptr<PlacementTerm> term;
+    // The term's value times its weight, rounded.
+    [[nodiscard]] int64_t Cost(const cluster::Machine& machine,
+                               const RequestShape& shape, int64_t k) const {
+      return std::llround(term->Value(machine, shape, k) *
+                          static_cast<double>(weight));
+    }
   };
   // The arc from `shape`'s class to `machine` carrying the `n` tasks it
   // reserved there, priced by the terms.
