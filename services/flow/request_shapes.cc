@@ -205,6 +205,28 @@ std::vector<RequestShape> WaitingShapes(
   return InKeyOrder(shapes);
 }
 
+std::optional<RequestShape> WaitingShapeOf(const cluster::Task& task,
+                                           const cluster::ClusterState& state) {
+  if (task.running()) return std::nullopt;
+  std::map<std::string, RequestShape> shapes;
+  AddToShape(task, state, shapes);
+  RequestShape& shape = shapes.begin()->second;
+  if (shape.different_machines_job.value() == 0) {
+    shape.input_racks = InputRacks(task, state);
+    return shape;
+  }
+  // The job's tasks share one shape key.
+  const cluster::Job* job = state.FindJob(task.job);
+  if (job == nullptr) return shape;
+  for (TaskId id : job->tasks) {
+    const cluster::Task* other = state.FindTask(id);
+    if (id != task.spec.id && other != nullptr && !other->running()) {
+      AddToShape(*other, state, shapes);
+    }
+  }
+  return shapes.begin()->second;
+}
+
 std::vector<RackShare> InputRacks(const cluster::Task& task,
                                   const cluster::ClusterState& state) {
   if (task.spec.input.empty()) return {};

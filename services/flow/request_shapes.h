@@ -129,6 +129,13 @@ std::vector<RequestShape> WaitingShapes(
     const cluster::ClusterState& state,
     const std::function<bool(const cluster::Task&)>& include = nullptr);
 
+// The shape waiting `task` belongs to, as a policy prices it: its ask (a
+// different-machines job's covering every waiting task of the job) and,
+// but for such a job's shape, its InputRacks; gang fields left out.
+// O(tasks of its job). nullopt if the task runs.
+std::optional<RequestShape> WaitingShapeOf(const cluster::Task& task,
+                                           const cluster::ClusterState& state);
+
 // The request shapes of a set of waiting tasks that the caller keeps up to
 // date task by task (each task's key computed once), so a round costs the
 // tasks that changed and the shapes, not every waiting task.

@@ -65,6 +65,47 @@ TEST(RequestShapesTest, MayFitAnyComparesFreeRoomWithTheSmallestAsk) {
   EXPECT_TRUE(MayFitAny(machine, SmallestAskOf({})));
 }
 
+// One waiting task's shape is the one WaitingShapes gives it: a
+// different-machines job's covers the job's waiting tasks and reads no
+// racks; another task's carries its input racks. A running task has none.
+TEST(RequestShapesTest, WaitingShapeOfIsTheTasksShape) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  cluster::MachineAdded m = Machine(1, 4, 8000, 0);
+  m.rack = "r1";
+  ASSERT_THAT(state.Apply(Event(m), 0, changes), IsOk());
+  cluster::JobSubmitted apart{
+      JobId(1), "j", 0, {Ask(1, 1000, 0, 0), Ask(2, 3000, 0, 0)}};
+  apart.different_machines = true;
+  apart.tasks[0].input = {{MachineId(1), "r1", 64 << 20}};
+  ASSERT_THAT(state.Apply(Event(apart), 0, changes), IsOk());
+  cluster::TaskSpec reads = Ask(3, 500, 0, 0);
+  reads.input = {{MachineId(1), "r1", 64 << 20}};
+  ASSERT_THAT(state.Apply(Event(cluster::JobSubmitted{
+                              JobId(2), "j", 0, {reads, Ask(4, 700, 0, 0)}}),
+                          0, changes),
+              IsOk());
+  const std::vector<RequestShape> all = WaitingShapes(state);
+  const auto find = [&](const std::string& key) {
+    return *std::find_if(all.begin(), all.end(),
+                         [&](const RequestShape& s) { return s.key == key; });
+  };
+  const std::optional<RequestShape> job_shape =
+      WaitingShapeOf(*state.FindTask(TaskId(1)), state);
+  ASSERT_TRUE(job_shape.has_value());
+  EXPECT_EQ(job_shape->ask.request.cpu_millis, 3000);
+  EXPECT_EQ(job_shape->waiting, 2);
+  EXPECT_EQ(job_shape->ask, find(job_shape->key).ask);
+  EXPECT_TRUE(job_shape->input_racks.empty());
+  const std::optional<RequestShape> own =
+      WaitingShapeOf(*state.FindTask(TaskId(3)), state);
+  ASSERT_TRUE(own.has_value());
+  EXPECT_EQ(own->ask, find(own->key).ask);
+  EXPECT_EQ(own->input_racks, (std::vector<RackShare>{{"r1", 1.0}}));
+  ASSERT_THAT(state.Place(TaskId(4), MachineId(1), 0, changes), IsOk());
+  EXPECT_FALSE(WaitingShapeOf(*state.FindTask(TaskId(4)), state).has_value());
+}
+
 // Machines with a free slot, fewest running first, ties by id; a full
 // machine is left out.
 TEST(RequestShapesTest, MachinesLeastLoadedFirstSkipsFullOnes) {

@@ -15,6 +15,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -101,52 +102,47 @@ void PrintFit(const cluster::ClusterState& state, const cluster::Task& task) {
              why.empty() ? "" : fmt::format("; the others: {}", why));
 }
 
-// A profile's price of the first task of `task`'s shape on `machine_id`,
-// term by term (flow::ProfilePolicy::ExplainCost); nothing for other
-// policies or a machine gone.
-std::string TermBreakdown(flow::ProfilePolicy* profile,
+// The price a profile gives the first task of `shape` on `machine_id`,
+// term by term (flow::ProfilePolicy::ExplainCost); nothing for a machine
+// gone. A shape split by input rack is priced by this task's racks (the
+// policy's by its lowest task's, which share the first).
+std::string TermBreakdown(flow::ProfilePolicy& profile,
                           const cluster::ClusterState& state,
-                          const cluster::Task& task, uint64_t machine_id) {
+                          const flow::RequestShape& shape,
+                          uint64_t machine_id) {
   const cluster::Machine* machine = state.FindMachine(MachineId(machine_id));
-  if (profile == nullptr || machine == nullptr) return "";
-  const std::string key = flow::ShapeKey(task, state);
-  std::vector<flow::RequestShape> shapes =
-      flow::WaitingShapes(state, [&](const cluster::Task& t) {
-        return t.job == task.job || flow::ShapeKey(t, state) == key;
-      });
-  const auto shape =
-      std::find_if(shapes.begin(), shapes.end(),
-                   [&](const flow::RequestShape& s) { return s.key == key; });
-  if (shape == shapes.end()) return "";
-  // As the policy indexes it: a different-machines job's shape has no
-  // racks; a shape split by input rack is priced by this task's racks (the
-  // policy's by its lowest task's, which share the first).
-  if (shape->different_machines_job.value() == 0) {
-    shape->input_racks = flow::InputRacks(task, state);
-  }
+  if (machine == nullptr) return "";
   std::string text;
   int64_t total = 0;
   for (const auto& [name, cost] :
-       profile->ExplainCost(state, *machine, *shape, 1)) {
+       profile.ExplainCost(state, *machine, shape, 1)) {
     text += fmt::format("{}{} {}", text.empty() ? "" : " + ", name, cost);
     total += cost;
   }
   return text.empty() ? "" : fmt::format("{} = {}", text, total);
 }
 
+// A waiting task's shape under a profile, to price its class arcs term by
+// term.
+struct Pricing {
+  flow::ProfilePolicy* profile = nullptr;  // null: no breakdown
+  std::optional<flow::RequestShape> shape;
+};
+
 // Prints an option's term breakdown when its path goes through a request
 // shape's class (the profile's price; a pool prices slots alone).
-void PrintTerms(flow::ProfilePolicy* profile,
-                const cluster::ClusterState& state, const cluster::Task& task,
+void PrintTerms(Pricing& pricing, const cluster::ClusterState& state,
                 uint64_t machine_id,
                 const std::vector<flow::ExplainedArc>& arcs,
                 const std::string& indent) {
+  if (pricing.profile == nullptr || !pricing.shape.has_value()) return;
   const bool through_class =
       std::any_of(arcs.begin(), arcs.end(), [](const flow::ExplainedArc& arc) {
         return arc.dst_kind == flow::NodeKind::kEquivalenceClass;
       });
   if (!through_class) return;
-  const std::string terms = TermBreakdown(profile, state, task, machine_id);
+  const std::string terms =
+      TermBreakdown(*pricing.profile, state, *pricing.shape, machine_id);
   if (!terms.empty()) fmt::print("{}terms: {}\n", indent, terms);
 }
 
@@ -234,18 +230,18 @@ int Explain(const std::string& data_dir, uint64_t task_id,
   // A profile prices class arcs by weighted terms: shown per machine for a
   // waiting task (a fresh policy of the same spec prices them; the
   // network's arcs are the ones the solver saw).
-  absl::StatusOr<std::unique_ptr<flow::SchedulingPolicy>> pricing =
+  absl::StatusOr<std::unique_ptr<flow::SchedulingPolicy>> fresh =
       flow::MakePolicy(meta.policy().empty() ? flow::PolicyNames().front()
                                              : meta.policy());
-  flow::ProfilePolicy* profile =
-      task->running() || !pricing.ok()
-          ? nullptr
-          : dynamic_cast<flow::ProfilePolicy*>(pricing->get());
+  Pricing pricing;
+  if (fresh.ok()) {
+    pricing.profile = dynamic_cast<flow::ProfilePolicy*>(fresh->get());
+    pricing.shape = flow::WaitingShapeOf(*task, state);
+  }
   if (!explained->path.empty()) {
     fmt::print("  path (cost {}):\n", explained->path_cost);
     PrintArcs(network, explained->path, "    ");
-    PrintTerms(profile, state, *task, explained->machine_id, explained->path,
-               "    ");
+    PrintTerms(pricing, state, explained->machine_id, explained->path, "    ");
   }
   if (explained->has_unscheduled_arc) {
     fmt::print("  waiting costs {} (arc to its job's unscheduled node)\n",
@@ -260,8 +256,7 @@ int Explain(const std::string& data_dir, uint64_t task_id,
                  option.path_cost,
                  option.has_room ? "" : " (no room left on the path)");
       PrintArcs(network, option.arcs, "      ");
-      PrintTerms(profile, state, *task, option.machine_id, option.arcs,
-                 "      ");
+      PrintTerms(pricing, state, option.machine_id, option.arcs, "      ");
     }
   }
   return 0;
