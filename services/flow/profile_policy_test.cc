@@ -110,7 +110,7 @@ cluster::TaskSpec Task(uint64_t id, int64_t cpu, int64_t mem_gib) {
 
 // A random cluster of machines (some without reported CPU or memory, some
 // with GPUs) and jobs, some tasks already running, the rest waiting with
-// random asks (GPUs among them) and preferred labels.
+// random asks (GPUs among them) and preferred labels, or for a slot only.
 void RandomCluster(std::mt19937_64& rng, ProfileFixture& f) {
   const int machines = 2 + static_cast<int>(rng() % 8);
   for (int m = 1; m <= machines; ++m) {
@@ -138,6 +138,7 @@ void RandomCluster(std::mt19937_64& rng, ProfileFixture& f) {
         if (rng() % 4 == 0) spec.accelerator.milli = 250;
         if (rng() % 6 == 0) spec.accelerator.whole = 1;
         if (spec.accelerator.whole > 0) spec.accelerator.milli = 0;
+        if (rng() % 5 == 0) spec = {.id = spec.id};  // a slot only
         tasks.push_back(spec);
       }
       f.Submit(next * 1000 + static_cast<uint64_t>(wave), tasks);
