@@ -85,11 +85,28 @@ inline absl::StatusOr<int> ApplyRound(const SolvedRound& round,
 // The network as sorted lines naming nodes by kind and entity, not by id,
 // each arc with its pieces:
 // equal for two networks built in different orders with the same nodes and
-// arcs.
-inline std::vector<std::string> Describe(const FlowNetwork& network) {
+// arcs. With `classes_by_task`, a class node is named by the lowest task
+// with an arc into it instead of its key, so two policies that group the
+// same tasks under different class keys describe alike.
+inline std::vector<std::string> Describe(const FlowNetwork& network,
+                                         bool classes_by_task = false) {
+  std::map<NodeId, uint64_t> first_task;  // class node -> lowest task entity
+  if (classes_by_task) {
+    network.ForEachNode([&](NodeId id, const NodeData& d) {
+      if (d.kind != NodeKind::kTask) return;
+      network.ForEachOutArc(id, [&](const ArcView& arc) {
+        if (network.node(arc.dst).kind != NodeKind::kEquivalenceClass) return;
+        auto [it, inserted] = first_task.emplace(arc.dst, d.entity_id);
+        if (!inserted) it->second = std::min(it->second, d.entity_id);
+      });
+    });
+  }
   std::vector<std::string> lines;
   const auto name = [&](NodeId id) {
     const NodeData& d = network.node(id);
+    if (auto first = first_task.find(id); first != first_task.end()) {
+      return absl::StrCat("class of task ", first->second);
+    }
     return absl::StrCat(static_cast<int>(d.kind), ":", d.entity_id);
   };
   network.ForEachNode([&](NodeId id, const NodeData& d) {
@@ -112,9 +129,10 @@ inline std::vector<std::string> Describe(const FlowNetwork& network) {
 // The stable 64-bit hash of the network's Describe lines (each ended by a
 // newline): a fingerprint of every node, arc and piece, independent of
 // node ids.
-inline uint64_t Fingerprint(const FlowNetwork& network) {
+inline uint64_t Fingerprint(const FlowNetwork& network,
+                            bool classes_by_task = false) {
   std::string text;
-  for (const std::string& line : Describe(network)) {
+  for (const std::string& line : Describe(network, classes_by_task)) {
     absl::StrAppend(&text, line, "\n");
   }
   return NetworkBuilder::StableKey(text);
@@ -126,8 +144,12 @@ inline uint64_t Fingerprint(const FlowNetwork& network) {
 // solved and applied as the graph manager applies them.
 class PinnedRun {
  public:
-  PinnedRun(SchedulingPolicy& policy, bool deferred)
-      : policy_(policy), deferred_(deferred) {}
+  // `classes_by_task`: Fingerprint's, for policies whose class keys differ.
+  PinnedRun(SchedulingPolicy& policy, bool deferred,
+            bool classes_by_task = false)
+      : policy_(policy),
+        deferred_(deferred),
+        classes_by_task_(classes_by_task) {}
   absl::Status Apply(cluster::EventBody body) {
     return state_.Apply(cluster::ClusterEvent{"e", now_us, "t", body}, now_us,
                         changes_);
@@ -140,7 +162,8 @@ class PinnedRun {
       FLOWSCHED_RETURN_IF_ERROR(policy_.Refresh(state_, context, builder_));
     }
     changes_.Clear();
-    fingerprint = fingerprint * 1099511628211ULL ^ Fingerprint(network_);
+    fingerprint = fingerprint * 1099511628211ULL ^
+                  Fingerprint(network_, classes_by_task_);
     return absl::OkStatus();
   }
   // Solves, applies at now_us, and syncs.
@@ -159,6 +182,7 @@ class PinnedRun {
  private:
   SchedulingPolicy& policy_;
   bool deferred_;
+  bool classes_by_task_;
   cluster::ClusterState state_;
   cluster::ChangeSet changes_;
   FlowNetwork network_;
