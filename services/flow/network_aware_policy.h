@@ -1,58 +1,64 @@
 #pragma once
 
 // Firmament's network-aware policy (OSDI 2016, section 3.3, figure 6c):
-// tasks that request the same network bandwidth share a request aggregator
-// RA_b, and RA_b has arcs only to machines with spare bandwidth for such a
-// request, with capacity = how many such requests fit and cost = the
-// request plus the bandwidth the machine already uses, which steers tasks
-// to lightly loaded links.
+// tasks that request the same network bandwidth share a request aggregator,
+// which has arcs only to machines with spare bandwidth for such a request,
+// with capacity = how many such requests fit and cost = the bandwidth the
+// machine already carries plus the request, which steers tasks to lightly
+// loaded links. A built-in profile (profile_policy.h) of one cost term,
+// network (weight 1: cost in MiB/s), with the spare bandwidth measured
+// against reported use:
 //
-//   waiting task --(0)--> RA_b --(k-th: load(m) + k b; cap = fits)--> M
+//   waiting task --(0)--> EC_s --(k-th: load(m) + k b; cap = fits)--> M
 //   waiting task --(unscheduled_cost)--> U_job --(tasks of job)--> S
 //   running task --(0)--> its machine; --(preemption_cost)--> U_job
 //   M --(slots)--> S
 //
 // load(m) is the larger of the machine's reported use (MachineUsage) and
-// the requests of the tasks placed on it (reports lag placements), and
-// spare(m) = capacity - load(m). Costs are in MiB/s. The k-th further task
-// of one RA on a machine costs load + k * b (convex pieces), so one round
-// spreads a burst. Like cpu-memory, RAs reserve each machine's spare
-// bandwidth greedily in a rotated order so that several RAs cannot jointly
-// overcommit a link in one round. A machine that reports no network
-// capacity (0) is not limited by bandwidth; a task without a request goes
-// to every machine with a free slot at cost load(m).
+// the requests of the tasks placed on it (reports lag placements), and a
+// machine's spare bandwidth is its capacity less load(m)
+// (network_room_by_use). The request aggregators are the request-shape
+// classes: every machine's room is reserved among them greedily in an order
+// rotated per machine, so several cannot jointly overcommit a link in one
+// round. A machine that reports no network capacity (0) is not limited by
+// bandwidth; a task without a request goes to every machine with a free
+// slot at cost load(m).
+//
+// NetworkAwarePolicy(params) is ProfilePolicy(NetworkAwareProfile(params))
+// named "network-aware"; network_aware_policy_test.cc pins the network the
+// class built before it was a profile. What differs on purpose: tasks that
+// also ask for CPU, memory, scalars, devices or labels (which the class
+// placed by bandwidth and slots alone, to go stale) now fit by every
+// resource, shapes that differ in those asks are classes of their own, and
+// their reservations rotate in shape-key order; different-machines jobs
+// keep their rule; a starving gang is offered room first
+// (gang_first_after_s); links are priced up to 512 Gbit/s
+// (NetworkLoadTerm::kMaxMiBps), beyond which all look full.
 
 #include <cstdint>
 
-#include "services/flow/scheduling_policy.h"
+#include "services/flow/profile_policy.h"
 
 namespace flowsched::flow {
 
 struct NetworkAwareParams {
-  // Must exceed the largest cost (load + request of a 100 Gbit/s link is
-  // about 24,000 MiB/s) so that a machine with room beats waiting.
+  // Must exceed the dearest placement: the network term's bound, 65,536
+  // MiB/s (a 100 Gbit/s link's load and request come to about 24,000).
   int64_t unscheduled_cost = 100'000;
   int64_t preemption_cost = 200'000;
+  // Seconds a gang member waits before its shape gets first offer of
+  // every machine's room (0: never; profile_policy.h says why).
+  double gang_first_after_s = 60;
 };
 
-class NetworkAwarePolicy final : public SchedulingPolicy {
+// The profile network-aware is.
+ProfileParams NetworkAwareProfile(const NetworkAwareParams& params);
+
+class NetworkAwarePolicy final : public ProfilePolicy {
  public:
   explicit NetworkAwarePolicy(NetworkAwareParams params = {})
-      : params_(params) {}
-  [[nodiscard]] std::string_view name() const override {
-    return "network-aware";
-  }
-  using SchedulingPolicy::Sync;
-  absl::Status Sync(const cluster::ChangeSet& changes,
-                    const cluster::ClusterState& state,
-                    const SyncContext& context,
-                    NetworkBuilder& builder) override;
-
-  // The key of the request aggregator for a bandwidth request.
-  static uint64_t AggregatorKey(int64_t bytes_per_sec);
-
- private:
-  NetworkAwareParams params_;
+      : ProfilePolicy(NetworkAwareProfile(params), "network-aware",
+                      JobArc::kLast) {}
 };
 
 }  // namespace flowsched::flow

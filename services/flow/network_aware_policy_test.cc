@@ -12,6 +12,7 @@
 #include "services/common/byte_units.h"
 #include "services/common/status_matchers.h"
 #include "services/flow/policy_test_util.h"
+#include "services/flow/request_shapes.h"
 
 namespace flowsched::flow {
 namespace {
@@ -48,10 +49,14 @@ class NetworkAwarePolicyTest : public ::testing::Test {
     changes_.Clear();
     ASSERT_EQ(network_.total_supply(), 0);
   }
+  // The request aggregator of `mib` MiB/s: its request shape's class.
   NodeId Ra(int64_t mib) {
+    cluster::Task task;
+    task.job = JobId(1);
+    task.spec.request.network_bytes_per_sec = mib * kMiB;
     return builder_.FindAggregatorNode(
         NodeKind::kEquivalenceClass,
-        NetworkAwarePolicy::AggregatorKey(mib * kMiB));
+        NetworkBuilder::StableKey(ShapeKey(task, state_)));
   }
   NodeId M(uint64_t id) { return builder_.FindMachineNode(MachineId(id)); }
   flow::testing::SolvedRound Round() {
@@ -112,6 +117,38 @@ TEST_F(NetworkAwarePolicyTest, ObservedUseAdaptsTheArcs) {
   // 650 - 100 = 550 left on m1 after task 3's reservation: 650s wait.
   EXPECT_EQ(round.machine_of[1], 0u);
   EXPECT_EQ(round.machine_of[2], 0u);
+}
+
+// A task that asks for CPU as well fits by every resource: the class
+// placed it by bandwidth and slots alone, and the graph manager refused it
+// (stale) round after round. Its shape is a class of its own.
+TEST_F(NetworkAwarePolicyTest, TasksAskingForCpuFitByEveryResource) {
+  Apply(
+      cluster::MachineAdded{MachineId(3), "r", {4000, 0, 1250 * kMiB}, 4, {}});
+  cluster::JobSubmitted job{JobId(2), "j2", 0, {}};
+  job.tasks.push_back({.id = TaskId(10), .request = {2000, 0, 100 * kMiB}});
+  Apply(job);
+  Sync();
+  const NodeId task = builder_.FindTaskNode(TaskId(10));
+  std::vector<NodeId> classes;
+  network_.ForEachOutArc(task, [&](const ArcView& arc) {
+    if (network_.node(arc.dst).kind == NodeKind::kEquivalenceClass) {
+      classes.push_back(arc.dst);
+    }
+  });
+  ASSERT_EQ(classes.size(), 1u);
+  EXPECT_NE(classes[0], Ra(100));
+  // m1 and m2 report no CPU capacity (not bounded by it); m3 has 4000.
+  std::vector<NodeId> machines;
+  network_.ForEachOutArc(
+      classes[0], [&](const ArcView& arc) { machines.push_back(arc.dst); });
+  EXPECT_THAT(machines, ::testing::UnorderedElementsAre(M(1), M(2), M(3)));
+  Apply(cluster::MachineUsage{MachineId(1), {0, 0, 1200 * kMiB}});
+  Apply(cluster::MachineUsage{MachineId(2), {0, 0, 1200 * kMiB}});
+  Apply(cluster::TaskUpdated{JobId(2), TaskId(10), {5000, 0, 100 * kMiB}});
+  Sync();
+  // Now it fits nowhere: CPU on m3, bandwidth by use on m1 and m2.
+  EXPECT_EQ(Round().machine_of[10], 0u);
 }
 
 // The network network-aware built before it was a built-in profile

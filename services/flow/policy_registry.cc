@@ -152,6 +152,9 @@ std::vector<Tunable<ProfileParams>> ProfileTunables() {
             "cost of a machine outside the rack holding a task's input"),
       Field("tasks", &P::tasks, 0, kMaxUnitCost,
             "cost of each task a machine already has (load spreading)"),
+      Field("network", &P::network, 0, kMaxUnitCost,
+            "cost per MiB/s a machine's link carries after k tasks "
+            "(reported use or requests, the larger; network-aware)"),
       Field("unscheduled_cost", &P::unscheduled_cost, 1, kMaxCost,
             "cost of a priority-0 task waiting a round (above every "
             "placement's)"),
@@ -167,6 +170,9 @@ std::vector<Tunable<ProfileParams>> ProfileTunables() {
             "cost of a running task leaving its machine"),
       Field("max_tasks_per_machine", &P::max_tasks_per_machine, 0, 1e6,
             "tasks a machine may run, running ones included (0: its slots)"),
+      Field("network_room_by_use", &P::network_room_by_use, 0, 1,
+            "1: a machine's spare bandwidth is its capacity less the larger "
+            "of reported use and requests"),
       Field("shape_machines_per_task", &P::shape_machines_per_task, 0, 1e3,
             "machines a shape reserves on per waiting task (0: all it fits)"),
       Field("min_shape_machines", &P::min_shape_machines, 1, 1e6,
@@ -210,6 +216,8 @@ std::vector<Tunable<NetworkAwareParams>> NetworkAwareTunables() {
             "cost of a task waiting a round"),
       Field("preemption_cost", &P::preemption_cost, 0, kMaxCost,
             "cost of a running task leaving its machine"),
+      Field("gang_first_after_s", &P::gang_first_after_s, 0, 86'400,
+            "seconds a gang waits before its shape is offered room first"),
   };
 }
 

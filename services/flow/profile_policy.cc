@@ -15,6 +15,7 @@
 #include "services/flow/slot_pool.h"
 #include "services/flow/terms/locality_term.h"
 #include "services/flow/terms/model_affinity_term.h"
+#include "services/flow/terms/network_load_term.h"
 #include "services/flow/terms/pack_term.h"
 #include "services/flow/terms/preferred_labels_term.h"
 #include "services/flow/terms/spread_term.h"
@@ -38,7 +39,8 @@ absl::Status CheckProfile(const ProfileParams& params) {
         {"preferred_labels", params.preferred_labels},
         {"model_affinity", params.model_affinity},
         {"locality", params.locality},
-        {"tasks", params.tasks}}) {
+        {"tasks", params.tasks},
+        {"network", params.network}}) {
     if (weight < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(name, " must not be negative, got ", weight));
@@ -75,25 +77,33 @@ absl::Status CheckProfile(const ProfileParams& params) {
         "pool_slot_tasks cannot be combined with locality: pooled tasks "
         "would read their input anywhere");
   }
-  // The tasks term counts up to the most slots a machine may announce.
+  // The count terms at their bounds: tasks up to the most slots a machine
+  // may announce, network up to its term's bound. Weights are at most 1e6
+  // (the registry's range), so the sum stays far from overflow.
   const int64_t most_tasks_before =
       static_cast<int64_t>(cluster::ValidationLimits{}.max_task_slots) - 1;
   const int64_t dearest = params.spread + params.pack + params.model_affinity +
-                          params.locality + params.tasks * most_tasks_before;
+                          params.locality + params.tasks * most_tasks_before +
+                          params.network * NetworkLoadTerm::kMaxMiBps;
   if (params.unscheduled_cost <= dearest) {
     return absl::InvalidArgumentError(absl::StrCat(
         "unscheduled_cost (", params.unscheduled_cost,
         ") must exceed the dearest placement, spread + pack + "
         "model_affinity + locality",
         params.tasks > 0 ? absl::StrCat(" + tasks * ", most_tasks_before) : "",
+        params.network > 0
+            ? absl::StrCat(" + network * ", NetworkLoadTerm::kMaxMiBps)
+            : "",
         " = ", dearest, ", or a task that fits could wait for ever"));
   }
   return absl::OkStatus();
 }
 
-ProfilePolicy::ProfilePolicy(ProfileParams params, std::string name)
+ProfilePolicy::ProfilePolicy(ProfileParams params, std::string name,
+                             JobArc job_arc)
     : params_(params),
       name_(std::move(name)),
+      job_arc_(job_arc),
       waiting_(/*by_input_rack=*/params.locality > 0) {
   const auto add = [this](std::string_view term_name, int64_t weight,
                           std::unique_ptr<PlacementTerm> term) {
@@ -109,6 +119,7 @@ ProfilePolicy::ProfilePolicy(ProfileParams params, std::string name)
       std::make_unique<ModelAffinityTerm>());
   add("locality", params_.locality, std::make_unique<LocalityTerm>());
   add("tasks", params_.tasks, std::make_unique<TaskCountTerm>());
+  add("network", params_.network, std::make_unique<NetworkLoadTerm>());
 }
 
 int64_t ProfilePolicy::PlacementCost(const cluster::Machine& machine,
@@ -185,7 +196,8 @@ TaskRoutes ProfilePolicy::Routes(const cluster::ClusterState& state,
                     .running = nullptr,
                     .preemption_cost = params_.preemption_cost,
                     .in_classes = nullptr,
-                    .pool = pool};
+                    .pool = pool,
+                    .job_first = job_arc_ == JobArc::kFirst};
   if (params_.pool_slot_tasks) {
     routes.in_classes = [&state](const cluster::Task& task) {
       return AsksForRoom(task, state);
@@ -384,8 +396,7 @@ void ProfilePolicy::ReserveCapped(const cluster::ClusterState& state,
       state, shapes,
       {.per_task = params_.shape_machines_per_task,
        .min_machines = params_.min_shape_machines},
-      /*fullest_first=*/params_.pack > params_.spread,
-      params_.max_tasks_per_machine, starving,
+      /*fullest_first=*/params_.pack > params_.spread, Limits(), starving,
       [&](const cluster::Machine& machine, size_t i, int64_t n) {
         class_arcs[shapes[i].key].push_back(ShapeArc(
             machine, builder.FindMachineNode(machine.id), shapes[i], n));
@@ -472,7 +483,7 @@ void ProfilePolicy::ReserveEveryMachine(const cluster::ClusterState& state,
     const auto local = by_rack.find(machine.rack);
     if (local == by_rack.end()) {
       ReserveMachine(machine, state, shapes, rotation, reserved, nullptr, first,
-                     params_.max_tasks_per_machine);
+                     Limits());
       continue;
     }
     // Locality: the starving shapes, then the rack's own shapes and the
@@ -493,7 +504,7 @@ void ProfilePolicy::ReserveEveryMachine(const cluster::ClusterState& state,
     size_t a = 0;
     size_t b = 0;
     size_t j = 0;
-    MachineRoom(machine, params_.max_tasks_per_machine)
+    MachineRoom(machine, Limits())
         .Offer(
             state, shapes,
             [&]() -> std::optional<size_t> {

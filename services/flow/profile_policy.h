@@ -70,7 +70,8 @@
 // Built-in profiles keep the names and costs of the policies they replace:
 // `cpu-memory` is spread and preferred_labels (cpu_memory_policy.h),
 // `load-spreading` tasks, the pool and a cap (load_spreading_policy.h),
-// `priority` the same with priorities and preemption (priority_policy.h).
+// `priority` the same with priorities and preemption (priority_policy.h),
+// `network-aware` network with its room by use (network_aware_policy.h).
 
 #include <cmath>
 #include <cstdint>
@@ -96,6 +97,7 @@ struct ProfileParams {
   int64_t model_affinity = 0;      // devices not of a preferred model
   int64_t locality = 0;            // outside the rack holding the input
   int64_t tasks = 0;               // each task the machine already has
+  int64_t network = 0;             // each MiB/s the link carries after k tasks
   // Waiting: a task waits at unscheduled_cost + priority_step * priority
   // + wait * the whole seconds it has waited (Quincy's omega * nu), those
   // counted up to wait_cap_s. With wait, each round re-prices every
@@ -108,8 +110,11 @@ struct ProfileParams {
   int64_t wait = 0;
   double wait_cap_s = 3600;
   int64_t preemption_cost = 200'000;
-  // Filters beyond the fit rule: tasks a machine may run (0: its slots).
+  // Filters beyond the fit rule: tasks a machine may run (0: its slots),
+  // and a machine's free network measured against the larger of its
+  // reported use and its tasks' requests (RoomLimits::network_by_use).
   int64_t max_tasks_per_machine = 0;
+  bool network_room_by_use = false;
   // Machines a shape reserves room on each round: at least
   // min_shape_machines and shape_machines_per_task per waiting task,
   // visited least loaded first (most loaded first when pack outweighs
@@ -149,14 +154,19 @@ struct ProfileParams {
 // weight is negative (falling arc pieces)
 // or waiting does not cost more than the dearest placement
 // (unscheduled_cost > spread + pack + model_affinity + locality + tasks *
-// (the decoder's default slot limit - 1): otherwise a task that fits could
-// wait for ever).
+// (the decoder's default slot limit - 1) + network * the network term's
+// bound: otherwise a task that fits could wait for ever).
 absl::Status CheckProfile(const ProfileParams& params);
 
 class ProfilePolicy : public SchedulingPolicy {
  public:
+  // Where a task's arc to its job's U is listed among its arcs
+  // (TaskRoutes::job_first): the solver's tie-breaks follow it, and each
+  // built-in profile keeps the order of the class it replaced.
+  enum class JobArc { kFirst, kLast };
   explicit ProfilePolicy(ProfileParams params = {},
-                         std::string name = "profile");
+                         std::string name = "profile",
+                         JobArc job_arc = JobArc::kFirst);
   [[nodiscard]] std::string_view name() const override { return name_; }
   using SchedulingPolicy::Sync;
   absl::Status Sync(const cluster::ChangeSet& changes,
@@ -189,6 +199,12 @@ class ProfilePolicy : public SchedulingPolicy {
   [[nodiscard]] std::vector<TermCost> ExplainCost(
       const cluster::ClusterState& state, const cluster::Machine& machine,
       const RequestShape& shape, int64_t k);
+
+  // The filters reservations apply beyond the fit rule.
+  [[nodiscard]] RoomLimits Limits() const {
+    return {.max_tasks = params_.max_tasks_per_machine,
+            .network_by_use = params_.network_room_by_use};
+  }
 
   // A waiting task's cost at `now_us`: unscheduled_cost, plus
   // priority_step per level of its priority (the larger of the task's and
@@ -246,6 +262,7 @@ class ProfilePolicy : public SchedulingPolicy {
 
   ProfileParams params_;
   std::string name_;
+  JobArc job_arc_;
   std::vector<WeightedTerm> terms_;  // weight != 0 only
   bool depends_on_k_ = false;        // some term does
   // The waiting tasks by request shape (a fresh policy indexes all once).

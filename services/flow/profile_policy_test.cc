@@ -977,6 +977,15 @@ TEST(ProfilePolicyTest, WaitingMustCostMoreThanTheDearestPlacement) {
   EXPECT_THAT(ParsePolicySpec("profile:spread=0,tasks=100,"
                               "unscheduled_cost=99901"),
               IsOk());
+  // The network term counts MiB/s up to its bound.
+  EXPECT_THAT(ParsePolicySpec("profile:spread=0,preferred_labels=0,network=2,"
+                              "unscheduled_cost=131072")
+                  .status()
+                  .message(),
+              HasSubstr("network * 65536 = 131072"));
+  EXPECT_THAT(ParsePolicySpec("profile:spread=0,preferred_labels=0,network=2,"
+                              "unscheduled_cost=131073,network_room_by_use=1"),
+              IsOk());
   EXPECT_THAT(ParsePolicySpec("profile:spread=600,pack=399,"
                               "unscheduled_cost=1000"),
               IsOk());

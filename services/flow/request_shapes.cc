@@ -447,7 +447,7 @@ void ReserveMachine(const cluster::Machine& machine,
                     const std::vector<RequestShape>& shapes, size_t rotation,
                     const std::function<void(size_t, int64_t)>& reserved,
                     const std::function<bool(size_t)>& wanted,
-                    std::span<const size_t> first, int64_t max_tasks) {
+                    std::span<const size_t> first, RoomLimits limits) {
   if (shapes.empty()) return;
   size_t f = 0;
   size_t j = 0;
@@ -458,7 +458,7 @@ void ReserveMachine(const cluster::Machine& machine,
   const auto is_first = [&](size_t index) {
     return std::binary_search(skip.begin(), skip.end(), index);
   };
-  MachineRoom(machine, max_tasks)
+  MachineRoom(machine, limits)
       .Offer(
           state, shapes,
           [&]() -> std::optional<size_t> {
@@ -503,7 +503,7 @@ bool MayFitAny(const cluster::Machine& machine, const SmallestAsk& smallest) {
 
 void ReserveLeastLoaded(const cluster::ClusterState& state,
                         const std::vector<RequestShape>& shapes, MachineCap cap,
-                        bool fullest_first, int64_t max_tasks,
+                        bool fullest_first, RoomLimits limits,
                         StarvingFirst& starving,
                         const std::function<void(const cluster::Machine&,
                                                  size_t, int64_t)>& reserved) {
@@ -528,7 +528,7 @@ void ReserveLeastLoaded(const cluster::ClusterState& state,
             reserved(machine, i, n);
             if (--wanted_machines[i] == 0) --open_shapes;
           },
-          [&](size_t i) { return wanted_machines[i] > 0; }, first, max_tasks);
+          [&](size_t i) { return wanted_machines[i] > 0; }, first, limits);
     }
   };
   const auto& open = state.open_machines_by_load();
@@ -539,9 +539,35 @@ void ReserveLeastLoaded(const cluster::ClusterState& state,
   }
 }
 
-MachineRoom::MachineRoom(const cluster::Machine& machine, int64_t max_tasks)
-    : machine_(&machine), slots_(machine.free_slots()) {
-  if (max_tasks > 0) {
+int64_t NetworkTaken(const cluster::Machine& machine, RoomLimits limits) {
+  return limits.network_by_use
+             ? std::max(machine.allocated.network_bytes_per_sec,
+                        machine.used.network_bytes_per_sec)
+             : machine.allocated.network_bytes_per_sec;
+}
+
+std::string LimitsRefuse(const cluster::Machine& machine,
+                         const cluster::TaskSpec& task, RoomLimits limits) {
+  if (limits.max_tasks > 0 &&
+      static_cast<int64_t>(machine.running.size()) >= limits.max_tasks) {
+    return "task limit";
+  }
+  cluster::Machine room;
+  room.task_slots = 1;
+  room.capacity = machine.capacity;
+  room.allocated = machine.allocated;
+  room.allocated.network_bytes_per_sec = NetworkTaken(machine, limits);
+  if (cluster::ResourceFitCount(room, task.request, 1) == 0) {
+    return "network (reported use)";
+  }
+  return "";
+}
+
+MachineRoom::MachineRoom(const cluster::Machine& machine, RoomLimits limits)
+    : machine_(&machine),
+      slots_(machine.free_slots()),
+      network_by_use_(limits.network_by_use) {
+  if (const int64_t max_tasks = limits.max_tasks; max_tasks > 0) {
     slots_ = std::min(
         slots_, std::max<int64_t>(0, max_tasks - static_cast<int64_t>(
                                                      machine.running.size())));
@@ -575,6 +601,8 @@ void MachineRoom::Offer(const cluster::ClusterState& state,
       room_->task_slots = static_cast<uint32_t>(slots_) + 1;
       room_->capacity = machine_->capacity;
       room_->allocated = machine_->allocated;
+      room_->allocated.network_bytes_per_sec = NetworkTaken(
+          *machine_, {.max_tasks = 0, .network_by_use = network_by_use_});
       room_->devices = machine_->devices;
     }
     int64_t n = cluster::ResourceFitCount(*room_, shape.ask.request, limit);
@@ -665,13 +693,12 @@ absl::StatusOr<ShapeClasses> SyncShapeClasses(
       widened ? *widened : changes, state, builder,
       [&](const cluster::Task& task, NodeId node, const TaskEnds& ends) {
         std::vector<DesiredArc> arcs;
+        if (task.running() && routes.running) {
+          return builder.SetOutArcs(node, routes.running(task, ends));
+        }
         if (task.running()) {
-          if (routes.running) {
-            arcs = routes.running(task, ends);
-          } else {
-            arcs.push_back({ends.job, 1, routes.preemption_cost, {}});
-            arcs.push_back({ends.machine, 1, 0, {}});
-          }
+          arcs.push_back({ends.job, 1, routes.preemption_cost, {}});
+          arcs.push_back({ends.machine, 1, 0, {}});
         } else if (routes.in_classes && !routes.in_classes(task)) {
           if (routes.pool == kNoNode) {
             return absl::InternalError(absl::StrCat(
@@ -691,6 +718,7 @@ absl::StatusOr<ShapeClasses> SyncShapeClasses(
           arcs.push_back({ends.job, 1, routes.waiting_cost(task), {}});
           arcs.push_back({shape->second, 1, 0, {}});
         }
+        if (!routes.job_first) std::swap(arcs[0], arcs[1]);
         return builder.SetOutArcs(node, arcs);
       }));
   return classes;

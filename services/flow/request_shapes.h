@@ -210,6 +210,27 @@ class ShapeIndex {
   std::map<std::string, Members> members_;
 };
 
+// Filters a profile adds to the fit rule when it reserves room: they only
+// ever narrow it, so reservations stay within what the graph manager
+// accepts.
+struct RoomLimits {
+  // > 0: the tasks a machine may run, those running included.
+  int64_t max_tasks = 0;
+  // A machine's free network is its capacity less the larger of its
+  // reported use and its tasks' requests (network-aware's rule: reports
+  // show traffic that requests understate).
+  bool network_by_use = false;
+};
+// The network a machine's room counts as taken under `limits`: its tasks'
+// requests, or with network_by_use the larger of those and its reported use.
+[[nodiscard]] int64_t NetworkTaken(const cluster::Machine& machine,
+                                   RoomLimits limits);
+// Why `limits` refuse `task` on `machine` although the fit rule accepts it
+// ("task limit", "network (reported use)"), or empty if they do not.
+[[nodiscard]] std::string LimitsRefuse(const cluster::Machine& machine,
+                                       const cluster::TaskSpec& task,
+                                       RoomLimits limits);
+
 // Reserves `machine`'s free room among `shapes`, starting at shape
 // `rotation % shapes.size()`; calls `reserved(index, n)` for each shape
 // with n > 0 tasks reserved. Honours free slots, every resource and device
@@ -230,15 +251,14 @@ class ShapeIndex {
 // up): O(shapes) cheap resource counts at worst, and O(kMaxMisses + shapes
 // it serves) device fits.
 //
-// `max_tasks` > 0 caps the tasks the machine runs, those running included
-// (a profile's per-machine task limit): reservations stop there.
+// `limits` narrow the room further (a profile's filters beyond the fit rule).
 inline constexpr size_t kMaxMisses = 32;
 void ReserveMachine(const cluster::Machine& machine,
                     const cluster::ClusterState& state,
                     const std::vector<RequestShape>& shapes, size_t rotation,
                     const std::function<void(size_t, int64_t)>& reserved,
                     const std::function<bool(size_t)>& wanted = nullptr,
-                    std::span<const size_t> first = {}, int64_t max_tasks = 0);
+                    std::span<const size_t> first = {}, RoomLimits limits = {});
 // The least CPU and the least memory any of `shapes` asks for.
 struct SmallestAsk {
   int64_t cpu_millis = 0;
@@ -266,7 +286,7 @@ struct MachineCap {
 };
 void ReserveLeastLoaded(const cluster::ClusterState& state,
                         const std::vector<RequestShape>& shapes, MachineCap cap,
-                        bool fullest_first, int64_t max_tasks,
+                        bool fullest_first, RoomLimits limits,
                         StarvingFirst& starving,
                         const std::function<void(const cluster::Machine&,
                                                  size_t, int64_t)>& reserved);
@@ -275,7 +295,7 @@ void ReserveLeastLoaded(const cluster::ClusterState& state,
 // it in several passes (the rule and its bounds as ReserveMachine's).
 class MachineRoom {
  public:
-  explicit MachineRoom(const cluster::Machine& machine, int64_t max_tasks = 0);
+  explicit MachineRoom(const cluster::Machine& machine, RoomLimits limits = {});
   // Offers the room left to the shapes in the order `next` gives (the next
   // shape's index, nullopt when there is none); calls `reserved(index, n)`
   // for each shape with n > 0 tasks reserved. A shape offered twice may
@@ -289,6 +309,7 @@ class MachineRoom {
  private:
   const cluster::Machine* machine_;
   int64_t slots_;
+  bool network_by_use_;
   std::optional<cluster::Machine> room_;  // made at the first fit
   bool devices_taken_ = false;
 };
@@ -343,11 +364,13 @@ struct TaskRoutes {
   // covers the indexed tasks only.
   std::function<bool(const cluster::Task&)> in_classes;
   NodeId pool = kNoNode;
+  // A waiting task's arcs, and a running one's by default, are listed job
+  // first, else job last: the solver breaks ties by arc order (which task
+  // of a shape is placed), and the built-in profiles' pinned rounds follow
+  // the order of the class each replaced.
+  bool job_first = true;
 };
-// The same with the routes above. A waiting task's arcs, and a running
-// one's by default, are listed job first: the solver breaks ties by arc
-// order (which task of a shape is placed), and load-spreading's pinned
-// rounds follow it.
+// The same with the routes above.
 absl::StatusOr<ShapeClasses> SyncShapeClasses(
     ShapeIndex& index, const cluster::ChangeSet& changes,
     const cluster::ClusterState& state, const TaskRoutes& routes,

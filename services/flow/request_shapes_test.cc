@@ -298,6 +298,63 @@ TEST(RequestShapesTest, AShapeThatFitsIsFoundBehindManyThatDoNot) {
   EXPECT_EQ(total, 1);
 }
 
+// RoomLimits narrow the fit rule: a task limit counts the running tasks,
+// and with network_by_use a link's spare bandwidth is measured against the
+// larger of its reported use and its tasks' requests.
+TEST(RequestShapesTest, RoomLimitsNarrowTheRoom) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  cluster::MachineAdded added = Machine(1, 8, 8000, 0);
+  added.capacity.network_bytes_per_sec = 1000;
+  ASSERT_THAT(state.Apply(Event(added), 0, changes), IsOk());
+  cluster::JobSubmitted job;
+  job.job = JobId(1);
+  job.name = "j";
+  for (uint64_t t = 1; t <= 6; ++t) {
+    cluster::TaskSpec spec = Ask(t, 0, 0, 0);
+    spec.request.network_bytes_per_sec = 200;
+    job.tasks.push_back(spec);
+  }
+  ASSERT_THAT(state.Apply(Event(job), 0, changes), IsOk());
+  ASSERT_THAT(state.Place(TaskId(1), MachineId(1), 0, changes), IsOk());
+  const auto reserved = [&](RoomLimits limits) {
+    int64_t total = 0;
+    ReserveMachine(
+        state.machines().at(MachineId(1)), state, WaitingShapes(state), 0,
+        [&](size_t, int64_t n) { total += n; }, nullptr, {}, limits);
+    return total;
+  };
+  // 800 of 1000 spare by requests: 4 more.
+  EXPECT_EQ(reserved({}), 4);
+  EXPECT_EQ(reserved({.max_tasks = 3}), 2);
+  // Use below the requests changes nothing; above them, it is the load.
+  ASSERT_THAT(
+      state.Apply(Event(cluster::MachineUsage{MachineId(1), {0, 0, 100}}), 0,
+                  changes),
+      IsOk());
+  EXPECT_EQ(reserved({.network_by_use = true}), 4);
+  ASSERT_THAT(
+      state.Apply(Event(cluster::MachineUsage{MachineId(1), {0, 0, 650}}), 0,
+                  changes),
+      IsOk());
+  EXPECT_EQ(reserved({}), 4);
+  EXPECT_EQ(reserved({.network_by_use = true}), 1);
+  EXPECT_EQ(reserved({.max_tasks = 1, .network_by_use = true}), 0);
+  // What `explain` says of the machine for one more such task: 350 of 1000
+  // spare by use fits a 200 request; 900 of use leaves 100, too little.
+  const cluster::Machine& machine = state.machines().at(MachineId(1));
+  const cluster::TaskSpec& ask = state.FindTask(TaskId(2))->spec;
+  EXPECT_EQ(LimitsRefuse(machine, ask, {.network_by_use = true}), "");
+  EXPECT_EQ(LimitsRefuse(machine, ask, {.max_tasks = 1}), "task limit");
+  ASSERT_THAT(
+      state.Apply(Event(cluster::MachineUsage{MachineId(1), {0, 0, 900}}), 0,
+                  changes),
+      IsOk());
+  EXPECT_EQ(LimitsRefuse(machine, ask, {}), "");
+  EXPECT_EQ(LimitsRefuse(machine, ask, {.network_by_use = true}),
+            "network (reported use)");
+}
+
 // Equal keys mean equal asks, whatever names the asks carry.
 TEST(RequestShapesTest, NamesCannotImitateTheKeysSeparators) {
   cluster::ClusterState state;

@@ -76,17 +76,22 @@ void PrintArcs(const flow::FlowNetwork& network,
 }
 
 // Where a waiting task fits now by the one fit rule (cluster::FitTask, as
-// the graph manager checks decisions), and why not elsewhere: machines
-// counted per reason, most common first.
-void PrintFit(const cluster::ClusterState& state, const cluster::Task& task) {
+// the graph manager checks decisions) and the profile's filters beyond it
+// (`limits`), and why not elsewhere: machines counted per reason, most
+// common first.
+void PrintFit(const cluster::ClusterState& state, const cluster::Task& task,
+              flow::RoomLimits limits) {
   size_t fits = 0;
   std::map<std::string, size_t> reasons;
   for (const auto& [id, machine] : state.machines()) {
     const cluster::Fit fit = cluster::FitTask(machine, task.spec);
-    if (fit.fits()) {
+    std::string reason = fit.fits()
+                             ? flow::LimitsRefuse(machine, task.spec, limits)
+                             : fit.reason;
+    if (reason.empty()) {
       ++fits;
     } else {
-      ++reasons[fit.reason];
+      ++reasons[std::move(reason)];
     }
   }
   std::vector<std::pair<std::string, size_t>> order(reasons.begin(),
@@ -226,7 +231,6 @@ int Explain(const std::string& data_dir, uint64_t task_id,
       network.node_count(), network.arc_count(),
       std::string(solver::kDefaultSolver), solution->total_cost);
   fmt::print("  next round: {}\n", explained->reason);
-  if (!task->running()) PrintFit(state, *task);
   // A profile prices class arcs by weighted terms: shown per machine for a
   // waiting task (a fresh policy of the same spec prices them; the
   // network's arcs are the ones the solver saw).
@@ -237,6 +241,11 @@ int Explain(const std::string& data_dir, uint64_t task_id,
   if (fresh.ok()) {
     pricing.profile = dynamic_cast<flow::ProfilePolicy*>(fresh->get());
     pricing.shape = flow::WaitingShapeOf(*task, state);
+  }
+  if (!task->running()) {
+    PrintFit(state, *task,
+             pricing.profile != nullptr ? pricing.profile->Limits()
+                                        : flow::RoomLimits{});
   }
   if (!explained->path.empty()) {
     fmt::print("  path (cost {}):\n", explained->path_cost);

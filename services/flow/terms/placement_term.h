@@ -8,9 +8,10 @@
 // the room reservations of request_shapes.h decide where arcs exist).
 //
 // Contract, which keeps the class arcs convex and the costs bounded:
-//   - Value is within [-1, 1] and non-decreasing in k (k >= 1); the one
-//     exception, TaskCountTerm, is a count below a machine's slots, which
-//     CheckProfile prices at the default slot limit;
+//   - Value is within [-1, 1] and non-decreasing in k (k >= 1); the two
+//     counts are the exceptions, each with a bound CheckProfile prices:
+//     TaskCountTerm (below the default slot limit) and NetworkLoadTerm
+//     (MiB/s, at most its kMaxMiBps);
 //   - depends_on_k() is false only if Value ignores k, so an arc priced by
 //     such terms alone is one piece;
 //   - Prepare runs before every reservation pass, with the state the pass

@@ -5,7 +5,7 @@
 // running + k - 1, so the term's weight is the price of each task a
 // machine already has. Rising with k, so one round spreads a burst.
 //
-// The one term whose value is a count, not within [-1, 1]: below the
+// A count, not within [-1, 1] (as NetworkLoadTerm is): below the
 // machine's slots, which the event decoder bounds
 // (ValidationLimits::max_task_slots). CheckProfile prices a placement at
 // the default bound (1,000 slots); a deployment that raises it should
