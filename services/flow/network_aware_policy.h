@@ -25,15 +25,26 @@
 // slot at cost load(m).
 //
 // NetworkAwarePolicy(params) is ProfilePolicy(NetworkAwareProfile(params))
-// named "network-aware"; network_aware_policy_test.cc pins the network the
-// class built before it was a profile. What differs on purpose: tasks that
-// also ask for CPU, memory, scalars, devices or labels (which the class
-// placed by bandwidth and slots alone, to go stale) now fit by every
-// resource, shapes that differ in those asks are classes of their own, and
-// their reservations rotate in shape-key order; different-machines jobs
-// keep their rule; a starving gang is offered room first
-// (gang_first_after_s); links are priced up to 512 Gbit/s
-// (NetworkLoadTerm::kMaxMiBps), beyond which all look full.
+// named "network-aware", with a task's arc to its job's U listed last as
+// the class listed it (JobArc::kLast: the solver's tie-breaks follow arc
+// order); network_aware_policy_test.cc pins the network the class built
+// before it was a profile. What differs from the class:
+//   - tasks that also ask for CPU, memory, scalars, devices or labels
+//     (placed by bandwidth and slots alone, to go stale) fit by every
+//     resource, and shapes that differ in those asks are classes of their
+//     own;
+//   - reservations rotate through the shapes in key order, where the
+//     bandwidth is decimal text: requests of different digit counts (50
+//     and 100 MiB/s) rotate in another order than the class's numeric one;
+//   - a machine that has reserved room stops offering it after kMaxMisses
+//     shapes in a row that do not fit (request_shapes.h), where the class
+//     offered it to every request: with more than 32 requests waiting, a
+//     small one late in a machine's rotation may miss a link with room;
+//   - different-machines jobs keep their rule, and a starving gang is
+//     offered room first (gang_first_after_s), so the policy is
+//     time-dependent (a Refresh before each round);
+//   - links are priced up to 512 Gbit/s (NetworkLoadTerm::kMaxMiBps),
+//     beyond which all look full.
 
 #include <cstdint>
 
@@ -42,8 +53,10 @@
 namespace flowsched::flow {
 
 struct NetworkAwareParams {
-  // Must exceed the dearest placement: the network term's bound, 65,536
-  // MiB/s (a 100 Gbit/s link's load and request come to about 24,000).
+  // Should exceed the dearest placement, the network term's bound of 65,536
+  // MiB/s (a 100 Gbit/s link's load and request come to about 24,000), or a
+  // task could wait beside a link with room. Not enforced: the range stays
+  // the one stored specs were accepted with.
   int64_t unscheduled_cost = 100'000;
   int64_t preemption_cost = 200'000;
   // Seconds a gang member waits before its shape gets first offer of

@@ -151,6 +151,34 @@ TEST_F(NetworkAwarePolicyTest, TasksAskingForCpuFitByEveryResource) {
   EXPECT_EQ(Round().machine_of[10], 0u);
 }
 
+// A network the class built, restored after an upgrade: its request
+// aggregators were keyed "net|<bytes>". The profile's first Refresh derives
+// every waiting task's arcs again and removes the old aggregators.
+TEST_F(NetworkAwarePolicyTest, ARestoredNetworkOfTheClassIsTakenOver) {
+  const uint64_t old_key =
+      NetworkBuilder::StableKey(absl::StrCat("net|", 650 * kMiB));
+  const NodeId old_ra =
+      builder_.EnsureAggregatorNode(NodeKind::kEquivalenceClass, old_key);
+  const NodeId task = builder_.FindTaskNode(TaskId(1));
+  const NodeId job = builder_.FindJobNode(JobId(1));
+  ASSERT_THAT(builder_.SetOutArcs(old_ra, {{M(2), 1, 750, {}}}), IsOk());
+  ASSERT_THAT(
+      builder_.SetOutArcs(task, {{old_ra, 1, 0, {}}, {job, 1, 100'000, {}}}),
+      IsOk());
+  NetworkBuilder restored(network_);
+  ASSERT_THAT(restored.RestoreFromNetwork(), IsOk());
+  NetworkAwarePolicy fresh;
+  ASSERT_TRUE(fresh.refresh_owed());
+  ASSERT_THAT(fresh.Refresh(state_, SyncContext{1}, restored), IsOk());
+  EXPECT_EQ(restored.FindAggregatorNode(NodeKind::kEquivalenceClass, old_key),
+            kNoNode);
+  EXPECT_TRUE(network_.FindArc(task, Ra(650)).has_value());
+  EXPECT_EQ(network_.FindArc(Ra(650), M(2))->cost, 750);
+  auto round = flow::testing::SolveNetwork(network_);
+  ASSERT_THAT(round, IsOk());
+  EXPECT_EQ(round->machine_of[3], 2u);
+}
+
 // The network network-aware built before it was a built-in profile
 // (fingerprints taken at 4ffa94d, class nodes named by their lowest task:
 // the profile keys its classes by request shape), on random clusters: links

@@ -14,7 +14,9 @@
 // any flow the solver returns is feasible by construction: the one fit
 // rule (cluster::FitTask: every resource, named scalar and device, the
 // acceptable models, required labels), the job's different-machines rule,
-// and the per-machine task limit. Each machine's free room is reserved
+// the per-machine task limit, and with network_room_by_use a link's spare
+// bandwidth measured against its reported use (RoomLimits: they only
+// narrow the fit rule). Each machine's free room is reserved
 // among the shapes (request_shapes.h) and an arc's capacity is what its
 // shape reserved.
 //

@@ -225,8 +225,9 @@ struct RoomLimits {
 // requests, or with network_by_use the larger of those and its reported use.
 [[nodiscard]] int64_t NetworkTaken(const cluster::Machine& machine,
                                    RoomLimits limits);
-// Why `limits` refuse `task` on `machine` although the fit rule accepts it
-// ("task limit", "network (reported use)"), or empty if they do not.
+// Why `limits` refuse `task` on `machine` ("task limit", "network (reported
+// use)"), or empty if they do not. REQUIRES: the fit rule accepts the task
+// there (cluster::FitTask): the answer names the limit, not the resource.
 [[nodiscard]] std::string LimitsRefuse(const cluster::Machine& machine,
                                        const cluster::TaskSpec& task,
                                        RoomLimits limits);

@@ -13,8 +13,9 @@ int64_t NetworkLoadTerm::Load(const cluster::Machine& machine) {
 
 double NetworkLoadTerm::Value(const cluster::Machine& machine,
                               const RequestShape& shape, int64_t k) const {
-  // Each operand is below the decoder's bound (2^40 bytes/s) and k below a
-  // machine's slots, so the sum cannot overflow.
+  // Reported use and a request are below the decoder's bound (2^40 bytes/s)
+  // and the placed requests below slots times it, k below the slots: about
+  // 2^51 at most, far from overflow.
   const int64_t request =
       std::max<int64_t>(0, shape.ask.request.network_bytes_per_sec);
   const int64_t bytes = Load(machine) + k * request;
