@@ -28,13 +28,10 @@
 //
 // LoadSpreadingPolicy(params) is exactly ProfilePolicy(LoadSpreading-
 // Profile(params)) named "load-spreading"; load_spreading_policy_test.cc
-// pins its network (the class's it was until the reservations offered
-// room to shapes short of it first). Differences from the class: a
-// machine offers its room to the shapes still short of it before the
-// others (ReserveMachine's `unreserved`; a burst finds room in one round),
-// a class arc carrying more than 64 tasks of one shape to one machine in
-// one round has its last piece at the 65th task, not the 64th (every
-// profile's), and per_task_cost = 0 makes class arcs one piece.
+// pins the network it built before it was a profile. Two differences from
+// that class: a class arc carrying more than 64 tasks of one shape to one
+// machine in one round has its last piece at the 65th task, not the 64th
+// (every profile's), and per_task_cost = 0 makes class arcs one piece.
 
 #include <cstdint>
 

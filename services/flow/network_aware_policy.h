@@ -27,11 +27,8 @@
 // NetworkAwarePolicy(params) is ProfilePolicy(NetworkAwareProfile(params))
 // named "network-aware", with a task's arc to its job's U listed last as
 // the class listed it (JobArc::kLast: the solver's tie-breaks follow arc
-// order); network_aware_policy_test.cc pins its network (the class's it
-// was until the reservations offered room to shapes short of it first).
-// What differs from the class:
-//   - a machine offers its room to the requests still short of it before
-//     the others (ReserveMachine's `unreserved`);
+// order); network_aware_policy_test.cc pins the network the class built
+// before it was a profile. What differs from the class:
 //   - tasks that also ask for CPU, memory, scalars, devices or labels
 //     (placed by bandwidth and slots alone, to go stale) fit by every
 //     resource, and shapes that differ in those asks are classes of their

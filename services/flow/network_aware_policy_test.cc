@@ -179,33 +179,26 @@ TEST_F(NetworkAwarePolicyTest, ARestoredNetworkOfTheClassIsTakenOver) {
   EXPECT_EQ(round->machine_of[3], 2u);
 }
 
-// The network network-aware builds (class nodes named by their lowest task:
+// The network network-aware built before it was a built-in profile
+// (fingerprints taken at 4ffa94d, class nodes named by their lowest task:
 // the profile keys its classes by request shape), on random clusters: links
 // of 0 (not reported), 10, 24 and 100 Gbit/s, reported use below and above
 // what is placed, tasks asking for no bandwidth or for one of a few
 // requests (all of nine digits in bytes, so the shapes' key order is the
 // requests' order, which the reservations rotate through), synced eagerly
 // or as the graph manager does, over rounds that place tasks, tasks that
-// finish and a machine that fails, with random costs. Taken from the class
-// before it was a built-in profile (4ffa94d), which the profile reproduced
-// (79b61a3-cf090c6); taken again when reservations began offering room to
-// the shapes short of it first (ReserveMachine's `unreserved`): which
-// machines a request reserves on changed, its costs did not. Outside these
-// inputs the profile differs on purpose (network_aware_policy.h).
+// finish and a machine that fails, with random costs. Outside these inputs
+// the profile differs on purpose (network_aware_policy.h).
 TEST(NetworkAwarePinTest, KeepsItsNetworkOnRandomClusters) {
   const std::vector<uint64_t> expected = {
-      13051295462868584588ULL, 3586451631962032883ULL,
-      4878746151230330561ULL,  2414512600861656216ULL,
-      17589688401335546202ULL, 6335605947208439850ULL,
-      3200590245924860683ULL,  18140191224633178179ULL,
-      18129410471075076224ULL, 16380924390398786744ULL,
-      10061829614693207674ULL, 11211639210181366196ULL,
-      2635542436617930373ULL,  15245016416669534883ULL,
-      17466717349658843969ULL, 1868903420800422239ULL,
-      13241803652297801046ULL, 3663731907819668279ULL,
-      17004181992419805265ULL, 8328306255044447652ULL,
-      3622314588764185463ULL,  14361744745554839536ULL,
-      11241333544054649251ULL, 13870485312411402730ULL};
+      17150821821346166629ULL, 4424005608397927895ULL,  6497855716207674558ULL,
+      5233133622882204506ULL,  16610598037642250177ULL, 924465560760381430ULL,
+      9149549397037742145ULL,  14187715492344905657ULL, 11597290210113732034ULL,
+      4961098175140274931ULL,  4689327491467410569ULL,  16391959437824981757ULL,
+      8835994807493796256ULL,  10293259026771451245ULL, 1882624861766380989ULL,
+      17991034728380673441ULL, 7677486589943855267ULL,  6382081636259665326ULL,
+      16346108805104954842ULL, 6485833789650743042ULL,  9194445728497506073ULL,
+      14664529530311187355ULL, 16796156840990718264ULL, 2457949000555253669ULL};
   std::vector<uint64_t> actual;
   int placed = 0;
   int left_for_bandwidth = 0;  // waiting after two rounds, asking bandwidth

@@ -466,13 +466,6 @@ void ProfilePolicy::ReserveEveryMachine(const cluster::ClusterState& state,
       std::sort(local.listed.begin(), local.listed.end());
     }
   }
-  // Each shape's waiting tasks not yet given room: the rotation offers the
-  // shapes still short of it first (ReserveMachine). Not with locality,
-  // whose racks order their offers themselves.
-  std::vector<int64_t> unreserved(params_.locality > 0 ? 0 : shapes.size());
-  for (size_t i = 0; i < unreserved.size(); ++i) {
-    unreserved[i] = shapes[i].waiting;
-  }
   size_t machine_index = 0;
   for (const auto& entry : state.machines()) {
     // Not a structured binding: clang 14 cannot capture one in a lambda.
@@ -480,7 +473,6 @@ void ProfilePolicy::ReserveEveryMachine(const cluster::ClusterState& state,
     const NodeId machine_node = builder.FindMachineNode(entry.first);
     const auto reserved = [&](size_t i, int64_t n) {
       starving.Reserved(i, n);
-      if (!unreserved.empty()) unreserved[i] -= n;
       class_arcs[shapes[i].key].push_back(
           ShapeArc(machine, machine_node, shapes[i], n));
     };
@@ -491,7 +483,7 @@ void ProfilePolicy::ReserveEveryMachine(const cluster::ClusterState& state,
     const auto local = by_rack.find(machine.rack);
     if (local == by_rack.end()) {
       ReserveMachine(machine, state, shapes, rotation, reserved, nullptr, first,
-                     Limits(), unreserved);
+                     Limits());
       continue;
     }
     // Locality: the starving shapes, then the rack's own shapes and the

@@ -447,16 +447,10 @@ void ReserveMachine(const cluster::Machine& machine,
                     const std::vector<RequestShape>& shapes, size_t rotation,
                     const std::function<void(size_t, int64_t)>& reserved,
                     const std::function<bool(size_t)>& wanted,
-                    std::span<const size_t> first, RoomLimits limits,
-                    std::span<const int64_t> unreserved) {
+                    std::span<const size_t> first, RoomLimits limits) {
   if (shapes.empty()) return;
   size_t f = 0;
   size_t j = 0;
-  // With `unreserved`: pass 0 offers the shapes short of room, pass 1 the
-  // others; `offered` keeps pass 0's offers (few: the machine fills or
-  // misses kMaxMisses times) so that pass 1 does not offer them again.
-  int pass = 0;
-  std::vector<size_t> offered;
   // Few shapes come first, usually none: a sorted copy to skip them in
   // the rotation by binary search.
   std::vector<size_t> skip(first.begin(), first.end());
@@ -472,22 +466,10 @@ void ReserveMachine(const cluster::Machine& machine,
               const size_t index = first[f++];
               if (!wanted || wanted(index)) return index;
             }
-            for (; pass < 2; ++pass, j = 0) {
-              while (j < shapes.size()) {
-                const size_t index = (rotation + j++) % shapes.size();
-                if (is_first(index) || (wanted && !wanted(index))) continue;
-                if (unreserved.empty()) return index;
-                if (pass == 0) {
-                  if (unreserved[index] <= 0) continue;
-                  offered.push_back(index);
-                  return index;
-                }
-                if (std::find(offered.begin(), offered.end(), index) ==
-                    offered.end()) {
-                  return index;
-                }
-              }
-              if (unreserved.empty()) break;
+            while (j < shapes.size()) {
+              const size_t index = (rotation + j++) % shapes.size();
+              if (is_first(index)) continue;
+              if (!wanted || wanted(index)) return index;
             }
             return std::nullopt;
           },
@@ -526,12 +508,10 @@ void ReserveLeastLoaded(const cluster::ClusterState& state,
                         const std::function<void(const cluster::Machine&,
                                                  size_t, int64_t)>& reserved) {
   std::vector<int64_t> wanted_machines(shapes.size());
-  std::vector<int64_t> unreserved(shapes.size());
   size_t open_shapes = shapes.size();
   for (size_t i = 0; i < shapes.size(); ++i) {
     wanted_machines[i] =
         std::max(cap.min_machines, cap.per_task * shapes[i].waiting);
-    unreserved[i] = shapes[i].waiting;
   }
   const SmallestAsk smallest = SmallestAskOf(shapes);
   const auto visit = [&](auto begin, auto end) {
@@ -546,11 +526,9 @@ void ReserveLeastLoaded(const cluster::ClusterState& state,
           [&](size_t i, int64_t n) {
             starving.Reserved(i, n);
             reserved(machine, i, n);
-            unreserved[i] -= n;
             if (--wanted_machines[i] == 0) --open_shapes;
           },
-          [&](size_t i) { return wanted_machines[i] > 0; }, first, limits,
-          unreserved);
+          [&](size_t i) { return wanted_machines[i] > 0; }, first, limits);
     }
   };
   const auto& open = state.open_machines_by_load();

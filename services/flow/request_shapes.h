@@ -9,11 +9,9 @@
 // Flow cannot express a multi-dimensional knapsack, and two shapes that
 // each fit a machine could jointly over-commit it; so a machine's free
 // room is handed out shape by shape, greedily, in an order rotated per
-// machine (so that different machines favour different shapes), the
-// shapes that earlier machines have not yet given room for all their
-// waiting tasks first (`unreserved`). A shape reserves min(its waiting
-// tasks, how many of its ask still fit). Unused reservations are released
-// by the next round.
+// machine (so that different machines favour different shapes). A shape
+// reserves min(its waiting tasks, how many of its ask still fit). Unused
+// reservations are released by the next round.
 //
 // Different machines (JobSubmitted.different_machines): the job's waiting
 // tasks form one shape of their own whose ask covers every task of it
@@ -255,22 +253,13 @@ struct RoomLimits {
 // it serves) device fits.
 //
 // `limits` narrow the room further (a profile's filters beyond the fit rule).
-//
-// `unreserved` (if given, one entry per shape): each shape's waiting tasks
-// the walk has not yet found room for on earlier machines. The rotation
-// then offers the shapes still short of room first and those already
-// covered after them, so that the first shapes of each machine's rotation
-// do not take room the others need (a burst then finds room in one round)
-// while every shape still gets a choice of machines. The caller counts its
-// reservations down in it.
 inline constexpr size_t kMaxMisses = 32;
 void ReserveMachine(const cluster::Machine& machine,
                     const cluster::ClusterState& state,
                     const std::vector<RequestShape>& shapes, size_t rotation,
                     const std::function<void(size_t, int64_t)>& reserved,
                     const std::function<bool(size_t)>& wanted = nullptr,
-                    std::span<const size_t> first = {}, RoomLimits limits = {},
-                    std::span<const int64_t> unreserved = {});
+                    std::span<const size_t> first = {}, RoomLimits limits = {});
 // The least CPU and the least memory any of `shapes` asks for.
 struct SmallestAsk {
   int64_t cpu_millis = 0;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <random>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -354,48 +353,6 @@ TEST(RequestShapesTest, RoomLimitsNarrowTheRoom) {
   EXPECT_EQ(LimitsRefuse(machine, ask, {}), "");
   EXPECT_EQ(LimitsRefuse(machine, ask, {.network_by_use = true}),
             "network (reported use)");
-}
-
-// A walk that counts each shape's unreserved tasks offers a machine's room
-// to the shapes still short of it first. A (2 waiting) and B (10) on three
-// machines of 4 slots: the rotation alone gives the third machine to A
-// again, which m1 already covered, and leaves 2 of B without room; short
-// first, B gets it, and A keeps its room on m1.
-TEST(RequestShapesTest, ShapesShortOfRoomAreOfferedFirst) {
-  cluster::ClusterState state;
-  cluster::ChangeSet changes;
-  for (uint64_t m = 1; m <= 3; ++m) {
-    ASSERT_THAT(state.Apply(Event(Machine(m, 4, 8000, 0)), 0, changes), IsOk());
-  }
-  cluster::JobSubmitted job;
-  job.job = JobId(1);
-  job.name = "j";
-  for (uint64_t t = 1; t <= 12; ++t) {
-    job.tasks.push_back(Ask(t, t <= 2 ? 100 : 200, 0, 0));
-  }
-  ASSERT_THAT(state.Apply(Event(job), 0, changes), IsOk());
-  const std::vector<RequestShape> shapes = WaitingShapes(state);
-  ASSERT_EQ(shapes.size(), 2u);
-  ASSERT_EQ(shapes[0].waiting, 2);
-  const auto walk = [&](bool short_first) {
-    std::vector<int64_t> unreserved = {shapes[0].waiting, shapes[1].waiting};
-    std::vector<int64_t> total(2, 0);
-    size_t rotation = 0;
-    for (const auto& [id, machine] : state.machines()) {
-      ReserveMachine(
-          machine, state, shapes, rotation++,
-          [&](size_t i, int64_t n) {
-            total[i] += n;
-            unreserved[i] -= n;
-          },
-          nullptr, {}, {},
-          short_first ? std::span<const int64_t>(unreserved)
-                      : std::span<const int64_t>());
-    }
-    return total;
-  };
-  EXPECT_EQ(walk(false), (std::vector<int64_t>{4, 8}));
-  EXPECT_EQ(walk(true), (std::vector<int64_t>{2, 10}));
 }
 
 // Equal keys mean equal asks, whatever names the asks carry.
