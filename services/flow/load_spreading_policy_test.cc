@@ -268,6 +268,72 @@ TEST_F(LoadSpreadingPolicyTest, OneRoundSpreadsABurstEvenly) {
   EXPECT_EQ(per_machine, (std::map<uint64_t, int>{{1, 2}, {2, 2}, {3, 2}}));
 }
 
+// The pipeline integration test's workload at unit level, deterministic:
+// 300 tasks with CPU and memory asks in `flowsched generate`'s ranges
+// (250-4,000 millis, 1-8 GiB; drawn with rng() % n, which every standard
+// library gives alike), nearly each its own shape, on 100 machines of 4
+// slots and 16 cores; all in one round, or the first 11 jobs a round
+// before the rest as the integration test's runs have split them; synced
+// eagerly or as the graph manager does. Load spreading uses every
+// machine. A class arc prices a task from the machine's running tasks
+// alone, blind to what other shapes send there in the same round, so walks
+// that gave every shape room at once let the solver stack shapes on a
+// machine (docs/2026-11-30-burst-room.md): this guards against that.
+TEST_F(LoadSpreadingPolicyTest, ManySingleTaskShapesUseEveryMachine) {
+  for (const bool deferred : {false, true}) {
+    for (const uint64_t first_round_jobs : {30, 11}) {
+      for (uint64_t seed = 1; seed <= 4; ++seed) {
+        SCOPED_TRACE(absl::StrCat("deferred ", deferred, ", first round ",
+                                  first_round_jobs, " jobs, seed ", seed));
+        LoadSpreadingPolicy policy;
+        testing::PinnedRun run(policy, deferred);
+        for (uint64_t m = 1; m <= 100; ++m) {
+          ASSERT_THAT(
+              run.Apply(cluster::MachineAdded{MachineId(m),
+                                              absl::StrCat("rack-", m % 10),
+                                              {16'000, int64_t{64} << 30, 0},
+                                              4,
+                                              {}}),
+              IsOk());
+        }
+        std::mt19937_64 rng(seed);
+        uint64_t task = 0;
+        for (uint64_t j = 1; j <= 30; ++j) {
+          cluster::JobSubmitted job{JobId(j), "j", 0, {}};
+          for (int t = 0; t < 10; ++t) {
+            cluster::TaskSpec spec;
+            spec.id = TaskId(++task);
+            spec.request.cpu_millis = 250 + static_cast<int64_t>(rng() % 3751);
+            spec.request.memory_bytes = static_cast<int64_t>(1 + rng() % 8)
+                                        << 30;
+            job.tasks.push_back(spec);
+          }
+          ASSERT_THAT(run.Apply(job), IsOk());
+          if (j == first_round_jobs) {
+            ASSERT_THAT(run.Sync(), IsOk());
+            ASSERT_THAT(run.Round().status(), IsOk());
+          }
+        }
+        ASSERT_THAT(run.Sync(), IsOk());
+        // Rounds until every task runs (at most 10).
+        size_t running = 0;
+        size_t used = 0;
+        for (int round = 0; round < 10 && running < 300; ++round) {
+          ASSERT_THAT(run.Round().status(), IsOk());
+          running = 0;
+          used = 0;
+          for (const auto& [id, machine] : run.state().machines()) {
+            running += machine.running.size();
+            if (!machine.running.empty()) ++used;
+          }
+        }
+        EXPECT_EQ(running, 300u);
+        EXPECT_EQ(used, 100u);
+      }
+    }
+  }
+}
+
 TEST(PolicyRegistryTest, UnknownPolicyListsKnownOnes) {
   EXPECT_THAT(MakePolicy("quincy-xl"),
               StatusIs(absl::StatusCode::kInvalidArgument, "load-spreading"));
@@ -291,68 +357,6 @@ TEST(NetworkBuilderTest, RestoreFromNetworkRecoversEntityMaps) {
   network.AddNode({.kind = NodeKind::kSink});
   EXPECT_THAT(restored.RestoreFromNetwork(),
               StatusIs(absl::StatusCode::kDataLoss, "second node"));
-}
-
-// The pipeline integration test's workload at unit level, deterministic:
-// 300 tasks, each its own shape (CPU 250-4,000 millis, memory 1-8 GiB as
-// `flowsched generate` draws them), on 100 machines of 4 slots and 16
-// cores, all in one round or split 110 / 190 over two as the services
-// split them, synced eagerly or as the graph manager does. Load spreading
-// uses every machine. A class arc prices a task from the machine's running
-// tasks alone, blind to what other shapes send there in the same round, so
-// walks that gave every shape room at once let the solver stack shapes on
-// a machine (docs/2026-11-30-burst-room.md): this guards against that.
-TEST(LoadSpreadingShapesTest, ManySmallShapesUseEveryMachine) {
-  for (const bool deferred : {false, true}) {
-    for (const uint64_t first_round_jobs : {30, 11}) {
-      for (uint64_t seed = 1; seed <= 4; ++seed) {
-        SCOPED_TRACE(absl::StrCat("deferred ", deferred, ", first round ",
-                                  first_round_jobs, " jobs, seed ", seed));
-        LoadSpreadingPolicy policy;
-        testing::PinnedRun run(policy, deferred);
-        for (uint64_t m = 1; m <= 100; ++m) {
-          ASSERT_THAT(
-              run.Apply(cluster::MachineAdded{MachineId(m),
-                                              absl::StrCat("rack-", m % 10),
-                                              {16'000, int64_t{64} << 30, 0},
-                                              4,
-                                              {}}),
-              IsOk());
-        }
-        std::mt19937_64 rng(seed);
-        std::uniform_int_distribution<int64_t> cpu(250, 4000);
-        std::uniform_int_distribution<int64_t> memory_gib(1, 8);
-        uint64_t task = 0;
-        for (uint64_t j = 1; j <= 30; ++j) {
-          cluster::JobSubmitted job{JobId(j), "j", 0, {}};
-          for (int t = 0; t < 10; ++t) {
-            cluster::TaskSpec spec;
-            spec.id = TaskId(++task);
-            spec.request.cpu_millis = cpu(rng);
-            spec.request.memory_bytes = memory_gib(rng) << 30;
-            job.tasks.push_back(spec);
-          }
-          ASSERT_THAT(run.Apply(job), IsOk());
-          if (j == first_round_jobs) {
-            ASSERT_THAT(run.Sync(), IsOk());
-            ASSERT_THAT(run.Round().status(), IsOk());
-          }
-        }
-        ASSERT_THAT(run.Sync(), IsOk());
-        for (int round = 0; round < 4; ++round) {
-          ASSERT_THAT(run.Round().status(), IsOk());
-        }
-        size_t running = 0;
-        size_t used = 0;
-        for (const auto& [id, machine] : run.state().machines()) {
-          running += machine.running.size();
-          if (!machine.running.empty()) ++used;
-        }
-        EXPECT_EQ(running, 300u);
-        EXPECT_EQ(used, 100u);
-      }
-    }
-  }
 }
 
 // Tasks that ask for CPU or devices only get arcs where they fit: every
