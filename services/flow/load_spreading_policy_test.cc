@@ -279,7 +279,7 @@ TEST_F(LoadSpreadingPolicyTest, OneRoundSpreadsABurstEvenly) {
 // alone, blind to what other shapes send there in the same round, so walks
 // that gave every shape room at once let the solver stack shapes on a
 // machine (docs/2026-11-30-burst-room.md): this guards against that.
-TEST_F(LoadSpreadingPolicyTest, ManySingleTaskShapesUseEveryMachine) {
+TEST(LoadSpreadingSpreadTest, ManySingleTaskShapesUseEveryMachine) {
   for (const bool deferred : {false, true}) {
     for (const uint64_t first_round_jobs : {30, 11}) {
       for (uint64_t seed = 1; seed <= 4; ++seed) {
