@@ -1,6 +1,9 @@
 #include "services/solver/portfolio.h"
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -35,15 +38,23 @@ absl::Status RaceLostStatus(const absl::Status& scaled,
 
 }  // namespace
 
-double MeanSourceOutDegree(const McmfProblem& problem) {
+SourceArcs MeasureSourceArcs(const McmfProblem& problem) {
   uint64_t sources = 0;
   for (const int64_t supply : problem.supply) sources += supply > 0 ? 1 : 0;
-  if (sources == 0) return 0;
+  if (sources == 0) return {};
   uint64_t arcs = 0;
+  uint64_t free_arcs = 0;
   for (const McmfArc& arc : problem.arcs) {
-    if (arc.capacity > 0 && problem.supply[arc.src] > 0) ++arcs;
+    if (arc.capacity > 0 && problem.supply[arc.src] > 0) {
+      ++arcs;
+      free_arcs += arc.cost == 0 ? 1 : 0;
+    }
   }
-  return static_cast<double>(arcs) / static_cast<double>(sources);
+  if (arcs == 0) return {};
+  return {
+      .mean_degree = static_cast<double>(arcs) / static_cast<double>(sources),
+      .zero_cost_share =
+          static_cast<double>(free_arcs) / static_cast<double>(arcs)};
 }
 
 absl::StatusOr<McmfSolution> Portfolio::Solve(const McmfProblem& problem) {
@@ -92,9 +103,14 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
       absl::UnknownError("relaxation did not run");
   absl::StatusOr<McmfSolution> primal_dual =
       absl::UnknownError("incremental did not run");
-  // Set on the relaxation thread, read after the join.
+  absl::StatusOr<McmfSolution> scaled =
+      absl::UnknownError("cost scaling did not run");
+  // Set on the lane that runs them, read after the join.
   bool primal_dual_ran = false;
   bool relaxation_ran = false;
+  bool scaling_ran = false;
+  const SourceArcs shape =
+      warm == nullptr ? MeasureSourceArcs(problem) : SourceArcs{};
   auto run_primal_dual = [&] {
     if (!with_primal_dual) return;
     ScratchIncremental incremental;
@@ -103,7 +119,14 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
     primal_dual = incremental.Solve(problem);
     finish(primal_dual, 3);
   };
-  std::thread relaxation_thread([&] {
+  const bool skip_relaxation =
+      !with_relaxation || (relaxation_min_source_degree > 0 &&
+                           shape.mean_degree < relaxation_min_source_degree);
+  // Relaxation, or past its budget the primal-dual: relaxation wins the
+  // common case fast, and where it does not it rarely finishes at all. A
+  // third thread would cost more: on two cores the scheduler lets two
+  // racers share one core for the whole race.
+  auto run_relaxation_lane = [&] {
     if (warm != nullptr) {
       Relaxation relaxation;
       relaxation.set_stop_flag(stop);
@@ -112,14 +135,7 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
       finish(relaxed, 1);
       return;
     }
-    // From scratch relaxation has a CPU budget, and past it the
-    // incremental solver's primal-dual takes over its core: relaxation
-    // wins the common case fast, and where it does not it rarely finishes
-    // at all. A third thread would cost more: on two cores the scheduler
-    // lets two racers share one core for the whole race.
-    if (!with_relaxation ||
-        (relaxation_min_source_degree > 0 &&
-         MeanSourceOutDegree(problem) < relaxation_min_source_degree)) {
+    if (skip_relaxation) {
       run_primal_dual();
       return;
     }
@@ -132,15 +148,55 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
       return;
     }
     run_primal_dual();
+  };
+  auto run_scaling_lane = [&] {
+    CostScalingOptions options;
+    options.stop = stop;
+    scaling_ran = true;
+    scaled = warm == nullptr ? CostScaling(options).Solve(problem)
+                             : CostScaling(options).SolveFrom(
+                                   problem, warm->flow, warm->potentials);
+    finish(scaled, 2);
+  };
+
+  // The calling thread runs the first lane; the second waits `delay` (or
+  // until the first lane ends without a winner) before it starts.
+  const bool staggered = warm == nullptr && stagger_max_arcs > 0 &&
+                         problem.arcs.size() <= stagger_max_arcs &&
+                         (with_primal_dual || !skip_relaxation);
+  const bool scaling_first =
+      !staggered ||
+      shape.zero_cost_share >= stagger_scaling_min_zero_cost_share;
+  const std::chrono::nanoseconds delay(
+      staggered
+          ? stagger_delay_ns_per_arc * static_cast<int64_t>(problem.arcs.size())
+          : 0);
+  std::mutex mu;
+  std::condition_variable first_lane_ended;
+  bool first_ended = false;
+  std::thread second_lane([&] {
+    if (delay.count() > 0) {
+      std::unique_lock lock(mu);
+      first_lane_ended.wait_for(lock, delay, [&] { return first_ended; });
+    }
+    if (stop->load()) return;
+    if (scaling_first) {
+      run_relaxation_lane();
+    } else {
+      run_scaling_lane();
+    }
   });
-  CostScalingOptions options;
-  options.stop = stop;
-  absl::StatusOr<McmfSolution> scaled =
-      warm == nullptr ? CostScaling(options).Solve(problem)
-                      : CostScaling(options).SolveFrom(problem, warm->flow,
-                                                       warm->potentials);
-  finish(scaled, 2);
-  relaxation_thread.join();
+  if (scaling_first) {
+    run_scaling_lane();
+  } else {
+    run_relaxation_lane();
+  }
+  {
+    std::lock_guard lock(mu);
+    first_ended = true;
+  }
+  first_lane_ended.notify_one();
+  second_lane.join();
   switch (winner.load()) {
     case 1:
       return relaxed;
@@ -150,6 +206,9 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
       return primal_dual;
     default:
       if (!primal_dual_ran && !relaxation_ran) return scaled.status();
+      if (!scaling_ran) {
+        return primal_dual_ran ? primal_dual.status() : relaxed.status();
+      }
       return RaceLostStatus(scaled.status(), primal_dual_ran
                                                  ? primal_dual.status()
                                                  : relaxed.status());

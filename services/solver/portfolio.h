@@ -12,8 +12,10 @@
 // faster than cost scaling (docs/2026-11-27-solver-measurements.md, "The
 // primal-dual from scratch"). A network whose sources have few arcs each
 // (relaxation_min_source_degree) is where relaxation stalls, so there the
-// primal-dual races cost scaling from the start. The solution names the
-// winner in `algorithm`.
+// primal-dual races cost scaling from the start. On a small network the
+// race is staggered (stagger_max_arcs): the second racer slows the first
+// more than it wins there, so it starts only if the first is slow. The
+// solution names the winner in `algorithm`.
 //
 // Not deterministic in which optimum it returns (the winner depends on
 // timing): deterministic rounds use a single algorithm instead.
@@ -29,11 +31,18 @@
 
 namespace flowsched::solver {
 
-// The mean number of arcs with capacity leaving a node with positive
-// supply, or 0 without such a node. In a scheduling network: a task's
-// choices (unscheduled, any machine, its preferred machines and racks).
-// O(nodes + arcs).
-double MeanSourceOutDegree(const McmfProblem& problem);
+// The arcs with capacity that leave nodes with positive supply: in a
+// scheduling network, a task's choices (unscheduled, any machine, its
+// preferred machines and racks). O(nodes + arcs).
+struct SourceArcs {
+  // Arcs per supply node, 0 without one.
+  double mean_degree = 0;
+  // The share of them that cost nothing, 0 without one: a task whose
+  // choice of machine is free (load spreading's arc to its aggregator),
+  // the price being on the aggregator's arcs that all tasks share.
+  double zero_cost_share = 0;
+};
+SourceArcs MeasureSourceArcs(const McmfProblem& problem);
 
 class Portfolio final : public McmfSolver {
  public:
@@ -50,7 +59,7 @@ class Portfolio final : public McmfSolver {
   int64_t relaxation_budget_ns_per_arc = 300;
   int64_t relaxation_budget_min_ns = 10'000'000;
   // From scratch, a network whose supply nodes average fewer arcs than
-  // this (MeanSourceOutDegree) skips relaxation: its sources contend for a
+  // this (SourceArcs::mean_degree) skips relaxation: its sources contend for a
   // few shared destinations, where relaxation stalls, so the primal-dual
   // takes that core at once. 0 always tries relaxation first.
   double relaxation_min_source_degree = 4.0;
@@ -63,6 +72,17 @@ class Portfolio final : public McmfSolver {
   // From scratch, relaxation gets its budget first. Off: it is skipped,
   // as on a network of low source degree (above).
   bool with_relaxation = true;
+  // From scratch, a network of at most this many arcs is solved by the
+  // algorithm its shape favours alone, and the other racer starts only
+  // after stagger_delay_ns_per_arc per arc: on networks solved in a few
+  // milliseconds a second racer slows the first (both fill fresh memory
+  // at once) by more than it can win. Favoured: cost scaling when most
+  // task arcs are free (SourceArcs::zero_cost_share at least
+  // stagger_scaling_min_zero_cost_share), else relaxation or the
+  // primal-dual as above. 0 races from the start at every size.
+  uint64_t stagger_max_arcs = 100'000;
+  int64_t stagger_delay_ns_per_arc = 400;
+  double stagger_scaling_min_zero_cost_share = 0.25;
 
   absl::StatusOr<McmfSolution> Solve(const McmfProblem& problem) override;
   std::string_view name() const override { return "portfolio"; }

@@ -64,7 +64,7 @@ TEST(PortfolioTest, WinnerIsOptimalOnSchedulingNetworks) {
   }
 }
 
-TEST(PortfolioTest, MeanSourceOutDegreeCountsArcsWithCapacity) {
+TEST(PortfolioTest, MeasureSourceArcsCountsArcsWithCapacity) {
   McmfProblem problem;
   problem.node_count = 4;
   problem.supply = {2, 1, 0, -3};
@@ -74,9 +74,11 @@ TEST(PortfolioTest, MeanSourceOutDegreeCountsArcsWithCapacity) {
                   {.src = 1, .dst = 3, .capacity = 3, .cost = 2},
                   {.src = 1, .dst = 2, .capacity = 0, .cost = 0},  // dead
                   {.src = 2, .dst = 3, .capacity = 5, .cost = 0}};
-  EXPECT_DOUBLE_EQ(MeanSourceOutDegree(problem), 2.0);
+  EXPECT_DOUBLE_EQ(MeasureSourceArcs(problem).mean_degree, 2.0);
+  EXPECT_DOUBLE_EQ(MeasureSourceArcs(problem).zero_cost_share, 0.5);
   problem.supply = {0, 0, 0, 0};
-  EXPECT_DOUBLE_EQ(MeanSourceOutDegree(problem), 0.0);
+  EXPECT_DOUBLE_EQ(MeasureSourceArcs(problem).mean_degree, 0.0);
+  EXPECT_DOUBLE_EQ(MeasureSourceArcs(problem).zero_cost_share, 0.0);
 }
 
 // Below relaxation_min_source_degree relaxation never runs: the primal-dual
@@ -89,6 +91,85 @@ TEST(PortfolioTest, FewArcsPerSourceSkipRelaxation) {
         portfolio, seed, 0.6 + 0.05 * static_cast<double>(seed));
     ASSERT_THAT(solution, IsOk());
     EXPECT_NE(solution->algorithm, "relaxation") << seed;
+  }
+}
+
+// A generated scheduling network whose tasks' arcs cost nothing but
+// their first (unscheduled) one: load spreading's shape, where the price
+// is on the arcs the tasks share.
+McmfProblem FreeTaskArcsNetwork(uint64_t seed) {
+  testgen::SchedulingOptions options;
+  options.utilisation = 0.9;
+  McmfProblem problem = testgen::SchedulingNetwork(seed, options);
+  std::vector<bool> seen(problem.node_count, false);
+  for (McmfArc& arc : problem.arcs) {
+    if (problem.supply[arc.src] <= 0) continue;
+    if (seen[arc.src]) arc.cost = 0;
+    seen[arc.src] = true;
+  }
+  return problem;
+}
+
+// A delay no test waits out: the second lane starts only when the first
+// ends without an optimum.
+constexpr int64_t kNeverNsPerArc = int64_t{1} << 40;
+
+// Small networks are staggered: the lane the shape favours answers alone.
+TEST(PortfolioTest, StaggeredTheFavouredLaneAnswersAlone) {
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    Portfolio portfolio;
+    portfolio.stagger_delay_ns_per_arc = kNeverNsPerArc;
+    const McmfProblem free_arcs = FreeTaskArcsNetwork(seed);
+    ASSERT_GE(MeasureSourceArcs(free_arcs).zero_cost_share, 0.25);
+    absl::StatusOr<McmfSolution> solution = portfolio.Solve(free_arcs);
+    testgen::ExpectMatchesLemon(free_arcs, solution);
+    ASSERT_THAT(solution, IsOk());
+    EXPECT_EQ(solution->algorithm, "cost_scaling") << seed;
+
+    testgen::SchedulingOptions few;
+    few.max_preferences = 1;
+    const McmfProblem priced = testgen::SchedulingNetwork(seed, few);
+    ASSERT_LT(MeasureSourceArcs(priced).mean_degree, 4.0);
+    ASSERT_LT(MeasureSourceArcs(priced).zero_cost_share, 0.25);
+    solution = portfolio.Solve(priced);
+    testgen::ExpectMatchesLemon(priced, solution);
+    ASSERT_THAT(solution, IsOk());
+    EXPECT_EQ(solution->algorithm, "incremental") << seed;
+
+    testgen::SchedulingOptions many;
+    many.max_preferences = 8;
+    const McmfProblem preferring = testgen::SchedulingNetwork(seed, many);
+    ASSERT_GE(MeasureSourceArcs(preferring).mean_degree, 4.0);
+    solution = portfolio.Solve(preferring);
+    testgen::ExpectMatchesLemon(preferring, solution);
+    ASSERT_THAT(solution, IsOk());
+    EXPECT_NE(solution->algorithm, "cost_scaling") << seed;
+  }
+}
+
+// A favoured lane that fails starts the other at once: CostlyPath behind a
+// free first arc favours cost scaling, whose price range it exceeds.
+TEST(PortfolioTest, StaggeredAFailedFirstLaneStartsTheOther) {
+  McmfProblem problem = CostlyPath();
+  problem.arcs.front().cost = 0;
+  ASSERT_EQ(MeasureSourceArcs(problem).zero_cost_share, 1.0);
+  Portfolio portfolio;
+  portfolio.stagger_delay_ns_per_arc = kNeverNsPerArc;
+  const absl::StatusOr<McmfSolution> solution = portfolio.Solve(problem);
+  ASSERT_THAT(solution, IsOk());
+  EXPECT_EQ(solution->total_cost,
+            (int64_t{1} << 30) * (problem.node_count - 2));
+  EXPECT_NE(solution->algorithm, "cost_scaling");
+}
+
+// Without staggering both lanes start at once, at every size.
+TEST(PortfolioTest, UnstaggeredRaceMatchesLemon) {
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    Portfolio portfolio;
+    portfolio.stagger_max_arcs = 0;
+    const absl::StatusOr<McmfSolution> solution = SolveAndCompare(
+        portfolio, seed, 0.6 + 0.05 * static_cast<double>(seed));
+    ASSERT_THAT(solution, IsOk());
   }
 }
 
