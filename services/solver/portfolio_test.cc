@@ -1,5 +1,8 @@
 #include "services/solver/portfolio.h"
 
+#include <string>
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/common/status_matchers.h"
@@ -114,6 +117,14 @@ McmfProblem FreeTaskArcsNetwork(uint64_t seed) {
 // ends without an optimum.
 constexpr int64_t kNeverNsPerArc = int64_t{1} << 40;
 
+// The algorithm that answered `problem`, once the answer matched LEMON.
+std::string WinnerMatchingLemon(Portfolio& portfolio,
+                                const McmfProblem& problem) {
+  const absl::StatusOr<McmfSolution> solution = portfolio.Solve(problem);
+  testgen::ExpectMatchesLemon(problem, solution);
+  return solution.ok() ? solution->algorithm : "(failed)";
+}
+
 // Small networks are staggered: the lane the shape favours answers alone.
 TEST(PortfolioTest, StaggeredTheFavouredLaneAnswersAlone) {
   for (uint64_t seed = 1; seed <= 8; ++seed) {
@@ -121,29 +132,23 @@ TEST(PortfolioTest, StaggeredTheFavouredLaneAnswersAlone) {
     portfolio.stagger_delay_ns_per_arc = kNeverNsPerArc;
     const McmfProblem free_arcs = FreeTaskArcsNetwork(seed);
     ASSERT_GE(MeasureSourceArcs(free_arcs).zero_cost_share, 0.25);
-    absl::StatusOr<McmfSolution> solution = portfolio.Solve(free_arcs);
-    testgen::ExpectMatchesLemon(free_arcs, solution);
-    ASSERT_THAT(solution, IsOk());
-    EXPECT_EQ(solution->algorithm, "cost_scaling") << seed;
+    EXPECT_EQ(WinnerMatchingLemon(portfolio, free_arcs), "cost_scaling")
+        << seed;
 
     testgen::SchedulingOptions few;
     few.max_preferences = 1;
     const McmfProblem priced = testgen::SchedulingNetwork(seed, few);
     ASSERT_LT(MeasureSourceArcs(priced).mean_degree, 4.0);
     ASSERT_LT(MeasureSourceArcs(priced).zero_cost_share, 0.25);
-    solution = portfolio.Solve(priced);
-    testgen::ExpectMatchesLemon(priced, solution);
-    ASSERT_THAT(solution, IsOk());
-    EXPECT_EQ(solution->algorithm, "incremental") << seed;
+    EXPECT_EQ(WinnerMatchingLemon(portfolio, priced), "incremental") << seed;
 
     testgen::SchedulingOptions many;
     many.max_preferences = 8;
     const McmfProblem preferring = testgen::SchedulingNetwork(seed, many);
     ASSERT_GE(MeasureSourceArcs(preferring).mean_degree, 4.0);
-    solution = portfolio.Solve(preferring);
-    testgen::ExpectMatchesLemon(preferring, solution);
-    ASSERT_THAT(solution, IsOk());
-    EXPECT_NE(solution->algorithm, "cost_scaling") << seed;
+    const std::string winner = WinnerMatchingLemon(portfolio, preferring);
+    EXPECT_TRUE(winner == "relaxation" || winner == "incremental")
+        << seed << " " << winner;
   }
 }
 
