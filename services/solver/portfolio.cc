@@ -36,6 +36,18 @@ absl::Status RaceLostStatus(const absl::Status& scaled,
   return scaled;
 }
 
+// The staggered lane's delay, at most a day: a caller's large per-arc delay
+// means "only if the first lane fails", and must not overflow the clock.
+int64_t StaggerDelayNs(int64_t ns_per_arc, size_t arcs) {
+  constexpr int64_t kDayNs = int64_t{86'400} * 1'000'000'000;
+  if (ns_per_arc <= 0 || arcs == 0) return 0;
+  if (static_cast<uint64_t>(ns_per_arc) >
+      static_cast<uint64_t>(kDayNs) / arcs) {
+    return kDayNs;
+  }
+  return ns_per_arc * static_cast<int64_t>(arcs);
+}
+
 }  // namespace
 
 SourceArcs MeasureSourceArcs(const McmfProblem& problem) {
@@ -109,8 +121,20 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
   bool primal_dual_ran = false;
   bool relaxation_ran = false;
   bool scaling_ran = false;
-  const SourceArcs shape =
-      warm == nullptr ? MeasureSourceArcs(problem) : SourceArcs{};
+  // A small network's shape is measured before the lanes start (it picks
+  // the first); a larger one's only in the relaxation lane, on its own
+  // core, and only if the degree rule needs it.
+  const bool small = warm == nullptr && stagger_max_arcs > 0 &&
+                     problem.arcs.size() <= stagger_max_arcs;
+  const SourceArcs small_shape =
+      small ? MeasureSourceArcs(problem) : SourceArcs{};
+  auto skips_relaxation = [&] {
+    if (!with_relaxation) return true;
+    if (relaxation_min_source_degree <= 0) return false;
+    const double degree = small ? small_shape.mean_degree
+                                : MeasureSourceArcs(problem).mean_degree;
+    return degree < relaxation_min_source_degree;
+  };
   auto run_primal_dual = [&] {
     if (!with_primal_dual) return;
     ScratchIncremental incremental;
@@ -119,9 +143,6 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
     primal_dual = incremental.Solve(problem);
     finish(primal_dual, 3);
   };
-  const bool skip_relaxation =
-      !with_relaxation || (relaxation_min_source_degree > 0 &&
-                           shape.mean_degree < relaxation_min_source_degree);
   // Relaxation, or past its budget the primal-dual: relaxation wins the
   // common case fast, and where it does not it rarely finishes at all. A
   // third thread would cost more: on two cores the scheduler lets two
@@ -135,7 +156,7 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
       finish(relaxed, 1);
       return;
     }
-    if (skip_relaxation) {
+    if (skips_relaxation()) {
       run_primal_dual();
       return;
     }
@@ -159,18 +180,16 @@ absl::StatusOr<McmfSolution> Portfolio::Race(const McmfProblem& problem,
     finish(scaled, 2);
   };
 
-  // The calling thread runs the first lane; the second waits `delay` (or
-  // until the first lane ends without a winner) before it starts.
-  const bool staggered = warm == nullptr && stagger_max_arcs > 0 &&
-                         problem.arcs.size() <= stagger_max_arcs &&
-                         (with_primal_dual || !skip_relaxation);
+  // The calling thread runs the first lane. The second waits `delay` or
+  // until the first lane ends, whichever comes first, and then runs unless
+  // a winner (or the caller) has set the stop flag.
+  const bool staggered = small && (with_primal_dual || !skips_relaxation());
   const bool scaling_first =
       !staggered ||
-      shape.zero_cost_share >= stagger_scaling_min_zero_cost_share;
+      small_shape.zero_cost_share >= stagger_scaling_min_zero_cost_share;
   const std::chrono::nanoseconds delay(
-      staggered
-          ? stagger_delay_ns_per_arc * static_cast<int64_t>(problem.arcs.size())
-          : 0);
+      staggered ? StaggerDelayNs(stagger_delay_ns_per_arc, problem.arcs.size())
+                : 0);
   std::mutex mu;
   std::condition_variable first_lane_ended;
   bool first_ended = false;

@@ -12,9 +12,9 @@
 // faster than cost scaling (docs/2026-11-27-solver-measurements.md, "The
 // primal-dual from scratch"). A network whose sources have few arcs each
 // (relaxation_min_source_degree) is where relaxation stalls, so there the
-// primal-dual races cost scaling from the start. On a small network the
-// race is staggered (stagger_max_arcs): the second racer slows the first
-// more than it wins there, so it starts only if the first is slow. The
+// primal-dual races cost scaling. On a small network the race is
+// staggered (stagger_max_arcs): the second racer slows the first more
+// than it wins there, so it starts only if the first is slow or fails. The
 // solution names the winner in `algorithm`.
 //
 // Not deterministic in which optimum it returns (the winner depends on
@@ -47,8 +47,9 @@ SourceArcs MeasureSourceArcs(const McmfProblem& problem);
 class Portfolio final : public McmfSolver {
  public:
   // `race_stop`, if given, is shared with the caller's own racers: any of
-  // them setting it stops this portfolio (Cancelled), and the portfolio sets
-  // it when one of its algorithms finishes first.
+  // them setting it stops this portfolio (Cancelled, or the error of a
+  // racer that had already failed), and the portfolio sets it when one of
+  // its algorithms finishes first.
   explicit Portfolio(std::atomic<bool>* race_stop = nullptr)
       : race_stop_(race_stop) {}
 
@@ -61,7 +62,8 @@ class Portfolio final : public McmfSolver {
   // From scratch, a network whose supply nodes average fewer arcs than
   // this (SourceArcs::mean_degree) skips relaxation: its sources contend for a
   // few shared destinations, where relaxation stalls, so the primal-dual
-  // takes that core at once. 0 always tries relaxation first.
+  // takes that core at once (racing cost scaling from the start above
+  // stagger_max_arcs). 0 always tries relaxation first.
   double relaxation_min_source_degree = 4.0;
   // From scratch, relaxation's core turns to the primal-dual when
   // relaxation is skipped or out of budget. A caller that runs the
@@ -72,14 +74,16 @@ class Portfolio final : public McmfSolver {
   // From scratch, relaxation gets its budget first. Off: it is skipped,
   // as on a network of low source degree (above).
   bool with_relaxation = true;
-  // From scratch, a network of at most this many arcs is solved by the
-  // algorithm its shape favours alone, and the other racer starts only
-  // after stagger_delay_ns_per_arc per arc: on networks solved in a few
-  // milliseconds a second racer slows the first (both fill fresh memory
-  // at once) by more than it can win. Favoured: cost scaling when most
-  // task arcs are free (SourceArcs::zero_cost_share at least
-  // stagger_scaling_min_zero_cost_share), else relaxation or the
-  // primal-dual as above. 0 races from the start at every size.
+  // From scratch, a network of at most stagger_max_arcs arcs is solved by
+  // the lane its shape favours alone; the other lane starts after
+  // stagger_delay_ns_per_arc per arc (at most a day), or at once if the
+  // first lane fails: on networks solved in a few milliseconds a second
+  // racer slows the first (both fill fresh memory at once) by more than it
+  // can win. Favoured: cost scaling when at least
+  // stagger_scaling_min_zero_cost_share of the task arcs are free
+  // (SourceArcs::zero_cost_share), else relaxation or the primal-dual as
+  // above. stagger_max_arcs 0 races from the start at every size; a delay
+  // of 0 keeps the favoured lane on the calling thread but starts both.
   uint64_t stagger_max_arcs = 100'000;
   int64_t stagger_delay_ns_per_arc = 400;
   double stagger_scaling_min_zero_cost_share = 0.25;

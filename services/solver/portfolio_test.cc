@@ -1,5 +1,6 @@
 #include "services/solver/portfolio.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -84,12 +85,14 @@ TEST(PortfolioTest, MeasureSourceArcsCountsArcsWithCapacity) {
   EXPECT_DOUBLE_EQ(MeasureSourceArcs(problem).zero_cost_share, 0.0);
 }
 
-// Below relaxation_min_source_degree relaxation never runs: the primal-dual
-// races cost scaling from the start, and the result is as exact.
+// Below relaxation_min_source_degree relaxation never runs: unstaggered,
+// the primal-dual races cost scaling from the start, and the result is as
+// exact.
 TEST(PortfolioTest, FewArcsPerSourceSkipRelaxation) {
   for (uint64_t seed = 1; seed <= 12; ++seed) {
     Portfolio portfolio;
     portfolio.relaxation_min_source_degree = 1e9;
+    portfolio.stagger_max_arcs = 0;
     const absl::StatusOr<McmfSolution> solution = SolveAndCompare(
         portfolio, seed, 0.6 + 0.05 * static_cast<double>(seed));
     ASSERT_THAT(solution, IsOk());
@@ -114,7 +117,7 @@ McmfProblem FreeTaskArcsNetwork(uint64_t seed) {
 }
 
 // A delay no test waits out: the second lane starts only when the first
-// ends without an optimum.
+// fails.
 constexpr int64_t kNeverNsPerArc = int64_t{1} << 40;
 
 // The algorithm that answered `problem`, once the answer matched LEMON.
@@ -146,6 +149,7 @@ TEST(PortfolioTest, StaggeredTheFavouredLaneAnswersAlone) {
     many.max_preferences = 8;
     const McmfProblem preferring = testgen::SchedulingNetwork(seed, many);
     ASSERT_GE(MeasureSourceArcs(preferring).mean_degree, 4.0);
+    ASSERT_LT(MeasureSourceArcs(preferring).zero_cost_share, 0.25);
     const std::string winner = WinnerMatchingLemon(portfolio, preferring);
     EXPECT_TRUE(winner == "relaxation" || winner == "incremental")
         << seed << " " << winner;
@@ -167,15 +171,29 @@ TEST(PortfolioTest, StaggeredAFailedFirstLaneStartsTheOther) {
   EXPECT_NE(solution->algorithm, "cost_scaling");
 }
 
-// Without staggering both lanes start at once, at every size.
-TEST(PortfolioTest, UnstaggeredRaceMatchesLemon) {
+// Raced from the start (no staggering), or staggered with the second lane
+// starting after a delay shorter than the first lane's solve (1 ns per
+// arc), either lane may win, and the answer is as exact.
+TEST(PortfolioTest, RacedOrLateSecondLaneMatchesLemon) {
   for (uint64_t seed = 1; seed <= 12; ++seed) {
-    Portfolio portfolio;
-    portfolio.stagger_max_arcs = 0;
-    const absl::StatusOr<McmfSolution> solution = SolveAndCompare(
-        portfolio, seed, 0.6 + 0.05 * static_cast<double>(seed));
-    ASSERT_THAT(solution, IsOk());
+    const double utilisation = 0.6 + 0.05 * static_cast<double>(seed);
+    Portfolio raced;
+    raced.stagger_max_arcs = 0;
+    ASSERT_THAT(SolveAndCompare(raced, seed, utilisation), IsOk());
+    Portfolio late;
+    late.stagger_delay_ns_per_arc = 1;
+    ASSERT_THAT(SolveAndCompare(late, seed, utilisation), IsOk());
+    ASSERT_THAT(SolveAndCompare(late, seed, utilisation), IsOk());
   }
+}
+
+// A delay beyond a day saturates (no overflow of the clock): the favoured
+// lane still answers on its own.
+TEST(PortfolioTest, StaggerDelaySaturates) {
+  Portfolio portfolio;
+  portfolio.stagger_delay_ns_per_arc = std::numeric_limits<int64_t>::max();
+  const McmfProblem free_arcs = FreeTaskArcsNetwork(1);
+  EXPECT_EQ(WinnerMatchingLemon(portfolio, free_arcs), "cost_scaling");
 }
 
 TEST(PortfolioTest, MatchesLemonOnRandomNetworks) {
@@ -212,6 +230,8 @@ TEST(PortfolioTest, PastRelaxationsBudgetThePrimalDualRaces) {
     Portfolio portfolio;
     portfolio.relaxation_budget_ns_per_arc = 0;
     portfolio.relaxation_budget_min_ns = 1;
+    portfolio.relaxation_min_source_degree = 0;
+    portfolio.stagger_max_arcs = 0;
     testgen::SchedulingOptions options;
     options.task_count = 2000;
     options.machine_count = 150;
@@ -270,13 +290,21 @@ TEST(PortfolioTest, CostsBeyondCostScalingsRange) {
               StatusIs(absl::StatusCode::kOutOfRange, "total cost"));
 }
 
-TEST(PortfolioTest, ACallerStopCancelsBothAlgorithms) {
+// A stop set by the caller cancels the race, raced from the start or
+// staggered with either lane first.
+TEST(PortfolioTest, ACallerStopCancelsTheRace) {
   std::atomic<bool> stop{true};
-  Portfolio portfolio(&stop);
-  const McmfProblem problem =
+  const McmfProblem priced =
       testgen::SchedulingNetwork(3, testgen::SchedulingOptions{});
-  EXPECT_THAT(portfolio.Solve(problem),
-              StatusIs(absl::StatusCode::kCancelled, ""));
+  const McmfProblem free_arcs = FreeTaskArcsNetwork(3);
+  for (const uint64_t stagger_max_arcs : {uint64_t{0}, uint64_t{100'000}}) {
+    Portfolio portfolio(&stop);
+    portfolio.stagger_max_arcs = stagger_max_arcs;
+    EXPECT_THAT(portfolio.Solve(priced),
+                StatusIs(absl::StatusCode::kCancelled, ""));
+    EXPECT_THAT(portfolio.Solve(free_arcs),
+                StatusIs(absl::StatusCode::kCancelled, ""));
+  }
 }
 
 // The race's stop flag reaches the up-front max flow both algorithms run,
