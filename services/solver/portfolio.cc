@@ -36,9 +36,9 @@ absl::Status RaceLostStatus(const absl::Status& scaled,
   return scaled;
 }
 
-// The staggered lane's delay, at most a day: a caller's large per-arc delay
-// means "only if the first lane fails", and must not overflow the clock.
-int64_t StaggerDelayNs(int64_t ns_per_arc, size_t arcs) {
+}  // namespace
+
+int64_t StaggerDelayNs(int64_t ns_per_arc, uint64_t arcs) {
   constexpr int64_t kDayNs = int64_t{86'400} * 1'000'000'000;
   if (ns_per_arc <= 0 || arcs == 0) return 0;
   if (static_cast<uint64_t>(ns_per_arc) >
@@ -47,8 +47,6 @@ int64_t StaggerDelayNs(int64_t ns_per_arc, size_t arcs) {
   }
   return ns_per_arc * static_cast<int64_t>(arcs);
 }
-
-}  // namespace
 
 SourceArcs MeasureSourceArcs(const McmfProblem& problem) {
   uint64_t sources = 0;

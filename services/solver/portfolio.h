@@ -44,6 +44,12 @@ struct SourceArcs {
 };
 SourceArcs MeasureSourceArcs(const McmfProblem& problem);
 
+// The staggered second lane's delay for `arcs` arcs: ns_per_arc * arcs,
+// 0 for a non-positive rate, and at most a day, so that a caller's huge
+// rate ("only if the first lane fails") overflows neither int64 nor the
+// clock.
+int64_t StaggerDelayNs(int64_t ns_per_arc, uint64_t arcs);
+
 class Portfolio final : public McmfSolver {
  public:
   // `race_stop`, if given, is shared with the caller's own racers: any of

@@ -187,13 +187,19 @@ TEST(PortfolioTest, RacedOrLateSecondLaneMatchesLemon) {
   }
 }
 
-// A delay beyond a day saturates (no overflow of the clock): the favoured
-// lane still answers on its own.
-TEST(PortfolioTest, StaggerDelaySaturates) {
-  Portfolio portfolio;
-  portfolio.stagger_delay_ns_per_arc = std::numeric_limits<int64_t>::max();
-  const McmfProblem free_arcs = FreeTaskArcsNetwork(1);
-  EXPECT_EQ(WinnerMatchingLemon(portfolio, free_arcs), "cost_scaling");
+// The delay is the rate times the arcs, 0 for a rate of 0 or less, and
+// saturates at a day instead of overflowing.
+TEST(PortfolioTest, StaggerDelayIsRateTimesArcsUpToADay) {
+  constexpr int64_t kDayNs = int64_t{86'400} * 1'000'000'000;
+  EXPECT_EQ(StaggerDelayNs(400, 50'000), 20'000'000);
+  EXPECT_EQ(StaggerDelayNs(0, 50'000), 0);
+  EXPECT_EQ(StaggerDelayNs(-5, 50'000), 0);
+  EXPECT_EQ(StaggerDelayNs(400, 0), 0);
+  EXPECT_EQ(StaggerDelayNs(kNeverNsPerArc, 40'000), kDayNs);
+  EXPECT_EQ(StaggerDelayNs(std::numeric_limits<int64_t>::max(), 100'000),
+            kDayNs);
+  EXPECT_EQ(StaggerDelayNs(kDayNs, 1), kDayNs);
+  EXPECT_EQ(StaggerDelayNs(kDayNs, 2), kDayNs);
 }
 
 TEST(PortfolioTest, MatchesLemonOnRandomNetworks) {
