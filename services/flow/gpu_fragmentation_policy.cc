@@ -27,7 +27,7 @@ constexpr int64_t kNoFit = std::numeric_limits<int64_t>::min();
 // and shape classes own kEquivalenceClass).
 uint64_t GateKey(MachineId machine) {
   return NetworkBuilder::StableKey(
-      absl::StrCat("gpu-fgd-gate|", machine.value()));
+      absl::StrCat("machine-gate|", machine.value()));
 }
 
 }  // namespace
@@ -106,11 +106,16 @@ int64_t GpuFragmentationPolicy::PlacementCost(
     const std::vector<cluster::DeviceShare>& devices, int64_t rank) const {
   const double delta =
       cluster::FragmentationDelta(machine, workload_, shape.ask, devices);
-  // The most-allocated and model terms, in score levels (or whole GPUs).
-  double terms = 0;
+  // Each term rounded on its own, in score levels (or whole GPUs) of
+  // `unit` cost units: the most-allocated and the model terms.
+  const double unit = params_.score_levels == 0
+                          ? static_cast<double>(cluster::kMilliPerDevice)
+                          : static_cast<double>(kRankRange);
+  int64_t terms = 0;
   if (params_.best_fit > 0) {
-    terms += params_.best_fit *
-             cluster::BestFitLeftover(machine, shape.ask, max_spec_);
+    terms += std::llround(
+        params_.best_fit *
+        cluster::BestFitLeftover(machine, shape.ask, max_spec_) * unit);
   }
   const cluster::AcceleratorRequest& ask = shape.ask.accelerator;
   if (params_.model_affinity > 0 && !ask.preferred_models.empty() &&
@@ -119,18 +124,15 @@ int64_t GpuFragmentationPolicy::PlacementCost(
     for (const cluster::DeviceShare& share : devices) {
       other += ask.PrefersModel(machine.devices[share.index].model) ? 0 : 1;
     }
-    terms += params_.model_affinity * static_cast<double>(other) /
-             static_cast<double>(devices.size());
+    terms += std::llround(params_.model_affinity * static_cast<double>(other) /
+                          static_cast<double>(devices.size()) * unit);
   }
-  if (params_.score_levels == 0) {
-    return static_cast<int64_t>(
-        std::llround(delta + terms * cluster::kMilliPerDevice));
-  }
+  if (params_.score_levels == 0) return std::llround(delta) + terms;
   const double levels = static_cast<double>(params_.score_levels);
   const auto score = static_cast<int64_t>(
       std::floor(levels / (1.0 + std::exp(delta / 1000.0))));
-  return (params_.score_levels - score) * kRankRange +
-         std::llround(terms * kRankRange) + (params_.first_fit != 0 ? rank : 0);
+  return (params_.score_levels - score) * kRankRange + terms +
+         (params_.first_fit != 0 ? rank : 0);
 }
 
 int64_t GpuFragmentationPolicy::Price(const cluster::Machine& machine,

@@ -33,9 +33,9 @@
 // L = 0: the most-allocated machine wins among near-equal fragmentation
 // scores. A task with preferred models pays `model_affinity` levels (or
 // whole GPUs) times the share of its devices that are of another model.
-// Every machine's arcs are priced
-// again when it changes, so a machine's costs follow it as it fills. Waiting
-// costs more than any placement: a round places a task on every machine
+// Each term is rounded to whole cost units on its own. Every machine's arcs are
+// priced again when it changes, so a machine's costs follow it as it fills.
+// Waiting costs more than any placement: a round places a task on every machine
 // where some waiting task fits.
 //
 // Running tasks never move (as in cpu-memory).

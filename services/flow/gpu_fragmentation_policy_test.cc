@@ -2,8 +2,12 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/cluster/resource_fit.h"
@@ -247,6 +251,136 @@ TEST(GpuFragmentationPolicyRandomTest, NeverOvercommitsAndFillsUp) {
     }
     cluster.ExpectNoWaitingTaskFits();
   }
+}
+
+// The networks gpu-fgd built on random clusters before it was a built-in
+// profile (fingerprints taken once each term was rounded on its own, as a
+// profile rounds its terms, and its gates were keyed as a profile's):
+// machines with and without GPUs of three models
+// (some shared at less than a whole device), tasks asking for CPU and memory,
+// whole and fractional GPUs, acceptable and preferred models and labels, some
+// jobs on different machines; random parameters (the exact delta and the score,
+// with and without first fit, best fit and model affinity); synced eagerly
+// or as the graph manager does, over rounds that place and finish tasks,
+// with machines removed and added (every price again) and the workload
+// growing past a third (rebuilt). Any change to a node, arc, capacity or
+// cost changes a fingerprint.
+TEST(GpuFragmentationPinTest, KeepsItsNetworkOnRandomClusters) {
+  const std::vector<uint64_t> expected = {
+      1374100522202728055ULL,  18027392164210085374ULL,
+      5348808533168982853ULL,  2943134578543772258ULL,
+      1932727221353776839ULL,  17370719197351542893ULL,
+      10540974816324930862ULL, 1606468956676966174ULL,
+      14897793155719551269ULL, 13884604189819780725ULL,
+      8011476478273787598ULL,  15185751640451190955ULL,
+      16475273596251520548ULL, 5148149917079384825ULL,
+      15269063581084483736ULL, 15832207825977574513ULL,
+      13434548369654633503ULL, 4421317925747021766ULL,
+      6084184013119019722ULL,  13183936569503137781ULL,
+      8937047245209521092ULL,  14735496884328923304ULL,
+      5196059029974196584ULL,  17198675731593257305ULL};
+  std::vector<uint64_t> actual;
+  const std::vector<std::string> models = {"A10", "V100", "T4"};
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    std::mt19937_64 rng(seed);
+    GpuFragmentationParams params;
+    params.score_levels = std::vector<int64_t>{0, 10, 100}[rng() % 3];
+    params.first_fit = static_cast<int64_t>(rng() % 2);
+    params.best_fit = std::vector<double>{0, 0.5, 1, 2.5}[rng() % 4];
+    params.model_affinity = std::vector<double>{0, 3, 10}[rng() % 3];
+    params.workload_coverage = std::vector<double>{0.5, 0.95, 1}[rng() % 3];
+    GpuFragmentationPolicy policy(params);
+    testing::PinnedRun run(policy, /*deferred=*/seed % 2 == 0);
+    const auto apply = [&](cluster::EventBody body) {
+      ASSERT_THAT(run.Apply(body), IsOk());
+    };
+    const auto sync = [&]() { ASSERT_THAT(run.Sync(), IsOk()); };
+    uint64_t next_machine = 1;
+    const auto add_machine = [&]() {
+      cluster::MachineAdded added{
+          MachineId(next_machine++),
+          absl::StrCat("r", rng() % 3),
+          {static_cast<int64_t>(4000 + rng() % 60000),
+           static_cast<int64_t>(8 + rng() % 120) * kGiB, 0},
+          static_cast<uint32_t>(2 + rng() % 30),
+          {{"zone", rng() % 2 ? "a" : "b"}},
+          {}};
+      if (rng() % 4 != 0) {
+        added.accelerators.push_back({static_cast<uint32_t>(1 + rng() % 8),
+                                      models[rng() % 3],
+                                      rng() % 5 == 0 ? 500 : 1000, 0});
+        if (rng() % 4 == 0) {
+          added.accelerators.push_back({static_cast<uint32_t>(1 + rng() % 4),
+                                        models[rng() % 3], 1000, 0});
+        }
+      }
+      apply(added);
+    };
+    const int machines = 3 + static_cast<int>(rng() % 20);
+    for (int m = 0; m < machines; ++m) add_machine();
+    uint64_t next_task = 1;
+    for (int wave = 0; wave < 4; ++wave) {
+      const int jobs = 1 + static_cast<int>(rng() % 4);
+      for (int j = 0; j < jobs; ++j) {
+        cluster::JobSubmitted job{
+            JobId(static_cast<uint64_t>(100 * wave + j + 1)), "j", 0, {}};
+        job.different_machines = rng() % 6 == 0;
+        const int n = 1 + static_cast<int>(rng() % 12);
+        for (int t = 0; t < n; ++t) {
+          cluster::TaskSpec spec;
+          spec.id = TaskId(next_task++);
+          spec.request.cpu_millis = static_cast<int64_t>(rng() % 8000);
+          spec.request.memory_bytes = static_cast<int64_t>(rng() % 16) * kGiB;
+          switch (rng() % 4) {
+            case 0:
+              spec.accelerator.whole = static_cast<uint32_t>(1 + rng() % 3);
+              break;
+            case 1:
+            case 2:
+              spec.accelerator.milli = static_cast<int64_t>(1 + rng() % 999);
+              break;
+            default:
+              break;
+          }
+          if (!spec.accelerator.empty() && rng() % 4 == 0) {
+            spec.accelerator.models = {models[rng() % 3], models[rng() % 3]};
+          }
+          if (!spec.accelerator.empty() && rng() % 3 == 0) {
+            const std::string& preferred = models[rng() % 3];
+            if (spec.accelerator.AcceptsModel(preferred)) {
+              spec.accelerator.preferred_models = {preferred};
+            }
+          }
+          if (rng() % 6 == 0) spec.required_labels = {{"zone", "a"}};
+          job.tasks.push_back(spec);
+        }
+        apply(job);
+      }
+      sync();
+      for (int round = 0; round < 2; ++round) {
+        ASSERT_THAT(run.Round().status(), IsOk());
+      }
+      std::vector<std::pair<JobId, TaskId>> finishing;
+      for (const auto& [id, task] : run.state().tasks()) {
+        if (task.running() && rng() % 4 == 0) {
+          finishing.emplace_back(task.job, id);
+        }
+      }
+      for (const auto& [job, task] : finishing) {
+        apply(cluster::TaskFinished{job, task});
+      }
+      if (wave == 1) {
+        // A machine goes and another comes: every rank moves.
+        apply(cluster::MachineRemoved{run.state().machines().begin()->first});
+        add_machine();
+      }
+      run.now_us += 2'000'000;
+      sync();
+      ASSERT_THAT(run.Round().status(), IsOk());
+    }
+    actual.push_back(run.fingerprint);
+  }
+  EXPECT_EQ(actual, expected) << "now: " << absl::StrJoin(actual, ", ");
 }
 
 }  // namespace
