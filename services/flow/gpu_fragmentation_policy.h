@@ -2,56 +2,43 @@
 
 // GPU sharing priced by fragmentation (`gpu-fgd`): the FGD paper's measure
 // (Weng et al., USENIX ATC 2023; cluster::FragmentationDelta) as the cost of
-// each placement, solved for the whole batch of waiting tasks at once.
+// each placement, solved for the whole batch of waiting tasks at once. A
+// built-in profile (profile_policy.h) with gates (machine_gates.h):
 //
-//   waiting task --(0)--> EC_s --(delta F of s on m, cap 1)--> G_m --(1)--> M
+//   waiting task --(0)--> EC_s --(one task's price, cap 1)--> G_m --(1)--> M
 //   waiting task --(unscheduled_cost)--> U_job --(tasks of job)--> S
 //   running task --(0)--> its machine; --(preemption_cost)--> U_job
 //   M --(free slots)--> S
 //
-// EC_s are the request shapes of the waiting tasks (request_shapes.h).
-// G_m, one gate per machine with a free slot, admits one new task per
-// round, so any flow fits: a shape has an arc to G_m only where one of its
-// tasks fits by the one fit rule (cluster::FitTask, with required labels
-// and the different-machines rule as ReserveMachine applies them). A
-// burst larger than the machines with room takes several rounds.
+// G_m admits one new task per round, so every price is exact for the
+// machine as it is, and a burst larger than the machines with room takes
+// several rounds. The price, in `unit`s of 10,000 cost units per score
+// level (1,000 per whole GPU of delta F when score_levels is 0):
+//   - fragmentation (terms/fragmentation_term.h): with `score_levels` L > 0
+//     the FGD authors' node score made a cost, L - floor(L * sigmoid(-delta
+//     F / 1000)) levels, so deltas the score cannot tell apart tie; with
+//     L = 0, delta F in milli-GPU (negative when it shrinks);
+//   - best_fit levels (or whole GPUs) times the paper's BestFit measure
+//     (terms/pack_term.h, over three dimensions, so weighed 3 * best_fit):
+//     the most-allocated machine wins among near-equal scores;
+//   - model_affinity levels (or whole GPUs) times the share of the task's
+//     devices not of a preferred model (terms/model_affinity_term.h);
+//   - with `first_fit` and L > 0, the machine's position in id order
+//     (terms/machine_order_term.h) below one level: ties go to the machine
+//     earliest in id order (a packing rule; the authors' simulator breaks
+//     ties so).
+// Each term is rounded to whole cost units on its own. Waiting costs more
+// than any placement: a round places a task on every machine where some
+// waiting task fits. Running tasks never move (as in cpu-memory).
 //
-// The cost of EC_s -> G_m prices how much placing one task of s on m (on
-// the devices FitTask gives it, the ones the graph manager books) grows m's
-// fragmentation for the expected workload, delta F in milli-GPU (negative
-// when it shrinks). The expected workload is the shapes of the tasks the
-// cluster holds (running and waiting), rebuilt when their number moved by
-// a third since the last build. With `score_levels` L > 0 the price is the FGD
-// authors' node score made a cost: L - floor(L * sigmoid(-delta F / 1000)),
-// so deltas that the score cannot tell apart (among them every large one)
-// tie, and with `first_fit` a tie goes to the machine earliest in id
-// order (a packing rule; the authors' simulator breaks ties the same way).
-// With L = 0 the price is delta F itself. A `best_fit` weight W adds the
-// paper's BestFit measure (cluster::BestFitLeftover: what the machine keeps
-// free of CPU, memory and GPU after the task, each over the largest
-// machine's, summed) times W score levels, or W whole GPUs of delta F when
-// L = 0: the most-allocated machine wins among near-equal fragmentation
-// scores. A task with preferred models pays `model_affinity` levels (or
-// whole GPUs) times the share of its devices that are of another model.
-// Each term is rounded to whole cost units on its own. Every machine's arcs are
-// priced again when it changes, so a machine's costs follow it as it fills.
-// Waiting costs more than any placement: a round places a task on every machine
-// where some waiting task fits.
-//
-// Running tasks never move (as in cpu-memory).
+// GpuFragmentationPolicy(params) is exactly ProfilePolicy(Gpu-
+// FragmentationProfile(params)) named "gpu-fgd";
+// gpu_fragmentation_policy_test.cc pins the network it built before it was
+// a profile (each term rounded on its own, as since then).
 
 #include <cstdint>
-#include <map>
-#include <set>
-#include <string>
-#include <string_view>
-#include <vector>
 
-#include "absl/container/flat_hash_map.h"
-#include "services/cluster/gpu_fragmentation.h"
-#include "services/cluster/resource_vector.h"
-#include "services/flow/request_shapes.h"
-#include "services/flow/scheduling_policy.h"
+#include "services/flow/profile_policy.h"
 
 namespace flowsched::flow {
 
@@ -74,58 +61,13 @@ struct GpuFragmentationParams {
   double workload_coverage = 0.95;
 };
 
-class GpuFragmentationPolicy final : public SchedulingPolicy {
+// The profile gpu-fgd is.
+ProfileParams GpuFragmentationProfile(const GpuFragmentationParams& params);
+
+class GpuFragmentationPolicy final : public ProfilePolicy {
  public:
   explicit GpuFragmentationPolicy(GpuFragmentationParams params = {})
-      : params_(params) {}
-  [[nodiscard]] std::string_view name() const override { return "gpu-fgd"; }
-  using SchedulingPolicy::Sync;
-  absl::Status Sync(const cluster::ChangeSet& changes,
-                    const cluster::ClusterState& state,
-                    const SyncContext& context,
-                    NetworkBuilder& builder) override;
-
- private:
-  // Rebuilds workload_ from the state's tasks when their count moved by a
-  // third or more since the last build; whether it did.
-  bool RefreshWorkload(const cluster::ClusterState& state);
-  // Brings prices_ in step with `changes`: every price again when the
-  // workload or the set of machines changed (ranks shift), else the
-  // changed machines' prices of every waiting shape and a new shape's on
-  // every machine; shapes no longer waiting are dropped.
-  void UpdatePrices(const cluster::ChangeSet& changes,
-                    const cluster::ClusterState& state,
-                    const std::vector<RequestShape>& shapes,
-                    bool workload_rebuilt);
-  // Adds `machine`'s price for `shape` to `fitting` if a task fits.
-  void PriceOn(const cluster::Machine& machine,
-               const cluster::ClusterState& state, const RequestShape& shape,
-               std::map<MachineId, int64_t>& fitting) const;
-  // The price of `shape`'s arc to `machine`'s gate (below), or kNoFit.
-  int64_t Price(const cluster::Machine& machine,
-                const cluster::ClusterState& state, const RequestShape& shape,
-                int64_t rank) const;
-  // The cost of one task of `shape` on `machine` with `devices`; `rank`:
-  // the machine's position in id order scaled to [0, kRankRange).
-  int64_t PlacementCost(const cluster::Machine& machine,
-                        const RequestShape& shape,
-                        const std::vector<cluster::DeviceShare>& devices,
-                        int64_t rank) const;
-
-  GpuFragmentationParams params_;
-  ShapeIndex waiting_;
-  cluster::TargetWorkload workload_;
-  size_t workload_tasks_ = 0;  // tasks the workload was built from
-  bool workload_built_ = false;
-  // Shape key -> the machines with a free slot where one of its tasks fits
-  // -> the price of the arc to the machine's gate. A machine's prices change
-  // only when it does (or the workload), so a round prices the machines it
-  // touched and the new shapes.
-  absl::flat_hash_map<std::string, std::map<MachineId, int64_t>> prices_;
-  // Each machine's position in id order scaled to [0, kRankRange).
-  absl::flat_hash_map<MachineId, int64_t> rank_;
-  // The largest machine's capacities (best_fit normalises by them).
-  cluster::ResourceVector max_spec_;
+      : ProfilePolicy(GpuFragmentationProfile(params), "gpu-fgd") {}
 };
 
 }  // namespace flowsched::flow

@@ -155,6 +155,16 @@ std::vector<Tunable<ProfileParams>> ProfileTunables() {
       Field("network", &P::network, 0, kMaxUnitCost,
             "cost per MiB/s a machine's link carries after k tasks "
             "(reported use or requests, the larger; network-aware)"),
+      Field("fragmentation", &P::fragmentation, 0, kMaxUnitCost,
+            "weight of the GPU fragmentation one task adds (FGD's score)"),
+      Field("fragmentation_levels", &P::fragmentation_levels, 0, 1000,
+            "levels of the fragmentation score (0: the delta over 64,000 "
+            "milli-GPU)"),
+      Field("workload_coverage", &P::workload_coverage, 0.01, 1,
+            "share of the tasks whose shapes make fragmentation's expected "
+            "workload"),
+      Field("first_fit", &P::first_fit, 0, kMaxUnitCost,
+            "weight of a machine's position in id order (first fit)"),
       Field("unscheduled_cost", &P::unscheduled_cost, 1, kMaxCost,
             "cost of a priority-0 task waiting a round (above every "
             "placement's)"),
@@ -186,6 +196,9 @@ std::vector<Tunable<ProfileParams>> ProfileTunables() {
             "cost of moving a running task through the pool (preemptive)"),
       Field("gang_first_after_s", &P::gang_first_after_s, 0, 86'400,
             "seconds a gang waits before its shape is offered room first"),
+      Field("gate", &P::gate, 0, 1,
+            "1: one new task per machine a round, through a gate every "
+            "fitting shape reaches at one task's price (gpu-fgd's network)"),
   };
 }
 

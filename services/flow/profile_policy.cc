@@ -13,7 +13,9 @@
 #include "services/flow/policy_walk.h"
 #include "services/flow/rack_plan.h"
 #include "services/flow/slot_pool.h"
+#include "services/flow/terms/fragmentation_term.h"
 #include "services/flow/terms/locality_term.h"
+#include "services/flow/terms/machine_order_term.h"
 #include "services/flow/terms/model_affinity_term.h"
 #include "services/flow/terms/network_load_term.h"
 #include "services/flow/terms/pack_term.h"
@@ -40,7 +42,9 @@ absl::Status CheckProfile(const ProfileParams& params) {
         {"model_affinity", params.model_affinity},
         {"locality", params.locality},
         {"tasks", params.tasks},
-        {"network", params.network}}) {
+        {"network", params.network},
+        {"fragmentation", params.fragmentation},
+        {"first_fit", params.first_fit}}) {
     if (weight < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(name, " must not be negative, got ", weight));
@@ -51,6 +55,14 @@ absl::Status CheckProfile(const ProfileParams& params) {
     // proportional to the work (docs/2026-11-30-locality-rack-plan.md).
     return absl::InvalidArgumentError(
         "shape_machines_per_task cannot be combined with locality yet");
+  }
+  if (params.gate && (params.shape_machines_per_task > 0 ||
+                      params.pool_slot_tasks || params.locality > 0)) {
+    // A gate admits one task of any shape that fits; capped reservations,
+    // the pool's slot pieces and the locality walk are reservations.
+    return absl::InvalidArgumentError(
+        "gate cannot be combined with shape_machines_per_task, "
+        "pool_slot_tasks or locality");
   }
   if (params.preemptive && !params.pool_slot_tasks) {
     return absl::InvalidArgumentError(
@@ -83,13 +95,14 @@ absl::Status CheckProfile(const ProfileParams& params) {
   const int64_t most_tasks_before =
       static_cast<int64_t>(cluster::ValidationLimits{}.max_task_slots) - 1;
   const int64_t dearest = params.spread + params.pack + params.model_affinity +
-                          params.locality + params.tasks * most_tasks_before +
+                          params.locality + params.fragmentation +
+                          params.first_fit + params.tasks * most_tasks_before +
                           params.network * NetworkLoadTerm::kMaxMiBps;
   if (params.unscheduled_cost <= dearest) {
     return absl::InvalidArgumentError(absl::StrCat(
         "unscheduled_cost (", params.unscheduled_cost,
         ") must exceed the dearest placement, spread + pack + "
-        "model_affinity + locality",
+        "model_affinity + locality + fragmentation + first_fit",
         params.tasks > 0 ? absl::StrCat(" + tasks * ", most_tasks_before) : "",
         params.network > 0
             ? absl::StrCat(" + network * ", NetworkLoadTerm::kMaxMiBps)
@@ -120,6 +133,10 @@ ProfilePolicy::ProfilePolicy(ProfileParams params, std::string name,
   add("locality", params_.locality, std::make_unique<LocalityTerm>());
   add("tasks", params_.tasks, std::make_unique<TaskCountTerm>());
   add("network", params_.network, std::make_unique<NetworkLoadTerm>());
+  add("fragmentation", params_.fragmentation,
+      std::make_unique<FragmentationTerm>(params_.fragmentation_levels,
+                                          params_.workload_coverage));
+  add("first_fit", params_.first_fit, std::make_unique<MachineOrderTerm>());
 }
 
 int64_t ProfilePolicy::PlacementCost(const cluster::Machine& machine,
@@ -139,7 +156,7 @@ std::vector<ProfilePolicy::TermCost> ProfilePolicy::ExplainCost(
     const RequestShape& shape, int64_t k) {
   std::vector<TermCost> costs;
   for (WeightedTerm& weighted : terms_) {
-    weighted.term->Prepare(state);
+    terms_moved_ = weighted.term->Prepare(state) || terms_moved_;
     costs.push_back({weighted.name, weighted.Cost(machine, shape, k)});
   }
   return costs;
@@ -313,6 +330,11 @@ absl::Status ProfilePolicy::Sync(const cluster::ChangeSet& changes,
       const ShapeClasses classes,
       SyncShapeClasses(waiting_, *synced, state,
                        Routes(state, pool, context.now_us), builder));
+  if (params_.gate) {
+    // Gates price the changed machines, so they cannot wait for Refresh.
+    FLOWSCHED_RETURN_IF_ERROR(SyncGates(changes, state, classes, builder));
+    return DrainTasksAtSink(builder);
+  }
   // The reservations walk the machines whatever changed: left to the
   // Refresh before the next solve when one follows.
   if (context.refresh_follows) {
@@ -357,6 +379,7 @@ absl::Status ProfilePolicy::Refresh(const cluster::ClusterState& state,
       }
     }
   }
+  if (params_.gate) return absl::OkStatus();  // no reservations
   const std::optional<std::vector<RequestShape>> shapes =
       waiting_.ShapesToReserve(state, context.now_us,
                                params_.gang_first_after_s, starving_,
@@ -367,6 +390,25 @@ absl::Status ProfilePolicy::Refresh(const cluster::ClusterState& state,
                                     context.now_us, builder));
   reservations_owed_ = false;
   return absl::OkStatus();
+}
+
+absl::Status ProfilePolicy::SyncGates(const cluster::ChangeSet& changes,
+                                      const cluster::ClusterState& state,
+                                      const ShapeClasses& classes,
+                                      NetworkBuilder& builder) {
+  // Every term prepared; if one's cluster-wide inputs moved (here or in
+  // an ExplainCost since the last sync), every price.
+  bool reprice_all = terms_moved_;
+  terms_moved_ = false;
+  for (WeightedTerm& weighted : terms_) {
+    reprice_all = weighted.term->Prepare(state) || reprice_all;
+  }
+  return gates_.Sync(
+      changes, state, classes, Limits(), reprice_all,
+      [this](const cluster::Machine& machine, const RequestShape& shape) {
+        return PlacementCost(machine, shape, 1);
+      },
+      builder);
 }
 
 absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,

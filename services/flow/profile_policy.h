@@ -69,11 +69,18 @@
 // or, if it asks for a slot only, through X (migration_cost):
 //   X --(tasks * (running + k) per free slot; tasks * slots)--> M
 //
+// With `gate`, reservations give way to one gate per machine
+// (machine_gates.h): every shape that fits reaches it at the price of one
+// task, and it admits one new task a round:
+//   EC_s --(one task's price, cap 1)--> G_m --(1)--> M
+//
 // Built-in profiles keep the names and costs of the policies they replace:
 // `cpu-memory` is spread and preferred_labels (cpu_memory_policy.h),
 // `load-spreading` tasks, the pool and a cap (load_spreading_policy.h),
 // `priority` the same with priorities and preemption (priority_policy.h),
-// `network-aware` network with its room by use (network_aware_policy.h).
+// `network-aware` network with its room by use (network_aware_policy.h),
+// `gpu-fgd` fragmentation, packing, model affinity and first fit through
+// gates (gpu_fragmentation_policy.h).
 
 #include <cmath>
 #include <cstdint>
@@ -85,6 +92,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "services/flow/machine_gates.h"
 #include "services/flow/request_shapes.h"
 #include "services/flow/scheduling_policy.h"
 #include "services/flow/terms/placement_term.h"
@@ -100,6 +108,13 @@ struct ProfileParams {
   int64_t locality = 0;            // outside the rack holding the input
   int64_t tasks = 0;               // each task the machine already has
   int64_t network = 0;             // each MiB/s the link carries after k tasks
+  int64_t fragmentation = 0;       // GPU fragmentation the task adds (FGD)
+  int64_t first_fit = 0;           // the machine's position in id order
+  // The fragmentation term's score levels (0: the delta itself, over
+  // FragmentationTerm::kMaxDeltaMilli) and the share of the tasks whose
+  // shapes make its expected workload.
+  int64_t fragmentation_levels = 100;
+  double workload_coverage = 0.95;
   // Waiting: a task waits at unscheduled_cost + priority_step * priority
   // + wait * the whole seconds it has waited (Quincy's omega * nu), those
   // counted up to wait_cap_s. With wait, each round re-prices every
@@ -147,17 +162,23 @@ struct ProfileParams {
   // Seconds a gang member waits before its shape gets first offer of
   // every machine's room (0: never).
   double gang_first_after_s = 60;
+  // Gated admission instead of reservations (machine_gates.h): one new
+  // task per machine a round, through a gate every fitting shape reaches
+  // at the price of one task, so the price is exact for the machine as it
+  // is (gpu-fgd's network). Not with the pool, a cap or locality.
+  bool gate = false;
 };
 
 // InvalidArgument if shape_machines_per_task or pool_slot_tasks is set
-// with locality (not supported), preemptive without pool_slot_tasks, with
-// a free preemption or migration, or with wait * wait_cap_s above
-// preemption_cost (waiting alone would then displace equal priorities), a
-// weight is negative (falling arc pieces)
-// or waiting does not cost more than the dearest placement
-// (unscheduled_cost > spread + pack + model_affinity + locality + tasks *
-// (the decoder's default slot limit - 1) + network * the network term's
-// bound: otherwise a task that fits could wait for ever).
+// with locality or a gate, or a gate with locality (not supported),
+// preemptive without pool_slot_tasks, with a free preemption or migration,
+// or with wait * wait_cap_s above preemption_cost (waiting alone would
+// then displace equal priorities), a weight is negative (falling arc
+// pieces) or waiting does not cost more than the dearest placement
+// (unscheduled_cost > spread + pack + model_affinity + locality +
+// fragmentation + first_fit + tasks * (the decoder's default slot limit -
+// 1) + network * the network term's bound: otherwise a task that fits
+// could wait for ever).
 absl::Status CheckProfile(const ProfileParams& params);
 
 class ProfilePolicy : public SchedulingPolicy {
@@ -176,7 +197,8 @@ class ProfilePolicy : public SchedulingPolicy {
                     const SyncContext& context,
                     NetworkBuilder& builder) override;
   [[nodiscard]] bool time_dependent() const override {
-    return params_.gang_first_after_s > 0 || params_.wait != 0;
+    return (!params_.gate && params_.gang_first_after_s > 0) ||
+           params_.wait != 0;
   }
   [[nodiscard]] bool refresh_owed() const override {
     return reservations_owed_ || !waiting_.tracking();
@@ -242,6 +264,10 @@ class ProfilePolicy : public SchedulingPolicy {
   // rack (locality profiles keep machine_racks_ for this).
   bool RacksChanged(const cluster::ChangeSet& changes,
                     const cluster::ClusterState& state);
+  // Gated: prepares the terms and gives the classes their gate arcs.
+  absl::Status SyncGates(const cluster::ChangeSet& changes,
+                         const cluster::ClusterState& state,
+                         const ShapeClasses& classes, NetworkBuilder& builder);
   // Reserves the machines' room among `shapes` (starving ones first) and
   // sets the class arcs.
   absl::Status Reserve(const cluster::ClusterState& state,
@@ -275,6 +301,10 @@ class ProfilePolicy : public SchedulingPolicy {
   bool reservations_owed_ = false;
   // The machines' racks as the last Sync saw them (locality profiles).
   absl::flat_hash_map<MachineId, std::string> machine_racks_;
+  // Gated profiles: the gates and their kept prices, and whether a
+  // Prepare outside a sync (ExplainCost) moved a term's inputs since.
+  MachineGates gates_;
+  bool terms_moved_ = false;
 };
 
 }  // namespace flowsched::flow

@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -221,37 +222,32 @@ TEST(ProfilePolicyTest, CpuMemoryKeepsItsCostsOnRandomClusters) {
   EXPECT_GT(arcs_checked, 100);
 }
 
-// The profile's defaults are cpu-memory's: the same network, node for
-// node and arc for arc.
-TEST(ProfilePolicyTest, DefaultProfileBuildsCpuMemorysNetwork) {
-  for (uint64_t seed = 1; seed <= 10; ++seed) {
-    std::mt19937_64 a(seed);
-    std::mt19937_64 b(seed);
-    ProfileFixture profile(Make("profile"));
-    ProfileFixture cpu_memory(Make("cpu-memory"));
-    RandomCluster(a, profile);
-    RandomCluster(b, cpu_memory);
-    EXPECT_EQ(flow::testing::Describe(profile.network_),
-              flow::testing::Describe(cpu_memory.network_))
-        << "seed " << seed;
-  }
-}
-
-// load-spreading is its terms and filters as a profile: the same network,
-// node for node and arc for arc.
-TEST(ProfilePolicyTest, LoadSpreadingIsTheProfileOfItsTerms) {
-  for (uint64_t seed = 1; seed <= 10; ++seed) {
-    std::mt19937_64 a(seed);
-    std::mt19937_64 b(seed);
-    ProfileFixture profile(
-        Make("profile:spread=0,preferred_labels=0,tasks=10,pool_slot_tasks=1,"
-             "shape_machines_per_task=4,min_shape_machines=16"));
-    ProfileFixture load_spreading(Make("load-spreading"));
-    RandomCluster(a, profile);
-    RandomCluster(b, load_spreading);
-    EXPECT_EQ(flow::testing::Describe(profile.network_),
-              flow::testing::Describe(load_spreading.network_))
-        << "seed " << seed;
+// The built-in profiles are their terms and filters: the same network,
+// node for node and arc for arc, as the spec of those terms (cpu-memory
+// is the default profile).
+TEST(ProfilePolicyTest, BuiltInProfilesAreTheProfilesOfTheirTerms) {
+  const std::pair<const char*, const char*> pairs[] = {
+      {"cpu-memory", "profile"},
+      {"load-spreading",
+       "profile:spread=0,preferred_labels=0,tasks=10,pool_slot_tasks=1,"
+       "shape_machines_per_task=4,min_shape_machines=16"},
+      {"gpu-fgd",
+       "profile:spread=0,preferred_labels=0,gate=1,fragmentation=1000000,"
+       "pack=15000,model_affinity=100000,first_fit=10000,"
+       "unscheduled_cost=100000000,preemption_cost=100000000,"
+       "gang_first_after_s=0"}};
+  for (const auto& [built_in, spec] : pairs) {
+    for (uint64_t seed = 1; seed <= 10; ++seed) {
+      std::mt19937_64 a(seed);
+      std::mt19937_64 b(seed);
+      ProfileFixture profile(Make(spec));
+      ProfileFixture named(Make(built_in));
+      RandomCluster(a, profile);
+      RandomCluster(b, named);
+      EXPECT_EQ(flow::testing::Describe(profile.network_),
+                flow::testing::Describe(named.network_))
+          << built_in << ", seed " << seed;
+    }
   }
 }
 
@@ -857,11 +853,14 @@ TEST(ProfilePolicyTest, RandomProfilesAreFeasibleByConstruction) {
         ",preferred_labels=", rng() % 1000, ",model_affinity=", rng() % 1000,
         ",priority_step=", rng() % 3 * 500, ",max_tasks_per_machine=", limit,
         ",tasks=", rng() % 3 * 10,
-        trial % 3 == 0 ? ",shape_machines_per_task=1,min_shape_machines=1"
-        : trial % 3 == 1
-            ? absl::StrCat(",locality=", rng() % 2 * 700)
-            : absl::StrCat(",pool_slot_tasks=1,preemptive=", rng() % 2,
-                           ",preemption_cost=", 100 + rng() % 2000));
+        trial % 4 == 0   ? ",shape_machines_per_task=1,min_shape_machines=1"
+        : trial % 4 == 1 ? absl::StrCat(",locality=", rng() % 2 * 700)
+        : trial % 4 == 2
+            ? absl::StrCat(",pool_slot_tasks=1,preemptive=", rng() % 2,
+                           ",preemption_cost=", 100 + rng() % 2000)
+            : absl::StrCat(",gate=1,fragmentation=", rng() % 2000,
+                           ",fragmentation_levels=", rng() % 2 * 100,
+                           ",first_fit=", rng() % 100));
     ProfileFixture f(Make(spec));
     const int machines = 1 + static_cast<int>(rng() % 6);
     for (int m = 1; m <= machines; ++m) {
@@ -955,6 +954,91 @@ TEST(ProfilePolicyTest, RandomProfilesAreFeasibleByConstruction) {
   EXPECT_GT(waiting, 20);
 }
 
+// A gate admits one new task per machine a round, of whichever shape
+// the solver picks, and its kept prices follow the machines: after every
+// round the network equals a fresh policy's build of the same state.
+TEST(ProfilePolicyTest, AGateAdmitsOneTaskPerMachineARound) {
+  const std::string spec = "profile:gate=1,pack=500,first_fit=10";
+  ProfileFixture f(Make(spec));
+  for (uint64_t m = 1; m <= 3; ++m) f.AddMachine(m, 8000, 32, 4);
+  f.Submit(1, {Task(1, 1000, 1), Task(2, 1000, 1), Task(3, 1000, 1),
+               Task(4, 1000, 1), Task(5, 2000, 2), Task(6, 2000, 2),
+               Task(7, 2000, 2)});
+  f.Sync();
+  std::vector<int> placed;
+  for (int round = 0; round < 4; ++round) {
+    placed.push_back(f.Round());
+    ProfileFixture fresh(Make(spec));
+    cluster::ChangeSet everything;
+    for (const auto& [id, job] : f.state_.jobs()) everything.jobs.insert(id);
+    for (const auto& [id, m] : f.state_.machines()) {
+      everything.machines.insert(id);
+    }
+    for (const auto& [id, t] : f.state_.tasks()) everything.tasks.insert(id);
+    ASSERT_THAT(fresh.policy_->Sync(everything, f.state_,
+                                    SyncContext{f.now_us_}, fresh.builder_),
+                IsOk());
+    EXPECT_EQ(flow::testing::Describe(fresh.network_),
+              flow::testing::Describe(f.network_))
+        << "round " << round;
+  }
+  EXPECT_EQ(placed, (std::vector<int>{3, 3, 1, 0}));
+  for (const auto& [id, machine] : f.state_.machines()) {
+    EXPECT_TRUE(cluster::WithinCapacity(machine)) << id;
+  }
+}
+
+// Explaining a price prepares the terms for the state it is given; if
+// that moved a term's inputs (here the fragmentation workload, rebuilt
+// once the tasks grew by a third), the next sync of a gated profile prices
+// every machine again instead of keeping prices of the old inputs.
+TEST(ProfilePolicyTest, AGatedProfileRepricesAfterAnExplainMovedItsTerms) {
+  const std::string spec =
+      "profile:gate=1,spread=0,preferred_labels=0,fragmentation=64000,"
+      "fragmentation_levels=0";
+  ProfileFixture f(Make(spec));
+  for (uint64_t m = 1; m <= 2; ++m) {
+    f.AddMachine(m, 8000, 32, 4, {}, {{1, "G", 1000, 0}});
+  }
+  cluster::TaskSpec half = Task(1, 100, 1);
+  half.accelerator.milli = 500;
+  cluster::TaskSpec other_half = half;
+  other_half.id = TaskId(2);
+  f.Submit(1, {half, other_half});
+  f.Sync();
+  std::vector<cluster::TaskSpec> whole;
+  for (uint64_t t = 3; t <= 5; ++t) {
+    whole.push_back(Task(t, 100, 1));
+    whole.back().accelerator.whole = 1;
+  }
+  f.Submit(2, whole);
+  auto* profile = dynamic_cast<ProfilePolicy*>(f.policy_.get());
+  ASSERT_NE(profile, nullptr);
+  const std::optional<RequestShape> shape =
+      WaitingShapeOf(*f.state_.FindTask(TaskId(1)), f.state_);
+  ASSERT_TRUE(shape.has_value());
+  // Half a GPU now strands 500 milli for whole-GPU tasks, 3 of 5.
+  EXPECT_EQ(profile
+                ->ExplainCost(f.state_, *f.state_.FindMachine(MachineId(1)),
+                              *shape, 1)
+                .front()
+                .cost,
+            300);
+  f.Sync();
+  ProfileFixture fresh(Make(spec));
+  cluster::ChangeSet everything;
+  for (const auto& [id, job] : f.state_.jobs()) everything.jobs.insert(id);
+  for (const auto& [id, m] : f.state_.machines()) {
+    everything.machines.insert(id);
+  }
+  for (const auto& [id, t] : f.state_.tasks()) everything.tasks.insert(id);
+  ASSERT_THAT(fresh.policy_->Sync(everything, f.state_, SyncContext{f.now_us_},
+                                  fresh.builder_),
+              IsOk());
+  EXPECT_EQ(flow::testing::Describe(fresh.network_),
+            flow::testing::Describe(f.network_));
+}
+
 TEST(ProfilePolicyTest, WaitingMustCostMoreThanTheDearestPlacement) {
   EXPECT_THAT(CheckProfile(ProfileParams{}), IsOk());
   ProfileParams negative;
@@ -967,7 +1051,14 @@ TEST(ProfilePolicyTest, WaitingMustCostMoreThanTheDearestPlacement) {
   EXPECT_THAT(bad.status().message(),
               HasSubstr("unscheduled_cost (1000) must exceed the dearest "
                         "placement, spread + pack + model_affinity + "
-                        "locality = 1000"));
+                        "locality + fragmentation + first_fit = 1000"));
+  // Fragmentation and first fit count at their weights.
+  EXPECT_THAT(ParsePolicySpec("profile:spread=0,preferred_labels=0,gate=1,"
+                              "fragmentation=900,first_fit=100,"
+                              "unscheduled_cost=1000")
+                  .status()
+                  .message(),
+              HasSubstr("= 1000"));
   // The tasks term counts up to the decoder's slot limit.
   EXPECT_THAT(ParsePolicySpec("profile:spread=0,tasks=100,"
                               "unscheduled_cost=99900")
@@ -989,6 +1080,14 @@ TEST(ProfilePolicyTest, WaitingMustCostMoreThanTheDearestPlacement) {
   EXPECT_THAT(ParsePolicySpec("profile:spread=600,pack=399,"
                               "unscheduled_cost=1000"),
               IsOk());
+  // A gate admits any shape that fits: no cap, pool or locality walk.
+  for (const char* spec :
+       {"profile:gate=1,shape_machines_per_task=4",
+        "profile:gate=1,pool_slot_tasks=1", "profile:gate=1,locality=10"}) {
+    EXPECT_THAT(ParsePolicySpec(spec).status().message(),
+                HasSubstr("gate cannot be combined"))
+        << spec;
+  }
   auto canonical = CanonicalPolicySpec("profile: pack=1000 , spread=0");
   ASSERT_THAT(canonical, IsOk());
   EXPECT_EQ(*canonical, "profile:pack=1000,spread=0");

@@ -1,12 +1,14 @@
 #pragma once
 
 // GPU-model affinity (AcceleratorRequest.preferred_models, soft): the
-// share of the machine's devices the shape's ask accepts that are not of a
-// preferred model, so a machine of preferred models only costs 0, one
-// without any costs 1, and a mixed machine (where the device fit may pick
-// either) in between. 0 for shapes without an accelerator ask or without
-// preferred models, and on machines with no acceptable device (the fit
-// rule keeps the shape off them anyway).
+// share of the devices the fit rule gives one task of the shape
+// (cluster::FitTask, the ones the graph manager books; it takes free
+// devices of a preferred model first) that are not of a preferred model.
+// So a machine with free preferred devices costs 0, one without any costs
+// 1, and a fractional or multi-device ask that must take some of another
+// model pays that share. 0 for shapes without an accelerator ask or
+// without preferred models, and on machines where the task does not fit
+// (the fit rule keeps the shape off them anyway).
 
 #include <cstdint>
 

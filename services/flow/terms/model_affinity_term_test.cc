@@ -24,30 +24,36 @@ RequestShape AskingGpus(std::vector<std::string> preferred,
   return shape;
 }
 
-TEST(ModelAffinityTermTest, IsTheShareOfAcceptableDevicesNotPreferred) {
+// The devices the fit rule gives one task: a free preferred one first.
+TEST(ModelAffinityTermTest, IsTheShareOfTheGivenDevicesNotPreferred) {
   const ModelAffinityTerm term;
   const cluster::Machine v100 = WithDevices({{4, "V100", 1000, 0}});
   const cluster::Machine a10 = WithDevices({{4, "A10", 1000, 0}});
-  const cluster::Machine mixed =
+  cluster::Machine mixed =
       WithDevices({{1, "V100", 1000, 0}, {3, "A10", 1000, 0}});
-  const RequestShape shape = AskingGpus({"V100"});
-  EXPECT_DOUBLE_EQ(term.Value(v100, shape, 1), 0);
-  EXPECT_DOUBLE_EQ(term.Value(a10, shape, 1), 1);
-  EXPECT_DOUBLE_EQ(term.Value(mixed, shape, 1), 0.75);
+  const RequestShape one = AskingGpus({"V100"});
+  EXPECT_DOUBLE_EQ(term.Value(v100, one, 1), 0);
+  EXPECT_DOUBLE_EQ(term.Value(a10, one, 1), 1);
+  EXPECT_DOUBLE_EQ(term.Value(mixed, one, 1), 0);
+  RequestShape two = one;
+  two.ask.accelerator.whole = 2;
+  EXPECT_DOUBLE_EQ(term.Value(mixed, two, 1), 0.5);
+  // With its V100 in use the machine can only give A10s.
+  mixed.devices[0].used_milli = 1000;
+  EXPECT_DOUBLE_EQ(term.Value(mixed, one, 1), 1);
   EXPECT_FALSE(term.depends_on_k());
 }
 
-// Devices the ask does not accept do not count; no preference, no ask or
-// no acceptable device: 0.
-TEST(ModelAffinityTermTest, CountsOnlyAcceptableDevicesAndOnlyPreferences) {
+// Devices the ask does not accept are never given; no preference, no ask,
+// or no fit: 0.
+TEST(ModelAffinityTermTest, CountsOnlyGivenDevicesAndOnlyPreferences) {
   const ModelAffinityTerm term;
   const cluster::Machine mixed = WithDevices(
       {{1, "V100", 1000, 0}, {1, "A10", 1000, 0}, {2, "T4", 1000, 0}});
-  EXPECT_DOUBLE_EQ(
-      term.Value(mixed,
-                 AskingGpus({"V100"}, std::vector<std::string>{"V100", "A10"}),
-                 1),
-      0.5);
+  RequestShape two =
+      AskingGpus({"V100"}, std::vector<std::string>{"V100", "A10"});
+  two.ask.accelerator.whole = 2;
+  EXPECT_DOUBLE_EQ(term.Value(mixed, two, 1), 0.5);
   EXPECT_DOUBLE_EQ(term.Value(mixed, AskingGpus({}), 1), 0);
   EXPECT_DOUBLE_EQ(term.Value(mixed, ShapeAsking(1000, 1), 1), 0);
   EXPECT_DOUBLE_EQ(

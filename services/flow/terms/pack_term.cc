@@ -4,8 +4,13 @@
 
 namespace flowsched::flow {
 
-void PackTerm::Prepare(const cluster::ClusterState& state) {
-  max_spec_ = cluster::ComputeMaxSpec(state);
+bool PackTerm::Prepare(const cluster::ClusterState& state) {
+  const cluster::ResourceVector max_spec = cluster::ComputeMaxSpec(state);
+  const bool changed = max_spec.cpu_millis != max_spec_.cpu_millis ||
+                       max_spec.memory_bytes != max_spec_.memory_bytes ||
+                       max_spec.device_milli != max_spec_.device_milli;
+  max_spec_ = max_spec;
+  return changed;
 }
 
 double PackTerm::Value(const cluster::Machine& machine,

@@ -23,7 +23,7 @@ namespace flowsched::flow {
 class PackTerm final : public PlacementTerm {
  public:
   [[nodiscard]] bool depends_on_k() const override { return false; }
-  void Prepare(const cluster::ClusterState& state) override;
+  bool Prepare(const cluster::ClusterState& state) override;
   [[nodiscard]] double Value(const cluster::Machine& machine,
                              const RequestShape& shape,
                              int64_t k) const override;

@@ -14,8 +14,12 @@
 //     (MiB/s, at most its kMaxMiBps);
 //   - depends_on_k() is false only if Value ignores k, so an arc priced by
 //     such terms alone is one piece;
-//   - Prepare runs before every reservation pass, with the state the pass
-//     reads, and Value reads nothing else of the cluster.
+//   - Prepare runs before every reservation pass (and every sync of a
+//     gated profile), with the state the pass reads, and Value reads
+//     nothing else of the cluster than the machine and what Prepare kept;
+//     Prepare returns whether what it keeps changed since its last call
+//     (a value on a machine that did not change may then have moved, so
+//     prices kept from before are stale).
 
 #include <cstdint>
 
@@ -29,8 +33,12 @@ class PlacementTerm {
  public:
   virtual ~PlacementTerm() = default;
   [[nodiscard]] virtual bool depends_on_k() const = 0;
-  // Cluster-wide inputs (normalisers), once per reservation pass.
-  virtual void Prepare(const cluster::ClusterState& state) { (void)state; }
+  // Cluster-wide inputs (normalisers), once per reservation pass; whether
+  // they changed.
+  virtual bool Prepare(const cluster::ClusterState& state) {
+    (void)state;
+    return false;
+  }
   [[nodiscard]] virtual double Value(const cluster::Machine& machine,
                                      const RequestShape& shape,
                                      int64_t k) const = 0;

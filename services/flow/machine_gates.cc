@@ -1,0 +1,99 @@
+#include "services/flow/machine_gates.h"
+
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "services/cluster/resource_fit.h"
+#include "services/common/status_macros.h"
+#include "services/flow/policy_walk.h"
+
+namespace flowsched::flow {
+namespace {
+
+// A machine's gate is an aggregator of kind kRack: gated profiles have no
+// racks (locality is refused with a gate), and shape classes own
+// kEquivalenceClass.
+uint64_t GateKey(MachineId machine) {
+  return NetworkBuilder::StableKey(
+      absl::StrCat("machine-gate|", machine.value()));
+}
+
+}  // namespace
+
+void MachineGates::PriceOn(const cluster::Machine& machine,
+                           const cluster::ClusterState& state,
+                           const RequestShape& shape, RoomLimits limits,
+                           const Price& price,
+                           std::map<MachineId, int64_t>& fitting) {
+  if (machine.free_slots() == 0) return;
+  // MachineRoom applies ReserveMachine's rule; FitTask gives the devices.
+  bool fits = false;
+  bool offered = false;
+  MachineRoom(machine, limits)
+      .Offer(
+          state, {shape},
+          [&]() -> std::optional<size_t> {
+            if (offered) return std::nullopt;
+            offered = true;
+            return 0;
+          },
+          [&](size_t, int64_t n) { fits = n > 0; });
+  if (!fits || !cluster::FitTask(machine, shape.ask).fits()) return;
+  fitting[machine.id] = price(machine, shape);
+}
+
+absl::Status MachineGates::Sync(const cluster::ChangeSet& changes,
+                                const cluster::ClusterState& state,
+                                const ShapeClasses& classes, RoomLimits limits,
+                                bool reprice_all, const Price& price,
+                                NetworkBuilder& builder) {
+  if (reprice_all) prices_.clear();
+  absl::flat_hash_map<std::string, std::map<MachineId, int64_t>> kept;
+  for (const RequestShape& shape : classes.shapes) {
+    auto old = prices_.find(shape.key);
+    std::map<MachineId, int64_t>& fitting = kept[shape.key];
+    if (old == prices_.end()) {
+      for (const auto& entry : state.machines()) {
+        PriceOn(entry.second, state, shape, limits, price, fitting);
+      }
+      continue;
+    }
+    fitting = std::move(old->second);
+    for (MachineId id : changes.machines) {
+      fitting.erase(id);
+      if (const cluster::Machine* machine = state.FindMachine(id)) {
+        PriceOn(*machine, state, shape, limits, price, fitting);
+      }
+    }
+  }
+  prices_ = std::move(kept);
+
+  // A gate per machine some shape reaches; an arc to it from each.
+  std::map<MachineId, NodeId> gates;
+  std::set<uint64_t> live_gates;
+  for (const auto& [key, fitting] : prices_) {
+    for (const auto& [machine, cost] : fitting) gates.try_emplace(machine);
+  }
+  for (auto& [machine, gate] : gates) {
+    const uint64_t key = GateKey(machine);
+    gate = builder.EnsureAggregatorNode(NodeKind::kRack, key);
+    live_gates.insert(key);
+    FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(
+        gate, {{builder.FindMachineNode(machine), 1, 0, {}}}));
+  }
+  std::map<std::string, std::vector<DesiredArc>> class_arcs;
+  for (const auto& [key, fitting] : prices_) {
+    std::vector<DesiredArc>& arcs = class_arcs[key];
+    for (const auto& [machine, cost] : fitting) {
+      arcs.push_back({gates.at(machine), 1, cost, {}});
+    }
+  }
+  FLOWSCHED_RETURN_IF_ERROR(SetShapeArcs(classes.nodes, class_arcs, builder));
+  RemoveAggregatorsExcept(NodeKind::kRack, live_gates, builder);
+  return absl::OkStatus();
+}
+
+}  // namespace flowsched::flow
