@@ -45,37 +45,50 @@ void MachineGates::PriceOn(const cluster::Machine& machine,
   fitting[machine.id] = price(machine, shape);
 }
 
+bool MachineGates::SamePricing(const RequestShape& a, const RequestShape& b) {
+  return a.ask.request == b.ask.request &&
+         a.ask.accelerator == b.ask.accelerator &&
+         a.ask.required_labels == b.ask.required_labels &&
+         a.preferred == b.preferred &&
+         a.different_machines_job == b.different_machines_job &&
+         a.covers_whole_and_fraction == b.covers_whole_and_fraction &&
+         a.input_racks == b.input_racks;
+}
+
 absl::Status MachineGates::Sync(const cluster::ChangeSet& changes,
                                 const cluster::ClusterState& state,
                                 const ShapeClasses& classes, RoomLimits limits,
                                 bool reprice_all, const Price& price,
                                 NetworkBuilder& builder) {
-  if (reprice_all) prices_.clear();
-  absl::flat_hash_map<std::string, std::map<MachineId, int64_t>> kept;
+  if (reprice_all) kept_.clear();
+  absl::flat_hash_map<std::string, KeptShape> kept;
   for (const RequestShape& shape : classes.shapes) {
-    auto old = prices_.find(shape.key);
-    std::map<MachineId, int64_t>& fitting = kept[shape.key];
-    if (old == prices_.end()) {
-      for (const auto& entry : state.machines()) {
-        PriceOn(entry.second, state, shape, limits, price, fitting);
+    auto old = kept_.find(shape.key);
+    KeptShape& entry = kept[shape.key];
+    if (old == kept_.end() || !SamePricing(old->second.shape, shape)) {
+      entry.shape = shape;
+      for (const auto& machine : state.machines()) {
+        PriceOn(machine.second, state, shape, limits, price, entry.prices);
       }
       continue;
     }
-    fitting = std::move(old->second);
+    entry = std::move(old->second);
     for (MachineId id : changes.machines) {
-      fitting.erase(id);
+      entry.prices.erase(id);
       if (const cluster::Machine* machine = state.FindMachine(id)) {
-        PriceOn(*machine, state, shape, limits, price, fitting);
+        PriceOn(*machine, state, shape, limits, price, entry.prices);
       }
     }
   }
-  prices_ = std::move(kept);
+  kept_ = std::move(kept);
 
   // A gate per machine some shape reaches; an arc to it from each.
   std::map<MachineId, NodeId> gates;
   std::set<uint64_t> live_gates;
-  for (const auto& [key, fitting] : prices_) {
-    for (const auto& [machine, cost] : fitting) gates.try_emplace(machine);
+  for (const auto& [key, entry] : kept_) {
+    for (const auto& [machine, cost] : entry.prices) {
+      gates.try_emplace(machine);
+    }
   }
   for (auto& [machine, gate] : gates) {
     const uint64_t key = GateKey(machine);
@@ -85,9 +98,9 @@ absl::Status MachineGates::Sync(const cluster::ChangeSet& changes,
         gate, {{builder.FindMachineNode(machine), 1, 0, {}}}));
   }
   std::map<std::string, std::vector<DesiredArc>> class_arcs;
-  for (const auto& [key, fitting] : prices_) {
+  for (const auto& [key, entry] : kept_) {
     std::vector<DesiredArc>& arcs = class_arcs[key];
-    for (const auto& [machine, cost] : fitting) {
+    for (const auto& [machine, cost] : entry.prices) {
       arcs.push_back({gates.at(machine), 1, cost, {}});
     }
   }

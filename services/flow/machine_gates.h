@@ -14,8 +14,10 @@
 //
 // Prices are kept between syncs: a machine's prices change only when it
 // does, unless the price's cluster-wide inputs moved (the caller says so:
-// PlacementTerm::Prepare), so a sync prices the changed machines for every
-// waiting shape and a new shape on every machine.
+// PlacementTerm::Prepare) or the shape's ask did (a different-machines
+// job's shape covers its waiting tasks, which change under one key), so a
+// sync prices the changed machines for every waiting shape, and a new or
+// changed shape on every machine.
 
 #include <cstdint>
 #include <functional>
@@ -55,8 +57,16 @@ class MachineGates {
                       const Price& price,
                       std::map<MachineId, int64_t>& fitting);
 
-  // Shape key -> the machines where one of its tasks fits -> the price.
-  absl::flat_hash_map<std::string, std::map<MachineId, int64_t>> prices_;
+  struct KeptShape {
+    RequestShape shape;  // as priced (what a price reads of it)
+    std::map<MachineId, int64_t> prices;  // where one of its tasks fits
+  };
+  // Whether a price of `a` is one of `b`: what the fit rule and the terms
+  // read of a shape is the same.
+  static bool SamePricing(const RequestShape& a, const RequestShape& b);
+
+  // Shape key -> the shape as priced and its prices.
+  absl::flat_hash_map<std::string, KeptShape> kept_;
 };
 
 }  // namespace flowsched::flow

@@ -110,15 +110,17 @@ cluster::TaskSpec Task(uint64_t id, int64_t cpu, int64_t mem_gib) {
 }
 
 // A random cluster of machines (some without reported CPU or memory, some
-// with GPUs) and jobs, some tasks already running, the rest waiting with
-// random asks (GPUs among them) and preferred labels, or for a slot only.
+// with GPUs of two models) and jobs, some tasks already running, the rest
+// waiting with random asks (GPUs among them, some preferring a model) and
+// preferred labels, or for a slot only.
 void RandomCluster(std::mt19937_64& rng, ProfileFixture& f) {
   const int machines = 2 + static_cast<int>(rng() % 8);
   for (int m = 1; m <= machines; ++m) {
     const bool cpu_reported = rng() % 6 != 0;
     std::vector<cluster::AcceleratorGroup> devices;
     if (rng() % 2 == 0) {
-      devices.push_back({static_cast<uint32_t>(1 + rng() % 4), "A10", 1000, 0});
+      devices.push_back({static_cast<uint32_t>(1 + rng() % 4),
+                         rng() % 2 == 0 ? "A10" : "V100", 1000, 0});
     }
     f.AddMachine(static_cast<uint64_t>(m),
                  cpu_reported ? static_cast<int64_t>(1000 + rng() % 15000) : 0,
@@ -139,6 +141,9 @@ void RandomCluster(std::mt19937_64& rng, ProfileFixture& f) {
         if (rng() % 4 == 0) spec.accelerator.milli = 250;
         if (rng() % 6 == 0) spec.accelerator.whole = 1;
         if (spec.accelerator.whole > 0) spec.accelerator.milli = 0;
+        if (!spec.accelerator.empty() && rng() % 2 == 0) {
+          spec.accelerator.preferred_models = {"V100"};
+        }
         if (rng() % 5 == 0) spec = {.id = spec.id};  // a slot only
         tasks.push_back(spec);
       }
@@ -986,6 +991,39 @@ TEST(ProfilePolicyTest, AGateAdmitsOneTaskPerMachineARound) {
   for (const auto& [id, machine] : f.state_.machines()) {
     EXPECT_TRUE(cluster::WithinCapacity(machine)) << id;
   }
+}
+
+// A different-machines job's tasks share one shape whose ask covers them
+// all, and it changes when a task joins the job though no machine changes:
+// the gates reprice that shape on every machine, so its arcs stay exactly
+// where one of its tasks fits (a fresh policy's build), not where the old
+// ask fitted.
+TEST(ProfilePolicyTest, AGatedShapeWhoseAskChangesIsPricedAgain) {
+  const std::string spec = "profile:gate=1,pack=500";
+  ProfileFixture f(Make(spec));
+  f.AddMachine(1, 8000, 32, 4);
+  f.AddMachine(2, 2000, 32, 4);
+  cluster::JobSubmitted job{JobId(1), "j", 0, {Task(1, 1000, 1)}};
+  job.different_machines = true;
+  f.Apply(job);
+  f.Sync();
+  // The job's second task asks for 4,000 millis: machine 2 is out.
+  f.Apply(cluster::TaskSubmitted{JobId(1), Task(2, 4000, 1)});
+  f.Sync();
+  ProfileFixture fresh(Make(spec));
+  cluster::ChangeSet everything;
+  for (const auto& [id, j] : f.state_.jobs()) everything.jobs.insert(id);
+  for (const auto& [id, m] : f.state_.machines()) {
+    everything.machines.insert(id);
+  }
+  for (const auto& [id, t] : f.state_.tasks()) everything.tasks.insert(id);
+  ASSERT_THAT(fresh.policy_->Sync(everything, f.state_, SyncContext{f.now_us_},
+                                  fresh.builder_),
+              IsOk());
+  EXPECT_EQ(flow::testing::Describe(fresh.network_),
+            flow::testing::Describe(f.network_));
+  // One task a round, on machine 1 only (Place refuses what does not fit).
+  EXPECT_EQ(f.Round(), 1);
 }
 
 // Explaining a price prepares the terms for the state it is given; if

@@ -171,6 +171,11 @@ void AddToShape(const cluster::Task& task, const cluster::ClusterState& state,
       shape.different_machines_job = task.job;
     }
   } else if (shape.different_machines_job.value() != 0) {
+    const cluster::AcceleratorRequest& a = shape.ask.accelerator;
+    const cluster::AcceleratorRequest& b = task.spec.accelerator;
+    shape.covers_whole_and_fraction = shape.covers_whole_and_fraction ||
+                                      (a.whole > 0 && b.milli > 0) ||
+                                      (a.milli > 0 && b.whole > 0);
     Cover(shape.ask, task.spec);
     if (shape.preferred != task.spec.preferred_labels) shape.preferred.clear();
   }
@@ -574,6 +579,25 @@ MachineRoom::MachineRoom(const cluster::Machine& machine, RoomLimits limits)
   }
 }
 
+namespace {
+
+// Whether every waiting task of `job` fits `room` by the one fit rule.
+bool EveryWaitingMemberFits(const cluster::ClusterState& state, JobId job_id,
+                            const cluster::Machine& room) {
+  const cluster::Job* job = state.FindJob(job_id);
+  if (job == nullptr) return false;
+  for (TaskId id : job->tasks) {
+    const cluster::Task* task = state.FindTask(id);
+    if (task != nullptr && !task->running() &&
+        !cluster::FitTask(room, task->spec).fits()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 void MachineRoom::Offer(const cluster::ClusterState& state,
                         const std::vector<RequestShape>& shapes,
                         const std::function<std::optional<size_t>()>& next,
@@ -604,6 +628,11 @@ void MachineRoom::Offer(const cluster::ClusterState& state,
       room_->allocated.network_bytes_per_sec = NetworkTaken(
           *machine_, {.max_tasks = 0, .network_by_use = network_by_use_});
       room_->devices = machine_->devices;
+    }
+    if (shape.covers_whole_and_fraction &&
+        !EveryWaitingMemberFits(state, shape.different_machines_job, *room_)) {
+      if (reserved_any) ++misses;
+      continue;
     }
     int64_t n = cluster::ResourceFitCount(*room_, shape.ask.request, limit);
     if (asks_devices) {

@@ -55,6 +55,11 @@ struct RequestShape {
   cluster::TaskSpec ask;  // request, accelerator ask, required labels
   std::map<std::string, std::string> preferred;  // empty if they differ
   JobId different_machines_job;  // non-zero: the job's own shape
+  // A different-machines job's ask covers its waiting tasks; whole
+  // devices cover a fraction only on devices that hold it, which the ask
+  // cannot say, so when it took whole devices for a fraction MachineRoom
+  // checks each waiting task of the job too.
+  bool covers_whole_and_fraction = false;
   // Where the input of its lowest task id is (InputRacks), when its index
   // splits shapes by the first of those racks (ShapeIndex(by_input_rack)),
   // which all its tasks share; empty otherwise.

@@ -544,6 +544,37 @@ TEST(RequestShapesTest, DifferentMachinesJobsGetOnePerMachineAndCoverAll) {
   EXPECT_EQ(on2, 1);
 }
 
+// Whole devices cover a fraction only on devices that hold it: on
+// devices of 500 milli a whole device fits the job's covering ask but not
+// its 700-milli task, so that machine is offered nothing; on whole-unit
+// devices both fit.
+TEST(RequestShapesTest,
+     ADifferentMachinesCoverOfWholeAndFractionChecksEachTask) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  ASSERT_THAT(
+      state.Apply(Event(Machine(1, 8, 0, 4, /*gpu_milli=*/500)), 0, changes),
+      IsOk());
+  ASSERT_THAT(state.Apply(Event(Machine(2, 8, 0, 4)), 0, changes), IsOk());
+  cluster::JobSubmitted job;
+  job.job = JobId(1);
+  job.name = "j";
+  job.different_machines = true;
+  job.tasks.push_back(Ask(1, 0, 1, 0));
+  job.tasks.push_back(Ask(2, 0, 0, 700));
+  ASSERT_THAT(state.Apply(Event(job), 0, changes), IsOk());
+  const std::vector<RequestShape> shapes = WaitingShapes(state);
+  ASSERT_EQ(shapes.size(), 1u);
+  EXPECT_TRUE(shapes[0].covers_whole_and_fraction);
+  int64_t on1 = 0, on2 = 0;
+  ReserveMachine(state.machines().at(MachineId(1)), state, shapes, 0,
+                 [&](size_t, int64_t n) { on1 = n; });
+  ReserveMachine(state.machines().at(MachineId(2)), state, shapes, 0,
+                 [&](size_t, int64_t n) { on2 = n; });
+  EXPECT_EQ(on1, 0);
+  EXPECT_EQ(on2, 1);
+}
+
 TEST(RequestShapesTest, RequiredLabelsFilterMachines) {
   cluster::ClusterState state;
   cluster::ChangeSet changes;
