@@ -27,7 +27,8 @@
 //     (terms/machine_order_term.h) below one level: ties go to the machine
 //     earliest in id order (a packing rule; the authors' simulator breaks
 //     ties so).
-// Each term is rounded to whole cost units on its own. Waiting costs more
+// Each term is rounded to whole cost units on its own, and so is each
+// weight (3 * best_fit and model_affinity times the unit). Waiting costs more
 // than any placement: a round places a task on every machine where some
 // waiting task fits. Running tasks never move (as in cpu-memory).
 //

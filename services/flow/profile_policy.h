@@ -165,7 +165,10 @@ struct ProfileParams {
   // Gated admission instead of reservations (machine_gates.h): one new
   // task per machine a round, through a gate every fitting shape reaches
   // at the price of one task, so the price is exact for the machine as it
-  // is (gpu-fgd's network). Not with the pool, a cap or locality.
+  // is (gpu-fgd's network). Not with the pool, a cap or locality. Every
+  // shape then reaches every machine where it fits, so there is nothing
+  // to offer a starving gang first: gang_first_after_s does not apply
+  // (the round solver's gang hold still does).
   bool gate = false;
 };
 

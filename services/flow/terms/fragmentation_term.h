@@ -10,13 +10,16 @@
 // (L - floor(L * sigmoid(-delta / 1000))) / L in [0, 1]: deltas the score
 // cannot tell apart (among them every large one) tie. With L = 0 it is the
 // delta itself over kMaxDeltaMilli, in [-1, 1], so a weight of
-// kMaxDeltaMilli prices it in milli-GPU.
+// kMaxDeltaMilli prices it in milli-GPU (clamped on a deployment that lets
+// machines announce more than the default 64 devices).
 //
 // The expected workload is the shapes of the tasks the cluster holds,
 // running and waiting, covering `coverage` of them (the paper's
 // podPopularityThreshold); Prepare rebuilds it when their number moved by
 // a third since the last build, and says so, since every machine's value
-// then moves. 0 for a machine where no task of the shape fits.
+// then moves. So a fresh term (a restarted service, `flowsched explain`)
+// may price against a workload the long-lived one has not rebuilt to yet.
+// 0 for a machine where no task of the shape fits.
 
 #include <cstddef>
 #include <cstdint>

@@ -38,10 +38,30 @@ TEST(ModelAffinityTermTest, IsTheShareOfTheGivenDevicesNotPreferred) {
   RequestShape two = one;
   two.ask.accelerator.whole = 2;
   EXPECT_DOUBLE_EQ(term.Value(mixed, two, 1), 0.5);
+  // The second task gets an A10: the V100 went to the first.
+  EXPECT_DOUBLE_EQ(term.Value(mixed, one, 2), 1);
+  EXPECT_DOUBLE_EQ(term.Value(v100, one, 4), 0);
+  // Past the devices that fit: the last share.
+  EXPECT_DOUBLE_EQ(term.Value(mixed, one, 9), 1);
   // With its V100 in use the machine can only give A10s.
   mixed.devices[0].used_milli = 1000;
   EXPECT_DOUBLE_EQ(term.Value(mixed, one, 1), 1);
-  EXPECT_FALSE(term.depends_on_k());
+  EXPECT_TRUE(term.depends_on_k());
+}
+
+// Fractions share a preferred device until it is full: four quarter-GPU
+// tasks fit the V100, the fifth takes an A10.
+TEST(ModelAffinityTermTest, FractionsFillThePreferredDeviceFirst) {
+  const ModelAffinityTerm term;
+  const cluster::Machine mixed =
+      WithDevices({{1, "V100", 1000, 0}, {1, "A10", 1000, 0}});
+  RequestShape quarter = AskingGpus({"V100"});
+  quarter.ask.accelerator.whole = 0;
+  quarter.ask.accelerator.milli = 250;
+  for (int64_t k = 1; k <= 4; ++k) {
+    EXPECT_DOUBLE_EQ(term.Value(mixed, quarter, k), 0) << k;
+  }
+  EXPECT_DOUBLE_EQ(term.Value(mixed, quarter, 5), 1);
 }
 
 // Devices the ask does not accept are never given; no preference, no ask,

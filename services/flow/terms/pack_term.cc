@@ -18,7 +18,7 @@ double PackTerm::Value(const cluster::Machine& machine,
   (void)k;
   const double leftover =
       cluster::BestFitLeftover(machine, shape.ask, max_spec_) / 3.0;
-  return std::clamp(leftover, 0.0, 1.0);
+  return std::clamp(leftover, -1.0, 1.0);
 }
 
 }  // namespace flowsched::flow

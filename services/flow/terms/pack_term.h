@@ -3,8 +3,10 @@
 // Packing (Kubernetes' MostAllocated; the FGD paper's BestFit): what the
 // machine would keep free after one task of the shape, CPU, memory and
 // device milli each over the largest machine's (cluster::BestFitLeftover),
-// averaged over the three and clamped to [0, 1]: 0 for a machine the task
-// fills exactly, most for an empty machine of the largest kind. Fuller
+// averaged over the three and clamped to [-1, 1]: 0 for a machine the task
+// fills exactly, most for an empty machine of the largest kind, below 0
+// where the task counts for more than the machine has free (whole devices
+// count a whole unit each, also on devices of less capacity). Fuller
 // machines cost less, so work collects on few machines and whole machines
 // stay free for large asks. A dimension the machine does not report leaves
 // nothing (as in BestFitLeftover), so such machines look full in it.

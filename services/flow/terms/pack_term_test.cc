@@ -55,5 +55,32 @@ TEST_F(PackTermTest, FullerMachinesCostLess) {
   EXPECT_DOUBLE_EQ(term_.Value(MachineWith(8000, 32, 7000, 28), shape, 1), 0);
 }
 
+// Whole devices count a whole unit each, so two on devices of half a
+// unit take more than the machine has free: the leftover is negative (the
+// machine looks fuller than full, as gpu-fgd priced it), within [-1, 1].
+TEST_F(PackTermTest, ATaskTakingMoreThanTheFreeRoomLeavesANegativeShare) {
+  cluster::Machine machine = MachineWith(8000, 32, 8000, 32);
+  machine.devices = cluster::ExpandAccelerators({{2, "A10", 500, 0}});
+  RequestShape shape = ShapeAsking(0, 0);
+  shape.ask.accelerator.whole = 2;
+  // Devices: (1,000 - 2,000) / 4,000 of the largest machine's.
+  EXPECT_NEAR(term_.Value(machine, shape, 1), -0.25 / 3, 1e-12);
+}
+
+// Prepare says when the largest machine (the normaliser) changed.
+TEST_F(PackTermTest, PrepareSaysWhenTheLargestMachineChanged) {
+  EXPECT_FALSE(term_.Prepare(state_));
+  cluster::ChangeSet changes;
+  ASSERT_THAT(state_.Apply(
+                  cluster::ClusterEvent{
+                      "e", 1, "t",
+                      cluster::MachineAdded{
+                          MachineId(2), "r", {16000, 32 * kGiB, 0}, 8, {}, {}}},
+                  1, changes),
+              IsOk());
+  EXPECT_TRUE(term_.Prepare(state_));
+  EXPECT_FALSE(term_.Prepare(state_));
+}
+
 }  // namespace
 }  // namespace flowsched::flow
