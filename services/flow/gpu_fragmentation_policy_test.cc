@@ -253,6 +253,48 @@ TEST(GpuFragmentationPolicyRandomTest, NeverOvercommitsAndFillsUp) {
   }
 }
 
+// A network stored by a build before gpu-fgd was a profile keys its gates
+// gpu-fgd-gate|<machine>: a fresh policy over it (a restarted graph
+// manager) removes them at its first Refresh and builds what a fresh sync
+// of the state builds.
+TEST_F(GpuFragmentationPolicyTest, AFreshPolicyDropsGatesOfTheOldKey) {
+  AddMachine(1, 1);
+  AddMachine(2, 1);
+  Submit(7, {Gpu(71, 0, 500), Gpu(72, 1, 0)});
+  Sync();
+  // The old build's gate on machine 1, with the arcs it had.
+  const NodeId old_gate = builder_.EnsureAggregatorNode(
+      NodeKind::kRack, NetworkBuilder::StableKey("gpu-fgd-gate|1"));
+  ASSERT_THAT(builder_.SetOutArcs(
+                  old_gate, {{builder_.FindMachineNode(MachineId(1)), 1, 0}}),
+              IsOk());
+  // As a restarted graph manager: the stored network, a new builder.
+  FlowNetwork& restored = network_;
+  NetworkBuilder restored_builder(restored);
+  ASSERT_THAT(restored_builder.RestoreFromNetwork(), IsOk());
+  ASSERT_NE(restored_builder.FindAggregatorNode(
+                NodeKind::kRack, NetworkBuilder::StableKey("gpu-fgd-gate|1")),
+            kNoNode);
+  GpuFragmentationPolicy fresh;
+  ASSERT_TRUE(fresh.refresh_owed());
+  ASSERT_THAT(fresh.Refresh(state_, SyncContext{1}, restored_builder), IsOk());
+  EXPECT_EQ(restored_builder.FindAggregatorNode(
+                NodeKind::kRack, NetworkBuilder::StableKey("gpu-fgd-gate|1")),
+            kNoNode);
+  FlowNetwork scratch;
+  NetworkBuilder scratch_builder(scratch);
+  GpuFragmentationPolicy scratch_policy;
+  cluster::ChangeSet everything;
+  for (const auto& [id, job] : state_.jobs()) everything.jobs.insert(id);
+  for (const auto& [id, m] : state_.machines()) everything.machines.insert(id);
+  for (const auto& [id, task] : state_.tasks()) everything.tasks.insert(id);
+  ASSERT_THAT(
+      scratch_policy.Sync(everything, state_, SyncContext{1}, scratch_builder),
+      IsOk());
+  EXPECT_EQ(flow::testing::Describe(restored),
+            flow::testing::Describe(scratch));
+}
+
 // The networks gpu-fgd built on random clusters before it was a built-in
 // profile (fingerprints taken once each term was rounded on its own, as a
 // profile rounds its terms, and its gates were keyed as a profile's; the
