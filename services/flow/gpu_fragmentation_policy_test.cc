@@ -204,19 +204,10 @@ class RandomGpuCluster : public GpuCluster {
   // A fresh policy builds the network the incremental Syncs (with their
   // cached prices) made.
   void ExpectEqualToAFreshBuild() const {
-    FlowNetwork scratch;
-    NetworkBuilder scratch_builder(scratch);
     GpuFragmentationPolicy fresh(params_);
-    cluster::ChangeSet everything;
-    for (const auto& [id, job] : state_.jobs()) everything.jobs.insert(id);
-    for (const auto& [id, m] : state_.machines()) {
-      everything.machines.insert(id);
-    }
-    for (const auto& [id, task] : state_.tasks()) everything.tasks.insert(id);
-    ASSERT_THAT(fresh.Sync(everything, state_, SyncContext{1}, scratch_builder),
-                IsOk());
-    EXPECT_EQ(flow::testing::Describe(network_),
-              flow::testing::Describe(scratch));
+    auto built = flow::testing::DescribeFreshBuild(fresh, state_, 1);
+    ASSERT_THAT(built, IsOk());
+    EXPECT_EQ(flow::testing::Describe(network_), *built);
   }
   void ExpectNoWaitingTaskFits() const {
     for (const auto& [id, task] : state_.tasks()) {
@@ -281,18 +272,10 @@ TEST_F(GpuFragmentationPolicyTest, AFreshPolicyDropsGatesOfTheOldKey) {
   EXPECT_EQ(restored_builder.FindAggregatorNode(
                 NodeKind::kRack, NetworkBuilder::StableKey("gpu-fgd-gate|1")),
             kNoNode);
-  FlowNetwork scratch;
-  NetworkBuilder scratch_builder(scratch);
-  GpuFragmentationPolicy scratch_policy;
-  cluster::ChangeSet everything;
-  for (const auto& [id, job] : state_.jobs()) everything.jobs.insert(id);
-  for (const auto& [id, m] : state_.machines()) everything.machines.insert(id);
-  for (const auto& [id, task] : state_.tasks()) everything.tasks.insert(id);
-  ASSERT_THAT(
-      scratch_policy.Sync(everything, state_, SyncContext{1}, scratch_builder),
-      IsOk());
-  EXPECT_EQ(flow::testing::Describe(restored),
-            flow::testing::Describe(scratch));
+  GpuFragmentationPolicy scratch;
+  auto built = flow::testing::DescribeFreshBuild(scratch, state_, 1);
+  ASSERT_THAT(built, IsOk());
+  EXPECT_EQ(flow::testing::Describe(restored), *built);
 }
 
 // The networks gpu-fgd built on random clusters before it was a built-in
@@ -405,15 +388,7 @@ TEST(GpuFragmentationPinTest, KeepsItsNetworkOnRandomClusters) {
       for (int round = 0; round < 2; ++round) {
         ASSERT_THAT(run.Round().status(), IsOk());
       }
-      std::vector<std::pair<JobId, TaskId>> finishing;
-      for (const auto& [id, task] : run.state().tasks()) {
-        if (task.running() && rng() % 4 == 0) {
-          finishing.emplace_back(task.job, id);
-        }
-      }
-      for (const auto& [job, task] : finishing) {
-        apply(cluster::TaskFinished{job, task});
-      }
+      ASSERT_THAT(run.FinishSomeRunning(rng, 4), IsOk());
       if (wave == 1) {
         // A machine goes and another comes: every rank moves.
         apply(cluster::MachineRemoved{run.state().machines().begin()->first});

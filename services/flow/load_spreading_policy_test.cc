@@ -550,15 +550,7 @@ TEST(LoadSpreadingPinTest, KeepsItsNetworkOnRandomClusters) {
       for (int round = 0; round < 2; ++round) {
         ASSERT_THAT(run.Round().status(), IsOk());
       }
-      std::vector<std::pair<JobId, TaskId>> finishing;
-      for (const auto& [id, task] : run.state().tasks()) {
-        if (task.running() && rng() % 4 == 0) {
-          finishing.emplace_back(task.job, id);
-        }
-      }
-      for (const auto& [job, task] : finishing) {
-        apply(cluster::TaskFinished{job, task});
-      }
+      ASSERT_THAT(run.FinishSomeRunning(rng, 4), IsOk());
       run.now_us += 2'000'000;
       sync();
     }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -138,6 +139,31 @@ inline uint64_t Fingerprint(const FlowNetwork& network,
   return NetworkBuilder::StableKey(text);
 }
 
+// A change set naming every job, machine and task of `state`: what a
+// fresh policy's first Sync is given to build the whole network.
+inline cluster::ChangeSet Everything(const cluster::ClusterState& state) {
+  cluster::ChangeSet changes;
+  for (const auto& [id, job] : state.jobs()) changes.jobs.insert(id);
+  for (const auto& [id, machine] : state.machines()) {
+    changes.machines.insert(id);
+  }
+  for (const auto& [id, task] : state.tasks()) changes.tasks.insert(id);
+  return changes;
+}
+
+// Describe of the network `fresh` (a policy that has synced nothing)
+// builds for `state` from scratch: what a policy that kept state between
+// syncs must equal.
+inline absl::StatusOr<std::vector<std::string>> DescribeFreshBuild(
+    SchedulingPolicy& fresh, const cluster::ClusterState& state,
+    int64_t now_us) {
+  FlowNetwork network;
+  NetworkBuilder builder(network);
+  FLOWSCHED_RETURN_IF_ERROR(
+      fresh.Sync(Everything(state), state, SyncContext{now_us}, builder));
+  return Describe(network);
+}
+
 // A scenario a pin test drives through one policy: events applied at
 // now_us, syncs (with the Refresh the graph manager owes when `deferred`)
 // each folding the network's Fingerprint into `fingerprint`, and rounds
@@ -173,6 +199,20 @@ class PinnedRun {
         ApplyRound(round, state_, now_us, changes_).status());
     FLOWSCHED_RETURN_IF_ERROR(Sync());
     return round;
+  }
+  // Each running task finishes with chance 1 in `one_in` (one draw each,
+  // in task order).
+  absl::Status FinishSomeRunning(std::mt19937_64& rng, uint64_t one_in) {
+    std::vector<std::pair<JobId, TaskId>> finishing;
+    for (const auto& [id, task] : state_.tasks()) {
+      if (task.running() && rng() % one_in == 0) {
+        finishing.emplace_back(task.job, id);
+      }
+    }
+    for (const auto& [job, task] : finishing) {
+      FLOWSCHED_RETURN_IF_ERROR(Apply(cluster::TaskFinished{job, task}));
+    }
+    return absl::OkStatus();
   }
   [[nodiscard]] const cluster::ClusterState& state() const { return state_; }
 

@@ -105,6 +105,17 @@ std::unique_ptr<SchedulingPolicy> Make(const std::string& spec) {
   return policy.ok() ? std::move(*policy) : nullptr;
 }
 
+// `f`'s network equals a fresh `spec` policy's build of its state.
+void ExpectEqualToAFreshBuild(const std::string& spec,
+                              const ProfileFixture& f) {
+  std::unique_ptr<SchedulingPolicy> fresh = Make(spec);
+  ASSERT_NE(fresh, nullptr);
+  absl::StatusOr<std::vector<std::string>> built =
+      flow::testing::DescribeFreshBuild(*fresh, f.state_, f.now_us_);
+  ASSERT_THAT(built, IsOk());
+  EXPECT_EQ(*built, flow::testing::Describe(f.network_));
+}
+
 cluster::TaskSpec Task(uint64_t id, int64_t cpu, int64_t mem_gib) {
   return {.id = TaskId(id), .request = {cpu, mem_gib * kGiB, 0}};
 }
@@ -973,19 +984,8 @@ TEST(ProfilePolicyTest, AGateAdmitsOneTaskPerMachineARound) {
   std::vector<int> placed;
   for (int round = 0; round < 4; ++round) {
     placed.push_back(f.Round());
-    ProfileFixture fresh(Make(spec));
-    cluster::ChangeSet everything;
-    for (const auto& [id, job] : f.state_.jobs()) everything.jobs.insert(id);
-    for (const auto& [id, m] : f.state_.machines()) {
-      everything.machines.insert(id);
-    }
-    for (const auto& [id, t] : f.state_.tasks()) everything.tasks.insert(id);
-    ASSERT_THAT(fresh.policy_->Sync(everything, f.state_,
-                                    SyncContext{f.now_us_}, fresh.builder_),
-                IsOk());
-    EXPECT_EQ(flow::testing::Describe(fresh.network_),
-              flow::testing::Describe(f.network_))
-        << "round " << round;
+    SCOPED_TRACE(round);
+    ExpectEqualToAFreshBuild(spec, f);
   }
   EXPECT_EQ(placed, (std::vector<int>{3, 3, 1, 0}));
   for (const auto& [id, machine] : f.state_.machines()) {
@@ -1010,18 +1010,7 @@ TEST(ProfilePolicyTest, AGatedShapeWhoseAskChangesIsPricedAgain) {
   // The job's second task asks for 4,000 millis: machine 2 is out.
   f.Apply(cluster::TaskSubmitted{JobId(1), Task(2, 4000, 1)});
   f.Sync();
-  ProfileFixture fresh(Make(spec));
-  cluster::ChangeSet everything;
-  for (const auto& [id, j] : f.state_.jobs()) everything.jobs.insert(id);
-  for (const auto& [id, m] : f.state_.machines()) {
-    everything.machines.insert(id);
-  }
-  for (const auto& [id, t] : f.state_.tasks()) everything.tasks.insert(id);
-  ASSERT_THAT(fresh.policy_->Sync(everything, f.state_, SyncContext{f.now_us_},
-                                  fresh.builder_),
-              IsOk());
-  EXPECT_EQ(flow::testing::Describe(fresh.network_),
-            flow::testing::Describe(f.network_));
+  ExpectEqualToAFreshBuild(spec, f);
   // One task a round, on machine 1 only (Place refuses what does not fit).
   EXPECT_EQ(f.Round(), 1);
 }
@@ -1063,18 +1052,7 @@ TEST(ProfilePolicyTest, AGatedProfileRepricesAfterAnExplainMovedItsTerms) {
                 .cost,
             300);
   f.Sync();
-  ProfileFixture fresh(Make(spec));
-  cluster::ChangeSet everything;
-  for (const auto& [id, job] : f.state_.jobs()) everything.jobs.insert(id);
-  for (const auto& [id, m] : f.state_.machines()) {
-    everything.machines.insert(id);
-  }
-  for (const auto& [id, t] : f.state_.tasks()) everything.tasks.insert(id);
-  ASSERT_THAT(fresh.policy_->Sync(everything, f.state_, SyncContext{f.now_us_},
-                                  fresh.builder_),
-              IsOk());
-  EXPECT_EQ(flow::testing::Describe(fresh.network_),
-            flow::testing::Describe(f.network_));
+  ExpectEqualToAFreshBuild(spec, f);
 }
 
 TEST(ProfilePolicyTest, WaitingMustCostMoreThanTheDearestPlacement) {

@@ -615,11 +615,8 @@ TEST_P(QuincyRebuildTest, RefreshMatchesAFromScratchBuild) {
   FlowNetwork scratch;
   NetworkBuilder scratch_builder(scratch);
   QuincyPolicy fresh(params);
-  cluster::ChangeSet everything;
-  for (const auto& [id, job] : state.jobs()) everything.jobs.insert(id);
-  for (const auto& [id, m] : state.machines()) everything.machines.insert(id);
-  for (const auto& [id, task] : state.tasks()) everything.tasks.insert(id);
-  ASSERT_THAT(fresh.Sync(everything, state, SyncContext{now}, scratch_builder),
+  ASSERT_THAT(fresh.Sync(flow::testing::Everything(state), state,
+                         SyncContext{now}, scratch_builder),
               IsOk());
   EXPECT_GT(state.tasks().size(), 5u);
   size_t running = 0;
