@@ -286,9 +286,9 @@ TEST_F(GpuFragmentationPolicyTest, AFreshPolicyDropsGatesOfTheOldKey) {
 // shape, whose ask covers its waiting tasks under one key, is priced again
 // on every machine when its ask changes (the kept prices were the old
 // ask's), and such a shape that took whole devices for a fraction reaches
-// a machine only where each waiting task fits (a whole device of less
-// capacity than the fraction fitted the ask, not the task). Machines with
-// and without GPUs of three models (some shared at less than a whole
+// a machine only where its ask fits with that fraction too (a whole device
+// of less capacity than the fraction fitted the ask, not the task). Machines
+// with and without GPUs of three models (some shared at less than a whole
 // device), tasks asking for CPU and memory, whole and fractional GPUs,
 // acceptable and preferred models and labels, some jobs on different
 // machines; random parameters (the exact delta and the score, with and

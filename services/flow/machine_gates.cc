@@ -51,7 +51,7 @@ bool MachineGates::SamePricing(const RequestShape& a, const RequestShape& b) {
          a.ask.required_labels == b.ask.required_labels &&
          a.preferred == b.preferred &&
          a.different_machines_job == b.different_machines_job &&
-         a.covers_whole_and_fraction == b.covers_whole_and_fraction &&
+         a.covered_fractions == b.covered_fractions &&
          a.input_racks == b.input_racks;
 }
 

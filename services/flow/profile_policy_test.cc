@@ -1015,6 +1015,34 @@ TEST(ProfilePolicyTest, AGatedShapeWhoseAskChangesIsPricedAgain) {
   EXPECT_EQ(f.Round(), 1);
 }
 
+// A different-machines job that covers a whole device and a fraction
+// reaches a machine only where the fraction fits too: when a larger
+// fraction joins the job, the whole-device ask is the same, and the
+// machine of half-unit devices, where the new task does not fit, is
+// dropped as a fresh build drops it.
+TEST(ProfilePolicyTest, AGatedCoverDropsAMachineWhenALargerFractionJoins) {
+  const std::string spec = "profile:gate=1,pack=500";
+  ProfileFixture f(Make(spec));
+  f.AddMachine(1, 8000, 32, 4, {}, {{2, "G", 500, 0}});
+  f.AddMachine(2, 8000, 32, 4, {}, {{2, "G", 1000, 0}});
+  cluster::TaskSpec whole = Task(1, 100, 1);
+  whole.accelerator.whole = 1;
+  cluster::TaskSpec small = Task(2, 100, 1);
+  small.accelerator.milli = 300;
+  cluster::JobSubmitted job{JobId(1), "j", 0, {whole, small}};
+  job.different_machines = true;
+  f.Apply(job);
+  f.Sync();
+  cluster::TaskSpec large = Task(3, 100, 1);
+  large.accelerator.milli = 700;
+  f.Apply(cluster::TaskSubmitted{JobId(1), large});
+  f.Sync();
+  ExpectEqualToAFreshBuild(spec, f);
+  // One task a round, on machine 2 only (Place refuses what does not fit).
+  EXPECT_EQ(f.Round(), 1);
+  EXPECT_EQ(f.Round(), 0);
+}
+
 // Explaining a price prepares the terms for the state it is given; if
 // that moved a term's inputs (here the fragmentation workload, rebuilt
 // once the tasks grew by a third), the next sync of a gated profile prices

@@ -171,13 +171,14 @@ void AddToShape(const cluster::Task& task, const cluster::ClusterState& state,
       shape.different_machines_job = task.job;
     }
   } else if (shape.different_machines_job.value() != 0) {
-    const cluster::AcceleratorRequest& a = shape.ask.accelerator;
-    const cluster::AcceleratorRequest& b = task.spec.accelerator;
-    shape.covers_whole_and_fraction = shape.covers_whole_and_fraction ||
-                                      (a.whole > 0 && b.milli > 0) ||
-                                      (a.milli > 0 && b.whole > 0);
     Cover(shape.ask, task.spec);
     if (shape.preferred != task.spec.preferred_labels) shape.preferred.clear();
+  }
+  const cluster::AcceleratorRequest& accelerator = task.spec.accelerator;
+  if (shape.different_machines_job.value() != 0 && accelerator.milli > 0 &&
+      std::find(shape.covered_fractions.begin(), shape.covered_fractions.end(),
+                accelerator) == shape.covered_fractions.end()) {
+    shape.covered_fractions.push_back(accelerator);
   }
   ++shape.waiting;
 }
@@ -581,17 +582,15 @@ MachineRoom::MachineRoom(const cluster::Machine& machine, RoomLimits limits)
 
 namespace {
 
-// Whether every waiting task of `job` fits `room` by the one fit rule.
-bool EveryWaitingMemberFits(const cluster::ClusterState& state, JobId job_id,
-                            const cluster::Machine& room) {
-  const cluster::Job* job = state.FindJob(job_id);
-  if (job == nullptr) return false;
-  for (TaskId id : job->tasks) {
-    const cluster::Task* task = state.FindTask(id);
-    if (task != nullptr && !task->running() &&
-        !cluster::FitTask(room, task->spec).fits()) {
-      return false;
-    }
+// Whether `shape`'s ask fits `room` with each fraction it covers in place
+// of its whole devices (RequestShape::covered_fractions).
+bool CoveredFractionsFit(const RequestShape& shape,
+                         const cluster::Machine& room) {
+  if (shape.ask.accelerator.whole == 0) return true;
+  cluster::TaskSpec ask = shape.ask;
+  for (const cluster::AcceleratorRequest& fraction : shape.covered_fractions) {
+    ask.accelerator = fraction;
+    if (!cluster::FitTask(room, ask).fits()) return false;
   }
   return true;
 }
@@ -629,12 +628,8 @@ void MachineRoom::Offer(const cluster::ClusterState& state,
           *machine_, {.max_tasks = 0, .network_by_use = network_by_use_});
       room_->devices = machine_->devices;
     }
-    if (shape.covers_whole_and_fraction &&
-        !EveryWaitingMemberFits(state, shape.different_machines_job, *room_)) {
-      if (reserved_any) ++misses;
-      continue;
-    }
     int64_t n = cluster::ResourceFitCount(*room_, shape.ask.request, limit);
+    if (n > 0 && !CoveredFractionsFit(shape, *room_)) n = 0;
     if (asks_devices) {
       // Device by device, as the graph manager will choose them.
       int64_t booked = 0;

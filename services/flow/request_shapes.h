@@ -57,9 +57,10 @@ struct RequestShape {
   JobId different_machines_job;  // non-zero: the job's own shape
   // A different-machines job's ask covers its waiting tasks; whole
   // devices cover a fraction only on devices that hold it, which the ask
-  // cannot say, so when it took whole devices for a fraction MachineRoom
-  // checks each waiting task of the job too.
-  bool covers_whole_and_fraction = false;
+  // cannot say. So the distinct fraction asks among its waiting tasks are
+  // kept, and when the ask is for whole devices MachineRoom also checks
+  // that the ask with each of them fits.
+  std::vector<cluster::AcceleratorRequest> covered_fractions;
   // Where the input of its lowest task id is (InputRacks), when its index
   // splits shapes by the first of those racks (ShapeIndex(by_input_rack)),
   // which all its tasks share; empty otherwise.

@@ -549,7 +549,7 @@ TEST(RequestShapesTest, DifferentMachinesJobsGetOnePerMachineAndCoverAll) {
 // its 700-milli task, so that machine is offered nothing; on whole-unit
 // devices both fit.
 TEST(RequestShapesTest,
-     ADifferentMachinesCoverOfWholeAndFractionChecksEachTask) {
+     ADifferentMachinesCoverOfWholeAndFractionChecksTheFraction) {
   cluster::ClusterState state;
   cluster::ChangeSet changes;
   ASSERT_THAT(
@@ -565,7 +565,7 @@ TEST(RequestShapesTest,
   ASSERT_THAT(state.Apply(Event(job), 0, changes), IsOk());
   const std::vector<RequestShape> shapes = WaitingShapes(state);
   ASSERT_EQ(shapes.size(), 1u);
-  EXPECT_TRUE(shapes[0].covers_whole_and_fraction);
+  EXPECT_EQ(shapes[0].covered_fractions.size(), 1u);
   int64_t on1 = 0, on2 = 0;
   ReserveMachine(state.machines().at(MachineId(1)), state, shapes, 0,
                  [&](size_t, int64_t n) { on1 = n; });
