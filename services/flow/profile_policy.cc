@@ -165,11 +165,16 @@ std::vector<ProfilePolicy::TermCost> ProfilePolicy::ExplainCost(
 DesiredArc ProfilePolicy::ShapeArc(const cluster::Machine& machine,
                                    NodeId machine_node,
                                    const RequestShape& shape, int64_t n) const {
-  DesiredArc arc{machine_node,
-                 depends_on_k_ ? 1 : n,
-                 PlacementCost(machine, shape, 1),
-                 {}};
+  // One piece unless some term's price moves with k for this shape.
+  bool by_k = false;
   if (depends_on_k_) {
+    for (const WeightedTerm& weighted : terms_) {
+      by_k = by_k || weighted.term->DependsOnK(shape);
+    }
+  }
+  DesiredArc arc{
+      machine_node, by_k ? 1 : n, PlacementCost(machine, shape, 1), {}};
+  if (by_k) {
     // Convex pieces: the k-th task costs the price after k tasks; beyond
     // kMaxArcSegments the last piece takes the rest.
     const int64_t pieces =

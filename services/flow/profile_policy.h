@@ -295,7 +295,7 @@ class ProfilePolicy : public SchedulingPolicy {
   std::string name_;
   JobArc job_arc_;
   std::vector<WeightedTerm> terms_;  // weight != 0 only
-  bool depends_on_k_ = false;        // some term does
+  bool depends_on_k_ = false;        // some term may (DependsOnK)
   // The waiting tasks by request shape (a fresh policy indexes all once).
   ShapeIndex waiting_;
   // Keys of the shapes the last reservation offered first.

@@ -20,6 +20,11 @@ double OtherModelShare(const cluster::Machine& machine,
 
 }  // namespace
 
+bool ModelAffinityTerm::DependsOnK(const RequestShape& shape) const {
+  const cluster::AcceleratorRequest& ask = shape.ask.accelerator;
+  return !ask.empty() && !ask.preferred_models.empty();
+}
+
 double ModelAffinityTerm::Value(const cluster::Machine& machine,
                                 const RequestShape& shape, int64_t k) const {
   const cluster::AcceleratorRequest& ask = shape.ask.accelerator;

@@ -9,7 +9,8 @@
 // multi-device ask that must take some of another model pays that share.
 // The share never falls as k grows (preferred devices are taken first);
 // the k-th is found by booking k - 1 tasks on a copy of the machine's
-// room, as the reservations do, so an arc of n tasks costs O(n^2) fits.
+// room, as the reservations do, so an arc of n tasks (at most 65 pieces)
+// costs O(n^2) fits; only such shapes' arcs are split by k.
 // 0 for shapes without an accelerator ask or without preferred models (no
 // copy then) and where no task fits; beyond the tasks that fit, the last
 // share (the reservations never send more there).
@@ -23,6 +24,8 @@ namespace flowsched::flow {
 class ModelAffinityTerm final : public PlacementTerm {
  public:
   [[nodiscard]] bool depends_on_k() const override { return true; }
+  // Only shapes with an accelerator ask and preferred models.
+  [[nodiscard]] bool DependsOnK(const RequestShape& shape) const override;
   [[nodiscard]] double Value(const cluster::Machine& machine,
                              const RequestShape& shape,
                              int64_t k) const override;

@@ -47,6 +47,10 @@ TEST(ModelAffinityTermTest, IsTheShareOfTheGivenDevicesNotPreferred) {
   mixed.devices[0].used_milli = 1000;
   EXPECT_DOUBLE_EQ(term.Value(mixed, one, 1), 1);
   EXPECT_TRUE(term.depends_on_k());
+  // Only shapes that prefer a model are priced by k.
+  EXPECT_TRUE(term.DependsOnK(one));
+  EXPECT_FALSE(term.DependsOnK(AskingGpus({})));
+  EXPECT_FALSE(term.DependsOnK(ShapeAsking(1000, 1)));
 }
 
 // Fractions share a preferred device until it is full: four quarter-GPU

@@ -12,8 +12,9 @@
 //     counts are the exceptions, each with a bound CheckProfile prices:
 //     TaskCountTerm (below the default slot limit) and NetworkLoadTerm
 //     (MiB/s, at most its kMaxMiBps);
-//   - depends_on_k() is false only if Value ignores k, so an arc priced by
-//     such terms alone is one piece;
+//   - depends_on_k() is false only if Value ignores k, and DependsOnK(shape)
+//     only if it does for that shape, so an arc priced by such terms alone
+//     is one piece;
 //   - Prepare runs before every reservation pass (and every sync of a
 //     gated profile), with the state the pass reads, and Value reads
 //     nothing else of the cluster than the machine and what Prepare kept;
@@ -33,6 +34,13 @@ class PlacementTerm {
  public:
   virtual ~PlacementTerm() = default;
   [[nodiscard]] virtual bool depends_on_k() const = 0;
+  // Whether Value moves with k for `shape` (a term may ignore k for most
+  // shapes); false only if it does not. An arc whose shape no term prices
+  // by k is one piece.
+  [[nodiscard]] virtual bool DependsOnK(const RequestShape& shape) const {
+    (void)shape;
+    return depends_on_k();
+  }
   // Cluster-wide inputs (normalisers), once per reservation pass; whether
   // they changed.
   virtual bool Prepare(const cluster::ClusterState& state) {
