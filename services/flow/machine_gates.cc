@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "services/cluster/resource_fit.h"
 #include "services/common/status_macros.h"
 #include "services/flow/policy_walk.h"
 
@@ -29,7 +28,9 @@ void MachineGates::PriceOn(const cluster::Machine& machine,
                            const Price& price,
                            std::map<MachineId, int64_t>& fitting) {
   if (machine.free_slots() == 0) return;
-  // MachineRoom applies ReserveMachine's rule; FitTask gives the devices.
+  // MachineRoom applies ReserveMachine's rule on a copy of the machine's
+  // room, with the fit rule itself for devices (never looser than FitTask
+  // on the machine), so a shape it admits fits.
   bool fits = false;
   bool offered = false;
   MachineRoom(machine, limits)
@@ -41,7 +42,7 @@ void MachineGates::PriceOn(const cluster::Machine& machine,
             return 0;
           },
           [&](size_t, int64_t n) { fits = n > 0; });
-  if (!fits || !cluster::FitTask(machine, shape.ask).fits()) return;
+  if (!fits) return;
   fitting[machine.id] = price(machine, shape);
 }
 
