@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/cluster/resource_fit.h"
@@ -778,6 +779,124 @@ TEST(QuincyJobCountsTest, KeptCountsGiveTheBoundsOfAFullWalk) {
     }
     EXPECT_GT(incremental_syncs, 50);
   }
+}
+
+// The networks the Quincy variants build on random clusters, pinned before
+// they became built-in profiles. Racks of computers with slots and some
+// with CPU and devices; tasks reading input from computers and racks
+// (some unknown), some asking for CPU or a device (the room routes), some
+// jobs different-machines or gangs (soft E_j); random parameters (omega,
+// psi, xi, preference thresholds and counts, theta's resolution,
+// admission); synced eagerly or as the graph manager does, over rounds
+// that place, finish and let tasks run long enough for theta to step, with
+// a machine removed and another added in a new rack (every task priced
+// again). Any change to a node, arc, capacity or cost changes a
+// fingerprint.
+TEST(QuincyPinTest, KeepsItsNetworkOnRandomClusters) {
+  const std::vector<uint64_t> expected = {
+      5070891625938449692ULL,  9927151104958360777ULL,  11587574106930713530ULL,
+      3293189334052567921ULL,  9863398059597118802ULL,  1312348430194054125ULL,
+      6529870479009234528ULL,  2949080242833113056ULL,  792257541132955777ULL,
+      10926953463094771031ULL, 18043389755011794023ULL, 8301424429979465796ULL,
+      17682811087587269845ULL, 15417726935166292835ULL, 16151845307806917613ULL,
+      4180393194536295936ULL,  5397898093470929582ULL,  11134214877354326688ULL,
+      16853325777618366398ULL, 5475371825481467792ULL,  961899869515670532ULL,
+      1680230770664481214ULL,  11522831621155480186ULL, 11900624769462157435ULL,
+      8320517746653896990ULL};
+  std::vector<uint64_t> actual;
+  const QuincyVariant variants[] = {QuincyVariant::kQfp, QuincyVariant::kQf,
+                                    QuincyVariant::kQp, QuincyVariant::kQ,
+                                    QuincyVariant::kQfpx};
+  for (uint64_t seed = 1; seed <= 25; ++seed) {
+    std::mt19937_64 rng(seed);
+    QuincyParams params = QuincyParams::ForVariant(variants[seed % 5]);
+    params.omega = std::vector<double>{0.5, 0.1, 3}[rng() % 3];
+    params.psi = std::vector<double>{1, 0.5, 4}[rng() % 3];
+    if (params.variant != QuincyVariant::kQfpx) {
+      params.xi = std::vector<double>{2, 1, 8}[rng() % 3];
+    }
+    params.delta_computer = std::vector<double>{0.1, 0.3}[rng() % 2];
+    params.delta_rack = std::vector<double>{0.1, 0.5}[rng() % 2];
+    params.max_preferences = std::vector<size_t>{10, 1, 0}[rng() % 3];
+    params.theta_bits = std::vector<int>{3, 0}[rng() % 2];
+    params.admission_limit = std::vector<uint32_t>{0, 0, 2}[rng() % 3];
+    params.omega_cap = std::vector<int64_t>{int64_t{1} << 20, 5000}[rng() % 2];
+    QuincyPolicy policy(params);
+    testing::PinnedRun run(policy, /*deferred=*/seed % 2 == 0);
+    const auto apply = [&](cluster::EventBody body) {
+      ASSERT_THAT(run.Apply(body), IsOk());
+    };
+    const auto sync = [&]() { ASSERT_THAT(run.Sync(), IsOk()); };
+    const uint64_t racks = 1 + rng() % 4;
+    uint64_t next_machine = 1;
+    const auto add_machine = [&](uint64_t rack) {
+      cluster::MachineAdded added{MachineId(next_machine++),
+                                  absl::StrCat("r", rack),
+                                  {},
+                                  static_cast<uint32_t>(1 + rng() % 4),
+                                  {}};
+      if (rng() % 2 == 0) {
+        added.capacity.cpu_millis = static_cast<int64_t>(1000 + rng() % 8000);
+        if (rng() % 3 == 0) added.accelerators.push_back({2, "A10", 1000, 0});
+      }
+      apply(added);
+    };
+    const int machines = 4 + static_cast<int>(rng() % 17);
+    for (int m = 0; m < machines; ++m) add_machine(rng() % racks);
+    uint64_t next_task = 1;
+    for (int wave = 0; wave < 4; ++wave) {
+      const int jobs = 1 + static_cast<int>(rng() % 3);
+      for (int j = 0; j < jobs; ++j) {
+        cluster::JobSubmitted job{
+            JobId(static_cast<uint64_t>(100 * wave + j + 1)), "j", 0, {}};
+        job.different_machines = rng() % 8 == 0;
+        const int n = 1 + static_cast<int>(rng() % 8);
+        if (rng() % 8 == 0) job.min_members = static_cast<uint32_t>(n);
+        for (int t = 0; t < n; ++t) {
+          cluster::TaskSpec spec;
+          spec.id = TaskId(next_task++);
+          for (uint64_t i = rng() % 4; i > 0; --i) {
+            const auto bytes = static_cast<int64_t>(1 + rng() % 900) * kMiB;
+            if (rng() % 4 == 0) {
+              spec.input.push_back(
+                  {MachineId(), absl::StrCat("r", rng() % (racks + 1)), bytes});
+            } else {
+              spec.input.push_back(
+                  {MachineId(1 + rng() % (next_machine + 1)), "", bytes});
+            }
+          }
+          spec.input_bytes = static_cast<int64_t>(rng() % 1500) * kMiB;
+          switch (rng() % 5) {
+            case 0:
+              spec.request.cpu_millis = static_cast<int64_t>(1 + rng() % 3000);
+              break;
+            case 1:
+              spec.accelerator.milli = 500;
+              break;
+            default:
+              break;
+          }
+          job.tasks.push_back(spec);
+        }
+        apply(job);
+      }
+      sync();
+      for (int round = 0; round < 2; ++round) {
+        run.now_us += static_cast<int64_t>(rng() % 3) * kSecond;
+        ASSERT_THAT(run.Round().status(), IsOk());
+      }
+      ASSERT_THAT(run.FinishSomeRunning(rng, 4), IsOk());
+      if (wave == 1) {
+        apply(cluster::MachineRemoved{run.state().machines().begin()->first});
+        add_machine(racks + 1);
+      }
+      run.now_us += static_cast<int64_t>(1 + rng() % 40) * kSecond;
+      sync();
+      ASSERT_THAT(run.Round().status(), IsOk());
+    }
+    actual.push_back(run.fingerprint);
+  }
+  EXPECT_EQ(actual, expected) << "now: " << absl::StrJoin(actual, ", ");
 }
 
 TEST(QuincyRegistryTest, VariantsAreRegisteredByName) {
