@@ -21,26 +21,14 @@
 // X -> R_l the rack's total, and the fair share counts slots (M = total
 // slots). With one slot per machine this is exactly the paper's graph.
 //
-// Units (costs are integers): one cost unit is 1/1024 of the paper's unit,
-// so psi = 1 costs 1 unit per MiB across a rack switch (the paper's 1 per
-// GB), and omega = 0.5 costs 512 units per second of waiting (0.5 per
-// second in the paper). Running time theta costs 1024 units per second
-// (the paper's p* = theta). Wait and data costs are capped at omega_cap
-// (the paper's Omega) and the running cost at -2 * omega_cap, so every cost
-// stays within solver::kMaxArcCost.
-//
-// Data sizes come from the task's DataLocality entries and the machines'
-// racks, read by cluster::LocateInput: L_m bytes on computer m (a
-// replicated block counts on each computer holding a copy), B_l bytes in
-// rack l (its rack entry, each block once, or else the sum of its
-// computers'), T = input_bytes (or the racks' sum when it is 0). Bytes of T
-// that no entry places are remote from every computer. On computer m in rack l
-// a task reads R = B_l - L_m across the rack switch and X = T - B_l across the
-// core switch; the rack's worst case uses the smallest L_m in the rack and
-// the cluster's worst case (R^X, X^X) the largest R and X over all racks.
-// As in the paper, the current computer of a running task that is not
-// preferred is priced at its rack's worst case when the rack is preferred,
-// and at (X^X / P, X^X) with P racks otherwise.
+// The costs and bounds are terms, each in its own file: upsilon is
+// terms/wait_time_term.h, alpha, rho_l, gamma_m and d* are
+// terms/data_locality_term.h (where a task's input is, and the paper's
+// approximations for a running task's computer), d* - theta is
+// terms/running_time_term.h, and E_j, F_j are terms/fairness_term.h. Costs
+// are integers in units of 1/1024 of the paper's (terms/quincy_units.h),
+// each capped at omega_cap (the paper's Omega) and the running cost at
+// -2 * omega_cap, so every cost stays within solver::kMaxArcCost.
 //
 // Cost of a round: Sync re-derives the changed tasks, each in time
 // proportional to its locality entries (racks without input data all share
@@ -78,10 +66,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "services/flow/quincy_room_routes.h"
 #include "services/flow/scheduling_policy.h"
-
-namespace flowsched::cluster {
-struct InputLocation;
-}  // namespace flowsched::cluster
+#include "services/flow/terms/data_locality_term.h"
+#include "services/flow/terms/fairness_term.h"
+#include "services/flow/terms/running_time_term.h"
+#include "services/flow/terms/wait_time_term.h"
 
 namespace flowsched::flow {
 
@@ -142,15 +130,6 @@ struct QuincyParams {
   static QuincyParams ForVariant(QuincyVariant variant);
 };
 
-// Per-job bounds on running tasks: E_j <= scheduled <= F_j.
-struct QuincyJobBounds {
-  int64_t tasks = 0;  // N_j
-  int64_t running = 0;
-  int64_t share = 0;        // A_j (after QF's adjustment)
-  int64_t min_running = 0;  // E_j
-  int64_t max_running = 0;  // F_j
-};
-
 class QuincyPolicy final : public SchedulingPolicy {
  public:
   explicit QuincyPolicy(QuincyParams params = {});
@@ -178,21 +157,13 @@ class QuincyPolicy final : public SchedulingPolicy {
   [[nodiscard]] std::map<JobId, QuincyJobBounds> ComputeBounds(
       const cluster::ClusterState& state) const;
   // The same in job id order into `bounds` (its buffer reused).
-  using QuincyBoundsByJob = std::vector<std::pair<JobId, QuincyJobBounds>>;
+  using QuincyBoundsByJob = flow::QuincyBoundsByJob;
   void ComputeBounds(const cluster::ClusterState& state,
                      QuincyBoundsByJob& bounds) const;
 
-  // Costs in cost units (exposed for tests).
-  [[nodiscard]] int64_t WaitCost(int64_t wait_us) const;
-  [[nodiscard]] int64_t DataCost(int64_t rack_bytes, int64_t core_bytes) const;
   // What each task below E_j costs for a job whose tasks ask for room, and
   // for every job while a gang lives.
   [[nodiscard]] int64_t UnmetBoundCost() const;
-  [[nodiscard]] int64_t RunningCost(int64_t data_cost, int64_t run_us) const;
-  // theta as the running cost prices it (see QuincyParams::theta_bits), and
-  // the smallest theta above `run_us` priced differently.
-  [[nodiscard]] int64_t PricedRunMicros(int64_t run_us) const;
-  [[nodiscard]] int64_t NextRunPriceMicros(int64_t run_us) const;
 
  private:
   struct Topology {
@@ -223,27 +194,6 @@ class QuincyPolicy final : public SchedulingPolicy {
   absl::Status SyncJobs(const cluster::ChangeSet& changes,
                         const cluster::ClusterState& state,
                         NetworkBuilder& builder);
-  // What a task's data placement costs (section 4.2): alpha to X, rho_l to
-  // each rack holding input, gamma_m to each preferred computer.
-  struct TaskPrices {
-    std::vector<MachineId> computers;     // preferred, most bytes first
-    std::vector<int64_t> computer_costs;  // gamma_m, as `computers`
-    std::vector<std::string> racks;       // preferred, most bytes first
-    std::vector<int64_t> rack_costs;      // rho_l, as `racks`
-    int64_t alpha = 0;
-    int64_t cluster_core_bytes = 0;  // X^X
-  };
-  // O(locality entries + preferences * log).
-  [[nodiscard]] TaskPrices PriceTask(const cluster::Task& task,
-                                     const cluster::ClusterState& state) const;
-  // alpha and cluster_core_bytes of `prices`; returns the cost of each
-  // rack of locality.in_rack (as that list; 0 for one not in the topology).
-  std::vector<int64_t> PriceRacks(const cluster::InputLocation& locality,
-                                  TaskPrices& prices) const;
-  // d* of a task running on `machine` in `rack`.
-  [[nodiscard]] int64_t RunningDataCost(MachineId machine,
-                                        const std::string& rack,
-                                        const TaskPrices& prices) const;
   absl::Status SyncTask(const cluster::Task& task,
                         const cluster::ClusterState& state, int64_t now_us,
                         NetworkBuilder& builder);
@@ -266,12 +216,11 @@ class QuincyPolicy final : public SchedulingPolicy {
   QuincyParams params_;
   std::string name_;
   Topology topology_;
-  // topology_ hashed for the lookups PriceTask makes per input replica
-  // (each machine's rack, each rack's size); rebuilt whenever topology_ is
-  // (the views and pointers are into it).
-  absl::flat_hash_map<MachineId, const std::string*> rack_of_;
-  absl::flat_hash_map<std::string_view, size_t> rack_sizes_;
-  void IndexTopology();
+  // The terms; data_ indexes topology_ (Index again whenever it changes).
+  WaitTimeTerm wait_;
+  RunningTimeTerm running_;
+  DataLocalityTerm data_;
+  FairnessTerm fairness_;
   // False until a Sync (or a Refresh of a fresh policy over a restored
   // network) has derived the topology and the job nodes.
   bool synced_ = false;
@@ -300,13 +249,6 @@ class QuincyPolicy final : public SchedulingPolicy {
   // names many, or if the count of jobs comes out different.
   void UpdateJobCounts(const cluster::ChangeSet& changes,
                        const cluster::ClusterState& state);
-  static QuincyJobBounds JobCounts(const cluster::Job& job);
-  // `bounds` := every job's counts (ComputeBounds' first step).
-  static void CountJobs(const cluster::ClusterState& state,
-                        QuincyBoundsByJob& bounds);
-  // Shares and bounds from the counts in `bounds` (ComputeBounds' rest).
-  void DeriveBounds(const cluster::ClusterState& state,
-                    QuincyBoundsByJob& bounds) const;
   // Waiting tasks that ask for room, and their shapes' aggregators.
   RoomRoutes room_;
   // A Sync with refresh_follows left room_.SyncArcs to Refresh.

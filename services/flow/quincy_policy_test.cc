@@ -17,7 +17,6 @@
 #include "services/common/byte_units.h"
 #include "services/common/status_matchers.h"
 #include "services/flow/policy_test_util.h"
-#include "services/solver/int128.h"
 
 namespace flowsched::flow {
 namespace {
@@ -303,16 +302,6 @@ TEST_F(QuincyPolicyTest, AdmissionLimitQueuesLaterJobs) {
   EXPECT_EQ(round.machine_of[3], 0u);
 }
 
-TEST_F(QuincyPolicyTest, CostsAreCappedByOmega) {
-  QuincyParams params;
-  params.omega_cap = 10'000;
-  QuincyPolicy policy(params);
-  EXPECT_EQ(policy.WaitCost(int64_t{1} << 50), 10'000);
-  EXPECT_EQ(policy.DataCost(int64_t{1} << 50, 0), 10'000);
-  EXPECT_EQ(policy.RunningCost(500, int64_t{1} << 50), -20'000);
-  EXPECT_EQ(policy.RunningCost(500, kSecond), 500 - 1024 - params.stay_bonus);
-}
-
 // A task that has just started (theta = 0) could move to any computer of
 // equal data cost for free; a solver from scratch breaks such ties its own
 // way, which at 12,500 machines migrated 28 % of all tasks one round after
@@ -451,53 +440,6 @@ TEST_F(QuincyPolicyTest, RefreshRecordsOnlyCostsThatChanged) {
   ASSERT_THAT(policy_->Refresh(state_, SyncContext{3 * kSecond}, builder_),
               IsOk());
   EXPECT_TRUE(network_.TakeChanges().empty());
-}
-
-// Tasks run for hours: the running cost then sits at its floor, and the
-// default cap keeps that within what cost scaling accepts at the issue's
-// scale ((n + 1) max|cost| <= 2^58, and its scaled prices, a few max|cost|
-// times n + 1 on these short paths, within 2^60; 12,500 machines, 150,000
-// tasks and their racks and jobs: about 165,000 nodes).
-TEST(QuincyParamsTest, LongRunningCostsFitCostScalingAtGoogleScale) {
-  const QuincyPolicy policy;
-  const int64_t cap = QuincyParams{}.omega_cap;
-  const int64_t hours = int64_t{3600} * kSecond * 10;
-  EXPECT_EQ(policy.RunningCost(policy.DataCost(0, 0), hours), -2 * cap);
-  EXPECT_LE(policy.WaitCost(hours), cap);
-  const solver::Int128 n1 = 165'000 + 1;
-  EXPECT_LE(n1 * (2 * cap), solver::Int128{1} << 58);
-  EXPECT_LT(16 * n1 * (2 * cap), solver::Int128{1} << 60);
-}
-
-TEST(QuincyThetaTest, PricedInStepsThenThreeSignificantBits) {
-  const QuincyPolicy defaults;
-  EXPECT_EQ(defaults.PricedRunMicros(kSecond / 20), 0);
-  EXPECT_EQ(defaults.PricedRunMicros(kSecond / 2 + 1), kSecond / 2);
-  EXPECT_EQ(defaults.PricedRunMicros(20 * kSecond), 19'200'000);  // 1.6 s
-  QuincyParams seconds;
-  seconds.theta_step_us = kSecond;
-  const QuincyPolicy policy(seconds);
-  EXPECT_EQ(policy.PricedRunMicros(-5), 0);
-  EXPECT_EQ(policy.PricedRunMicros(kSecond / 2), 0);
-  EXPECT_EQ(policy.PricedRunMicros(3 * kSecond / 2), kSecond);
-  EXPECT_EQ(policy.PricedRunMicros(15 * kSecond + 1), 15 * kSecond);
-  EXPECT_EQ(policy.PricedRunMicros(17 * kSecond), 16 * kSecond);   // step 2 s
-  EXPECT_EQ(policy.PricedRunMicros(100 * kSecond), 96 * kSecond);  // step 8 s
-  EXPECT_EQ(policy.NextRunPriceMicros(100 * kSecond), 104 * kSecond);
-  EXPECT_EQ(policy.NextRunPriceMicros(kSecond / 2), kSecond);
-  // Never more than 1/8 (theta_bits = 3) below theta once past 8 s, and
-  // never decreasing.
-  int64_t last = 0;
-  for (int64_t run = 0; run < 5000 * kSecond; run += 7 * kSecond / 3) {
-    const int64_t priced = policy.PricedRunMicros(run);
-    EXPECT_LE(priced, run);
-    EXPECT_GE(priced, last);
-    if (run >= 8 * kSecond) {
-      EXPECT_GT(priced, run - run / 8 - 1) << run;
-    }
-    EXPECT_GT(policy.NextRunPriceMicros(run), run);
-    last = priced;
-  }
 }
 
 // A running task's arc is re-priced only when its priced theta steps:
