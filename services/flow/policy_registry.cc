@@ -56,6 +56,55 @@ Tunable<Params> Field(std::string name, T Params::*member, double min,
           [member](const Params& p) { return static_cast<double>(p.*member); }};
 }
 
+// A field of a struct member of a policy's Params (Params::*outer, its
+// field *member) as a tunable.
+template <typename Params, typename Inner, typename T>
+Tunable<Params> NestedField(std::string name, Inner Params::*outer,
+                            T Inner::*member, double min, double max,
+                            std::string help) {
+  return {{.name = std::move(name),
+           .integer = std::is_integral_v<T>,
+           .min = min,
+           .max = max,
+           .default_value = 0,
+           .help = std::move(help)},
+          [outer, member](Params& p, double v) {
+            (p.*outer).*member = static_cast<T>(v);
+          },
+          [outer, member](const Params& p) {
+            return static_cast<double>((p.*outer).*member);
+          }};
+}
+
+// Quincy's costs (QuincyNetworkParams), as the fields of `outer`.
+template <typename Params>
+std::vector<Tunable<Params>> QuincyCostTunables(
+    QuincyNetworkParams Params::*outer) {
+  using Q = QuincyNetworkParams;
+  return {
+      NestedField("omega", outer, &Q::omega, 0, 1000,
+                  "cost per second a task waits"),
+      NestedField("psi", outer, &Q::psi, 0, 1000,
+                  "cost per GB read across a rack switch"),
+      NestedField("xi", outer, &Q::xi, 0, 1000,
+                  "cost per GB read across the core switch"),
+      NestedField("delta_computer", outer, &Q::delta_computer, 0, 1,
+                  "share of a task's input a preferred computer holds"),
+      NestedField("delta_rack", outer, &Q::delta_rack, 0, 1,
+                  "share of a task's input a preferred rack holds"),
+      NestedField("max_preferences", outer, &Q::max_preferences, 0, 100,
+                  "preference arcs per kind (computers, racks) per task"),
+      NestedField("omega_cap", outer, &Q::omega_cap, 1, 1 << 28,
+                  "the largest waiting or data cost, in cost units"),
+      NestedField("stay_bonus", outer, &Q::stay_bonus, 0, 1000,
+                  "units a running task's own computer costs less"),
+      NestedField("theta_step_us", outer, &Q::theta_step_us, 1000, 60e6,
+                  "resolution of the running-time discount, microseconds"),
+      NestedField("theta_bits", outer, &Q::theta_bits, 0, 10,
+                  "significant bits of the running time past 16 steps"),
+  };
+}
+
 struct RegistryEntry {
   std::string name;
   std::vector<PolicyParameter> parameters;  // defaults filled in
@@ -139,7 +188,7 @@ std::vector<Tunable<CpuMemoryParams>> CpuMemoryTunables() {
 
 std::vector<Tunable<ProfileParams>> ProfileTunables() {
   using P = ProfileParams;
-  return {
+  std::vector<Tunable<ProfileParams>> tunables = {
       Field("spread", &P::spread, 0, kMaxUnitCost,
             "weight of load spreading: dominant utilisation after k tasks"),
       Field("pack", &P::pack, 0, kMaxUnitCost,
@@ -199,7 +248,22 @@ std::vector<Tunable<ProfileParams>> ProfileTunables() {
       Field("gate", &P::gate, 0, 1,
             "1: one new task per machine a round, through a gate every "
             "fitting shape reaches at one task's price (gpu-fgd's network)"),
+      Field("quincy", &P::quincy, 0, 1,
+            "1: Quincy's network (X, racks, preferred computers) priced by "
+            "omega, psi and xi, with fair shares; preemptive: running "
+            "tasks may move"),
+      Field("fair", &P::fair, 0, 1,
+            "with quincy: 1 bounds each job by its fair share, 0 by one "
+            "task and all of its tasks"),
+      Field("admission_limit", &P::admission_limit, 0, 1e6,
+            "with quincy: jobs admitted to the cluster (0: all)"),
   };
+  for (Tunable<ProfileParams>& tunable :
+       QuincyCostTunables(&P::quincy_network)) {
+    tunable.info.help = absl::StrCat("with quincy: ", tunable.info.help);
+    tunables.push_back(std::move(tunable));
+  }
+  return tunables;
 }
 
 std::vector<Tunable<PriorityParams>> PriorityTunables() {
@@ -255,28 +319,11 @@ std::vector<Tunable<GpuFragmentationParams>> GpuFragmentationTunables() {
 }
 
 std::vector<Tunable<QuincyParams>> QuincyTunables() {
-  using P = QuincyParams;
-  return {
-      Field("omega", &P::omega, 0, 1000, "cost per second a task waits"),
-      Field("psi", &P::psi, 0, 1000, "cost per GB read across a rack switch"),
-      Field("xi", &P::xi, 0, 1000, "cost per GB read across the core switch"),
-      Field("delta_computer", &P::delta_computer, 0, 1,
-            "share of a task's input a preferred computer holds"),
-      Field("delta_rack", &P::delta_rack, 0, 1,
-            "share of a task's input a preferred rack holds"),
-      Field("max_preferences", &P::max_preferences, 0, 100,
-            "preference arcs per kind (computers, racks) per task"),
-      Field("omega_cap", &P::omega_cap, 1, 1 << 28,
-            "the largest waiting or data cost, in cost units"),
-      Field("stay_bonus", &P::stay_bonus, 0, 1000,
-            "units a running task's own computer costs less"),
-      Field("theta_step_us", &P::theta_step_us, 1000, 60e6,
-            "resolution of the running-time discount, microseconds"),
-      Field("theta_bits", &P::theta_bits, 0, 10,
-            "significant bits of the running time past 16 steps"),
-      Field("admission_limit", &P::admission_limit, 0, 1e6,
-            "jobs admitted to the cluster (0: all)"),
-  };
+  std::vector<Tunable<QuincyParams>> tunables =
+      QuincyCostTunables(&QuincyParams::network);
+  tunables.push_back(Field("admission_limit", &QuincyParams::admission_limit, 0,
+                           1e6, "jobs admitted to the cluster (0: all)"));
+  return tunables;
 }
 
 const std::vector<RegistryEntry>& Registry() {
@@ -298,8 +345,8 @@ const std::vector<RegistryEntry>& Registry() {
          {QuincyVariant::kQfp, QuincyVariant::kQf, QuincyVariant::kQp,
           QuincyVariant::kQ, QuincyVariant::kQfpx}) {
       const QuincyParams defaults = QuincyParams::ForVariant(variant);
-      const std::string name(QuincyPolicy(defaults).name());
-      entries->push_back(Entry<QuincyPolicy>(name, defaults, QuincyTunables()));
+      entries->push_back(Entry<QuincyPolicy>(QuincyVariantName(variant),
+                                             defaults, QuincyTunables()));
     }
     return entries;
   }();

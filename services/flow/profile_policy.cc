@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -32,6 +33,66 @@ namespace {
 // shapes): Quincy's preferred-rack threshold (delta_rack, SOSP 2009).
 constexpr double kSecondRackShare = 0.1;
 
+// The count terms at their bounds: tasks up to the most slots a machine
+// may announce, network up to its term's bound.
+int64_t MostTasksBefore() {
+  return static_cast<int64_t>(cluster::ValidationLimits{}.max_task_slots) - 1;
+}
+
+// The dearest price the terms give a placement. Weights are at most 1e6
+// (the registry's range), so the sum stays far from overflow.
+int64_t DearestPlacement(const ProfileParams& params) {
+  return params.spread + params.pack + params.model_affinity + params.locality +
+         params.fragmentation + params.first_fit +
+         params.tasks * MostTasksBefore() +
+         params.network * NetworkLoadTerm::kMaxMiBps;
+}
+
+// DearestPlacement's sum, as an error message names it.
+std::string DearestPlacementFormula(const ProfileParams& params) {
+  return absl::StrCat(
+      "spread + pack + model_affinity + locality + fragmentation + first_fit",
+      params.tasks > 0 ? absl::StrCat(" + tasks * ", MostTasksBefore()) : "",
+      params.network > 0
+          ? absl::StrCat(" + network * ", NetworkLoadTerm::kMaxMiBps)
+          : "");
+}
+
+// Quincy's network prices data and waiting by its own terms and bounds jobs
+// by fairness; the class terms price the arcs by which tasks that ask for
+// room enter machines. What only the classes, the pool or the gates have,
+// and the class terms Quincy's replace, are refused.
+absl::Status CheckQuincyProfile(const ProfileParams& params) {
+  for (const auto& [name, value] :
+       {std::pair<const char*, double>{"locality", params.locality},
+        {"wait", params.wait},
+        {"priority_step", params.priority_step},
+        {"max_tasks_per_machine", params.max_tasks_per_machine},
+        {"shape_machines_per_task", params.shape_machines_per_task},
+        {"network_room_by_use", params.network_room_by_use ? 1.0 : 0.0},
+        {"pool_slot_tasks", params.pool_slot_tasks ? 1.0 : 0.0},
+        {"gate", params.gate ? 1.0 : 0.0}}) {
+    if (value != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "quincy=1 has its own locality, waiting and fairness (psi, xi, "
+          "omega, fair, admission_limit) and no classes, pool or gates; "
+          "set ",
+          name, " to 0 (got ", value, ")"));
+    }
+  }
+  // Waiting is capped at omega_cap: a dearer price could leave a task that
+  // fits waiting for ever wherever its fair share does not force it.
+  const int64_t dearest = DearestPlacement(params);
+  if (dearest > params.quincy_network.omega_cap) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "with quincy=1 the dearest placement, ",
+        DearestPlacementFormula(params), " = ", dearest,
+        ", must not exceed omega_cap (", params.quincy_network.omega_cap,
+        "), the most waiting costs, or a task that fits could wait for ever"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CheckProfile(const ProfileParams& params) {
@@ -50,6 +111,7 @@ absl::Status CheckProfile(const ProfileParams& params) {
           absl::StrCat(name, " must not be negative, got ", weight));
     }
   }
+  if (params.quincy) return CheckQuincyProfile(params);
   if (params.shape_machines_per_task > 0 && params.locality > 0) {
     // A capped walk that visits the planned racks first is not yet
     // proportional to the work (docs/2026-11-30-locality-rack-plan.md).
@@ -89,25 +151,13 @@ absl::Status CheckProfile(const ProfileParams& params) {
         "pool_slot_tasks cannot be combined with locality: pooled tasks "
         "would read their input anywhere");
   }
-  // The count terms at their bounds: tasks up to the most slots a machine
-  // may announce, network up to its term's bound. Weights are at most 1e6
-  // (the registry's range), so the sum stays far from overflow.
-  const int64_t most_tasks_before =
-      static_cast<int64_t>(cluster::ValidationLimits{}.max_task_slots) - 1;
-  const int64_t dearest = params.spread + params.pack + params.model_affinity +
-                          params.locality + params.fragmentation +
-                          params.first_fit + params.tasks * most_tasks_before +
-                          params.network * NetworkLoadTerm::kMaxMiBps;
+  const int64_t dearest = DearestPlacement(params);
   if (params.unscheduled_cost <= dearest) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unscheduled_cost (", params.unscheduled_cost,
-        ") must exceed the dearest placement, spread + pack + "
-        "model_affinity + locality + fragmentation + first_fit",
-        params.tasks > 0 ? absl::StrCat(" + tasks * ", most_tasks_before) : "",
-        params.network > 0
-            ? absl::StrCat(" + network * ", NetworkLoadTerm::kMaxMiBps)
-            : "",
-        " = ", dearest, ", or a task that fits could wait for ever"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unscheduled_cost (", params.unscheduled_cost,
+                     ") must exceed the dearest placement, ",
+                     DearestPlacementFormula(params), " = ", dearest,
+                     ", or a task that fits could wait for ever"));
   }
   return absl::OkStatus();
 }
@@ -137,6 +187,26 @@ ProfilePolicy::ProfilePolicy(ProfileParams params, std::string name,
       std::make_unique<FragmentationTerm>(params_.fragmentation_levels,
                                           params_.workload_coverage));
   add("first_fit", params_.first_fit, std::make_unique<MachineOrderTerm>());
+  if (params_.quincy) {
+    // The terms price the arcs by which tasks asking for room enter
+    // machines, as they price the classes' (this outlives quincy_).
+    RoomPricing pricing;
+    if (!terms_.empty()) {
+      pricing.prepare = [this](const cluster::ClusterState& state) {
+        for (WeightedTerm& weighted : terms_) weighted.term->Prepare(state);
+      };
+      pricing.arc = [this](const cluster::Machine& machine, NodeId node,
+                           const RequestShape& shape, int64_t n) {
+        return ShapeArc(machine, node, shape, n);
+      };
+    }
+    quincy_ = std::make_unique<QuincyNetwork>(
+        params_.quincy_network,
+        FairnessParams{.fair = params_.fair,
+                       .preemptive = params_.preemptive,
+                       .admission_limit = params_.admission_limit},
+        std::move(pricing));
+  }
 }
 
 int64_t ProfilePolicy::PlacementCost(const cluster::Machine& machine,
@@ -277,6 +347,9 @@ absl::Status ProfilePolicy::Sync(const cluster::ChangeSet& changes,
                                  const cluster::ClusterState& state,
                                  const SyncContext& context,
                                  NetworkBuilder& builder) {
+  if (quincy_ != nullptr) {
+    return quincy_->Sync(changes, state, context, builder);
+  }
   // Machines: slots to the sink (running tasks arrive directly), and from
   // the pool when there is one.
   NodeId pool = kNoNode;
@@ -355,6 +428,7 @@ absl::Status ProfilePolicy::Sync(const cluster::ChangeSet& changes,
 absl::Status ProfilePolicy::Refresh(const cluster::ClusterState& state,
                                     const SyncContext& context,
                                     NetworkBuilder& builder) {
+  if (quincy_ != nullptr) return quincy_->Refresh(state, context, builder);
   if (!waiting_.tracking()) {
     // A fresh policy over a restored network: what its first Sync derives,
     // and with wait the pooled tasks' prices too (that Sync re-derives the

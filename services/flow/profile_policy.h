@@ -80,7 +80,13 @@
 // `priority` the same with priorities and preemption (priority_policy.h),
 // `network-aware` network with its room by use (network_aware_policy.h),
 // `gpu-fgd` fragmentation, packing, model affinity and first fit through
-// gates (gpu_fragmentation_policy.h).
+// gates (gpu_fragmentation_policy.h), and the Quincy variants Quincy's
+// network (quincy_policy.h).
+//
+// With `quincy`, Sync and Refresh hand over to Quincy's network
+// (quincy_network.h) instead: tasks reach computers through X, the racks
+// and their preferred computers and racks, priced by Quincy's terms, with
+// fairness bounds on each job's U.
 
 #include <cmath>
 #include <cstdint>
@@ -93,6 +99,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "services/flow/machine_gates.h"
+#include "services/flow/quincy_network.h"
 #include "services/flow/request_shapes.h"
 #include "services/flow/scheduling_policy.h"
 #include "services/flow/terms/placement_term.h"
@@ -170,6 +177,24 @@ struct ProfileParams {
   // to offer a starving gang first: gang_first_after_s does not apply
   // (the round solver's gang hold still does).
   bool gate = false;
+  // Quincy's network instead of the classes (quincy_network.h): each task
+  // reaches computers through the cluster aggregator X and the racks, and
+  // directly its preferred racks and computers, priced by Quincy's data,
+  // wait and running-time terms (quincy_network's costs), with each job's
+  // running tasks bounded by its fair share (terms/fairness_term.h: fair
+  // shares or not, admission_limit jobs admitted, 0: all). `preemptive`
+  // then means that running tasks keep their arcs to U_j, X and their
+  // preferences (QFP, QP), so the solver may preempt or move them. Tasks
+  // that ask for room take the same arcs to their request shape's
+  // aggregators, which carry each machine's room reserved for the shape
+  // (quincy_room_routes.h); the class terms price the arcs by which those
+  // enter machines, as they price the classes'. Locality (Quincy has its
+  // own), the pool, gates, caps, wait, priorities and the task limit do not
+  // apply (CheckProfile refuses them).
+  bool quincy = false;
+  QuincyNetworkParams quincy_network;
+  bool fair = true;
+  uint32_t admission_limit = 0;
 };
 
 // InvalidArgument if shape_machines_per_task or pool_slot_tasks is set
@@ -181,7 +206,11 @@ struct ProfileParams {
 // (unscheduled_cost > spread + pack + model_affinity + locality +
 // fragmentation + first_fit + tasks * (the decoder's default slot limit -
 // 1) + network * the network term's bound: otherwise a task that fits
-// could wait for ever).
+// could wait for ever). With quincy, after the weights' signs, only
+// whether it is set with locality, wait, priority_step,
+// max_tasks_per_machine, shape_machines_per_task, network_room_by_use,
+// pool_slot_tasks or a gate, and whether the dearest placement exceeds
+// omega_cap, where Quincy's waiting stops growing.
 absl::Status CheckProfile(const ProfileParams& params);
 
 class ProfilePolicy : public SchedulingPolicy {
@@ -193,6 +222,9 @@ class ProfilePolicy : public SchedulingPolicy {
   explicit ProfilePolicy(ProfileParams params = {},
                          std::string name = "profile",
                          JobArc job_arc = JobArc::kFirst);
+  // Not copyable or movable: Quincy's network prices through this policy.
+  ProfilePolicy(const ProfilePolicy&) = delete;
+  ProfilePolicy& operator=(const ProfilePolicy&) = delete;
   [[nodiscard]] std::string_view name() const override { return name_; }
   using SchedulingPolicy::Sync;
   absl::Status Sync(const cluster::ChangeSet& changes,
@@ -200,10 +232,12 @@ class ProfilePolicy : public SchedulingPolicy {
                     const SyncContext& context,
                     NetworkBuilder& builder) override;
   [[nodiscard]] bool time_dependent() const override {
-    return (!params_.gate && params_.gang_first_after_s > 0) ||
+    return params_.quincy ||
+           (!params_.gate && params_.gang_first_after_s > 0) ||
            params_.wait != 0;
   }
   [[nodiscard]] bool refresh_owed() const override {
+    if (quincy_ != nullptr) return quincy_->refresh_owed();
     return reservations_owed_ || !waiting_.tracking();
   }
   absl::Status Refresh(const cluster::ClusterState& state,
@@ -226,6 +260,11 @@ class ProfilePolicy : public SchedulingPolicy {
   [[nodiscard]] std::vector<TermCost> ExplainCost(
       const cluster::ClusterState& state, const cluster::Machine& machine,
       const RequestShape& shape, int64_t k);
+
+  // Quincy's network, if the profile has it (null otherwise).
+  [[nodiscard]] const QuincyNetwork* quincy_network() const {
+    return quincy_.get();
+  }
 
   // The filters reservations apply beyond the fit rule.
   [[nodiscard]] RoomLimits Limits() const {
@@ -308,6 +347,8 @@ class ProfilePolicy : public SchedulingPolicy {
   // Prepare outside a sync (ExplainCost) moved a term's inputs since.
   MachineGates gates_;
   bool terms_moved_ = false;
+  // With `quincy`, the network Sync and Refresh hand over to.
+  std::unique_ptr<QuincyNetwork> quincy_;
 };
 
 }  // namespace flowsched::flow

@@ -251,7 +251,15 @@ TEST(ProfilePolicyTest, BuiltInProfilesAreTheProfilesOfTheirTerms) {
        "profile:spread=0,preferred_labels=0,gate=1,fragmentation=1000000,"
        "pack=15000,model_affinity=100000,first_fit=10000,"
        "unscheduled_cost=100000000,preemption_cost=100000000,"
-       "gang_first_after_s=0"}};
+       "gang_first_after_s=0"},
+      {"quincy-qfp",
+       "profile:spread=0,preferred_labels=0,quincy=1,preemptive=1"},
+      {"quincy-qf", "profile:spread=0,preferred_labels=0,quincy=1"},
+      {"quincy-qp",
+       "profile:spread=0,preferred_labels=0,quincy=1,fair=0,preemptive=1"},
+      {"quincy-q", "profile:spread=0,preferred_labels=0,quincy=1,fair=0"},
+      {"quincy-qfpx",
+       "profile:spread=0,preferred_labels=0,quincy=1,preemptive=1,xi=20"}};
   for (const auto& [built_in, spec] : pairs) {
     for (uint64_t seed = 1; seed <= 10; ++seed) {
       std::mt19937_64 a(seed);
@@ -839,6 +847,86 @@ TEST(ProfilePolicyTest, PreemptionNeedsThePool) {
   EXPECT_THAT(ParsePolicySpec("profile:preemptive=1,pool_slot_tasks=1,"
                               "wait=10,wait_cap_s=3600"),
               IsOk());
+}
+
+// Quincy's network has its own locality, waiting and fairness: what only
+// the classes, the pool or the gates have, and the class locality term, are
+// refused by name; the other class terms (they price room tasks' arcs into
+// machines), its own tunables and preemption (no pool needed) are accepted.
+TEST(ProfilePolicyTest, QuincyRefusesWhatOnlyTheClassesHave) {
+  const std::string quincy = "profile:quincy=1";
+  for (const char* refused :
+       {"locality=100", "wait=1", "priority_step=10", "max_tasks_per_machine=2",
+        "pool_slot_tasks=1", "gate=1", "shape_machines_per_task=2",
+        "network_room_by_use=1"}) {
+    const std::string name(refused, std::string_view(refused).find('='));
+    EXPECT_THAT(
+        ParsePolicySpec(absl::StrCat(quincy, ",", refused)).status().message(),
+        HasSubstr(absl::StrCat("set ", name, " to 0")))
+        << refused;
+  }
+  auto policy = MakePolicy(
+      absl::StrCat(quincy,
+                   ",pack=5,tasks=1,preemptive=1,fair=0,omega=2,psi=3,xi=4,"
+                   "admission_limit=5,theta_bits=2,omega_cap=5000"));
+  ASSERT_THAT(policy, IsOk());
+  EXPECT_TRUE((*policy)->time_dependent());
+  EXPECT_THAT(
+      ParsePolicySpec(absl::StrCat(quincy, ",omega_cap=0")).status().message(),
+      HasSubstr("omega_cap"));
+}
+
+// Quincy's network composes with the class terms: the arcs by which a
+// task asking for room enters machines carry spread's price and preferred
+// labels' discount (the defaults), where quincy-qfp's cost nothing. Machine
+// 1 is half used, 2 is in zone a: task 3 prefers zone a and goes there,
+// and the network equals a fresh build.
+TEST(ProfilePolicyTest, QuincyArcsIntoMachinesCarryTheClassTerms) {
+  const auto class_costs_into = [](const ProfileFixture& f, uint64_t m) {
+    const NodeId machine = f.builder_.FindMachineNode(MachineId(m));
+    std::vector<int64_t> costs;
+    f.network_.ForEachNode([&](NodeId id, const NodeData& d) {
+      if (d.kind != NodeKind::kEquivalenceClass) return;
+      f.network_.ForEachOutArc(id, [&](const ArcView& arc) {
+        if (arc.dst == machine) costs.push_back(arc.cost);
+      });
+    });
+    std::sort(costs.begin(), costs.end());
+    return costs;
+  };
+  for (const std::string spec :
+       {"profile:quincy=1,preemptive=1",
+        "profile:quincy=1,preemptive=1,spread=0,preferred_labels=0"}) {
+    SCOPED_TRACE(spec);
+    const bool priced = spec == "profile:quincy=1,preemptive=1";
+    ProfileFixture f(Make(spec));
+    f.AddMachine(1, 4000, 8, 4);
+    f.AddMachine(2, 4000, 8, 4, {{"zone", "a"}});
+    f.AddMachine(3, 4000, 8, 4);
+    f.Submit(1, {Task(1, 2000, 0)});
+    ASSERT_THAT(f.state_.Place(TaskId(1), MachineId(1), 1, f.changes_), IsOk());
+    cluster::TaskSpec zoned = Task(3, 1000, 0);
+    zoned.preferred_labels = {{"zone", "a"}};
+    f.Submit(2, {Task(2, 1000, 0), zoned});
+    f.Sync();
+    // Each shape reserves on the two least loaded machines (RoomRoutes'
+    // few machines anywhere): spread 1000 * 1000 / 4000 on each, less 500
+    // for task 3's shape on machine 2.
+    EXPECT_TRUE(class_costs_into(f, 1).empty());
+    if (priced) {
+      EXPECT_EQ(class_costs_into(f, 2), (std::vector<int64_t>{-250, 250}));
+      EXPECT_EQ(class_costs_into(f, 3), (std::vector<int64_t>{250, 250}));
+    } else {
+      EXPECT_EQ(class_costs_into(f, 2), (std::vector<int64_t>{0, 0}));
+      EXPECT_EQ(class_costs_into(f, 3), (std::vector<int64_t>{0, 0}));
+    }
+    f.Settle();
+    if (priced) {
+      EXPECT_EQ(f.MachineOf(3), 2u);
+    }
+    EXPECT_EQ(f.MachineOf(1), 1u);
+    ExpectEqualToAFreshBuild(spec, f);
+  }
 }
 
 // Pooled tasks would read their input anywhere.

@@ -162,7 +162,7 @@ TEST_F(QuincyPolicyTest, RecentlyStartedTaskMovesForLocality) {
   Apply(0, cluster::TaskSubmitted{JobId(1),
                                   Task(2, 1000, {{MachineId(1), "", 1000}})});
   Sync(kSecond / 2);
-  EXPECT_EQ(Arc(T(1), M(1)).cost, -512 - QuincyParams{}.stay_bonus);
+  EXPECT_EQ(Arc(T(1), M(1)).cost, -512 - QuincyNetworkParams{}.stay_bonus);
   EXPECT_EQ(Arc(T(2), R("r1")).cost, 1000);
   auto round = Solve();
   EXPECT_EQ(round.machine_of[2], 1u);
@@ -178,7 +178,7 @@ TEST_F(QuincyPolicyTest, TaskThatRanLongEnoughIsNotPreempted) {
   Apply(0, cluster::TaskSubmitted{JobId(1),
                                   Task(2, 1000, {{MachineId(1), "", 1000}})});
   Sync(2 * kSecond);
-  EXPECT_EQ(Arc(T(1), M(1)).cost, -2048 - QuincyParams{}.stay_bonus);
+  EXPECT_EQ(Arc(T(1), M(1)).cost, -2048 - QuincyNetworkParams{}.stay_bonus);
   auto round = Solve();
   EXPECT_EQ(round.machine_of[1], 1u);
   EXPECT_EQ(round.machine_of[2], 2u);  // same rack, via R_r1
@@ -186,7 +186,7 @@ TEST_F(QuincyPolicyTest, TaskThatRanLongEnoughIsNotPreempted) {
   // cumulative and only grows.
   ASSERT_THAT(policy_->Refresh(state_, SyncContext{3 * kSecond}, builder_),
               IsOk());
-  EXPECT_EQ(Arc(T(1), M(1)).cost, -3072 - QuincyParams{}.stay_bonus);
+  EXPECT_EQ(Arc(T(1), M(1)).cost, -3072 - QuincyNetworkParams{}.stay_bonus);
 }
 
 TEST_F(QuincyPolicyTest, QfNeverPreemptsOrMoves) {
@@ -329,7 +329,7 @@ TEST_F(QuincyPolicyTest, TasksThatJustStartedStayAmongEqualChoices) {
   auto second = Solve();
   EXPECT_EQ(second.machine_of[1], others[0]);
   EXPECT_EQ(second.machine_of[2], others[1]);
-  EXPECT_EQ(Arc(T(1), M(others[0])).cost, -QuincyParams{}.stay_bonus);
+  EXPECT_EQ(Arc(T(1), M(others[0])).cost, -QuincyNetworkParams{}.stay_bonus);
 }
 
 TEST_F(QuincyPolicyTest, MachineChangesRederivePreferencesAndRacks) {
@@ -380,9 +380,10 @@ TEST_F(QuincyPolicyTest, RackWorstCasesWhenEveryComputerHoldsInput) {
   EXPECT_FALSE(network_.FindArc(T(1), M(4)).has_value());
   ASSERT_THAT(state_.Place(TaskId(1), MachineId(4), 0, changes_), IsOk());
   Sync(0);
-  EXPECT_EQ(Arc(T(1), M(4)).cost, 1600 - QuincyParams{}.stay_bonus);
+  EXPECT_EQ(Arc(T(1), M(4)).cost, 1600 - QuincyNetworkParams{}.stay_bonus);
   ASSERT_THAT(policy_->Refresh(state_, SyncContext{kSecond}, builder_), IsOk());
-  EXPECT_EQ(Arc(T(1), M(4)).cost, 1600 - 1024 - QuincyParams{}.stay_bonus);
+  EXPECT_EQ(Arc(T(1), M(4)).cost,
+            1600 - 1024 - QuincyNetworkParams{}.stay_bonus);
 }
 
 // A replicated block is in a rack once however many of its computers hold
@@ -466,11 +467,11 @@ TEST_F(QuincyPolicyTest, RefreshRepricesRunningTasksOnlyWhenThetaSteps) {
   EXPECT_EQ(changed_arcs(kSecond / 20), (Arcs{{T(2), U(1)}}));
   EXPECT_EQ(changed_arcs(kSecond / 10), (Arcs{{T(1), M(1)}, {T(2), U(1)}}));
   EXPECT_EQ(changed_arcs(kSecond / 10), Arcs{});
-  EXPECT_EQ(Arc(T(1), M(1)).cost, -102 - QuincyParams{}.stay_bonus);
+  EXPECT_EQ(Arc(T(1), M(1)).cost, -102 - QuincyNetworkParams{}.stay_bonus);
   EXPECT_EQ(changed_arcs(20 * kSecond), (Arcs{{T(1), M(1)}, {T(2), U(1)}}));
   EXPECT_EQ(changed_arcs(20'500'000), (Arcs{{T(2), U(1)}}));
   EXPECT_EQ(changed_arcs(20'800'000), (Arcs{{T(1), M(1)}, {T(2), U(1)}}));
-  EXPECT_EQ(Arc(T(1), M(1)).cost, -21'299 - QuincyParams{}.stay_bonus);
+  EXPECT_EQ(Arc(T(1), M(1)).cost, -21'299 - QuincyNetworkParams{}.stay_bonus);
 }
 
 // The whole network as sorted lines naming nodes by kind and entity, so
@@ -752,17 +753,18 @@ TEST(QuincyPinTest, KeepsItsNetworkOnRandomClusters) {
   for (uint64_t seed = 1; seed <= 25; ++seed) {
     std::mt19937_64 rng(seed);
     QuincyParams params = QuincyParams::ForVariant(variants[seed % 5]);
-    params.omega = std::vector<double>{0.5, 0.1, 3}[rng() % 3];
-    params.psi = std::vector<double>{1, 0.5, 4}[rng() % 3];
+    params.network.omega = std::vector<double>{0.5, 0.1, 3}[rng() % 3];
+    params.network.psi = std::vector<double>{1, 0.5, 4}[rng() % 3];
     if (params.variant != QuincyVariant::kQfpx) {
-      params.xi = std::vector<double>{2, 1, 8}[rng() % 3];
+      params.network.xi = std::vector<double>{2, 1, 8}[rng() % 3];
     }
-    params.delta_computer = std::vector<double>{0.1, 0.3}[rng() % 2];
-    params.delta_rack = std::vector<double>{0.1, 0.5}[rng() % 2];
-    params.max_preferences = std::vector<size_t>{10, 1, 0}[rng() % 3];
-    params.theta_bits = std::vector<int>{3, 0}[rng() % 2];
+    params.network.delta_computer = std::vector<double>{0.1, 0.3}[rng() % 2];
+    params.network.delta_rack = std::vector<double>{0.1, 0.5}[rng() % 2];
+    params.network.max_preferences = std::vector<size_t>{10, 1, 0}[rng() % 3];
+    params.network.theta_bits = std::vector<int>{3, 0}[rng() % 2];
     params.admission_limit = std::vector<uint32_t>{0, 0, 2}[rng() % 3];
-    params.omega_cap = std::vector<int64_t>{int64_t{1} << 20, 5000}[rng() % 2];
+    params.network.omega_cap =
+        std::vector<int64_t>{int64_t{1} << 20, 5000}[rng() % 2];
     QuincyPolicy policy(params);
     testing::PinnedRun run(policy, /*deferred=*/seed % 2 == 0);
     const auto apply = [&](cluster::EventBody body) {

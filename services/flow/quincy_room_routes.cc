@@ -187,13 +187,22 @@ class RoomReserver {
 // Shape `key`'s tree: one arc into each machine it reserved on (`on`),
 // from C_{m,s} for a computer its tasks prefer, else from R_{l,s} for a
 // rack they prefer, else from X_s. Adds the tree's node keys to `live`.
-absl::Status SyncRoomShapeTree(const std::string& key,
+absl::Status SyncRoomShapeTree(const RequestShape& shape,
                                const std::set<MachineId>& computers,
                                const std::set<std::string>& pref_racks,
                                const std::map<MachineId, int64_t>& on,
+                               const RoomPricing& pricing,
                                const cluster::ClusterState& state,
                                NetworkBuilder& builder,
                                std::set<uint64_t>& live) {
+  const std::string& key = shape.key;
+  // The arc entering machine m with the n tasks reserved there.
+  const auto into_machine = [&](MachineId m, int64_t n) -> DesiredArc {
+    const NodeId node = builder.FindMachineNode(m);
+    const cluster::Machine* machine = state.FindMachine(m);
+    if (!pricing.arc || machine == nullptr) return {node, n, 0, {}};
+    return pricing.arc(*machine, node, shape, n);
+  };
   const NodeId shape_node = builder.EnsureAggregatorNode(
       NodeKind::kEquivalenceClass, ShapeNodeKey(key));
   live.insert(ShapeNodeKey(key));
@@ -207,22 +216,24 @@ absl::Status SyncRoomShapeTree(const std::string& key,
         builder.EnsureAggregatorNode(NodeKind::kEquivalenceClass, node_key);
     auto n = on.find(m);
     std::vector<DesiredArc> arcs;
-    if (n != on.end())
-      arcs.push_back({builder.FindMachineNode(m), n->second, 0});
+    if (n != on.end()) arcs.push_back(into_machine(m, n->second));
     FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, arcs));
   }
   for (const auto& [m, n] : on) {
     const cluster::Machine* machine = state.FindMachine(m);
-    const NodeId target =
+    const DesiredArc arc =
         computers.contains(m)
-            ? builder.FindAggregatorNode(NodeKind::kEquivalenceClass,
-                                         ComputerNodeKey(key, m))
-            : builder.FindMachineNode(m);
+            ? DesiredArc{builder.FindAggregatorNode(NodeKind::kEquivalenceClass,
+                                                    ComputerNodeKey(key, m)),
+                         n,
+                         0,
+                         {}}
+            : into_machine(m, n);
     if (pref_racks.contains(machine->rack)) {
-      rack_arcs[machine->rack].push_back({target, n, 0});
+      rack_arcs[machine->rack].push_back(arc);
       rack_total[machine->rack] += n;
     } else {
-      shape_arcs.push_back({target, n, 0});
+      shape_arcs.push_back(arc);
     }
   }
   for (const std::string& rack : pref_racks) {
@@ -337,11 +348,12 @@ absl::Status RoomRoutes::SyncArcs(
                           params_.shape_machines_per_task * shapes[i].waiting);
   });
 
+  if (pricing_.prepare) pricing_.prepare(state);
   std::set<uint64_t> live;
   for (size_t i = 0; i < shapes.size(); ++i) {
-    FLOWSCHED_RETURN_IF_ERROR(SyncRoomShapeTree(shapes[i].key, computers[i],
-                                                pref_racks[i], reserved[i],
-                                                state, builder, live));
+    FLOWSCHED_RETURN_IF_ERROR(
+        SyncRoomShapeTree(shapes[i], computers[i], pref_racks[i], reserved[i],
+                          pricing_, state, builder, live));
   }
   RemoveAggregatorsExcept(NodeKind::kEquivalenceClass, live, builder);
   had_routes_ = !shapes.empty();

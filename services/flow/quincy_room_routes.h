@@ -23,11 +23,15 @@
 // exists, else from R_{l,s} if the shape prefers m's rack, else from X_s.
 // So shape s never sends more than r(m,s) tasks to m, and the reservations
 // fit m together. Arcs inside the tree cost nothing, as Quincy's X, R_l and
-// C_m arcs do; the task's own arcs carry alpha, rho_l and gamma_m.
+// C_m arcs do; the task's own arcs carry alpha, rho_l and gamma_m. With a
+// RoomPricing (a profile's class terms), the arc entering C_m carries the
+// price of the k-th task of s on m instead, convex in k.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -52,9 +56,21 @@ struct RoomRouteParams {
   int64_t shape_machines_per_task = 2;
 };
 
+// How the arc of a shape's tree that enters a machine is priced: `prepare`
+// before each pass with the state it reads, then `arc` for the machine,
+// its node, the shape and the tasks reserved there (the arc's target,
+// capacity n, and its cost pieces). Empty: cost 0.
+struct RoomPricing {
+  std::function<void(const cluster::ClusterState&)> prepare;
+  std::function<DesiredArc(const cluster::Machine&, NodeId, const RequestShape&,
+                           int64_t)>
+      arc;
+};
+
 class RoomRoutes {
  public:
-  explicit RoomRoutes(RoomRouteParams params = {}) : params_(params) {}
+  explicit RoomRoutes(RoomRouteParams params = {}, RoomPricing pricing = {})
+      : params_(params), pricing_(std::move(pricing)) {}
 
   // Keeps the set of waiting tasks that ask for room in step with `task`
   // (null: gone). A task that leaves it loses its route.
@@ -95,6 +111,7 @@ class RoomRoutes {
   };
 
   RoomRouteParams params_;
+  RoomPricing pricing_;
   ShapeIndex shapes_;
   absl::flat_hash_map<TaskId, Preferences> preferences_;
   absl::flat_hash_map<TaskId, JobId> job_of_;
