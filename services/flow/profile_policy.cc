@@ -80,15 +80,67 @@ absl::Status CheckQuincyProfile(const ProfileParams& params) {
           name, " to 0 (got ", value, ")"));
     }
   }
-  // Waiting is capped at omega_cap: a dearer price could leave a task that
-  // fits waiting for ever wherever its fair share does not force it.
+  // What the classes, the pool or the gates read and Quincy's network does
+  // not, at other than its default, would be ignored: refused.
+  const ProfileParams defaults;
+  for (const auto& [name, ignored] :
+       {std::pair<const char*, bool>{
+            "unscheduled_cost",
+            params.unscheduled_cost != defaults.unscheduled_cost},
+        {"preemption_cost", params.preemption_cost != defaults.preemption_cost},
+        {"migration_cost", params.migration_cost != defaults.migration_cost},
+        {"max_priority", params.max_priority != defaults.max_priority},
+        {"wait_cap_s", params.wait_cap_s != defaults.wait_cap_s},
+        {"min_shape_machines",
+         params.min_shape_machines != defaults.min_shape_machines},
+        {"gang_first_after_s",
+         params.gang_first_after_s != defaults.gang_first_after_s}}) {
+    if (ignored) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name,
+                       " does not apply with quincy=1 (Quincy's network has no "
+                       "classes, pool or gates): leave it at its default"));
+    }
+  }
+  // Waiting stops growing at omega_cap, where data costs stop too: the
+  // class price stays below it, so that it alone never outweighs what
+  // waiting can reach (and UnmetBoundCost stays the last resort). As in
+  // Quincy, a task whose data cost is at the cap then relies on its
+  // fairness bound to run.
   const int64_t dearest = DearestPlacement(params);
-  if (dearest > params.quincy_network.omega_cap) {
+  if (dearest >= params.quincy_network.omega_cap) {
     return absl::InvalidArgumentError(absl::StrCat(
         "with quincy=1 the dearest placement, ",
         DearestPlacementFormula(params), " = ", dearest,
-        ", must not exceed omega_cap (", params.quincy_network.omega_cap,
-        "), the most waiting costs, or a task that fits could wait for ever"));
+        ", must be below omega_cap (", params.quincy_network.omega_cap,
+        "), where waiting stops growing"));
+  }
+  return absl::OkStatus();
+}
+
+// Without quincy, Quincy's own tunables at other than their defaults would
+// be ignored: refused.
+absl::Status CheckNoQuincyTunables(const ProfileParams& params) {
+  const ProfileParams defaults;
+  const QuincyNetworkParams& q = params.quincy_network;
+  const QuincyNetworkParams& d = defaults.quincy_network;
+  for (const auto& [name, ignored] :
+       {std::pair<const char*, bool>{"fair", params.fair != defaults.fair},
+        {"admission_limit", params.admission_limit != defaults.admission_limit},
+        {"omega", q.omega != d.omega},
+        {"psi", q.psi != d.psi},
+        {"xi", q.xi != d.xi},
+        {"delta_computer", q.delta_computer != d.delta_computer},
+        {"delta_rack", q.delta_rack != d.delta_rack},
+        {"max_preferences", q.max_preferences != d.max_preferences},
+        {"omega_cap", q.omega_cap != d.omega_cap},
+        {"stay_bonus", q.stay_bonus != d.stay_bonus},
+        {"theta_step_us", q.theta_step_us != d.theta_step_us},
+        {"theta_bits", q.theta_bits != d.theta_bits}}) {
+    if (ignored) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " applies only with quincy=1"));
+    }
   }
   return absl::OkStatus();
 }
@@ -112,6 +164,7 @@ absl::Status CheckProfile(const ProfileParams& params) {
     }
   }
   if (params.quincy) return CheckQuincyProfile(params);
+  FLOWSCHED_RETURN_IF_ERROR(CheckNoQuincyTunables(params));
   if (params.shape_machines_per_task > 0 && params.locality > 0) {
     // A capped walk that visits the planned racks first is not yet
     // proportional to the work (docs/2026-11-30-locality-rack-plan.md).

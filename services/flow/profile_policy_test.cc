@@ -871,9 +871,37 @@ TEST(ProfilePolicyTest, QuincyRefusesWhatOnlyTheClassesHave) {
                    "admission_limit=5,theta_bits=2,omega_cap=5000"));
   ASSERT_THAT(policy, IsOk());
   EXPECT_TRUE((*policy)->time_dependent());
-  EXPECT_THAT(
-      ParsePolicySpec(absl::StrCat(quincy, ",omega_cap=0")).status().message(),
-      HasSubstr("omega_cap"));
+  // Waiting stops growing at omega_cap: the class price stays below it.
+  EXPECT_THAT(ParsePolicySpec(absl::StrCat(quincy, ",omega_cap=1300,pack=300"))
+                  .status()
+                  .message(),
+              HasSubstr("the dearest placement, spread + pack + "
+                        "model_affinity + locality + fragmentation + "
+                        "first_fit = 1300, must be below omega_cap (1300)"));
+  EXPECT_THAT(ParsePolicySpec(absl::StrCat(quincy, ",omega_cap=1301,pack=300")),
+              IsOk());
+  // What only the classes read, away from its default, would be ignored.
+  for (const char* ignored :
+       {"unscheduled_cost=5000", "preemption_cost=1", "migration_cost=1",
+        "max_priority=3", "wait_cap_s=10", "min_shape_machines=2",
+        "gang_first_after_s=0"}) {
+    EXPECT_THAT(
+        ParsePolicySpec(absl::StrCat(quincy, ",", ignored)).status().message(),
+        HasSubstr("does not apply with quincy=1"))
+        << ignored;
+  }
+  // And Quincy's own tunables without quincy.
+  for (const char* ignored :
+       {"fair=0", "admission_limit=2", "omega=1", "psi=2", "xi=20",
+        "delta_computer=0.5", "delta_rack=0.5", "max_preferences=3",
+        "omega_cap=5000", "stay_bonus=0", "theta_step_us=5000",
+        "theta_bits=1"}) {
+    const std::string name(ignored, std::string_view(ignored).find('='));
+    EXPECT_THAT(
+        ParsePolicySpec(absl::StrCat("profile:", ignored)).status().message(),
+        HasSubstr(absl::StrCat(name, " applies only with quincy=1")))
+        << ignored;
+  }
 }
 
 // Quincy's network composes with the class terms: the arcs by which a
@@ -927,6 +955,49 @@ TEST(ProfilePolicyTest, QuincyArcsIntoMachinesCarryTheClassTerms) {
     EXPECT_EQ(f.MachineOf(1), 1u);
     ExpectEqualToAFreshBuild(spec, f);
   }
+}
+
+// A reservation of several tasks is an arc of convex pieces priced by k
+// (spread 1000 * k / 8 of the CPU, tasks 100 * (k - 1)), in the graph
+// manager's deferred mode; a restarted policy's Refresh over the stored
+// network changes nothing, and the tasks spread two to a machine.
+TEST(ProfilePolicyTest, QuincyRoomArcsArePiecesByKAndSurviveARestart) {
+  const std::string spec = "profile:quincy=1,preemptive=1,tasks=100";
+  ProfileFixture f(Make(spec));
+  f.deferred_ = true;
+  f.AddMachine(1, 8000, 16, 8);
+  f.AddMachine(2, 8000, 16, 8);
+  f.Submit(1, {Task(1, 1000, 1), Task(2, 1000, 1), Task(3, 1000, 1),
+               Task(4, 1000, 1)});
+  f.Sync();
+  int multi_piece = 0;
+  f.network_.ForEachNode([&](NodeId id, const NodeData& d) {
+    if (d.kind != NodeKind::kEquivalenceClass) return;
+    f.network_.ForEachOutArc(id, [&](const ArcView& arc) {
+      if (f.network_.node(arc.dst).kind != NodeKind::kMachine) return;
+      EXPECT_EQ(arc.cost, 125);
+      int64_t k = 1;
+      for (const ArcSegment& piece : arc.extra_segments) {
+        ++k;
+        EXPECT_EQ(piece.cost, 125 * k + 100 * (k - 1)) << k;
+      }
+      multi_piece += !arc.extra_segments.empty();
+    });
+  });
+  EXPECT_EQ(multi_piece, 2);
+  NetworkBuilder restored(f.network_);
+  ASSERT_THAT(restored.RestoreFromNetwork(), IsOk());
+  std::unique_ptr<SchedulingPolicy> restarted = Make(spec);
+  ASSERT_TRUE(restarted->refresh_owed());
+  f.network_.set_record_changes(true);
+  ASSERT_THAT(restarted->Refresh(f.state_, SyncContext{f.now_us_}, restored),
+              IsOk());
+  EXPECT_TRUE(f.network_.TakeChanges().empty());
+  f.network_.set_record_changes(false);
+  f.Settle();
+  EXPECT_EQ(f.state_.FindMachine(MachineId(1))->running.size(), 2u);
+  EXPECT_EQ(f.state_.FindMachine(MachineId(2))->running.size(), 2u);
+  ExpectEqualToAFreshBuild(spec, f);
 }
 
 // Pooled tasks would read their input anywhere.

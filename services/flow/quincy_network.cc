@@ -28,9 +28,10 @@ QuincyNetwork::QuincyNetwork(QuincyNetworkParams params,
       room_(RoomRouteParams{}, std::move(room_pricing)) {}
 
 int64_t QuincyNetwork::UnmetBoundCost() const {
-  // Above any placement's cost (at most omega_cap) plus the most a running
-  // task's arc can give back (2 * omega_cap), so an unmet bound is the last
-  // resort.
+  // Above any placement's cost (a data cost of at most omega_cap, plus a
+  // profile's class price below omega_cap, CheckProfile) plus the most a
+  // running task's arc can give back (2 * omega_cap), so an unmet bound is
+  // the last resort.
   return 4 * params_.omega_cap;
 }
 

@@ -640,7 +640,7 @@ TEST_F(QuincyPolicyTest, TasksAskingForRoomFitAndKeepTheirLocality) {
 }
 
 // SyncJobs starts from job counts kept from change set to change set
-// (QuincyPolicy::UpdateJobCounts). After every Sync of a random run of
+// (QuincyNetwork::UpdateJobCounts). After every Sync of a random run of
 // submissions, ends, placements, preemptions and machine losses, every
 // job node must carry the bounds of a walk over the whole state.
 TEST(QuincyJobCountsTest, KeptCountsGiveTheBoundsOfAFullWalk) {

@@ -11,7 +11,7 @@ namespace {
 constexpr int64_t kSecond = 1'000'000;
 constexpr int64_t kCap = int64_t{1} << 20;
 
-// The defaults of QuincyParams: 100 ms steps, 3 bits, stay bonus 1.
+// The defaults of QuincyNetworkParams: 100 ms steps, 3 bits, stay bonus 1.
 RunningTimeTerm Defaults() { return {100'000, 3, kCap, 1}; }
 
 TEST(RunningTimeTermTest, IsDataCostLessThetaAndTheStayBonus) {
