@@ -43,17 +43,30 @@ struct Tunable {
   std::function<double(const Params&)> get;
 };
 
+// A tunable of type T named `name`, set and read through `member_of`, which
+// gives the T inside a Params (const or not).
+template <typename T, typename Params, typename MemberOf>
+Tunable<Params> MakeTunable(std::string name, MemberOf member_of, double min,
+                            double max, std::string help) {
+  return {
+      {.name = std::move(name),
+       .integer = std::is_integral_v<T>,
+       .min = min,
+       .max = max,
+       .default_value = 0,
+       .help = std::move(help)},
+      [member_of](Params& p, double v) { member_of(p) = static_cast<T>(v); },
+      [member_of](const Params& p) {
+        return static_cast<double>(member_of(p));
+      }};
+}
+
 template <typename Params, typename T>
 Tunable<Params> Field(std::string name, T Params::*member, double min,
                       double max, std::string help) {
-  return {{.name = std::move(name),
-           .integer = std::is_integral_v<T>,
-           .min = min,
-           .max = max,
-           .default_value = 0,
-           .help = std::move(help)},
-          [member](Params& p, double v) { p.*member = static_cast<T>(v); },
-          [member](const Params& p) { return static_cast<double>(p.*member); }};
+  return MakeTunable<T, Params>(
+      std::move(name), [member](auto& p) -> auto& { return p.*member; }, min,
+      max, std::move(help));
 }
 
 // A field of a struct member of a policy's Params (Params::*outer, its
@@ -62,18 +75,10 @@ template <typename Params, typename Inner, typename T>
 Tunable<Params> NestedField(std::string name, Inner Params::*outer,
                             T Inner::*member, double min, double max,
                             std::string help) {
-  return {{.name = std::move(name),
-           .integer = std::is_integral_v<T>,
-           .min = min,
-           .max = max,
-           .default_value = 0,
-           .help = std::move(help)},
-          [outer, member](Params& p, double v) {
-            (p.*outer).*member = static_cast<T>(v);
-          },
-          [outer, member](const Params& p) {
-            return static_cast<double>((p.*outer).*member);
-          }};
+  return MakeTunable<T, Params>(
+      std::move(name),
+      [ outer, member ](auto& p) -> auto& { return (p.*outer).*member; }, min,
+      max, std::move(help));
 }
 
 // Quincy's costs (QuincyNetworkParams), as the fields of `outer`.
@@ -240,7 +245,7 @@ std::vector<Tunable<ProfileParams>> ProfileTunables() {
             "1: tasks asking for a slot only share one pool priced by tasks"),
       Field("preemptive", &P::preemptive, 0, 1,
             "1: higher priorities may displace running tasks (needs the "
-            "pool)"),
+            "pool); with quincy: running tasks may be preempted or moved"),
       Field("migration_cost", &P::migration_cost, 0, kMaxCost,
             "cost of moving a running task through the pool (preemptive)"),
       Field("gang_first_after_s", &P::gang_first_after_s, 0, 86'400,
