@@ -56,7 +56,7 @@ class FairnessTermTest : public ::testing::Test {
   cluster::ChangeSet changes_;
 };
 
-using Expected = std::map<uint64_t, std::pair<int64_t, int64_t>>;
+using BoundsByJob = std::map<uint64_t, std::pair<int64_t, int64_t>>;
 
 // A_1 = min(4 / 2, 3) = 2, A_2 = min(2, 1) = 1, and the slot left over to
 // the job with more tasks: A_1 = 3. QFP: E = F = A. QP with N <= M: E = F
@@ -65,15 +65,15 @@ TEST_F(FairnessTermTest, FairSharesAndTheUnfairBounds) {
   Submit(1, 3);
   Submit(2, 1);
   EXPECT_EQ(Bounds({.fair = true, .preemptive = true}),
-            (Expected{{1, {3, 3}}, {2, {1, 1}}}));
+            (BoundsByJob{{1, {3, 3}}, {2, {1, 1}}}));
   EXPECT_EQ(Bounds({.fair = false, .preemptive = true}),
-            (Expected{{1, {3, 3}}, {2, {1, 1}}}));
+            (BoundsByJob{{1, {3, 3}}, {2, {1, 1}}}));
   Submit(3, 2);
   EXPECT_EQ(Bounds({.fair = false, .preemptive = true}),
-            (Expected{{1, {1, 3}}, {2, {1, 1}}, {3, {1, 2}}}));
+            (BoundsByJob{{1, {1, 3}}, {2, {1, 1}}, {3, {1, 2}}}));
   // Admitting one job: it gets the cluster, the others nothing.
   EXPECT_EQ(Bounds({.fair = true, .preemptive = true, .admission_limit = 1}),
-            (Expected{{1, {3, 3}}, {2, {0, 0}}, {3, {0, 0}}}));
+            (BoundsByJob{{1, {3, 3}}, {2, {0, 0}}, {3, {0, 0}}}));
 }
 
 // QF: job 1 runs 3 while its share is 2, and keeps them; job 2's share is
@@ -84,10 +84,10 @@ TEST_F(FairnessTermTest, WithoutPreemptionAJobKeepsWhatItRuns) {
   for (uint64_t t = 1; t <= 3; ++t) Place(10 + t, t);
   Submit(2, 3);
   EXPECT_EQ(Bounds({.fair = true, .preemptive = false}),
-            (Expected{{1, {3, 3}}, {2, {1, 1}}}));
+            (BoundsByJob{{1, {3, 3}}, {2, {1, 1}}}));
   // Preemptive, the shares stand: job 1 must give one slot back.
   EXPECT_EQ(Bounds({.fair = true, .preemptive = true}),
-            (Expected{{1, {2, 2}}, {2, {2, 2}}}));
+            (BoundsByJob{{1, {2, 2}}, {2, {2, 2}}}));
 }
 
 // Q (unfair, no preemption) with more tasks than slots: each job runs at
@@ -102,7 +102,7 @@ TEST_F(FairnessTermTest, UnfairWithoutPreemptionBoundsEachJobByOneAndAll) {
   Place(31, 3);
   Submit(4, 1);
   EXPECT_EQ(Bounds({.fair = false, .preemptive = false}),
-            (Expected{{1, {1, 1}}, {2, {1, 1}}, {3, {1, 2}}, {4, {1, 1}}}));
+            (BoundsByJob{{1, {1, 1}}, {2, {1, 1}}, {3, {1, 2}}, {4, {1, 1}}}));
 }
 
 }  // namespace
