@@ -189,8 +189,9 @@ struct ProfileParams {
   // aggregators, which carry each machine's room reserved for the shape
   // (quincy_room_routes.h); the class terms price the arcs by which those
   // enter machines, as they price the classes'. Locality (Quincy has its
-  // own), the pool, gates, caps, wait, priorities and the task limit do not
-  // apply (CheckProfile refuses them).
+  // own), the pool, gates, caps, wait, priorities, the task limit and the
+  // other tunables only the classes read do not apply (CheckProfile
+  // refuses them).
   bool quincy = false;
   QuincyNetworkParams quincy_network;
   bool fair = true;
@@ -206,11 +207,13 @@ struct ProfileParams {
 // (unscheduled_cost > spread + pack + model_affinity + locality +
 // fragmentation + first_fit + tasks * (the decoder's default slot limit -
 // 1) + network * the network term's bound: otherwise a task that fits
-// could wait for ever). With quincy, after the weights' signs, only
-// whether it is set with locality, wait, priority_step,
-// max_tasks_per_machine, shape_machines_per_task, network_room_by_use,
-// pool_slot_tasks or a gate, and whether the dearest placement exceeds
-// omega_cap, where Quincy's waiting stops growing.
+// could wait for ever). With quincy, after the weights' signs, instead:
+// if it is set with locality, wait, priority_step, max_tasks_per_machine,
+// shape_machines_per_task, network_room_by_use, pool_slot_tasks or a
+// gate, with another tunable only the classes read away from its default,
+// or with a dearest placement not below omega_cap, where Quincy's waiting
+// stops growing. Without quincy, also if Quincy's own tunables are away
+// from their defaults (they would be ignored).
 absl::Status CheckProfile(const ProfileParams& params);
 
 class ProfilePolicy : public SchedulingPolicy {

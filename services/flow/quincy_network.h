@@ -74,8 +74,9 @@
 namespace flowsched::flow {
 
 struct QuincyNetworkParams {
-  // Cost weights of section 4.2 in paper units (terms/quincy_units.h). Defaults
-  // are the values of the experiments (section 6: omega 0.5, psi 1, xi 2).
+  // Cost weights of section 4.2 in paper units (terms/quincy_units.h).
+  // Defaults are the values of the experiments (section 6: omega 0.5, psi
+  // 1, xi 2).
   double omega = 0.5;  // per second unscheduled
   double psi = 1.0;    // per GB read across a rack switch
   double xi = 2.0;     // per GB read across the core switch (QFPX: 20)
