@@ -99,16 +99,13 @@ struct QuincyNetworkParams {
   // migrating tasks for no gain. One unit makes staying the strict optimum
   // among equals; a migration still happens whenever it saves anything.
   int64_t stay_bonus = 1;
-  // Resolution of theta in the running cost: a running task's arc is
-  // re-priced when its priced theta steps, not every round. theta is priced
-  // rounded down to a step of theta_step_us * 2^k, the smallest such step
-  // with theta < step * 2^(theta_bits + 1): steps of 100 ms for the first
-  // 1.6 s, then theta_bits significant bits (3: within 1/8 of theta), so a
-  // task is re-priced about 2^theta_bits times per doubling of its runtime.
-  // (The paper counts whole seconds; 100 ms keeps tasks of sped-up
-  // workloads, which run for seconds, from looking equally new for a whole
-  // second.) A pure function of theta: a network built from scratch at any
-  // time equals the refreshed one.
+  // Resolution of theta in the running cost (terms/running_time_term.h): a
+  // running task's arc is re-priced when its priced theta steps, not every
+  // round. theta is priced rounded down to a step of theta_step_us * 2^k,
+  // the smallest such step with theta < step * 2^(theta_bits + 1), so a task
+  // is re-priced about 2^theta_bits times per doubling of its runtime. A
+  // pure function of theta: a network built from scratch at any time equals
+  // the refreshed one.
   int64_t theta_step_us = 100'000;
   int theta_bits = 3;
 };

@@ -72,8 +72,8 @@ struct SimOptions {
   // moved them back and forth (at 12,500 machines with replicated inputs: 45
   // migrations in a round growing to 3,672, rounds from 0.17 to 2 s). At 1x a
   // round of 20-30 ms is below theta's first pricing step
-  // (QuincyNetworkParams::theta_step_us, 100 ms), so a task the last round
-  // placed is still priced at theta = 0.
+  // (QuincyNetworkParams::theta_step_us), so a task the last round placed
+  // is still priced at theta = 0.
   enum class PriceAt { kDecision, kRoundStart };
   PriceAt price_at = PriceAt::kDecision;
   // Simulated time (after speedup) after which no event is applied; then
