@@ -256,9 +256,8 @@ absl::Status QuincyNetwork::SyncTask(const cluster::Task& task,
   const bool asks_for_room = AsksForRoom(task, state);
   if (room_.WaitsForRoom(task_id)) {
     // The same arcs at the same costs, to the shape's aggregators.
-    FLOWSCHED_ASSIGN_OR_RETURN(
-        RoomRoutes::Targets targets,
-        room_.Route(task, prices.racks, prices.computers, builder));
+    FLOWSCHED_ASSIGN_OR_RETURN(RoomRoutes::Targets targets,
+                               room_.Route(task, prices, builder));
     arcs.push_back({job_node, 1, wait_.Cost(task.WaitMicros(now_us))});
     arcs.push_back({targets.shape, 1, prices.alpha});
     for (size_t i = 0; i < prices.racks.size(); ++i) {

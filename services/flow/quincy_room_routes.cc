@@ -26,138 +26,108 @@ uint64_t ComputerNodeKey(const std::string& shape, MachineId machine) {
       absl::StrCat("qc|", machine.value(), "|", shape));
 }
 
-// A rack's machines take its shapes in turn: `shapes` from `start` on.
-struct RoomRackTurn {
-  const std::vector<size_t>* shapes = nullptr;
-  size_t start = 0;
+// The machines not yet full that a shape looks at for more room once
+// every shape has its own: a bound on the walk, which would otherwise
+// pass every machine too full for most shapes once per shape.
+constexpr size_t kChoiceScan = 64;
+
+// A place a shape's tasks prefer: a computer (rack null) or the machines
+// of a rack, at the lowest cost of any of its tasks' arcs there.
+struct PreferredPlace {
+  int64_t cost = 0;
+  MachineId computer;
+  const std::string* rack = nullptr;
 };
 
-// Where each shape (by index) is preferred: the computers its tasks prefer
-// (`preferring`: machine -> shapes), and the machines of the racks they
-// prefer. A rack's machines take its shapes in turn from evenly spread
-// starting points, so that its room is spread over the shapes that want
-// it. `rack_turn` points into `rack_shapes`.
-struct RoomPreferredPlaces {
-  absl::flat_hash_map<MachineId, std::vector<size_t>> preferring;
-  std::map<std::string, std::vector<size_t>> rack_shapes;
-  absl::flat_hash_map<MachineId, RoomRackTurn> rack_turn;
+// What a shape's waiting tasks prefer: the computers and racks (ordered, so
+// the tree is built deterministically), the places cheapest first (a
+// computer before a rack at the same cost), and the most any of its tasks
+// saves at its cheapest place against reading from anywhere (alpha).
+struct ShapePreferences {
+  std::set<MachineId> computers;
+  std::set<std::string> racks;
+  std::vector<PreferredPlace> places;
+  int64_t saving = 0;
 };
 
-void FindRoomPreferredPlaces(
-    const cluster::ClusterState& state,
-    const std::map<std::string, std::vector<MachineId>>& racks,
-    const std::vector<std::set<MachineId>>& computers,
-    const std::vector<std::set<std::string>>& pref_racks,
-    RoomPreferredPlaces& places) {
-  for (size_t i = 0; i < computers.size(); ++i) {
-    for (MachineId m : computers[i]) {
-      if (state.FindMachine(m) != nullptr) places.preferring[m].push_back(i);
-    }
-  }
-  for (size_t i = 0; i < pref_racks.size(); ++i) {
-    for (const std::string& rack : pref_racks[i]) {
-      places.rack_shapes[rack].push_back(i);
-    }
-  }
-  for (const auto& [rack, wanting] : places.rack_shapes) {
-    auto machines = racks.find(rack);
-    if (machines == racks.end()) continue;
-    std::vector<MachineId> open;
-    for (MachineId m : machines->second) {
-      const cluster::Machine* machine = state.FindMachine(m);
-      if (machine != nullptr && machine->free_slots() > 0) open.push_back(m);
-    }
-    for (size_t k = 0; k < open.size(); ++k) {
-      places.rack_turn[open[k]] = {&wanting, k * wanting.size() / open.size()};
-    }
-  }
-}
-
-// Reserves the machines' free room among the shapes in passes over the
-// machines, least loaded first, each machine's room carried across passes.
-// A shape reserves on a machine at most once; within a pass, on at most
-// `cap(i)` machines.
+// Reserves the machines' free room among the shapes by need: a shape
+// reserves on a machine at most once and no more than it still lacks (its
+// waiting tasks less what earlier machines hold for it). Reservations are
+// exclusive, so a shape holding more than it needs would keep others out of
+// room they have nowhere else.
 class RoomReserver {
  public:
+  // `racks`: the machines of each rack.
   RoomReserver(const cluster::ClusterState& state,
-               const std::vector<RequestShape>& shapes)
+               const std::vector<RequestShape>& shapes,
+               const std::map<std::string, std::vector<MachineId>>& racks)
       : state_(state),
         shapes_(shapes),
         order_(MachinesLeastLoadedFirst(state)),
         reserved_(shapes.size()),
-        in_pass_(shapes.size(), 0) {
+        units_(shapes.size(), 0) {
     rooms_.reserve(order_.size());
     for (const cluster::Machine* machine : order_) {
+      position_.emplace(machine->id, rooms_.size());
       rooms_.emplace_back(*machine);
     }
-  }
-
-  // Offers each machine to the shapes that prefer it as a computer (or
-  // else its rack), each shape up to `cap(i)` machines in the pass.
-  template <typename Cap>
-  void OfferPreferred(const RoomPreferredPlaces& places, bool as_computer,
-                      const Cap& cap) {
-    static const std::vector<size_t> kNone;
-    std::fill(in_pass_.begin(), in_pass_.end(), 0);
-    for (size_t k = 0; k < order_.size(); ++k) {
-      const MachineId m = order_[k]->id;
-      auto own_it =
-          as_computer ? places.preferring.find(m) : places.preferring.end();
-      const std::vector<size_t>& own =
-          own_it == places.preferring.end() ? kNone : own_it->second;
-      auto turn_it =
-          as_computer ? places.rack_turn.end() : places.rack_turn.find(m);
-      const RoomRackTurn turn = turn_it == places.rack_turn.end()
-                                    ? RoomRackTurn{&kNone, 0}
-                                    : turn_it->second;
-      if ((own.empty() && turn.shapes->empty()) || rooms_[k].full()) continue;
-      size_t next_own = 0, next_rack = 0;
-      rooms_[k].Offer(
-          state_, shapes_,
-          [&]() -> std::optional<size_t> {
-            while (next_own < own.size()) {
-              const size_t i = own[next_own++];
-              if (Usable(i, m, cap(i))) return i;
-            }
-            const std::vector<size_t>& wanting = *turn.shapes;
-            while (next_rack < wanting.size()) {
-              const size_t i =
-                  wanting[(turn.start + next_rack++) % wanting.size()];
-              if (Usable(i, m, cap(i))) return i;
-            }
-            return std::nullopt;
-          },
-          [&](size_t i, int64_t n) { Take(i, m, n); });
+    for (const auto& [rack, machines] : racks) {
+      std::vector<size_t>& positions = rack_positions_[rack];
+      for (const MachineId m : machines) {
+        auto k = position_.find(m);
+        if (k != position_.end()) positions.push_back(k->second);
+      }
+      std::sort(positions.begin(), positions.end());
     }
   }
 
-  // Offers each machine to the shapes below `cap(i)` machines, round robin
-  // across machines so that each gets one before any gets another.
-  template <typename Cap>
-  void OfferAny(const Cap& cap) {
-    std::fill(in_pass_.begin(), in_pass_.end(), 0);
-    std::vector<size_t> wanting;
+  // Shapes in `shape_order`, each in turn: room on its places, cheapest
+  // first (a rack's machines least loaded first).
+  void OfferPreferred(const std::vector<ShapePreferences>& preferences,
+                      const std::vector<size_t>& shape_order) {
+    for (const size_t i : shape_order) {
+      for (const PreferredPlace& place : preferences[i].places) {
+        if (Lacking(i) <= 0) break;
+        if (place.rack == nullptr) {
+          auto k = position_.find(place.computer);
+          if (k != position_.end()) OfferOne(i, k->second, /*by_need=*/true);
+          continue;
+        }
+        auto positions = rack_positions_.find(*place.rack);
+        if (positions == rack_positions_.end()) continue;
+        for (const size_t k : positions->second) {
+          if (Lacking(i) <= 0) break;
+          OfferOne(i, k, /*by_need=*/true);
+        }
+      }
+    }
+  }
+
+  // Anywhere, each shape in turn while `more(i)` holds: machines least
+  // loaded first, at most `scan` of those not yet full (by need, or each
+  // up to its waiting tasks).
+  template <typename More>
+  void OfferAnywhere(const More& more, bool by_need, size_t scan) {
+    size_t first_open = 0;  // machines before it are full for this pass
     for (size_t i = 0; i < shapes_.size(); ++i) {
-      if (cap(i) > 0) wanting.push_back(i);
+      while (first_open < rooms_.size() && rooms_[first_open].full()) {
+        ++first_open;
+      }
+      const size_t end =
+          first_open + std::min(scan, rooms_.size() - first_open);
+      for (size_t k = first_open; k < end && more(i); ++k) {
+        OfferOne(i, k, by_need);
+      }
     }
-    size_t cursor = 0;
-    for (size_t k = 0; k < order_.size() && !wanting.empty(); ++k) {
-      if (rooms_[k].full()) continue;
-      const MachineId m = order_[k]->id;
-      size_t steps = 0;
-      rooms_[k].Offer(
-          state_, shapes_,
-          [&]() -> std::optional<size_t> {
-            while (steps < wanting.size()) {
-              ++steps;
-              const size_t i = wanting[cursor];
-              cursor = (cursor + 1) % wanting.size();
-              if (Usable(i, m, cap(i))) return i;
-            }
-            return std::nullopt;
-          },
-          [&](size_t i, int64_t n) { Take(i, m, n); });
-    }
+  }
+
+  // Shape i's waiting tasks that no reservation holds room for yet.
+  [[nodiscard]] int64_t Lacking(size_t i) const {
+    return shapes_[i].waiting - units_[i];
+  }
+  // The machines shape i reserved on.
+  [[nodiscard]] int64_t Machines(size_t i) const {
+    return static_cast<int64_t>(reserved_[i].size());
   }
 
   // Per shape: machine -> tasks reserved.
@@ -167,22 +137,106 @@ class RoomReserver {
   }
 
  private:
+  // A pass by need reserves no more than a shape lacks.
+  [[nodiscard]] std::function<int64_t(size_t)> Most(bool by_need) const {
+    if (!by_need) return nullptr;
+    return [this](size_t i) { return Lacking(i); };
+  }
   void Take(size_t i, MachineId m, int64_t n) {
     reserved_[i][m] = n;
-    ++in_pass_[i];
+    units_[i] += n;
   }
-  [[nodiscard]] bool Usable(size_t i, MachineId m, int64_t cap) const {
-    return in_pass_[i] < cap && !reserved_[i].contains(m);
+  // Offers the room of the machine at position k to shape i alone.
+  void OfferOne(size_t i, size_t k, bool by_need) {
+    MachineRoom& room = rooms_[k];
+    const MachineId m = order_[k]->id;
+    if (room.full() || !room.MayFit(shapes_[i]) || reserved_[i].contains(m)) {
+      return;
+    }
+    bool offered = false;
+    room.Offer(
+        state_, shapes_,
+        [&]() -> std::optional<size_t> {
+          if (offered) return std::nullopt;
+          offered = true;
+          return i;
+        },
+        [&](size_t j, int64_t n) { Take(j, m, n); }, Most(by_need));
   }
 
   const cluster::ClusterState& state_;
   const std::vector<RequestShape>& shapes_;
   const std::vector<const cluster::Machine*> order_;
   std::vector<MachineRoom> rooms_;
+  absl::flat_hash_map<MachineId, size_t> position_;  // in order_
+  std::map<std::string, std::vector<size_t>> rack_positions_;
   std::vector<std::map<MachineId, int64_t>> reserved_;
-  // Machines each shape reserved on in the current pass.
-  std::vector<int64_t> in_pass_;
+  std::vector<int64_t> units_;  // tasks reserved per shape
 };
+
+// Each shape's preferences, from its waiting tasks' (each place at the
+// lowest cost of any of them), and the shapes in the order they reserve:
+// the largest saving first, so that a rack more work prefers than it holds
+// goes to the work that loses most elsewhere.
+absl::Status GatherShapePreferences(
+    const ShapeIndex& index, const std::vector<RequestShape>& shapes,
+    const absl::flat_hash_map<TaskId, DataLocalityTerm::TaskPrices>& tasks,
+    std::vector<ShapePreferences>& preferences,
+    std::vector<size_t>& shape_order) {
+  std::map<std::string, size_t> index_of;
+  for (size_t i = 0; i < shapes.size(); ++i) index_of[shapes[i].key] = i;
+  preferences.assign(shapes.size(), {});
+  std::vector<std::map<MachineId, int64_t>> computer_cost(shapes.size());
+  std::vector<std::map<std::string, int64_t>> rack_cost(shapes.size());
+  const auto lower = [](auto& costs, const auto& key, int64_t cost) {
+    auto [it, fresh] = costs.emplace(key, cost);
+    if (!fresh) it->second = std::min(it->second, cost);
+  };
+  for (const auto& [id, task] : tasks) {
+    const std::string* key = index.KeyOf(id);
+    if (key == nullptr) continue;
+    auto found = index_of.find(*key);
+    if (found == index_of.end()) {
+      return absl::InternalError(
+          absl::StrCat("waiting task ", id.value(), " has no request shape"));
+    }
+    const size_t i = found->second;
+    int64_t best = task.alpha;
+    for (size_t r = 0; r < task.computers.size(); ++r) {
+      lower(computer_cost[i], task.computers[r], task.computer_costs[r]);
+      best = std::min(best, task.computer_costs[r]);
+    }
+    for (size_t r = 0; r < task.racks.size(); ++r) {
+      lower(rack_cost[i], task.racks[r], task.rack_costs[r]);
+      best = std::min(best, task.rack_costs[r]);
+    }
+    preferences[i].saving = std::max(preferences[i].saving, task.alpha - best);
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    ShapePreferences& shape = preferences[i];
+    for (const auto& [m, cost] : computer_cost[i]) {
+      shape.computers.insert(m);
+      shape.places.push_back({cost, m, nullptr});
+    }
+    for (const auto& [rack, cost] : rack_cost[i]) {
+      // A set's elements stay where they are: the place points at it.
+      shape.places.push_back(
+          {cost, MachineId(), &*shape.racks.insert(rack).first});
+    }
+    // Stable: computers by id, then racks by name, at equal cost.
+    std::stable_sort(shape.places.begin(), shape.places.end(),
+                     [](const PreferredPlace& a, const PreferredPlace& b) {
+                       return a.cost < b.cost;
+                     });
+  }
+  shape_order.resize(shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i) shape_order[i] = i;
+  std::stable_sort(shape_order.begin(), shape_order.end(),
+                   [&](size_t a, size_t b) {
+                     return preferences[a].saving > preferences[b].saving;
+                   });
+  return absl::OkStatus();
+}
 
 // Shape `key`'s tree: one arc into each machine it reserved on (`on`),
 // from C_{m,s} for a computer its tasks prefer, else from R_{l,s} for a
@@ -271,8 +325,8 @@ void RoomRoutes::Track(TaskId id, const cluster::Task* task,
 }
 
 absl::StatusOr<RoomRoutes::Targets> RoomRoutes::Route(
-    const cluster::Task& task, const std::vector<std::string>& racks,
-    const std::vector<MachineId>& computers, NetworkBuilder& builder) {
+    const cluster::Task& task, const DataLocalityTerm::TaskPrices& prices,
+    NetworkBuilder& builder) {
   const std::string* key = shapes_.KeyOf(task.spec.id);
   if (key == nullptr) {
     return absl::InternalError(absl::StrCat("task ", task.spec.id.value(),
@@ -282,15 +336,15 @@ absl::StatusOr<RoomRoutes::Targets> RoomRoutes::Route(
   Targets targets;
   targets.shape = builder.EnsureAggregatorNode(NodeKind::kEquivalenceClass,
                                                ShapeNodeKey(*key));
-  for (const std::string& rack : racks) {
+  for (const std::string& rack : prices.racks) {
     targets.racks.push_back(builder.EnsureAggregatorNode(
         NodeKind::kEquivalenceClass, RackNodeKey(*key, rack)));
   }
-  for (MachineId machine : computers) {
+  for (MachineId machine : prices.computers) {
     targets.computers.push_back(builder.EnsureAggregatorNode(
         NodeKind::kEquivalenceClass, ComputerNodeKey(*key, machine)));
   }
-  preferences_[task.spec.id] = {racks, computers};
+  preferences_[task.spec.id] = prices;
   return targets;
 }
 
@@ -300,60 +354,34 @@ absl::Status RoomRoutes::SyncArcs(
     NetworkBuilder& builder) {
   if (!had_routes_ && shapes_.size() == 0) return absl::OkStatus();
   const std::vector<RequestShape> shapes = shapes_.Shapes(state);
-  std::map<std::string, size_t> index_of;
-  for (size_t i = 0; i < shapes.size(); ++i) index_of[shapes[i].key] = i;
+  std::vector<ShapePreferences> preferences;
+  std::vector<size_t> shape_order;
+  FLOWSCHED_RETURN_IF_ERROR(GatherShapePreferences(
+      shapes_, shapes, preferences_, preferences, shape_order));
 
-  // What each shape's waiting tasks prefer (ordered: deterministic).
-  std::vector<std::set<MachineId>> computers(shapes.size());
-  std::vector<std::set<std::string>> pref_racks(shapes.size());
-  for (const auto& [id, preferences] : preferences_) {
-    const std::string* key = shapes_.KeyOf(id);
-    if (key == nullptr) continue;
-    auto index = index_of.find(*key);
-    if (index == index_of.end()) {
-      return absl::InternalError(
-          absl::StrCat("waiting task ", id.value(), " has no request shape"));
-    }
-    const size_t i = index->second;
-    computers[i].insert(preferences.computers.begin(),
-                        preferences.computers.end());
-    pref_racks[i].insert(preferences.racks.begin(), preferences.racks.end());
-  }
-  RoomPreferredPlaces places;
-  FindRoomPreferredPlaces(state, racks, computers, pref_racks, places);
-
-  // Every computer a shape's tasks prefer, then machines of the racks
-  // they prefer, then, for a shape with too little room where it is
-  // preferred, a few machines anywhere (a reservation is exclusive, so
-  // reserving anywhere for every shape would spend a full cluster's room
-  // on shapes that have better choices).
-  RoomReserver reserver(state, shapes);
-  reserver.OfferPreferred(places, true, [](size_t) { return INT64_MAX; });
-  reserver.OfferPreferred(places, false, [&](size_t i) {
-    return std::max(params_.min_rack_machines,
-                    params_.rack_machines_per_task * shapes[i].waiting);
-  });
+  // By need where the shapes' tasks prefer, then anywhere for the shapes
+  // still short; then, from the room left, a few machines anywhere for
+  // each shape, so that the solver (and a profile's class terms) can
+  // choose.
+  RoomReserver reserver(state, shapes, racks);
+  reserver.OfferPreferred(preferences, shape_order);
+  reserver.OfferAnywhere([&](size_t i) { return reserver.Lacking(i) > 0; },
+                         /*by_need=*/true, SIZE_MAX);
+  reserver.OfferAnywhere(
+      [&](size_t i) {
+        return reserver.Machines(i) <
+               std::max(params_.min_shape_machines,
+                        params_.shape_machines_per_task * shapes[i].waiting);
+      },
+      /*by_need=*/false, kChoiceScan);
   const std::vector<std::map<MachineId, int64_t>>& reserved =
       reserver.reserved();
-  std::vector<bool> covered(shapes.size());
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    int64_t units = 0;
-    for (const auto& [m, n] : reserved[i]) units += n;
-    covered[i] = units >= shapes[i].waiting;
-  }
-  reserver.OfferAny([&](size_t i) {
-    return covered[i]
-               ? 0
-               : std::max(params_.min_shape_machines,
-                          params_.shape_machines_per_task * shapes[i].waiting);
-  });
-
   if (pricing_.prepare) pricing_.prepare(state);
   std::set<uint64_t> live;
   for (size_t i = 0; i < shapes.size(); ++i) {
-    FLOWSCHED_RETURN_IF_ERROR(
-        SyncRoomShapeTree(shapes[i], computers[i], pref_racks[i], reserved[i],
-                          pricing_, state, builder, live));
+    FLOWSCHED_RETURN_IF_ERROR(SyncRoomShapeTree(
+        shapes[i], preferences[i].computers, preferences[i].racks, reserved[i],
+        pricing_, state, builder, live));
   }
   RemoveAggregatorsExcept(NodeKind::kEquivalenceClass, live, builder);
   had_routes_ = !shapes.empty();

@@ -10,22 +10,26 @@
 //   task --(rho_l)--> R_{l,s}         for each preferred rack l
 //   task --(gamma_m)--> C_{m,s}       for each preferred computer m
 //
-// X_s, R_{l,s} and C_{m,s} are class aggregators. R_{l,s} exists for each
-// rack and C_{m,s} for each computer that a waiting task of s prefers, so a
-// task's own arcs change only when the task does. Each round every
-// machine's free room is reserved among the shapes (MachineRoom), machines
-// least loaded first: on every computer a shape's tasks prefer, then on
-// machines of the racks they prefer (which take the rack's shapes in turn,
-// up to RoomRouteParams' count per shape), then anywhere, a few machines,
-// for the shapes that this leaves short of room. The reservation r(m,s) is
-// the
-// capacity of the one arc of s's tree that enters C_m: from C_{m,s} if it
-// exists, else from R_{l,s} if the shape prefers m's rack, else from X_s.
-// So shape s never sends more than r(m,s) tasks to m, and the reservations
-// fit m together. Arcs inside the tree cost nothing, as Quincy's X, R_l and
-// C_m arcs do; the task's own arcs carry alpha, rho_l and gamma_m. With a
-// RoomPricing (a profile's class terms), the arc entering C_m carries the
-// price of the k-th task of s on m instead, convex in k.
+// X_s, R_{l,s} and C_{m,s} are class aggregators. R_{l,s} exists for each rack
+// and C_{m,s} for each computer that a waiting task of s prefers, so a task's
+// own arcs change only when the task does. Each round every machine's free room
+// is reserved among the shapes (MachineRoom), by need first: shapes in order of
+// what their tasks save at their cheapest place against alpha, each taking room
+// at the places its tasks prefer, cheapest first by their own gamma_m and rho_l
+// (a rack's machines least loaded first), until it holds room for its waiting
+// tasks; then anywhere, machines least loaded first, for the shapes still
+// short. Only then does each shape get a few more machines anywhere from the
+// room left (RoomRouteParams), for the solver and the class terms to choose
+// among. A reservation is exclusive, so a shape that held room on every place
+// it prefers before others had any would keep them out of room they have
+// nowhere else. The reservation r(m,s) is the capacity of the one arc of s's
+// tree that enters C_m: from C_{m,s} if it exists, else from R_{l,s} if the
+// shape prefers m's rack, else from X_s. So shape s never sends more than
+// r(m,s) tasks to m, and the reservations fit m together. Arcs inside the tree
+// cost nothing, as Quincy's X, R_l and C_m arcs do; the task's own arcs carry
+// alpha, rho_l and gamma_m. With a RoomPricing (a profile's class terms), the
+// arc entering C_m carries the price of the k-th task of s on m instead, convex
+// in k.
 
 #include <cstdint>
 #include <functional>
@@ -41,16 +45,13 @@
 #include "services/common/strong_id.h"
 #include "services/flow/network_builder.h"
 #include "services/flow/request_shapes.h"
+#include "services/flow/terms/data_locality_term.h"
 
 namespace flowsched::flow {
 
 struct RoomRouteParams {
-  // Machines of the racks its tasks prefer that a shape reserves on:
-  // max(min_rack_machines, rack_machines_per_task * waiting tasks).
-  int64_t min_rack_machines = 40;
-  int64_t rack_machines_per_task = 2;
-  // Machines anywhere for a shape whose preferred reservations do not
-  // cover its waiting tasks: max(min_shape_machines,
+  // Machines each shape reserves on in all, once every shape has room for
+  // its waiting tasks (from the room left, anywhere): max(min_shape_machines,
   // shape_machines_per_task * waiting tasks).
   int64_t min_shape_machines = 2;
   int64_t shape_machines_per_task = 2;
@@ -84,16 +85,16 @@ class RoomRoutes {
   }
 
   // The nodes a tracked waiting task's arcs go to: X_s, then R_{l,s} for
-  // `racks` and C_{m,s} for `computers` in the same order. Remembers the
-  // preferences for SyncArcs. REQUIRES: WaitsForRoom(task).
+  // `prices.racks` and C_{m,s} for `prices.computers` in the same order.
+  // Remembers the preferences and their costs for SyncArcs. REQUIRES:
+  // WaitsForRoom(task).
   struct Targets {
     NodeId shape = kNoNode;
     std::vector<NodeId> racks;
     std::vector<NodeId> computers;
   };
   absl::StatusOr<Targets> Route(const cluster::Task& task,
-                                const std::vector<std::string>& racks,
-                                const std::vector<MachineId>& computers,
+                                const DataLocalityTerm::TaskPrices& prices,
                                 NetworkBuilder& builder);
 
   // Re-derives every shape's tree from the machines' free room, and removes
@@ -105,15 +106,11 @@ class RoomRoutes {
       NetworkBuilder& builder);
 
  private:
-  struct Preferences {
-    std::vector<std::string> racks;
-    std::vector<MachineId> computers;
-  };
-
   RoomRouteParams params_;
   RoomPricing pricing_;
   ShapeIndex shapes_;
-  absl::flat_hash_map<TaskId, Preferences> preferences_;
+  // What each routed task's arcs prefer, at their costs.
+  absl::flat_hash_map<TaskId, DataLocalityTerm::TaskPrices> preferences_;
   absl::flat_hash_map<TaskId, JobId> job_of_;
   std::map<JobId, int64_t> waiting_jobs_;
   // Whether any class aggregator may exist (so that a network without

@@ -580,6 +580,12 @@ MachineRoom::MachineRoom(const cluster::Machine& machine, RoomLimits limits)
   }
 }
 
+bool MachineRoom::MayFit(const RequestShape& shape) const {
+  return MayFitAny(
+      room_.has_value() ? *room_ : *machine_,
+      {shape.ask.request.cpu_millis, shape.ask.request.memory_bytes});
+}
+
 namespace {
 
 // Whether `shape`'s ask fits `room` with each fraction it covers in place
@@ -600,7 +606,8 @@ bool CoveredFractionsFit(const RequestShape& shape,
 void MachineRoom::Offer(const cluster::ClusterState& state,
                         const std::vector<RequestShape>& shapes,
                         const std::function<std::optional<size_t>()>& next,
-                        const std::function<void(size_t, int64_t)>& reserved) {
+                        const std::function<void(size_t, int64_t)>& reserved,
+                        const std::function<int64_t(size_t)>& most) {
   size_t misses = 0;
   bool reserved_any = false;
   while (slots_ > 0 && misses < kMaxMisses) {
@@ -612,6 +619,8 @@ void MachineRoom::Offer(const cluster::ClusterState& state,
     if (asks_devices && devices_taken_) continue;
     if (!LabelsMatch(machine_->labels, shape.ask.required_labels)) continue;
     int64_t limit = std::min(shape.waiting, slots_);
+    if (most) limit = std::min(limit, most(index));
+    if (limit <= 0) continue;
     if (shape.different_machines_job.value() != 0) {
       const cluster::Job* job = state.FindJob(shape.different_machines_job);
       if (job != nullptr && JobRunsOn(*job, *machine_)) continue;
