@@ -937,9 +937,9 @@ TEST(ProfilePolicyTest, QuincyArcsIntoMachinesCarryTheClassTerms) {
     zoned.preferred_labels = {{"zone", "a"}};
     f.Submit(2, {Task(2, 1000, 0), zoned});
     f.Sync();
-    // Each shape reserves on the two least loaded machines (RoomRoutes'
-    // few machines anywhere): spread 1000 * 1000 / 4000 on each, less 500
-    // for task 3's shape on machine 2.
+    // Each shape reserves on the two least loaded machines (RoomRoutes: one
+    // by need, one more from the room left): spread 1000 * 1000 / 4000 on
+    // each, less 500 for task 3's shape on machine 2.
     EXPECT_TRUE(class_costs_into(f, 1).empty());
     if (priced) {
       EXPECT_EQ(class_costs_into(f, 2), (std::vector<int64_t>{-250, 250}));

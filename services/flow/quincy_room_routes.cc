@@ -1,12 +1,15 @@
 #include "services/flow/quincy_room_routes.h"
 
 #include <algorithm>
+#include <functional>
+#include <limits>
 #include <optional>
 #include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "services/common/status_macros.h"
+#include "services/flow/constraints.h"
 #include "services/flow/policy_walk.h"
 
 namespace flowsched::flow {
@@ -26,35 +29,53 @@ uint64_t ComputerNodeKey(const std::string& shape, MachineId machine) {
       absl::StrCat("qc|", machine.value(), "|", shape));
 }
 
-// The machines not yet full that a shape looks at for more room once
-// every shape has its own: a bound on the walk, which would otherwise
-// pass every machine too full for most shapes once per shape.
+// The machines a shape looks at for more room in the pass that offers it
+// choice, from the least loaded one that may fit any shape still to come.
 constexpr size_t kChoiceScan = 64;
 
+SmallestAsk AskOf(const RequestShape& shape) {
+  return {shape.ask.request.cpu_millis, shape.ask.request.memory_bytes};
+}
+
 // A place a shape's tasks prefer: a computer (rack null) or the machines
-// of a rack, at the lowest cost of any of its tasks' arcs there.
+// of a rack, at the lowest cost of any of its tasks' arcs there. For a
+// shape of several waiting tasks, which of them (ShapePreferences' order)
+// list it.
 struct PreferredPlace {
   int64_t cost = 0;
   MachineId computer;
   const std::string* rack = nullptr;
+  std::vector<uint32_t> tasks;
 };
 
 // What a shape's waiting tasks prefer: the computers and racks (ordered, so
 // the tree is built deterministically), the places cheapest first (a
-// computer before a rack at the same cost), and the most any of its tasks
-// saves at its cheapest place against reading from anywhere (alpha).
+// computer before a rack at the same cost), the most any of its tasks
+// saves at its cheapest place against reading from anywhere (alpha), how
+// many waiting tasks it has and when the longest waiting of them began to
+// wait. Not copyable: places point into `racks`.
 struct ShapePreferences {
+  ShapePreferences() = default;
+  ShapePreferences(const ShapePreferences&) = delete;
+  ShapePreferences& operator=(const ShapePreferences&) = delete;
+  ShapePreferences(ShapePreferences&&) = default;
+  ShapePreferences& operator=(ShapePreferences&&) = default;
+
   std::set<MachineId> computers;
   std::set<std::string> racks;
   std::vector<PreferredPlace> places;
   int64_t saving = 0;
+  uint32_t tasks = 0;
+  int64_t waiting_since = std::numeric_limits<int64_t>::max();
 };
 
-// Reserves the machines' free room among the shapes by need: a shape
-// reserves on a machine at most once and no more than it still lacks (its
-// waiting tasks less what earlier machines hold for it). Reservations are
-// exclusive, so a shape holding more than it needs would keep others out of
-// room they have nowhere else.
+// Reserves the machines' free room among the shapes. A shape reserves on a
+// machine at most once. In the passes by need it reserves no more than it
+// still lacks (its waiting tasks less what earlier machines hold for it),
+// and at a preferred place no more than the tasks that list the place and
+// have no room yet: reservations are exclusive, so a shape holding more
+// than its tasks can use would keep others out of room they have nowhere
+// else.
 class RoomReserver {
  public:
   // `racks`: the machines of each rack.
@@ -81,42 +102,75 @@ class RoomReserver {
     }
   }
 
-  // Shapes in `shape_order`, each in turn: room on its places, cheapest
-  // first (a rack's machines least loaded first).
+  // By need, shapes in `shape_order`, each in turn: room at its places,
+  // cheapest first (a rack's machines least loaded first).
   void OfferPreferred(const std::vector<ShapePreferences>& preferences,
                       const std::vector<size_t>& shape_order) {
+    std::vector<bool> covered;  // of the shape's tasks
+    std::vector<uint32_t> open;
     for (const size_t i : shape_order) {
-      for (const PreferredPlace& place : preferences[i].places) {
+      const ShapePreferences& shape = preferences[i];
+      covered.assign(shape.tasks > 1 ? shape.tasks : 0, false);
+      for (const PreferredPlace& place : shape.places) {
         if (Lacking(i) <= 0) break;
+        // The tasks this place may still take: all that the shape lacks
+        // for a shape of one task, else those listing it without room.
+        int64_t may_take = Lacking(i);
+        open.clear();
+        if (!covered.empty()) {
+          for (const uint32_t t : place.tasks) {
+            if (!covered[t]) open.push_back(t);
+          }
+          may_take = std::min<int64_t>(may_take, std::ssize(open));
+        }
+        int64_t took = 0;
         if (place.rack == nullptr) {
           auto k = position_.find(place.computer);
-          if (k != position_.end()) OfferOne(i, k->second, /*by_need=*/true);
-          continue;
+          if (k != position_.end()) took = OfferOne(i, k->second, may_take);
+        } else if (auto positions = rack_positions_.find(*place.rack);
+                   positions != rack_positions_.end()) {
+          for (const size_t k : positions->second) {
+            if (took >= may_take) break;
+            took += OfferOne(i, k, may_take - took);
+          }
         }
-        auto positions = rack_positions_.find(*place.rack);
-        if (positions == rack_positions_.end()) continue;
-        for (const size_t k : positions->second) {
-          if (Lacking(i) <= 0) break;
-          OfferOne(i, k, /*by_need=*/true);
+        for (int64_t t = 0; t < took && t < std::ssize(open); ++t) {
+          covered[open[static_cast<size_t>(t)]] = true;
         }
       }
     }
   }
 
-  // Anywhere, each shape in turn while `more(i)` holds: machines least
-  // loaded first, at most `scan` of those not yet full (by need, or each
-  // up to its waiting tasks).
+  // Anywhere, shapes in `shape_order`, each while `more(i)` holds: machines
+  // least loaded first, by need (`by_need`) or each up to the shape's
+  // waiting tasks; with a `scan`, no more than that many machines.
   template <typename More>
-  void OfferAnywhere(const More& more, bool by_need, size_t scan) {
-    size_t first_open = 0;  // machines before it are full for this pass
-    for (size_t i = 0; i < shapes_.size(); ++i) {
-      while (first_open < rooms_.size() && rooms_[first_open].full()) {
-        ++first_open;
+  void OfferAnywhere(const std::vector<size_t>& shape_order, const More& more,
+                     bool by_need, std::optional<size_t> scan) {
+    const size_t n = rooms_.size();
+    // The least CPU and memory asked by the shapes from the j-th on: rooms
+    // below both fit none of them, and rooms only shrink in a pass, so the
+    // walk's first machine only moves on.
+    std::vector<SmallestAsk> rest(shape_order.size() + 1,
+                                  {std::numeric_limits<int64_t>::max(),
+                                   std::numeric_limits<int64_t>::max()});
+    for (size_t j = shape_order.size(); j-- > 0;) {
+      const SmallestAsk ask = AskOf(shapes_[shape_order[j]]);
+      rest[j] = {std::min(rest[j + 1].cpu_millis, ask.cpu_millis),
+                 std::min(rest[j + 1].memory_bytes, ask.memory_bytes)};
+    }
+    size_t first = 0;
+    for (size_t j = 0; j < shape_order.size(); ++j) {
+      const size_t i = shape_order[j];
+      if (!more(i)) continue;
+      while (first < n &&
+             (rooms_[first].full() || !rooms_[first].MayFit(rest[j]))) {
+        ++first;
       }
-      const size_t end =
-          first_open + std::min(scan, rooms_.size() - first_open);
-      for (size_t k = first_open; k < end && more(i); ++k) {
-        OfferOne(i, k, by_need);
+      if (first == n) return;
+      const size_t end = first + std::min(scan.value_or(n), n - first);
+      for (size_t k = first; k < end && more(i); ++k) {
+        OfferOne(i, k, by_need ? std::optional(Lacking(i)) : std::nullopt);
       }
     }
   }
@@ -137,23 +191,19 @@ class RoomReserver {
   }
 
  private:
-  // A pass by need reserves no more than a shape lacks.
-  [[nodiscard]] std::function<int64_t(size_t)> Most(bool by_need) const {
-    if (!by_need) return nullptr;
-    return [this](size_t i) { return Lacking(i); };
-  }
-  void Take(size_t i, MachineId m, int64_t n) {
-    reserved_[i][m] = n;
-    units_[i] += n;
-  }
-  // Offers the room of the machine at position k to shape i alone.
-  void OfferOne(size_t i, size_t k, bool by_need) {
+  // Offers the room of the machine at position k to shape i alone, at
+  // most `most` tasks (else up to its waiting tasks); the tasks reserved.
+  int64_t OfferOne(size_t i, size_t k, std::optional<int64_t> most) {
     MachineRoom& room = rooms_[k];
-    const MachineId m = order_[k]->id;
-    if (room.full() || !room.MayFit(shapes_[i]) || reserved_[i].contains(m)) {
-      return;
+    const cluster::Machine& machine = *order_[k];
+    const RequestShape& shape = shapes_[i];
+    if (room.full() || !room.MayFit(AskOf(shape)) ||
+        !LabelsMatch(machine.labels, shape.ask.required_labels) ||
+        reserved_[i].contains(machine.id)) {
+      return 0;
     }
     bool offered = false;
+    int64_t took = 0;
     room.Offer(
         state_, shapes_,
         [&]() -> std::optional<size_t> {
@@ -161,7 +211,15 @@ class RoomReserver {
           offered = true;
           return i;
         },
-        [&](size_t j, int64_t n) { Take(j, m, n); }, Most(by_need));
+        [&](size_t j, int64_t n) {
+          reserved_[j][machine.id] = n;
+          units_[j] += n;
+          took = n;
+        },
+        most.has_value() ? std::function<int64_t(size_t)>(
+                               [bound = *most](size_t) { return bound; })
+                         : nullptr);
+    return took;
   }
 
   const cluster::ClusterState& state_;
@@ -175,24 +233,20 @@ class RoomReserver {
 };
 
 // Each shape's preferences, from its waiting tasks' (each place at the
-// lowest cost of any of them), and the shapes in the order they reserve:
-// the largest saving first, so that a rack more work prefers than it holds
-// goes to the work that loses most elsewhere.
+// lowest cost of any of them; the tasks in id order), and the shapes in
+// the order they reserve where they prefer: the largest saving first, so
+// that a rack more work prefers than it holds goes to the work that loses
+// most elsewhere, then the longest waiting.
 absl::Status GatherShapePreferences(
     const ShapeIndex& index, const std::vector<RequestShape>& shapes,
-    const absl::flat_hash_map<TaskId, DataLocalityTerm::TaskPrices>& tasks,
+    const absl::flat_hash_map<TaskId, DataLocalityTerm::TaskPrices>& prices,
+    const cluster::ClusterState& state,
     std::vector<ShapePreferences>& preferences,
     std::vector<size_t>& shape_order) {
   std::map<std::string, size_t> index_of;
   for (size_t i = 0; i < shapes.size(); ++i) index_of[shapes[i].key] = i;
-  preferences.assign(shapes.size(), {});
-  std::vector<std::map<MachineId, int64_t>> computer_cost(shapes.size());
-  std::vector<std::map<std::string, int64_t>> rack_cost(shapes.size());
-  const auto lower = [](auto& costs, const auto& key, int64_t cost) {
-    auto [it, fresh] = costs.emplace(key, cost);
-    if (!fresh) it->second = std::min(it->second, cost);
-  };
-  for (const auto& [id, task] : tasks) {
+  std::vector<std::vector<TaskId>> members(shapes.size());
+  for (const auto& [id, unused] : prices) {
     const std::string* key = index.KeyOf(id);
     if (key == nullptr) continue;
     auto found = index_of.find(*key);
@@ -200,28 +254,55 @@ absl::Status GatherShapePreferences(
       return absl::InternalError(
           absl::StrCat("waiting task ", id.value(), " has no request shape"));
     }
-    const size_t i = found->second;
-    int64_t best = task.alpha;
-    for (size_t r = 0; r < task.computers.size(); ++r) {
-      lower(computer_cost[i], task.computers[r], task.computer_costs[r]);
-      best = std::min(best, task.computer_costs[r]);
-    }
-    for (size_t r = 0; r < task.racks.size(); ++r) {
-      lower(rack_cost[i], task.racks[r], task.rack_costs[r]);
-      best = std::min(best, task.rack_costs[r]);
-    }
-    preferences[i].saving = std::max(preferences[i].saving, task.alpha - best);
+    members[found->second].push_back(id);
   }
+  preferences.clear();
+  preferences.resize(shapes.size());
+  const auto lower = [](auto& places, const auto& key, int64_t cost,
+                        uint32_t task) {
+    auto [it, fresh] = places.try_emplace(key, cost, std::vector<uint32_t>{});
+    it->second.first = std::min(it->second.first, cost);
+    it->second.second.push_back(task);
+  };
+  std::map<MachineId, std::pair<int64_t, std::vector<uint32_t>>> computers;
+  std::map<std::string, std::pair<int64_t, std::vector<uint32_t>>> racks;
   for (size_t i = 0; i < shapes.size(); ++i) {
     ShapePreferences& shape = preferences[i];
-    for (const auto& [m, cost] : computer_cost[i]) {
-      shape.computers.insert(m);
-      shape.places.push_back({cost, m, nullptr});
+    std::sort(members[i].begin(), members[i].end());
+    shape.tasks = static_cast<uint32_t>(members[i].size());
+    computers.clear();
+    racks.clear();
+    for (uint32_t t = 0; t < shape.tasks; ++t) {
+      const TaskId id = members[i][t];
+      const DataLocalityTerm::TaskPrices& task = prices.at(id);
+      int64_t best = task.alpha;
+      for (size_t r = 0; r < task.computers.size(); ++r) {
+        lower(computers, task.computers[r], task.computer_costs[r], t);
+        best = std::min(best, task.computer_costs[r]);
+      }
+      for (size_t r = 0; r < task.racks.size(); ++r) {
+        lower(racks, task.racks[r], task.rack_costs[r], t);
+        best = std::min(best, task.rack_costs[r]);
+      }
+      shape.saving = std::max(shape.saving, task.alpha - best);
+      if (const cluster::Task* waiting = state.FindTask(id)) {
+        shape.waiting_since =
+            std::min(shape.waiting_since, waiting->wait_start_us);
+      }
     }
-    for (const auto& [rack, cost] : rack_cost[i]) {
+    // A shape of one task needs no list of who prefers a place.
+    const auto listing = [&](std::vector<uint32_t>& tasks) {
+      return shape.tasks > 1 ? std::move(tasks) : std::vector<uint32_t>{};
+    };
+    for (auto& [m, place] : computers) {
+      shape.computers.insert(m);
+      shape.places.push_back({place.first, m, nullptr, listing(place.second)});
+    }
+    for (auto& [rack, place] : racks) {
       // A set's elements stay where they are: the place points at it.
-      shape.places.push_back(
-          {cost, MachineId(), &*shape.racks.insert(rack).first});
+      shape.places.push_back({place.first, MachineId(),
+                              &*shape.racks.insert(rack).first,
+                              listing(place.second)});
     }
     // Stable: computers by id, then racks by name, at equal cost.
     std::stable_sort(shape.places.begin(), shape.places.end(),
@@ -233,7 +314,10 @@ absl::Status GatherShapePreferences(
   for (size_t i = 0; i < shapes.size(); ++i) shape_order[i] = i;
   std::stable_sort(shape_order.begin(), shape_order.end(),
                    [&](size_t a, size_t b) {
-                     return preferences[a].saving > preferences[b].saving;
+                     const ShapePreferences& x = preferences[a];
+                     const ShapePreferences& y = preferences[b];
+                     if (x.saving != y.saving) return x.saving > y.saving;
+                     return x.waiting_since < y.waiting_since;
                    });
   return absl::OkStatus();
 }
@@ -357,17 +441,24 @@ absl::Status RoomRoutes::SyncArcs(
   std::vector<ShapePreferences> preferences;
   std::vector<size_t> shape_order;
   FLOWSCHED_RETURN_IF_ERROR(GatherShapePreferences(
-      shapes_, shapes, preferences_, preferences, shape_order));
+      shapes_, shapes, preferences_, state, preferences, shape_order));
 
   // By need where the shapes' tasks prefer, then anywhere for the shapes
-  // still short; then, from the room left, a few machines anywhere for
-  // each shape, so that the solver (and a profile's class terms) can
-  // choose.
+  // still short (the longest waiting first); then, from the room left, a
+  // few machines anywhere for each shape, so that the solver (and a
+  // profile's class terms) can choose.
   RoomReserver reserver(state, shapes, racks);
   reserver.OfferPreferred(preferences, shape_order);
-  reserver.OfferAnywhere([&](size_t i) { return reserver.Lacking(i) > 0; },
-                         /*by_need=*/true, SIZE_MAX);
+  std::vector<size_t> by_wait(shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i) by_wait[i] = i;
+  std::stable_sort(by_wait.begin(), by_wait.end(), [&](size_t a, size_t b) {
+    return preferences[a].waiting_since < preferences[b].waiting_since;
+  });
   reserver.OfferAnywhere(
+      by_wait, [&](size_t i) { return reserver.Lacking(i) > 0; },
+      /*by_need=*/true, std::nullopt);
+  reserver.OfferAnywhere(
+      by_wait,
       [&](size_t i) {
         return reserver.Machines(i) <
                std::max(params_.min_shape_machines,

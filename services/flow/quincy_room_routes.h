@@ -17,14 +17,15 @@
 // what their tasks save at their cheapest place against alpha, each taking room
 // at the places its tasks prefer, cheapest first by their own gamma_m and rho_l
 // (a rack's machines least loaded first), until it holds room for its waiting
-// tasks; then anywhere, machines least loaded first, for the shapes still
-// short. Only then does each shape get a few more machines anywhere from the
-// room left (RoomRouteParams), for the solver and the class terms to choose
-// among. A reservation is exclusive, so a shape that held room on every place
-// it prefers before others had any would keep them out of room they have
-// nowhere else. The reservation r(m,s) is the capacity of the one arc of s's
-// tree that enters C_m: from C_{m,s} if it exists, else from R_{l,s} if the
-// shape prefers m's rack, else from X_s. So shape s never sends more than
+// tasks (at a place, no more than the tasks that list it and have no room yet);
+// then anywhere, machines least loaded first, for the shapes still short, the
+// longest waiting first. Only then does each shape get a few more machines
+// anywhere from the room left (RoomRouteParams), for the solver and the class
+// terms to choose among. A reservation is exclusive, so a shape that held room
+// on every place it prefers before others had any would keep them out of room
+// they have nowhere else. The reservation r(m,s) is the capacity of the one arc
+// of s's tree that enters C_m: from C_{m,s} if it exists, else from R_{l,s} if
+// the shape prefers m's rack, else from X_s. So shape s never sends more than
 // r(m,s) tasks to m, and the reservations fit m together. Arcs inside the tree
 // cost nothing, as Quincy's X, R_l and C_m arcs do; the task's own arcs carry
 // alpha, rho_l and gamma_m. With a RoomPricing (a profile's class terms), the
@@ -50,9 +51,11 @@
 namespace flowsched::flow {
 
 struct RoomRouteParams {
-  // Machines each shape reserves on in all, once every shape has room for
-  // its waiting tasks (from the room left, anywhere): max(min_shape_machines,
-  // shape_machines_per_task * waiting tasks).
+  // Machines each shape reserves on in all, counting the passes by need:
+  // the pass that offers choice, after them, gives each shape more from the
+  // room left, anywhere, up to max(min_shape_machines,
+  // shape_machines_per_task * waiting tasks), looking at a bounded number
+  // of machines least loaded first.
   int64_t min_shape_machines = 2;
   int64_t shape_machines_per_task = 2;
 };

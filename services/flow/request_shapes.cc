@@ -580,10 +580,8 @@ MachineRoom::MachineRoom(const cluster::Machine& machine, RoomLimits limits)
   }
 }
 
-bool MachineRoom::MayFit(const RequestShape& shape) const {
-  return MayFitAny(
-      room_.has_value() ? *room_ : *machine_,
-      {shape.ask.request.cpu_millis, shape.ask.request.memory_bytes});
+bool MachineRoom::MayFit(const SmallestAsk& ask) const {
+  return MayFitAny(room_.has_value() ? *room_ : *machine_, ask);
 }
 
 namespace {

@@ -306,17 +306,18 @@ class MachineRoom {
   // Offers the room left to the shapes in the order `next` gives (the next
   // shape's index, nullopt when there is none); calls `reserved(index, n)`
   // for each shape with n > 0 tasks reserved. A shape offered twice may
-  // reserve twice. `most(index)`, if given, bounds a shape's n below its
-  // waiting tasks.
+  // reserve twice. If `most` is given, n <= most(index) too, and a shape
+  // with most(index) <= 0 is passed over (not counted as a miss).
   void Offer(const cluster::ClusterState& state,
              const std::vector<RequestShape>& shapes,
              const std::function<std::optional<size_t>()>& next,
              const std::function<void(size_t, int64_t)>& reserved,
              const std::function<int64_t(size_t)>& most = nullptr);
   [[nodiscard]] bool full() const { return slots_ <= 0; }
-  // False when the room left has less free CPU or memory than `shape`
-  // asks (MayFitAny's test): an offer to it would reserve nothing.
-  [[nodiscard]] bool MayFit(const RequestShape& shape) const;
+  // False when the room left has less free CPU or memory than `ask`
+  // (MayFitAny's test): an offer to shapes asking that much or more would
+  // reserve nothing.
+  [[nodiscard]] bool MayFit(const SmallestAsk& ask) const;
 
  private:
   const cluster::Machine* machine_;
