@@ -1,7 +1,8 @@
 // `flowsched simulate`: a discrete-event simulation, in simulated time, of
 // the flow scheduler (a policy, the solver, checker and extraction) and the
 // baselines on one workload: a Google cluster trace 2011 (machine_events
-// and task_events CSV) or the synthetic generator. Writes CSVs, a summary
+// and task_events CSV), the Alibaba GPU trace 2023's node and pod lists
+// (CPU and memory only) or the synthetic generator. Writes CSVs, a summary
 // table and gnuplot plots; see tools/sim/README.md.
 
 #include <filesystem>
@@ -14,6 +15,8 @@
 #include "tools/flowsched/commands.h"
 #include "tools/sim/contender.h"
 #include "tools/sim/locality_floor.h"
+#include "tools/sim/openb_reader.h"
+#include "tools/sim/openb_workload.h"
 #include "tools/sim/report.h"
 #include "tools/sim/simulator.h"
 #include "tools/sim/synthetic.h"
@@ -25,6 +28,8 @@ namespace {
 struct SimulateOptions {
   std::string trace_machines;
   std::string trace_tasks;
+  std::string openb_nodes;
+  std::string openb_pods;
   std::string bad_lines = "skip";
   uint64_t machines = 12'500;
   double machine_fraction = 1.0;
@@ -49,9 +54,51 @@ struct SimulateOptions {
   bool locality_floor = false;
   std::string policy_clock = "trace";
   std::string price_at = "decision";
+
+  [[nodiscard]] bool from_trace() const {
+    return !trace_tasks.empty() || !openb_pods.empty();
+  }
 };
 
+absl::StatusOr<sim::Workload> LoadOpenbWorkload(const SimulateOptions& o) {
+  if (o.openb_nodes.empty() || o.openb_pods.empty()) {
+    return absl::InvalidArgumentError(
+        "--openb-nodes and --openb-pods go together");
+  }
+  if (!o.trace_tasks.empty() || !o.trace_machines.empty()) {
+    return absl::InvalidArgumentError(
+        "give one trace: --trace-machines/--trace-tasks or "
+        "--openb-nodes/--openb-pods");
+  }
+  if (o.machine_fraction < 1.0 || o.job_fraction < 1.0 || o.max_machines != 0 ||
+      o.max_jobs != 0) {
+    return absl::InvalidArgumentError(
+        "--machine-fraction, --job-fraction, --max-machines and --max-jobs "
+        "do not apply to the openb trace");
+  }
+  absl::StatusOr<std::vector<sim::OpenbNode>> nodes =
+      sim::ReadOpenbNodeFile(o.openb_nodes);
+  if (!nodes.ok()) return nodes.status();
+  absl::StatusOr<std::vector<sim::OpenbPod>> pods =
+      sim::ReadOpenbPodFile(o.openb_pods);
+  if (!pods.ok()) return pods.status();
+  sim::OpenbWorkloadStats stats;
+  absl::StatusOr<sim::Workload> workload =
+      sim::BuildOpenbWorkload(*nodes, *pods, o.machines_per_rack, stats);
+  if (!workload.ok()) return workload.status();
+  std::cerr << fmt::format(
+      "openb trace: {} nodes, {} pods, {} never scheduled (dropped), {} GPU "
+      "asks left out (the simulator's models have no devices)\n",
+      nodes->size(), stats.pods, stats.never_scheduled,
+      stats.gpu_asks_left_out);
+  sim::AssignInputBlocks(*workload, o.seed, o.input_replicas);
+  return workload;
+}
+
 absl::StatusOr<sim::Workload> LoadWorkload(const SimulateOptions& o) {
+  if (!o.openb_nodes.empty() || !o.openb_pods.empty()) {
+    return LoadOpenbWorkload(o);
+  }
   if (o.trace_machines.empty() != o.trace_tasks.empty()) {
     return absl::InvalidArgumentError(
         "--trace-machines and --trace-tasks go together");
@@ -163,8 +210,9 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
   auto* cmd = app.add_subcommand(
       "simulate",
       "Simulate, in simulated time, the flow scheduler (policy, solver, "
-      "checker, extraction) and the baselines on a Google 2011 trace or a "
-      "synthetic workload; write placement latency, round runtime, "
+      "checker, extraction) and the baselines on a Google 2011 trace, the "
+      "Alibaba GPU trace 2023 (CPU and memory) or a synthetic workload; write "
+      "placement latency, round runtime, "
       "utilisation, locality and fairness as CSV and plots");
   auto o = std::make_shared<SimulateOptions>();
   cmd->add_option("--trace-machines", o->trace_machines,
@@ -172,6 +220,13 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
                   "--trace-tasks, replaces the synthetic workload");
   cmd->add_option("--trace-tasks", o->trace_tasks,
                   "Google 2011 task_events CSV (plain, not gzip'd)");
+  cmd->add_option("--openb-nodes", o->openb_nodes,
+                  "Alibaba GPU trace 2023 node list (openb_node_list_*.csv); "
+                  "with --openb-pods, replaces the synthetic workload: CPU "
+                  "and memory requests, arrivals and runtimes (GPU asks left "
+                  "out; use --model cpu-mem)");
+  cmd->add_option("--openb-pods", o->openb_pods,
+                  "Alibaba GPU trace 2023 pod list (openb_pod_list_*.csv)");
   cmd->add_option("--bad-lines", o->bad_lines,
                   "Invalid trace lines: skip (reported, counted) or fail")
       ->check(CLI::IsMember({"skip", "fail"}))
@@ -278,8 +333,8 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
       ->capture_default_str();
   return [o, duration]() {
     // A trace runs whole unless told otherwise (its events start at 600 s).
-    if (!o->trace_tasks.empty() && duration->count() == 0) o->duration_s = 0;
-    if (o->trace_tasks.empty() && o->duration_s <= 0) {
+    if (o->from_trace() && duration->count() == 0) o->duration_s = 0;
+    if (!o->from_trace() && o->duration_s <= 0) {
       std::cerr << "flowsched simulate: a synthetic workload needs "
                    "--duration > 0\n";
       return 2;

@@ -1,9 +1,10 @@
 #!/bin/sh
-# End-to-end `flowsched simulate` runs (ctest sim.simulate_e2e, label integration;
-# tools/sim/CMakeLists.txt): a small synthetic cluster and the tiny Google-format
-# trace, Quincy plus one baseline. Asserts outcomes: exit 0, every CSV and
-# the plot script exist, no task left unplaced, one latency row per placed
-# task, no machine over capacity, no placement below the locality floor.
+# End-to-end `flowsched simulate` runs (ctest sim.simulate_e2e, label
+# integration; tools/sim/CMakeLists.txt): a small synthetic cluster, the tiny
+# Google-format trace and a generated openb trace, Quincy plus one baseline.
+# Asserts outcomes: exit 0, every CSV and the plot script exist, no task left
+# unplaced, one latency row per placed task, no machine over capacity, no
+# placement below the locality floor.
 set -eu
 flowsched=$1
 data=$2
@@ -97,4 +98,34 @@ if "$flowsched" simulate --trace-machines "$out/bad_machines.csv" \
   echo "a bad line did not fail"; exit 1
 fi
 grep -q "bad_machines.csv:2: bad machine ID" "$out/bad.err"
+# The openb trace's format (generated here: six nodes in racks of two,
+# twelve pods, one never scheduled, one asking for a GPU): CPU and memory
+# tasks placed by Quincy and greedy, the dropped pod and the GPU ask
+# reported; the node list alone is a clear error.
+mkdir -p "$out/openb"
+printf 'sn,cpu_milli,memory_mib,gpu,model\n' > "$out/openb/nodes.csv"
+for n in 0 1 2 3 4 5; do
+  printf 'node-%d,%d,65536,0,\n' "$n" $((8000 + 8000 * (n % 2))) >> "$out/openb/nodes.csv"
+done
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n' \
+  > "$out/openb/pods.csv"
+for p in 0 1 2 3 4 5 6 7 8 9 10; do
+  printf 'pod-%d,%d,4096,0,0,,LS,Running,%d,%d,%d\n' "$p" $((1000 + 500 * p)) \
+    $((10 * p)) $((10 * p + 100)) $((10 * p)) >> "$out/openb/pods.csv"
+done
+printf 'pod-gpu,2000,4096,1,500,,LS,Running,5,50,5\n' >> "$out/openb/pods.csv"
+printf 'pod-pending,2000,4096,0,0,,BE,Pending,7,9,\n' >> "$out/openb/pods.csv"
+"$flowsched" simulate --openb-nodes "$out/openb/nodes.csv" \
+  --openb-pods "$out/openb/pods.csv" --model cpu-mem --machines-per-rack 2 \
+  --speedup 10 --policy quincy-qfp --baselines greedy --out "$out/openb" \
+  > "$out/openb/stdout" 2> "$out/openb/stderr"
+check "$out/openb" flow-quincy-qfp greedy
+grep -q "^flow:quincy-qfp,[0-9]*,11,0," "$out/openb/summary.csv"
+grep -q "openb trace: 6 nodes, 13 pods, 1 never scheduled (dropped), 1 GPU asks left out" \
+  "$out/openb/stderr"
+if "$flowsched" simulate --openb-nodes "$out/openb/nodes.csv" \
+     --out "$out/openb-bad" 2> "$out/openb-bad.err"; then
+  echo "--openb-nodes alone did not fail"; exit 1
+fi
+grep -q "openb-nodes and --openb-pods go together" "$out/openb-bad.err"
 echo "simulate e2e: ok"
