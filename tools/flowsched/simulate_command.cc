@@ -30,6 +30,7 @@ struct SimulateOptions {
   std::string trace_tasks;
   std::string openb_nodes;
   std::string openb_pods;
+  bool openb_pods_stay = false;
   std::string bad_lines = "skip";
   uint64_t machines = 12'500;
   double machine_fraction = 1.0;
@@ -83,8 +84,8 @@ absl::StatusOr<sim::Workload> LoadOpenbWorkload(const SimulateOptions& o) {
       sim::ReadOpenbPodFile(o.openb_pods);
   if (!pods.ok()) return pods.status();
   sim::OpenbWorkloadStats stats;
-  absl::StatusOr<sim::Workload> workload =
-      sim::BuildOpenbWorkload(*nodes, *pods, o.machines_per_rack, stats);
+  absl::StatusOr<sim::Workload> workload = sim::BuildOpenbWorkload(
+      *nodes, *pods, o.machines_per_rack, o.openb_pods_stay, stats);
   if (!workload.ok()) return workload.status();
   std::cerr << fmt::format(
       "openb trace: {} nodes, {} pods, {} never scheduled (dropped), {} GPU "
@@ -227,6 +228,10 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
                   "out; use --model cpu-mem)");
   cmd->add_option("--openb-pods", o->openb_pods,
                   "Alibaba GPU trace 2023 pod list (openb_pod_list_*.csv)");
+  cmd->add_flag("--openb-pods-stay", o->openb_pods_stay,
+                "openb: pods never finish (as in the FGD paper's replay), so "
+                "the cluster fills; without it the trace's runtimes keep it "
+                "nearly empty");
   cmd->add_option("--bad-lines", o->bad_lines,
                   "Invalid trace lines: skip (reported, counted) or fail")
       ->check(CLI::IsMember({"skip", "fail"}))

@@ -10,6 +10,7 @@ namespace flowsched::sim {
 absl::StatusOr<Workload> BuildOpenbWorkload(const std::vector<OpenbNode>& nodes,
                                             const std::vector<OpenbPod>& pods,
                                             uint64_t machines_per_rack,
+                                            bool pods_stay,
                                             OpenbWorkloadStats& stats) {
   stats = {};
   if (nodes.empty()) return absl::InvalidArgumentError("openb: no nodes");
@@ -59,7 +60,7 @@ absl::StatusOr<Workload> BuildOpenbWorkload(const std::vector<OpenbNode>& nodes,
          .job_id = i + 1,
          .submit_us = created * kMicros,
          .duration_us =
-             pod.deletion_time < 0
+             pods_stay || pod.deletion_time < 0
                  ? kForever
                  : (pod.deletion_time - pod.scheduled_time) * kMicros,
          .cpu =

@@ -8,11 +8,12 @@
 // as the Google trace's are. Each pod is a task of its own job (the trace
 // has no jobs): it arrives at creation_time (present at 0 if that is 0)
 // and runs deletion_time - scheduled_time seconds, or forever if it was not
-// deleted. A pod that was never scheduled is dropped and counted, as the
-// Google reader drops tasks that never ran. GPU asks are left out: the
-// simulator's models have no devices (`flowsched gpu-replay` replays them).
-// The trace carries no input data; callers assign blocks
-// (AssignInputBlocks) as for the Google trace.
+// deleted or `pods_stay` (as in the FGD paper's replay, so that the
+// cluster fills: the trace's own runtimes keep it nearly empty). A pod that was
+// never scheduled is dropped and counted, as the Google reader drops tasks that
+// never ran. GPU asks are left out: the simulator's models have no devices
+// (`flowsched gpu-replay` replays them). The trace carries no input data;
+// callers assign blocks (AssignInputBlocks) as for the Google trace.
 
 #include <cstdint>
 #include <vector>
@@ -35,6 +36,7 @@ struct OpenbWorkloadStats {
 absl::StatusOr<Workload> BuildOpenbWorkload(const std::vector<OpenbNode>& nodes,
                                             const std::vector<OpenbPod>& pods,
                                             uint64_t machines_per_rack,
+                                            bool pods_stay,
                                             OpenbWorkloadStats& stats);
 
 }  // namespace flowsched::sim

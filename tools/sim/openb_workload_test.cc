@@ -36,7 +36,8 @@ TEST(OpenbWorkloadTest, NodesAndPodsBecomeMachinesAndTasks) {
   pods[3].gpu_milli = 500;
   OpenbWorkloadStats stats;
   absl::StatusOr<Workload> workload =
-      BuildOpenbWorkload(nodes, pods, /*machines_per_rack=*/2, stats);
+      BuildOpenbWorkload(nodes, pods, /*machines_per_rack=*/2,
+                         /*pods_stay=*/false, stats);
   ASSERT_TRUE(workload.ok()) << workload.status();
   ASSERT_EQ(workload->machines.size(), 3u);
   EXPECT_EQ(workload->machines[0].rack, "r0");
@@ -65,29 +66,39 @@ TEST(OpenbWorkloadTest, NodesAndPodsBecomeMachinesAndTasks) {
   EXPECT_EQ(stats.pods, 4u);
   EXPECT_EQ(stats.never_scheduled, 1u);
   EXPECT_EQ(stats.gpu_asks_left_out, 1u);
+
+  // Pods that stay never finish; nothing else changes.
+  absl::StatusOr<Workload> staying =
+      BuildOpenbWorkload(nodes, pods, 2, /*pods_stay=*/true, stats);
+  ASSERT_TRUE(staying.ok()) << staying.status();
+  ASSERT_EQ(staying->tasks.size(), 3u);
+  for (const SimTask& task : staying->tasks) {
+    EXPECT_EQ(task.duration_us, kForever) << task.task_id;
+  }
+  EXPECT_EQ(staying->tasks[1].submit_us, 30'000'000);
 }
 
 TEST(OpenbWorkloadTest, RefusesWhatItCannotMeasure) {
   OpenbWorkloadStats stats;
   const std::vector<OpenbNode> nodes = {{"n0", 64000, 262144, 0, ""}};
-  EXPECT_THAT(BuildOpenbWorkload({}, {}, 2, stats).status().message(),
+  EXPECT_THAT(BuildOpenbWorkload({}, {}, 2, false, stats).status().message(),
               HasSubstr("no nodes"));
-  EXPECT_THAT(BuildOpenbWorkload(nodes, {}, 0, stats).status().message(),
+  EXPECT_THAT(BuildOpenbWorkload(nodes, {}, 0, false, stats).status().message(),
               HasSubstr("machines per rack"));
-  EXPECT_THAT(BuildOpenbWorkload({{"n9", 0, 1024, 0, ""}}, {}, 2, stats)
+  EXPECT_THAT(BuildOpenbWorkload({{"n9", 0, 1024, 0, ""}}, {}, 2, false, stats)
                   .status()
                   .message(),
               HasSubstr("node n9 reports no CPU or no memory"));
-  EXPECT_THAT(
-      BuildOpenbWorkload(nodes, {Pod("late", 1000, 1024, 50, 40, 60)}, 2, stats)
-          .status()
-          .message(),
-      HasSubstr("pod late has times out of order (50, 40, 60)"));
-  EXPECT_THAT(
-      BuildOpenbWorkload(nodes, {Pod("back", 1000, 1024, 0, 40, 30)}, 2, stats)
-          .status()
-          .message(),
-      HasSubstr("pod back has times out of order"));
+  EXPECT_THAT(BuildOpenbWorkload(nodes, {Pod("late", 1000, 1024, 50, 40, 60)},
+                                 2, false, stats)
+                  .status()
+                  .message(),
+              HasSubstr("pod late has times out of order (50, 40, 60)"));
+  EXPECT_THAT(BuildOpenbWorkload(nodes, {Pod("back", 1000, 1024, 0, 40, 30)}, 2,
+                                 false, stats)
+                  .status()
+                  .message(),
+              HasSubstr("pod back has times out of order"));
 }
 
 }  // namespace
