@@ -148,9 +148,10 @@ class RoomReserver {
   void OfferAnywhere(const std::vector<size_t>& shape_order, const More& more,
                      bool by_need, std::optional<size_t> scan) {
     const size_t n = rooms_.size();
-    // The least CPU and memory asked by the shapes from the j-th on: rooms
-    // below both fit none of them, and rooms only shrink in a pass, so the
-    // walk's first machine only moves on.
+    // The least CPU and the least memory asked by the shapes from the j-th
+    // on: a room with less free CPU or less free memory fits none of them,
+    // and rooms only shrink in a pass, so the walk's first machine only
+    // moves on.
     std::vector<SmallestAsk> rest(shape_order.size() + 1,
                                   {std::numeric_limits<int64_t>::max(),
                                    std::numeric_limits<int64_t>::max()});
