@@ -57,7 +57,8 @@ struct SimulateOptions {
   std::string price_at = "decision";
 
   [[nodiscard]] bool from_trace() const {
-    return !trace_tasks.empty() || !openb_pods.empty();
+    return !trace_tasks.empty() || !trace_machines.empty() ||
+           !openb_pods.empty() || !openb_nodes.empty();
   }
 };
 
@@ -70,6 +71,11 @@ absl::StatusOr<sim::Workload> LoadOpenbWorkload(const SimulateOptions& o) {
     return absl::InvalidArgumentError(
         "give one trace: --trace-machines/--trace-tasks or "
         "--openb-nodes/--openb-pods");
+  }
+  if (o.model != "cpu-mem") {
+    return absl::InvalidArgumentError(
+        "the openb trace needs --model cpu-mem (its pods ask for CPU and "
+        "memory, not slots)");
   }
   if (o.machine_fraction < 1.0 || o.job_fraction < 1.0 || o.max_machines != 0 ||
       o.max_jobs != 0) {
@@ -337,7 +343,8 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
   return [o, duration]() {
-    // A trace runs whole unless told otherwise (its events start at 600 s).
+    // A trace runs whole unless told otherwise (the Google trace's events
+    // start at 600 s).
     if (o->from_trace() && duration->count() == 0) o->duration_s = 0;
     if (!o->from_trace() && o->duration_s <= 0) {
       std::cerr << "flowsched simulate: a synthetic workload needs "

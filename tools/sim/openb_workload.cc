@@ -39,6 +39,9 @@ absl::StatusOr<Workload> BuildOpenbWorkload(const std::vector<OpenbNode>& nodes,
                    static_cast<double>(max_memory)});
   }
   constexpr int64_t kMicros = 1'000'000;
+  // Far beyond any trace (136 years), and no product with kMicros or a
+  // --speedup below 1 can overflow.
+  constexpr int64_t kMaxSeconds = int64_t{1} << 32;
   for (size_t i = 0; i < pods.size(); ++i) {
     const OpenbPod& pod = pods[i];
     ++stats.pods;
@@ -46,13 +49,20 @@ absl::StatusOr<Workload> BuildOpenbWorkload(const std::vector<OpenbNode>& nodes,
       ++stats.never_scheduled;
       continue;
     }
-    const int64_t created = std::max<int64_t>(pod.creation_time, 0);
+    if (pod.creation_time < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "openb: pod ", pod.name, " was scheduled but has no creation time"));
+    }
+    const int64_t created = pod.creation_time;
     if (pod.scheduled_time < created ||
-        (pod.deletion_time >= 0 && pod.deletion_time < pod.scheduled_time)) {
+        (pod.deletion_time >= 0 && pod.deletion_time < pod.scheduled_time) ||
+        std::max(pod.scheduled_time, pod.deletion_time) > kMaxSeconds) {
       return absl::InvalidArgumentError(
-          absl::StrCat("openb: pod ", pod.name, " has times out of order (",
-                       pod.creation_time, ", ", pod.scheduled_time, ", ",
-                       pod.deletion_time, ")"));
+          absl::StrCat("openb: pod ", pod.name,
+                       " has times out of order or beyond 2^32 s "
+                       "(created ",
+                       pod.creation_time, ", scheduled ", pod.scheduled_time,
+                       ", deleted ", pod.deletion_time, ")"));
     }
     stats.gpu_asks_left_out += pod.num_gpu > 0 || pod.gpu_milli > 0;
     workload.tasks.push_back(
@@ -67,6 +77,11 @@ absl::StatusOr<Workload> BuildOpenbWorkload(const std::vector<OpenbNode>& nodes,
              static_cast<double>(pod.cpu_milli) / static_cast<double>(max_cpu),
          .memory = static_cast<double>(pod.memory_mib) /
                    static_cast<double>(max_memory)});
+  }
+  if (workload.tasks.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("openb: none of the ", stats.pods,
+                     " pods was ever scheduled (is scheduled_time there?)"));
   }
   std::sort(workload.tasks.begin(), workload.tasks.end(),
             [](const SimTask& a, const SimTask& b) {

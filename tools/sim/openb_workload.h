@@ -31,8 +31,9 @@ struct OpenbWorkloadStats {
 };
 
 // InvalidArgument if there are no nodes, a node reports no CPU or memory,
-// `machines_per_rack` is 0, or a pod's times run backwards (deleted before
-// it was scheduled, or scheduled before it was created).
+// `machines_per_rack` is 0, no pod was ever scheduled, a scheduled pod has
+// no creation time, or a pod's times run backwards (deleted before it was
+// scheduled, or scheduled before it was created) or beyond 2^32 s.
 absl::StatusOr<Workload> BuildOpenbWorkload(const std::vector<OpenbNode>& nodes,
                                             const std::vector<OpenbPod>& pods,
                                             uint64_t machines_per_rack,

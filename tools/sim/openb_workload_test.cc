@@ -89,16 +89,34 @@ TEST(OpenbWorkloadTest, RefusesWhatItCannotMeasure) {
                   .status()
                   .message(),
               HasSubstr("node n9 reports no CPU or no memory"));
-  EXPECT_THAT(BuildOpenbWorkload(nodes, {Pod("late", 1000, 1024, 50, 40, 60)},
-                                 2, false, stats)
-                  .status()
-                  .message(),
-              HasSubstr("pod late has times out of order (50, 40, 60)"));
+  EXPECT_THAT(
+      BuildOpenbWorkload(nodes, {Pod("late", 1000, 1024, 50, 40, 60)}, 2, false,
+                         stats)
+          .status()
+          .message(),
+      HasSubstr("pod late has times out of order or beyond 2^32 s (created "
+                "50, scheduled 40, deleted 60)"));
   EXPECT_THAT(BuildOpenbWorkload(nodes, {Pod("back", 1000, 1024, 0, 40, 30)}, 2,
                                  false, stats)
                   .status()
                   .message(),
               HasSubstr("pod back has times out of order"));
+  EXPECT_THAT(BuildOpenbWorkload(nodes, {Pod("nocreate", 1000, 1024, -1, 5, 9)},
+                                 2, false, stats)
+                  .status()
+                  .message(),
+              HasSubstr("pod nocreate was scheduled but has no creation time"));
+  EXPECT_THAT(BuildOpenbWorkload(
+                  nodes, {Pod("far", 1000, 1024, 0, 1, int64_t{1} << 40)}, 2,
+                  false, stats)
+                  .status()
+                  .message(),
+              HasSubstr("pod far has times out of order or beyond 2^32 s"));
+  EXPECT_THAT(BuildOpenbWorkload(nodes, {Pod("pending", 1000, 1024, 0, -1, 9)},
+                                 2, false, stats)
+                  .status()
+                  .message(),
+              HasSubstr("none of the 1 pods was ever scheduled"));
 }
 
 }  // namespace

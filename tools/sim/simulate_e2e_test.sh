@@ -99,7 +99,7 @@ if "$flowsched" simulate --trace-machines "$out/bad_machines.csv" \
 fi
 grep -q "bad_machines.csv:2: bad machine ID" "$out/bad.err"
 # The openb trace's format (generated here: six nodes in racks of two,
-# twelve pods, one never scheduled, one asking for a GPU): CPU and memory
+# thirteen pods, one never scheduled, one asking for a GPU): CPU and memory
 # tasks placed by Quincy and greedy, the dropped pod and the GPU ask
 # reported; the node list alone is a clear error.
 mkdir -p "$out/openb"
@@ -118,9 +118,12 @@ printf 'pod-pending,2000,4096,0,0,,BE,Pending,7,9,\n' >> "$out/openb/pods.csv"
 "$flowsched" simulate --openb-nodes "$out/openb/nodes.csv" \
   --openb-pods "$out/openb/pods.csv" --model cpu-mem --machines-per-rack 2 \
   --speedup 10 --policy quincy-qfp --baselines greedy --out "$out/openb" \
-  > "$out/openb/stdout" 2> "$out/openb/stderr"
+  > "$out/openb/stdout" 2> "$out/openb/stderr" || { cat "$out/openb/stderr"; exit 1; }
 check "$out/openb" flow-quincy-qfp greedy
 grep -q "^flow:quincy-qfp,[0-9]*,11,0," "$out/openb/summary.csv"
+grep -q "^greedy,[0-9]*,11,0," "$out/openb/summary.csv"
+grep -q "workload: 6 machines, 12 tasks (1 present at time 0, 11 arriving)" \
+  "$out/openb/stderr"
 grep -q "openb trace: 6 nodes, 13 pods, 1 never scheduled (dropped), 1 GPU asks left out" \
   "$out/openb/stderr"
 if "$flowsched" simulate --openb-nodes "$out/openb/nodes.csv" \

@@ -1,10 +1,10 @@
 #pragma once
 
 // The simulator's input, whichever source it came from (a Google 2011
-// trace or the synthetic generator): machines with their lifetimes and
-// tasks with their arrival, runtime and requests. Sizes are normalised like
-// the trace's (1.0 = the largest machine); the simulator turns them into
-// slots or CPU/memory by its --model.
+// trace, the openb trace or the synthetic generator): machines with their
+// lifetimes and tasks with their arrival, runtime and requests. Sizes are
+// normalised like the trace's (1.0 = the largest machine); the simulator turns
+// them into slots or CPU/memory by its --model.
 
 #include <cstdint>
 #include <string>
