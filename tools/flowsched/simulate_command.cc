@@ -106,6 +106,10 @@ absl::StatusOr<sim::Workload> LoadWorkload(const SimulateOptions& o) {
   if (!o.openb_nodes.empty() || !o.openb_pods.empty()) {
     return LoadOpenbWorkload(o);
   }
+  if (o.openb_pods_stay) {
+    return absl::InvalidArgumentError(
+        "--openb-pods-stay applies only to --openb-nodes/--openb-pods");
+  }
   if (o.trace_machines.empty() != o.trace_tasks.empty()) {
     return absl::InvalidArgumentError(
         "--trace-machines and --trace-tasks go together");
@@ -219,8 +223,8 @@ CommandMain AddSimulateCommand(CLI::App& app, CommonFlags& /*flags*/) {
       "Simulate, in simulated time, the flow scheduler (policy, solver, "
       "checker, extraction) and the baselines on a Google 2011 trace, the "
       "Alibaba GPU trace 2023 (CPU and memory) or a synthetic workload; write "
-      "placement latency, round runtime, "
-      "utilisation, locality and fairness as CSV and plots");
+      "placement latency, round runtime, utilisation, locality and fairness "
+      "as CSV and plots");
   auto o = std::make_shared<SimulateOptions>();
   cmd->add_option("--trace-machines", o->trace_machines,
                   "Google 2011 machine_events CSV (plain, not gzip'd); with "

@@ -30,10 +30,14 @@ struct OpenbWorkloadStats {
   uint64_t gpu_asks_left_out = 0;
 };
 
+// The latest time (seconds) a pod may carry: far beyond any trace, and no
+// product of it with 10^6 (microseconds) or a --speedup below 1 overflows.
+inline constexpr int64_t kMaxOpenbSeconds = int64_t{1} << 32;
+
 // InvalidArgument if there are no nodes, a node reports no CPU or memory,
 // `machines_per_rack` is 0, no pod was ever scheduled, a scheduled pod has
 // no creation time, or a pod's times run backwards (deleted before it was
-// scheduled, or scheduled before it was created) or beyond 2^32 s.
+// scheduled, or scheduled before it was created) or past kMaxOpenbSeconds.
 absl::StatusOr<Workload> BuildOpenbWorkload(const std::vector<OpenbNode>& nodes,
                                             const std::vector<OpenbPod>& pods,
                                             uint64_t machines_per_rack,

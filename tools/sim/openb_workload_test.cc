@@ -24,14 +24,15 @@ OpenbPod Pod(std::string name, int64_t cpu, int64_t memory, int64_t created,
 
 // Three nodes in racks of two, sizes over the largest node's; pods by
 // arrival, a pod never scheduled dropped, runtimes from scheduling to
-// deletion, a GPU ask counted and left out.
+// deletion (forever if never deleted), a GPU ask counted and left out.
 TEST(OpenbWorkloadTest, NodesAndPodsBecomeMachinesAndTasks) {
   const std::vector<OpenbNode> nodes = {{"n0", 64000, 262144, 0, ""},
                                         {"n1", 32000, 131072, 2, "T4"},
                                         {"n2", 16000, 524288, 0, ""}};
   std::vector<OpenbPod> pods = {
       Pod("p0", 8000, 65536, 30, 31, 91), Pod("p1", 16000, 1024, 0, 0, 100),
-      Pod("p2", 1000, 1024, 10, -1, 20), Pod("p3", 2000, 2048, 30, 40, 40)};
+      Pod("p2", 1000, 1024, 10, -1, 20), Pod("p3", 2000, 2048, 30, 40, 40),
+      Pod("p4", 1000, 1024, 50, 60, -1)};
   pods[3].num_gpu = 1;
   pods[3].gpu_milli = 500;
   OpenbWorkloadStats stats;
@@ -48,7 +49,7 @@ TEST(OpenbWorkloadTest, NodesAndPodsBecomeMachinesAndTasks) {
   EXPECT_DOUBLE_EQ(workload->machines[2].memory, 1.0);
   EXPECT_EQ(workload->machines[2].remove_us, kForever);
 
-  ASSERT_EQ(workload->tasks.size(), 3u);
+  ASSERT_EQ(workload->tasks.size(), 4u);
   const SimTask& first = workload->tasks[0];  // p1, present at 0
   EXPECT_EQ(first.task_id, 2u);
   EXPECT_EQ(first.submit_us, 0);
@@ -62,8 +63,10 @@ TEST(OpenbWorkloadTest, NodesAndPodsBecomeMachinesAndTasks) {
   EXPECT_NE(second.job_id, first.job_id);
   EXPECT_EQ(workload->tasks[2].task_id, 4u);  // p3, same arrival, later id
   EXPECT_EQ(workload->tasks[2].duration_us, 0);
+  EXPECT_EQ(workload->tasks[3].task_id, 5u);  // p4, never deleted
+  EXPECT_EQ(workload->tasks[3].duration_us, kForever);
 
-  EXPECT_EQ(stats.pods, 4u);
+  EXPECT_EQ(stats.pods, 5u);
   EXPECT_EQ(stats.never_scheduled, 1u);
   EXPECT_EQ(stats.gpu_asks_left_out, 1u);
 
@@ -71,11 +74,13 @@ TEST(OpenbWorkloadTest, NodesAndPodsBecomeMachinesAndTasks) {
   absl::StatusOr<Workload> staying =
       BuildOpenbWorkload(nodes, pods, 2, /*pods_stay=*/true, stats);
   ASSERT_TRUE(staying.ok()) << staying.status();
-  ASSERT_EQ(staying->tasks.size(), 3u);
+  ASSERT_EQ(staying->tasks.size(), 4u);
   for (const SimTask& task : staying->tasks) {
     EXPECT_EQ(task.duration_us, kForever) << task.task_id;
   }
   EXPECT_EQ(staying->tasks[1].submit_us, 30'000'000);
+  EXPECT_EQ(stats.pods, 5u);
+  EXPECT_EQ(stats.never_scheduled, 1u);
 }
 
 TEST(OpenbWorkloadTest, RefusesWhatItCannotMeasure) {
@@ -89,13 +94,12 @@ TEST(OpenbWorkloadTest, RefusesWhatItCannotMeasure) {
                   .status()
                   .message(),
               HasSubstr("node n9 reports no CPU or no memory"));
-  EXPECT_THAT(
-      BuildOpenbWorkload(nodes, {Pod("late", 1000, 1024, 50, 40, 60)}, 2, false,
-                         stats)
-          .status()
-          .message(),
-      HasSubstr("pod late has times out of order or beyond 2^32 s (created "
-                "50, scheduled 40, deleted 60)"));
+  EXPECT_THAT(BuildOpenbWorkload(nodes, {Pod("late", 1000, 1024, 50, 40, 60)},
+                                 2, false, stats)
+                  .status()
+                  .message(),
+              HasSubstr("pod late has times out of order or past 4294967296 s "
+                        "(created 50, scheduled 40, deleted 60)"));
   EXPECT_THAT(BuildOpenbWorkload(nodes, {Pod("back", 1000, 1024, 0, 40, 30)}, 2,
                                  false, stats)
                   .status()
@@ -111,7 +115,7 @@ TEST(OpenbWorkloadTest, RefusesWhatItCannotMeasure) {
                   false, stats)
                   .status()
                   .message(),
-              HasSubstr("pod far has times out of order or beyond 2^32 s"));
+              HasSubstr("pod far has times out of order or past 4294967296 s"));
   EXPECT_THAT(BuildOpenbWorkload(nodes, {Pod("pending", 1000, 1024, 0, -1, 9)},
                                  2, false, stats)
                   .status()
