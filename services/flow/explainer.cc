@@ -64,6 +64,9 @@ void CheapestPaths(const FlowNetwork& network,
         return;
       }
       ExplainedArc described = Describe(network, arc, flow_by_slot);
+      // An arc without capacity in any piece (a pool's arc to a full machine,
+      // the room pool's closed ones) reaches nothing.
+      if (described.capacity == 0) return;
       // The task's own arcs carry its unit, which an alternative reroutes.
       const int64_t own =
           node == source ? std::min<int64_t>(described.flow, 1) : 0;

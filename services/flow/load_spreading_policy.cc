@@ -17,6 +17,7 @@ ProfileParams LoadSpreadingProfile(const LoadSpreadingParams& params) {
   profile.shape_machines_per_task = params.shape_machines_per_task;
   profile.min_shape_machines = params.min_shape_machines;
   profile.pool_slot_tasks = true;
+  profile.room_pool = true;
   profile.gang_first_after_s = params.gang_first_after_s;
   return profile;
 }

@@ -8,6 +8,8 @@
 //
 //   task asking for no room --(0)--> X --(convex, free slots)--> M
 //   task asking for room --(0)--> EC_s --(convex, reserved count)--> M
+//   EC_s of CPU, memory or network only --(0)--> R --(convex, free slots
+//                      where the largest such ask fits each of them)--> M
 //   M --(slots)--> S
 //   waiting task --(unscheduled_cost)--> U_job --(tasks of job)--> S
 //   running task --(0)--> its machine; --(preemption_cost)--> U_job
@@ -20,7 +22,12 @@
 // shape's class (request_shapes.h) to the machines that reserved room for
 // them: each shape on its share of the least loaded machines only,
 // max(min_shape_machines, shape_machines_per_task * its waiting tasks), so
-// a new shape is a delta of tens of arcs, not one per machine.
+// a new shape is a delta of tens of arcs, not one per machine. Shapes that
+// ask for CPU, memory or network only also reach, through the room pool R
+// (room_pool.h), every machine whose free room fits the largest such ask
+// in each free slot; the reservations keep the other machines' room. So a
+// burst of many shapes is placed in one round, and R's convex arc spreads
+// it by the machine's count of new tasks across shapes, as X does.
 //
 // Running tasks keep a zero-cost arc to their machine and no arc to X, so
 // the policy never migrates; leaving a running task unscheduled costs more

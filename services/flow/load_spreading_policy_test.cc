@@ -17,6 +17,7 @@
 #include "services/common/status_matchers.h"
 #include "services/flow/placement_extractor.h"
 #include "services/flow/policy_test_util.h"
+#include "services/flow/room_pool.h"
 #include "services/solver/flow_checker.h"
 #include "services/solver/successive_shortest_path.h"
 
@@ -83,8 +84,15 @@ TEST_F(LoadSpreadingPolicyTest, BuildsFirmamentFigure6aShape) {
   const NodeId m1 = builder_.FindMachineNode(MachineId(1));
   const NodeId u7 = builder_.FindJobNode(JobId(7));
   const NodeId t71 = builder_.FindTaskNode(TaskId(71));
-  // nodes: sink, X, 2 machines, U_7, 2 tasks
-  EXPECT_EQ(network_.node_count(), 7u);
+  // nodes: sink, X, the room pool R (room_pool.h: no shape of it waits, so
+  // its arcs are closed), 2 machines, U_7, 2 tasks
+  EXPECT_EQ(network_.node_count(), 8u);
+  const NodeId room_pool = builder_.FindAggregatorNode(
+      NodeKind::kEquivalenceClass,
+      NetworkBuilder::StableKey(RoomPool::kNodeKey));
+  ASSERT_NE(room_pool, kNoNode);
+  ASSERT_TRUE(network_.FindArc(room_pool, m1).has_value());
+  EXPECT_EQ(network_.FindArc(room_pool, m1)->capacity, 0);
   EXPECT_EQ(network_.node(sink).supply, -2);
   EXPECT_EQ(network_.node(t71).supply, 1);
   EXPECT_EQ(ArcCost(t71, x), 0);
@@ -227,8 +235,8 @@ TEST_F(LoadSpreadingPolicyTest, RemovalsShrinkTheNetwork) {
   EXPECT_EQ(builder_.FindMachineNode(MachineId(1)), kNoNode);
   Apply(cluster::TaskFinished{JobId(7), TaskId(71)});
   Sync();
-  // Only the sink and X remain.
-  EXPECT_EQ(network_.node_count(), 2u);
+  // Only the sink, X and the room pool remain.
+  EXPECT_EQ(network_.node_count(), 3u);
   EXPECT_EQ(network_.arc_count(), 0u);
   EXPECT_EQ(network_.node(builder_.sink()).supply, 0);
 }
@@ -334,6 +342,89 @@ TEST(LoadSpreadingSpreadTest, ManySingleTaskShapesUseEveryMachine) {
   }
 }
 
+// A burst of many shapes, each task its own (CPU 250-1,000 millis, 1 GiB,
+// as `bench e2e` asks), on machines with room for any of them in every
+// slot: the room pool (room_pool.h) places all of them in one round, and
+// spread evenly, as the slot pool spreads tasks that ask for nothing.
+TEST(LoadSpreadingSpreadTest, ABurstOfManyShapesIsPlacedInOneRoundEvenly) {
+  for (const bool deferred : {false, true}) {
+    SCOPED_TRACE(absl::StrCat("deferred ", deferred));
+    LoadSpreadingPolicy policy;
+    testing::PinnedRun run(policy, deferred);
+    for (uint64_t m = 1; m <= 40; ++m) {
+      ASSERT_THAT(
+          run.Apply(cluster::MachineAdded{MachineId(m),
+                                          absl::StrCat("rack-", m % 4),
+                                          {16'000, int64_t{64} << 30, 0},
+                                          12,
+                                          {}}),
+          IsOk());
+    }
+    cluster::JobSubmitted job{JobId(1), "j", 0, {}};
+    for (uint64_t t = 1; t <= 400; ++t) {
+      cluster::TaskSpec spec;
+      spec.id = TaskId(t);
+      spec.request.cpu_millis = 250 + static_cast<int64_t>(t * 7 % 751);
+      spec.request.memory_bytes = int64_t{1} << 30;
+      job.tasks.push_back(spec);
+    }
+    ASSERT_THAT(run.Apply(job), IsOk());
+    ASSERT_THAT(run.Sync(), IsOk());
+    ASSERT_THAT(run.Round().status(), IsOk());
+    for (const auto& [id, machine] : run.state().machines()) {
+      EXPECT_EQ(machine.running.size(), 10u) << "machine " << id;
+      EXPECT_TRUE(cluster::WithinCapacity(machine)) << id;
+    }
+  }
+}
+
+// Tasks asking for a device reserve on machines the room pool holds; the
+// pool's arc there closes (its free slots no longer each fit the bound),
+// and the room left goes to the pool's shapes by reservation in the same
+// round: everything fits and runs at once.
+TEST_F(LoadSpreadingPolicyTest,
+       DevicesReserveOnPooledMachinesTheRestGoesRound) {
+  // Machine 1: 4 slots of 1,000 millis each and a GPU; machine 2: room.
+  for (uint64_t m = 1; m <= 2; ++m) {
+    cluster::MachineAdded added{
+        MachineId(m), "r", {m == 1 ? 4000 : 16'000, 0, 0}, 4, {}};
+    if (m == 1) added.accelerators.push_back({1, "a10", 1000, 0});
+    Apply(added);
+  }
+  cluster::JobSubmitted job{JobId(7), "j", 0, {}};
+  for (uint64_t t = 1; t <= 7; ++t) {
+    cluster::TaskSpec spec;
+    spec.id = TaskId(t);
+    spec.request.cpu_millis = t == 7 ? 2000 : 1000;
+    if (t == 7) spec.accelerator.whole = 1;
+    job.tasks.push_back(spec);
+  }
+  Apply(job);
+  Sync();
+  const NodeId room_pool = builder_.FindAggregatorNode(
+      NodeKind::kEquivalenceClass,
+      NetworkBuilder::StableKey(RoomPool::kNodeKey));
+  const auto pool_arc =
+      network_.FindArc(room_pool, builder_.FindMachineNode(MachineId(1)));
+  ASSERT_TRUE(pool_arc.has_value());
+  int64_t open = pool_arc->capacity;
+  for (const ArcSegment& piece : pool_arc->extra_segments) {
+    open += piece.capacity;
+  }
+  EXPECT_EQ(open, 0);
+  auto solved = testing::SolveNetwork(network_);
+  ASSERT_THAT(solved.status(), IsOk());
+  ASSERT_THAT(testing::ApplyRound(*solved, state_, 2, changes_).status(),
+              IsOk());
+  for (const auto& [id, task] : state_.tasks()) {
+    EXPECT_TRUE(task.running()) << "task " << id;
+  }
+  EXPECT_EQ(state_.FindTask(TaskId(7))->machine, MachineId(1));
+  for (const auto& [id, machine] : state_.machines()) {
+    EXPECT_TRUE(cluster::WithinCapacity(machine)) << id;
+  }
+}
+
 TEST(PolicyRegistryTest, UnknownPolicyListsKnownOnes) {
   EXPECT_THAT(MakePolicy("quincy-xl"),
               StatusIs(absl::StatusCode::kInvalidArgument, "load-spreading"));
@@ -436,12 +527,19 @@ TEST_F(LoadSpreadingPolicyTest, AnUpdatedAskMovesATaskBetweenPoolAndClass) {
   Apply(cluster::TaskUpdated{JobId(7), TaskId(71), {}, 0});
   Sync();
   EXPECT_TRUE(network_.FindArc(t71, x).has_value());
-  // No class is left: its only task went back to the pool.
-  size_t classes = 0;
-  network_.ForEachNode([&](NodeId, const NodeData& d) {
-    if (d.kind == NodeKind::kEquivalenceClass) ++classes;
+  // No class is left: its only task went back to the pool. The room pool
+  // stays (room_pool.h), closed: no shape of it waits.
+  std::vector<NodeId> classes;
+  network_.ForEachNode([&](NodeId id, const NodeData& d) {
+    if (d.kind == NodeKind::kEquivalenceClass) classes.push_back(id);
   });
-  EXPECT_EQ(classes, 0u);
+  const NodeId room_pool = builder_.FindAggregatorNode(
+      NodeKind::kEquivalenceClass,
+      NetworkBuilder::StableKey(RoomPool::kNodeKey));
+  EXPECT_EQ(classes, std::vector<NodeId>{room_pool});
+  const NodeId m1 = builder_.FindMachineNode(MachineId(1));
+  ASSERT_TRUE(network_.FindArc(room_pool, m1).has_value());
+  EXPECT_EQ(network_.FindArc(room_pool, m1)->capacity, 0);
 }
 
 // A different-machines job is kept apart even when its tasks ask for
@@ -470,22 +568,24 @@ TEST_F(LoadSpreadingPolicyTest, DifferentMachinesHoldsForTasksThatAskNothing) {
   EXPECT_EQ(running, 3u);  // one per machine; the fourth waits
 }
 
-// The networks load-spreading built on random clusters before it was a
-// built-in profile (fingerprints taken at 7676713): slot-only tasks and
-// tasks asking for CPU, memory, GPUs or labels, different-machines jobs and
-// gangs (starving ones too), synced eagerly or as the graph manager does,
-// over rounds that place and finish tasks, with random parameters. Any
+// The networks load-spreading builds on random clusters (fingerprints
+// first taken before it was a built-in profile, re-taken when tasks asking
+// for CPU, memory or network alone gained the room pool, room_pool.h):
+// slot-only tasks and tasks asking for CPU, memory, GPUs or labels,
+// different-machines jobs and gangs (starving ones too), synced eagerly or
+// as the graph manager does, over rounds that place and finish tasks, with
+// random parameters; every round's placements must pass the fit rule. Any
 // change to a node, arc, capacity or cost changes a fingerprint.
 TEST(LoadSpreadingPinTest, KeepsItsNetworkOnRandomClusters) {
   const std::vector<uint64_t> expected = {
-      4746704439239769231ULL,  5324843420612670809ULL,  8198766145843405579ULL,
-      8866814080543162716ULL,  3749613572447819905ULL,  6188889527512038618ULL,
-      14107325504689674979ULL, 10356057645065639190ULL, 16212878889628888989ULL,
-      14927630440016285520ULL, 4188337572049378408ULL,  18426551424150634764ULL,
-      1821559046911596340ULL,  15942292342730784890ULL, 7953561293782922032ULL,
-      5123283753084556431ULL,  4119497863453943463ULL,  16270349609906379510ULL,
-      13949608736801256121ULL, 1480343037730338198ULL,  3566685401342432244ULL,
-      9859470654254977826ULL,  11981994785627707903ULL, 224227327544594909ULL};
+      9087738548916258576ULL,  8710398396940388577ULL,  13496698541985752055ULL,
+      5108536170612125284ULL,  2771737534942986516ULL,  4549140072140113013ULL,
+      12608376773000849814ULL, 10756848446322275404ULL, 7014378724111798964ULL,
+      6642064669829673432ULL,  5448508893931117467ULL,  6828124926145703699ULL,
+      7062779206428898736ULL,  469242239373428284ULL,   11048026008766627852ULL,
+      3857084625158369347ULL,  5977203407836088178ULL,  16386036074905029597ULL,
+      8873752194052723942ULL,  790599170359867615ULL,   12784265787924572268ULL,
+      3591815519166971384ULL,  546953440803160327ULL,   1218072589572176440ULL};
   std::vector<uint64_t> actual;
   for (uint64_t seed = 1; seed <= 24; ++seed) {
     std::mt19937_64 rng(seed);

@@ -243,6 +243,11 @@ std::vector<Tunable<ProfileParams>> ProfileTunables() {
             "least machines a shape reserves on when capped"),
       Field("pool_slot_tasks", &P::pool_slot_tasks, 0, 1,
             "1: tasks asking for a slot only share one pool priced by tasks"),
+      Field("room_pool", &P::room_pool, 0, 1,
+            "1: tasks asking for CPU, memory or network only also share a "
+            "pool reaching machines with room for the largest such ask in "
+            "every free slot (needs pool_slot_tasks, a cap, tasks as the "
+            "only term, not preemptive)"),
       Field("preemptive", &P::preemptive, 0, 1,
             "1: higher priorities may displace running tasks (needs the "
             "pool); with quincy: running tasks may be preempted or moved"),

@@ -13,6 +13,7 @@ ProfileParams PriorityProfile(const PriorityParams& params) {
   profile.priority_step = params.priority_step;
   profile.max_priority = params.max_priority;
   profile.preemptive = true;
+  profile.room_pool = false;  // R serves free room only (room_pool.h)
   profile.migration_cost = params.migration_cost;
   return profile;
 }

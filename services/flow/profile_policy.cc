@@ -71,6 +71,7 @@ absl::Status CheckQuincyProfile(const ProfileParams& params) {
         {"shape_machines_per_task", params.shape_machines_per_task},
         {"network_room_by_use", params.network_room_by_use ? 1.0 : 0.0},
         {"pool_slot_tasks", params.pool_slot_tasks ? 1.0 : 0.0},
+        {"room_pool", params.room_pool ? 1.0 : 0.0},
         {"gate", params.gate ? 1.0 : 0.0}}) {
     if (value != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -199,6 +200,29 @@ absl::Status CheckProfile(const ProfileParams& params) {
         ") at most preemption_cost (", params.preemption_cost,
         "), or waiting alone would displace tasks of equal priority"));
   }
+  if (params.room_pool) {
+    if (!params.pool_slot_tasks || params.shape_machines_per_task <= 0 ||
+        params.preemptive) {
+      return absl::InvalidArgumentError(
+          "room_pool needs pool_slot_tasks=1 and shape_machines_per_task > 0, "
+          "and not preemptive: the room pool serves the capped walk's free "
+          "room");
+    }
+    for (const auto& [name, weight] :
+         {std::pair<const char*, int64_t>{"spread", params.spread},
+          {"pack", params.pack},
+          {"preferred_labels", params.preferred_labels},
+          {"model_affinity", params.model_affinity},
+          {"network", params.network},
+          {"fragmentation", params.fragmentation},
+          {"first_fit", params.first_fit}}) {
+      if (weight != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("room_pool prices by the tasks term alone; set ", name,
+                         " to 0 (got ", weight, ")"));
+      }
+    }
+  }
   if (params.pool_slot_tasks && params.locality > 0) {
     return absl::InvalidArgumentError(
         "pool_slot_tasks cannot be combined with locality: pooled tasks "
@@ -221,6 +245,7 @@ ProfilePolicy::ProfilePolicy(ProfileParams params, std::string name,
       name_(std::move(name)),
       job_arc_(job_arc),
       waiting_(/*by_input_rack=*/params.locality > 0) {
+  if (params_.room_pool) room_pool_.emplace(Limits());
   const auto add = [this](std::string_view term_name, int64_t weight,
                           std::unique_ptr<PlacementTerm> term) {
     if (weight == 0) return;
@@ -405,6 +430,10 @@ absl::Status ProfilePolicy::Sync(const cluster::ChangeSet& changes,
   }
   // Machines: slots to the sink (running tasks arrive directly), and from
   // the pool when there is one.
+  if (room_pool_) {
+    room_pool_->Forget(changes);
+    room_pool_->TrackRunning(changes, state, /*all=*/!waiting_.tracking());
+  }
   NodeId pool = kNoNode;
   if (params_.pool_slot_tasks) {
     const NodeId sink = builder.EnsureSink();
@@ -553,28 +582,55 @@ absl::Status ProfilePolicy::Reserve(const cluster::ClusterState& state,
   // Class -> machine arcs by reservation (request_shapes.h).
   ClassArcs class_arcs;
   if (params_.shape_machines_per_task > 0) {
-    ReserveCapped(state, shapes, starving, builder, class_arcs);
+    absl::flat_hash_set<MachineId> closed;
+    if (room_pool_) room_pool_->SetBound(shapes);
+    ReserveCapped(state, shapes, starving, builder, class_arcs, closed);
+    if (room_pool_) {
+      FLOWSCHED_RETURN_IF_ERROR(
+          room_pool_->SetArcs(state, closed, params_.tasks, builder));
+      const NodeId pool = room_pool_->EnsureNode(builder);
+      for (const RequestShape& shape : shapes) {
+        if (RoomPool::Takes(shape)) {
+          class_arcs[shape.key].push_back({pool, shape.waiting, 0, {}});
+        }
+      }
+    }
   } else {
     ReserveEveryMachine(state, shapes, starving, builder, class_arcs);
   }
   // Classes without waiting tasks go (their in-arcs went with the tasks).
-  return SetShapeArcs(nodes, class_arcs, builder);
+  const uint64_t keep[] = {NetworkBuilder::StableKey(RoomPool::kNodeKey)};
+  return SetShapeArcs(nodes, class_arcs, builder,
+                      room_pool_ ? std::span<const uint64_t>(keep)
+                                 : std::span<const uint64_t>());
 }
 
-void ProfilePolicy::ReserveCapped(const cluster::ClusterState& state,
-                                  const std::vector<RequestShape>& shapes,
-                                  StarvingFirst& starving,
-                                  NetworkBuilder& builder,
-                                  ClassArcs& class_arcs) const {
+void ProfilePolicy::ReserveCapped(
+    const cluster::ClusterState& state, const std::vector<RequestShape>& shapes,
+    StarvingFirst& starving, NetworkBuilder& builder, ClassArcs& class_arcs,
+    absl::flat_hash_set<MachineId>& closed) const {
+  std::optional<PooledMachines> pooled;
+  if (room_pool_ && room_pool_->takes_any()) {
+    pooled.emplace();
+    pooled->holds = [this](const cluster::Machine& machine) {
+      return room_pool_->Holds(machine);
+    };
+    pooled->takes.reserve(shapes.size());
+    for (const RequestShape& shape : shapes) {
+      pooled->takes.push_back(RoomPool::Takes(shape));
+    }
+  }
   ReserveLeastLoaded(
       state, shapes,
       {.per_task = params_.shape_machines_per_task,
        .min_machines = params_.min_shape_machines},
       /*fullest_first=*/params_.pack > params_.spread, Limits(), starving,
       [&](const cluster::Machine& machine, size_t i, int64_t n) {
+        if (pooled && pooled->holds(machine)) closed.insert(machine.id);
         class_arcs[shapes[i].key].push_back(ShapeArc(
             machine, builder.FindMachineNode(machine.id), shapes[i], n));
-      });
+      },
+      pooled ? &*pooled : nullptr);
 }
 
 void ProfilePolicy::ReserveEveryMachine(const cluster::ClusterState& state,

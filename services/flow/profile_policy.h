@@ -68,6 +68,10 @@
 // running task leaves for its job's U (its waiting cost + preemption_cost)
 // or, if it asks for a slot only, through X (migration_cost):
 //   X --(tasks * (running + k) per free slot; tasks * slots)--> M
+// With `room_pool` too, the shapes that ask for CPU, memory or network only
+// also reach every machine whose free room fits the largest such ask in
+// each free slot through one more pool (room_pool.h), priced as X:
+//   EC_s --(0)--> R --(convex: tasks * (running + k - 1), free slots)--> M
 //
 // With `gate`, reservations give way to one gate per machine
 // (machine_gates.h): every shape that fits reaches it at the price of one
@@ -92,15 +96,18 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "services/flow/machine_gates.h"
 #include "services/flow/quincy_network.h"
 #include "services/flow/request_shapes.h"
+#include "services/flow/room_pool.h"
 #include "services/flow/scheduling_policy.h"
 #include "services/flow/terms/placement_term.h"
 
@@ -155,6 +162,15 @@ struct ProfileParams {
   // does a starving gang's first offer; the classes keep both. Not with
   // locality (pooled tasks would read anywhere).
   bool pool_slot_tasks = false;
+  // Tasks whose shape asks for CPU, memory or network only may also reach
+  // every machine whose free room holds the largest such ask in each free
+  // slot through one more pool R (room_pool.h), priced as the slot pool:
+  // a burst of many shapes then finds room in one round, spread by the
+  // machine's count of new tasks across shapes. The reservations keep the
+  // other machines' room. Needs pool_slot_tasks and a cap
+  // (shape_machines_per_task); not preemptive; tasks is the only term
+  // (R prices by it alone).
+  bool room_pool = false;
   // Running tasks may be displaced by higher-priority waiting work
   // (Firmament's priority extension, Gog 2016 section 7.3): a running task
   // leaving costs its waiting cost plus preemption_cost, one that asks for
@@ -322,10 +338,14 @@ class ProfilePolicy : public SchedulingPolicy {
   using ClassArcs = std::map<std::string, std::vector<DesiredArc>>;
   // shape_machines_per_task > 0: each shape's share of machines, the
   // least loaded first (the fullest when packing).
+  // With room_pool, the machines R holds offer their room only to the
+  // shapes R does not take; those where one reserved are named in `closed`
+  // (R's arc to them stays shut this round).
   void ReserveCapped(const cluster::ClusterState& state,
                      const std::vector<RequestShape>& shapes,
                      StarvingFirst& starving, NetworkBuilder& builder,
-                     ClassArcs& class_arcs) const;
+                     ClassArcs& class_arcs,
+                     absl::flat_hash_set<MachineId>& closed) const;
   // Uncapped: every machine's room, with locality to the shapes planned
   // on its rack (rack_plan.h) and listed there first.
   void ReserveEveryMachine(const cluster::ClusterState& state,
@@ -335,6 +355,8 @@ class ProfilePolicy : public SchedulingPolicy {
 
   ProfileParams params_;
   std::string name_;
+  // With room_pool, the pool R (reservations skip the machines it holds).
+  std::optional<RoomPool> room_pool_;
   JobArc job_arc_;
   std::vector<WeightedTerm> terms_;  // weight != 0 only
   bool depends_on_k_ = false;        // some term may (DependsOnK)

@@ -246,7 +246,7 @@ TEST(ProfilePolicyTest, BuiltInProfilesAreTheProfilesOfTheirTerms) {
       {"cpu-memory", "profile"},
       {"load-spreading",
        "profile:spread=0,preferred_labels=0,tasks=10,pool_slot_tasks=1,"
-       "shape_machines_per_task=4,min_shape_machines=16"},
+       "room_pool=1,shape_machines_per_task=4,min_shape_machines=16"},
       {"gpu-fgd",
        "profile:spread=0,preferred_labels=0,gate=1,fragmentation=1000000,"
        "pack=15000,model_affinity=100000,first_fit=10000,"
@@ -1007,6 +1007,34 @@ TEST(ProfilePolicyTest, ThePoolIsRefusedWithLocality) {
                   .message(),
               HasSubstr("pool_slot_tasks cannot be combined with locality"));
   EXPECT_THAT(ParsePolicySpec("profile:pool_slot_tasks=1,tasks=10"), IsOk());
+}
+
+// The room pool serves the capped walk's free room and prices by the tasks
+// term alone (room_pool.h): anything else is refused with the reason.
+TEST(ProfilePolicyTest, TheRoomPoolNeedsThePoolACapAndTasksAlone) {
+  const std::string base =
+      "profile:spread=0,preferred_labels=0,tasks=10,room_pool=1";
+  EXPECT_THAT(
+      ParsePolicySpec(base + ",pool_slot_tasks=1,shape_machines_per_task=4"),
+      IsOk());
+  for (const std::string& missing :
+       {base + ",shape_machines_per_task=4", base + ",pool_slot_tasks=1",
+        base + ",pool_slot_tasks=1,shape_machines_per_task=4,preemptive=1"}) {
+    EXPECT_THAT(ParsePolicySpec(missing).status().message(),
+                HasSubstr("room_pool needs pool_slot_tasks=1"))
+        << missing;
+  }
+  EXPECT_THAT(
+      ParsePolicySpec("profile:tasks=10,room_pool=1,pool_slot_tasks=1,"
+                      "shape_machines_per_task=4")
+          .status()
+          .message(),
+      HasSubstr("room_pool prices by the tasks term alone; set spread"));
+  EXPECT_THAT(ParsePolicySpec(base + ",pool_slot_tasks=1,"
+                                     "shape_machines_per_task=4,first_fit=5")
+                  .status()
+                  .message(),
+              HasSubstr("set first_fit to 0"));
 }
 
 // Random weights, filters and clusters with GPUs (whole and fractional

@@ -448,6 +448,39 @@ std::vector<std::string> StarvingFirst::Keys(
   return keys;
 }
 
+namespace {
+
+// ReserveMachine's order of offers: the shapes in `first`, then the
+// rotation from `rotation` without them, each only if `wanted` (null:
+// any) accepts it. The rotation goes over `among` (shape indices) if it
+// is given, else over all `shape_count` shapes.
+std::function<std::optional<size_t>()> OfferOrder(
+    size_t shape_count, size_t rotation, std::span<const size_t> first,
+    const std::function<bool(size_t)>& wanted,
+    const std::vector<size_t>* among = nullptr) {
+  // Few shapes come first, usually none: a sorted copy to skip them in
+  // the rotation by binary search.
+  std::vector<size_t> skip(first.begin(), first.end());
+  std::sort(skip.begin(), skip.end());
+  const size_t count = among != nullptr ? among->size() : shape_count;
+  return [count, rotation, first, &wanted, among, skip = std::move(skip),
+          f = size_t{0}, j = size_t{0}]() mutable -> std::optional<size_t> {
+    while (f < first.size()) {
+      const size_t index = first[f++];
+      if (!wanted || wanted(index)) return index;
+    }
+    while (j < count) {
+      const size_t at = (rotation + j++) % count;
+      const size_t index = among != nullptr ? (*among)[at] : at;
+      if (std::binary_search(skip.begin(), skip.end(), index)) continue;
+      if (!wanted || wanted(index)) return index;
+    }
+    return std::nullopt;
+  };
+}
+
+}  // namespace
+
 void ReserveMachine(const cluster::Machine& machine,
                     const cluster::ClusterState& state,
                     const std::vector<RequestShape>& shapes, size_t rotation,
@@ -455,31 +488,9 @@ void ReserveMachine(const cluster::Machine& machine,
                     const std::function<bool(size_t)>& wanted,
                     std::span<const size_t> first, RoomLimits limits) {
   if (shapes.empty()) return;
-  size_t f = 0;
-  size_t j = 0;
-  // Few shapes come first, usually none: a sorted copy to skip them in
-  // the rotation by binary search.
-  std::vector<size_t> skip(first.begin(), first.end());
-  std::sort(skip.begin(), skip.end());
-  const auto is_first = [&](size_t index) {
-    return std::binary_search(skip.begin(), skip.end(), index);
-  };
   MachineRoom(machine, limits)
-      .Offer(
-          state, shapes,
-          [&]() -> std::optional<size_t> {
-            while (f < first.size()) {
-              const size_t index = first[f++];
-              if (!wanted || wanted(index)) return index;
-            }
-            while (j < shapes.size()) {
-              const size_t index = (rotation + j++) % shapes.size();
-              if (is_first(index)) continue;
-              if (!wanted || wanted(index)) return index;
-            }
-            return std::nullopt;
-          },
-          reserved);
+      .Offer(state, shapes, OfferOrder(shapes.size(), rotation, first, wanted),
+             reserved);
 }
 
 SmallestAsk SmallestAskOf(const std::vector<RequestShape>& shapes) {
@@ -512,29 +523,75 @@ void ReserveLeastLoaded(const cluster::ClusterState& state,
                         bool fullest_first, RoomLimits limits,
                         StarvingFirst& starving,
                         const std::function<void(const cluster::Machine&,
-                                                 size_t, int64_t)>& reserved) {
+                                                 size_t, int64_t)>& reserved,
+                        const PooledMachines* pooled) {
   std::vector<int64_t> wanted_machines(shapes.size());
   size_t open_shapes = shapes.size();
+  // Shapes the pool does not take that still want machines.
+  size_t open_unpooled = 0;
+  const auto pool_takes = [&](size_t i) {
+    return pooled != nullptr && pooled->takes[i];
+  };
+  // With a pool: the shapes it does not take and those it takes.
+  std::vector<size_t> unpooled_shapes;
+  std::vector<size_t> pooled_shapes;
   for (size_t i = 0; i < shapes.size(); ++i) {
     wanted_machines[i] =
         std::max(cap.min_machines, cap.per_task * shapes[i].waiting);
+    if (!pool_takes(i)) ++open_unpooled;
+    if (pooled != nullptr) {
+      (pool_takes(i) ? pooled_shapes : unpooled_shapes).push_back(i);
+    }
   }
   const SmallestAsk smallest = SmallestAskOf(shapes);
   const auto visit = [&](auto begin, auto end) {
     for (auto it = begin; it != end && open_shapes > 0; ++it) {
       const cluster::Machine& machine = *it->machine;
       if (!MayFitAny(machine, smallest)) continue;
+      const bool held = pooled != nullptr && pooled->holds(machine);
+      if (held && open_unpooled == 0 && starving.open().empty()) continue;
       // A copy: reservations on this machine may close a starving shape.
       const std::vector<size_t> first(starving.open().begin(),
                                       starving.open().end());
-      ReserveMachine(
-          machine, state, shapes, static_cast<size_t>(it->id.value()),
-          [&](size_t i, int64_t n) {
-            starving.Reserved(i, n);
-            reserved(machine, i, n);
-            if (--wanted_machines[i] == 0) --open_shapes;
-          },
-          [&](size_t i) { return wanted_machines[i] > 0; }, first, limits);
+      const auto rotation = static_cast<size_t>(it->id.value());
+      bool any = false;
+      const auto on_reserved = [&](size_t i, int64_t n) {
+        any = true;
+        starving.Reserved(i, n);
+        reserved(machine, i, n);
+        if (--wanted_machines[i] == 0) {
+          --open_shapes;
+          if (!pool_takes(i)) --open_unpooled;
+        }
+      };
+      if (!held) {
+        ReserveMachine(
+            machine, state, shapes, rotation, on_reserved,
+            [&](size_t i) { return wanted_machines[i] > 0; }, first, limits);
+        continue;
+      }
+      // The pool holds this machine: its room goes first to the starving
+      // shapes and the shapes the pool does not take; once one reserves,
+      // the pool's arc here closes, so the room left goes round all the
+      // shapes as on any machine.
+      MachineRoom room(machine, limits);
+      const std::function<bool(size_t)> unpooled = [&](size_t i) {
+        return wanted_machines[i] > 0 &&
+               (!pool_takes(i) ||
+                std::find(first.begin(), first.end(), i) != first.end());
+      };
+      room.Offer(state, shapes,
+                 OfferOrder(shapes.size(), rotation, first, unpooled,
+                            &unpooled_shapes),
+                 on_reserved);
+      if (!any) continue;
+      const std::function<bool(size_t)> taken = [&](size_t i) {
+        return wanted_machines[i] > 0 && pool_takes(i);
+      };
+      room.Offer(
+          state, shapes,
+          OfferOrder(shapes.size(), rotation, first, taken, &pooled_shapes),
+          on_reserved);
     }
   };
   const auto& open = state.open_machines_by_load();
@@ -757,8 +814,9 @@ absl::StatusOr<ShapeClasses> SyncShapeClasses(
 
 absl::Status SetShapeArcs(const std::map<std::string, NodeId>& nodes,
                           std::map<std::string, std::vector<DesiredArc>>& arcs,
-                          NetworkBuilder& builder) {
-  std::set<uint64_t> live;
+                          NetworkBuilder& builder,
+                          std::span<const uint64_t> keep) {
+  std::set<uint64_t> live(keep.begin(), keep.end());
   for (const auto& [key, node] : nodes) {
     FLOWSCHED_RETURN_IF_ERROR(builder.SetOutArcs(node, arcs[key]));
     live.insert(NetworkBuilder::StableKey(key));

@@ -287,16 +287,27 @@ struct SmallestAsk {
 // machines no shape fits are skipped (MayFitAny) and the walk ends once
 // every shape has its share. Calls reserved(machine, shape, n) and counts
 // the reservation in `starving`.
+//
+// With `pooled`, a machine it holds (the room pool's, room_pool.h) offers
+// its room first only to the starving shapes and those it does not take
+// (`takes`, by index), then, if one of them reserved (the pool's arc there
+// closes), to the others; it is passed over once no starving shape is
+// short and none of the shapes it does not take needs more machines.
 struct MachineCap {
   int64_t per_task = 0;
   int64_t min_machines = 0;
+};
+struct PooledMachines {
+  std::function<bool(const cluster::Machine&)> holds;
+  std::vector<bool> takes;  // by shape index
 };
 void ReserveLeastLoaded(const cluster::ClusterState& state,
                         const std::vector<RequestShape>& shapes, MachineCap cap,
                         bool fullest_first, RoomLimits limits,
                         StarvingFirst& starving,
                         const std::function<void(const cluster::Machine&,
-                                                 size_t, int64_t)>& reserved);
+                                                 size_t, int64_t)>& reserved,
+                        const PooledMachines* pooled = nullptr);
 
 // A machine's free room as reservations use it up, for callers that offer
 // it in several passes (the rule and its bounds as ReserveMachine's).
@@ -390,9 +401,11 @@ absl::StatusOr<ShapeClasses> SyncShapeClasses(
     NetworkBuilder& builder);
 
 // Gives each class exactly `arcs[key]` as out-arcs (none if absent) and
-// removes the class aggregators of shapes no longer waiting.
+// removes the class aggregators of shapes no longer waiting, but for those
+// keyed in `keep` (other aggregators of the kind: the room pool's).
 absl::Status SetShapeArcs(const std::map<std::string, NodeId>& nodes,
                           std::map<std::string, std::vector<DesiredArc>>& arcs,
-                          NetworkBuilder& builder);
+                          NetworkBuilder& builder,
+                          std::span<const uint64_t> keep = {});
 
 }  // namespace flowsched::flow

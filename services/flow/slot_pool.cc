@@ -10,7 +10,8 @@ namespace flowsched::flow {
 
 absl::Status SetSlotPoolArc(const cluster::Machine& machine, NodeId pool,
                             NodeId node, int64_t per_task_cost,
-                            int64_t max_tasks, FlowNetwork& network) {
+                            int64_t max_tasks, FlowNetwork& network,
+                            bool open) {
   int64_t slots = static_cast<int64_t>(machine.task_slots);
   if (max_tasks > 0) slots = std::min(slots, max_tasks);
   const auto running = static_cast<int64_t>(machine.running.size());
@@ -23,8 +24,9 @@ absl::Status SetSlotPoolArc(const cluster::Machine& machine, NodeId pool,
   for (size_t s = 0; s < pieces; ++s) {
     const auto slot = static_cast<int64_t>(s);
     const int64_t covered = s + 1 == pieces ? slots - slot : 1;
-    slot_pieces[s] = {std::clamp<int64_t>(slot + covered - running, 0, covered),
-                      per_task_cost * slot};
+    slot_pieces[s] = {
+        open ? std::clamp<int64_t>(slot + covered - running, 0, covered) : 0,
+        per_task_cost * slot};
   }
   return network.SetArc(pool, node, slot_pieces[0].capacity,
                         slot_pieces[0].cost,

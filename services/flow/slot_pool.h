@@ -27,10 +27,13 @@
 namespace flowsched::flow {
 
 // Sets the arc pool -> node (`machine`'s node) as above; `max_tasks` > 0
-// caps the slots counted (a profile's per-machine task limit).
+// caps the slots counted (a profile's per-machine task limit). Not `open`:
+// the same pieces, every one closed (the room pool's arc to a machine it
+// does not reach, room_pool.h).
 absl::Status SetSlotPoolArc(const cluster::Machine& machine, NodeId pool,
                             NodeId node, int64_t per_task_cost,
-                            int64_t max_tasks, FlowNetwork& network);
+                            int64_t max_tasks, FlowNetwork& network,
+                            bool open = true);
 
 // The pool's arc when running tasks may be displaced (Firmament's priority
 // extension, Gog 2016 section 7.3): the k-th new task in a free slot costs
