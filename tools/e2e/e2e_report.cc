@@ -53,6 +53,8 @@ void PrintTable(const E2eResult& r, std::ostream& out) {
               ? static_cast<double>(r.burst_events) / r.ingest_cpu_seconds
               : 0.0));
   row("all placed after", fmt::format("{:.2f} s", r.burst_placed_seconds));
+  row("settled after (the next round done)",
+      fmt::format("{:.2f} s", r.burst_settled_seconds));
   fmt::print(out, "steady state ({:.0f} s, churn {:.0f} events/s)\n",
              r.duration_s, r.churn_per_s);
   row("arrivals / completions",
@@ -104,13 +106,13 @@ absl::Status WriteCsv(const E2eResult& r, const std::string& path) {
          "restart_tasks,restart_stop_ms,restart_ready_ms,"
          "restart_ready_cpu_ms,restart_next_round_ms,steady_manager_cpu_s,"
          "steady_worker_cpu_s,scrape_every_s,scrapes,scrape_failures,"
-         "scrape_mean_ms,scrape_mean_kib\n";
+         "scrape_mean_ms,scrape_mean_kib,burst_settled_s\n";
   out << fmt::format(
       "{},{},{},{},{:.4f},{:.1f},{:.1f},{},{},{},{:.0f},{:.0f},{:.3f},{:.3f},{:"
       ".3f},"
       "{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{:.3f},{:.3f},"
       "{:.3f},{},{},{},{:.1f},{:.1f},{:.1f},{:.1f},{:.3f},{:.3f},{:g},{},{},"
-      "{:.3f},{:.1f}\n",
+      "{:.3f},{:.1f},{:.3f}\n",
       r.machines, r.slots, r.jobs, r.tasks, r.utilisation, r.churn_per_s,
       r.duration_s, r.policy, r.algorithm, r.burst_events,
       r.produce_events_per_s, r.ingest_events_per_s, r.ingest_seconds,
@@ -121,7 +123,8 @@ absl::Status WriteCsv(const E2eResult& r, const std::string& path) {
       r.events_rejected, r.restart_signal, r.restart_tasks, r.restart_stop_ms,
       r.restart_ready_ms, r.restart_ready_cpu_ms, r.restart_next_round_ms,
       r.steady_manager_cpu_s, r.steady_worker_cpu_s, r.scrape_every_s,
-      r.scrapes, r.scrape_failures, r.scrape_mean_ms, r.scrape_mean_kib);
+      r.scrapes, r.scrape_failures, r.scrape_mean_ms, r.scrape_mean_kib,
+      r.burst_settled_seconds);
   out.flush();
   if (!out.good()) {
     return absl::UnavailableError(absl::StrCat("cannot write ", path));

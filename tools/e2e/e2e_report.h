@@ -42,6 +42,9 @@ struct E2eResult {
   // rounds cut meanwhile): a rate that does not depend on the neighbours.
   double ingest_cpu_seconds = 0;
   double burst_placed_seconds = 0;  // graph manager ready to all placed
+  // Graph manager ready to the end of a round after the last placement, or
+  // to a second without one (the steady window opens then).
+  double burst_settled_seconds = 0;
   // Steady state.
   uint64_t arrivals = 0;
   uint64_t completions = 0;
