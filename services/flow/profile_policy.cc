@@ -33,6 +33,20 @@ namespace {
 // shapes): Quincy's preferred-rack threshold (delta_rack, SOSP 2009).
 constexpr double kSecondRackShare = 0.1;
 
+// Each cost term's weight by its parameter name.
+std::vector<std::pair<const char*, int64_t>> TermWeights(
+    const ProfileParams& params) {
+  return {{"spread", params.spread},
+          {"pack", params.pack},
+          {"preferred_labels", params.preferred_labels},
+          {"model_affinity", params.model_affinity},
+          {"locality", params.locality},
+          {"tasks", params.tasks},
+          {"network", params.network},
+          {"fragmentation", params.fragmentation},
+          {"first_fit", params.first_fit}};
+}
+
 // The count terms at their bounds: tasks up to the most slots a machine
 // may announce, network up to its term's bound.
 int64_t MostTasksBefore() {
@@ -149,16 +163,7 @@ absl::Status CheckNoQuincyTunables(const ProfileParams& params) {
 }  // namespace
 
 absl::Status CheckProfile(const ProfileParams& params) {
-  for (const auto& [name, weight] :
-       {std::pair<const char*, int64_t>{"spread", params.spread},
-        {"pack", params.pack},
-        {"preferred_labels", params.preferred_labels},
-        {"model_affinity", params.model_affinity},
-        {"locality", params.locality},
-        {"tasks", params.tasks},
-        {"network", params.network},
-        {"fragmentation", params.fragmentation},
-        {"first_fit", params.first_fit}}) {
+  for (const auto& [name, weight] : TermWeights(params)) {
     if (weight < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(name, " must not be negative, got ", weight));
@@ -208,15 +213,9 @@ absl::Status CheckProfile(const ProfileParams& params) {
           "and not preemptive: the room pool serves the capped walk's free "
           "room");
     }
-    for (const auto& [name, weight] :
-         {std::pair<const char*, int64_t>{"spread", params.spread},
-          {"pack", params.pack},
-          {"preferred_labels", params.preferred_labels},
-          {"model_affinity", params.model_affinity},
-          {"network", params.network},
-          {"fragmentation", params.fragmentation},
-          {"first_fit", params.first_fit}}) {
-      if (weight != 0) {
+    for (const auto& [name, weight] : TermWeights(params)) {
+      if (weight != 0 && std::string_view(name) != "tasks" &&
+          std::string_view(name) != "locality") {
         return absl::InvalidArgumentError(
             absl::StrCat("room_pool prices by the tasks term alone; set ", name,
                          " to 0 (got ", weight, ")"));
