@@ -8,7 +8,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "services/flow/network_builder.h"
 #include "services/flow/placement_extractor.h"
+#include "services/flow/room_pool.h"
 
 namespace flowsched::flow {
 namespace {
@@ -41,6 +43,11 @@ ExplainedArc Describe(const FlowNetwork& network, const ArcView& arc,
 // With `room_only`, only arcs with residual capacity count. Label
 // correcting (costs may be negative; the network has no cycles among
 // these arcs, so it terminates).
+bool IsRoomPool(const NodeData& node) {
+  return node.kind == NodeKind::kEquivalenceClass &&
+         node.entity_id == NetworkBuilder::StableKey(RoomPool::kNodeKey);
+}
+
 void CheapestPaths(const FlowNetwork& network,
                    const std::vector<int64_t>& flow_by_slot, NodeId source,
                    bool room_only, std::map<NodeId, int64_t>& distance,
@@ -64,9 +71,9 @@ void CheapestPaths(const FlowNetwork& network,
         return;
       }
       ExplainedArc described = Describe(network, arc, flow_by_slot);
-      // An arc without capacity in any piece (a pool's arc to a full machine,
-      // the room pool's closed ones) reaches nothing.
-      if (described.capacity == 0) return;
+      // The room pool's closed arcs (room_pool.h) reach nothing: R keeps
+      // them only so that its arcs follow from the state.
+      if (described.capacity == 0 && IsRoomPool(network.node(node))) return;
       // The task's own arcs carry its unit, which an alternative reroutes.
       const int64_t own =
           node == source ? std::min<int64_t>(described.flow, 1) : 0;

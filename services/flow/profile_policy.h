@@ -338,9 +338,10 @@ class ProfilePolicy : public SchedulingPolicy {
   using ClassArcs = std::map<std::string, std::vector<DesiredArc>>;
   // shape_machines_per_task > 0: each shape's share of machines, the
   // least loaded first (the fullest when packing).
-  // With room_pool, the machines R holds offer their room only to the
-  // shapes R does not take; those where one reserved are named in `closed`
-  // (R's arc to them stays shut this round).
+  // With room_pool, the machines R holds offer their room first to the
+  // starving shapes and those R does not take; those where one reserved
+  // are named in `closed` (R's arc to them stays shut this round, and the
+  // room left goes to R's shapes by reservation).
   void ReserveCapped(const cluster::ClusterState& state,
                      const std::vector<RequestShape>& shapes,
                      StarvingFirst& starving, NetworkBuilder& builder,

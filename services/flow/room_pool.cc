@@ -51,6 +51,10 @@ void RoomPool::TrackRunning(const cluster::ChangeSet& changes,
     Count(ask, 1);
   };
   if (all) {
+    running_.clear();
+    running_cpu_.clear();
+    running_memory_.clear();
+    running_network_.clear();
     for (const auto& [id, task] : state.tasks()) track(id, &task);
     return;
   }
@@ -81,6 +85,7 @@ bool RoomPool::SetBound(const std::vector<RequestShape>& shapes) {
 
 void RoomPool::Forget(const cluster::ChangeSet& changes) {
   for (MachineId id : changes.machines) set_.erase(id);
+  forgot_ = forgot_ || !changes.machines.empty();
 }
 
 bool RoomPool::Holds(const cluster::Machine& machine) const {
@@ -110,6 +115,12 @@ absl::Status RoomPool::SetArcs(const cluster::ClusterState& state,
                                const absl::flat_hash_set<MachineId>& closed,
                                int64_t per_task_cost, NetworkBuilder& builder) {
   const NodeId pool = EnsureNode(builder);
+  // Nothing R takes waited or ran at the last pass nor does now: every arc
+  // stays closed whatever the running counts, so only machines a sync
+  // named since (new, changed, or back under an old node id) need one.
+  if (!bounded_ && !last_bounded_ && !forgot_) return absl::OkStatus();
+  last_bounded_ = bounded_;
+  forgot_ = false;
   ++pass_;
   for (const auto& [id, machine] : state.machines()) {
     const NodeId node = builder.FindMachineNode(id);

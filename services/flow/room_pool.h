@@ -126,6 +126,9 @@ class RoomPool {
   cluster::Resources bound_;
   bool takes_any_ = false;
   bool bounded_ = false;  // some task R takes waits or runs
+  // At the last SetArcs pass (each arc set since is remembered in set_).
+  bool last_bounded_ = true;
+  bool forgot_ = false;  // Forget dropped a machine since that pass
   absl::flat_hash_map<TaskId, Ask> running_;
   // Running tasks by each resource's ask (a multiset as counts), for the
   // largest.

@@ -78,8 +78,8 @@ TEST(RoomPoolTest, HoldsAMachineOnlyWhenEveryFreeSlotFitsTheBound) {
   EXPECT_FALSE(limited.Holds(Machine(3)));  // at its limit
 }
 
-// Without a shape it takes, R holds no machine: its arcs are all closed,
-// so they follow from the state alone.
+// With no shape it takes waiting and none of its tasks running, R holds
+// no machine: its arcs are all closed.
 TEST(RoomPoolTest, WithoutAShapeItTakesItHoldsNothing) {
   RoomPool pool;
   EXPECT_TRUE(pool.SetBound({Shape(1000, 0)}));
@@ -197,6 +197,41 @@ TEST(RoomPoolTest, SetsOpenAndClosedArcsAndOnlyWhatChanged) {
   pool.Forget(resynced);
   ASSERT_THAT(pool.SetArcs(state, {}, 10, builder), IsOk());
   EXPECT_EQ(capacity(1), 4);
+}
+
+// With nothing R takes waiting or running, every arc stays closed whatever
+// the running counts: a pass visits only the machines a sync named.
+TEST(RoomPoolTest, WithNothingToCarryOnlyNamedMachinesAreVisited) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  FlowNetwork network;
+  NetworkBuilder builder(network);
+  const auto add = [&](uint64_t m) {
+    ASSERT_THAT(state.Apply({"e", 1, "t",
+                             cluster::MachineAdded{
+                                 MachineId(m), "r", {4000, 0, 0}, 4, {}}},
+                            1, changes),
+                IsOk());
+    builder.EnsureMachineNode(MachineId(m));
+  };
+  add(1);
+  RoomPool pool;
+  EXPECT_FALSE(pool.SetBound({}));
+  ASSERT_THAT(pool.SetArcs(state, {}, 10, builder), IsOk());
+  const NodeId r = pool.EnsureNode(builder);
+  const auto arc_to = [&](uint64_t m) {
+    return network.FindArc(r, builder.FindMachineNode(MachineId(m)));
+  };
+  ASSERT_TRUE(arc_to(1).has_value());
+  EXPECT_EQ(arc_to(1)->capacity, 0);
+  changes.Clear();
+  add(2);
+  ASSERT_THAT(pool.SetArcs(state, {}, 10, builder), IsOk());
+  EXPECT_FALSE(arc_to(2).has_value());  // not named: not visited
+  pool.Forget(changes);
+  ASSERT_THAT(pool.SetArcs(state, {}, 10, builder), IsOk());
+  ASSERT_TRUE(arc_to(2).has_value());
+  EXPECT_EQ(arc_to(2)->capacity, 0);
 }
 
 }  // namespace
