@@ -21,9 +21,11 @@
 // Feasible by construction: any free-slots tasks that each ask no more
 // than B fit such a machine together, in whatever mix of shapes. The
 // other machines' room is reserved among the shapes as before
-// (request_shapes.h); on a pooled machine the walk offers room only to the
-// shapes the pool does not take, and R's arc is closed where one of them
-// reserved, so R and the reservations never count the same room twice.
+// (request_shapes.h). On a machine R holds, the walk offers the room first
+// to the starving shapes and those R does not take; where one of them
+// reserves, R's arc closes for the round and the room left goes to R's
+// shapes by reservation, so R and the reservations never count the same
+// room twice.
 //
 // Why: a reservation is exclusive to its shape, so a burst of many shapes
 // splits each machine's room among a few of them and leaves the rest
