@@ -276,6 +276,21 @@ TEST_F(LoadSpreadingPolicyTest, OneRoundSpreadsABurstEvenly) {
   EXPECT_EQ(per_machine, (std::map<uint64_t, int>{{1, 2}, {2, 2}, {3, 2}}));
 }
 
+// Machines 1..count of 16 cores, 64 GiB and `slots` slots, machine m in
+// rack "rack-<m % racks>".
+void AddMachines(testing::PinnedRun& run, uint64_t count, uint32_t slots,
+                 uint64_t racks) {
+  for (uint64_t m = 1; m <= count; ++m) {
+    ASSERT_THAT(
+        run.Apply(cluster::MachineAdded{MachineId(m),
+                                        absl::StrCat("rack-", m % racks),
+                                        {16'000, int64_t{64} << 30, 0},
+                                        slots,
+                                        {}}),
+        IsOk());
+  }
+}
+
 // The pipeline integration test's workload at unit level, deterministic:
 // 300 tasks with CPU and memory asks in `flowsched generate`'s ranges
 // (250-4,000 millis, 1-8 GiB; drawn with rng() % n, which every standard
@@ -287,56 +302,56 @@ TEST_F(LoadSpreadingPolicyTest, OneRoundSpreadsABurstEvenly) {
 // alone, blind to what other shapes send there in the same round, so walks
 // that gave every shape room at once let the solver stack shapes on a
 // machine (docs/2026-11-30-burst-room.md): this guards against that.
+// It runs with the room pool (load-spreading) and without it, where the
+// reservation walk alone spreads the shapes.
 TEST(LoadSpreadingSpreadTest, ManySingleTaskShapesUseEveryMachine) {
-  for (const bool deferred : {false, true}) {
-    for (const uint64_t first_round_jobs : {30, 11}) {
-      for (uint64_t seed = 1; seed <= 4; ++seed) {
-        SCOPED_TRACE(absl::StrCat("deferred ", deferred, ", first round ",
-                                  first_round_jobs, " jobs, seed ", seed));
-        LoadSpreadingPolicy policy;
-        testing::PinnedRun run(policy, deferred);
-        for (uint64_t m = 1; m <= 100; ++m) {
-          ASSERT_THAT(
-              run.Apply(cluster::MachineAdded{MachineId(m),
-                                              absl::StrCat("rack-", m % 10),
-                                              {16'000, int64_t{64} << 30, 0},
-                                              4,
-                                              {}}),
-              IsOk());
-        }
-        std::mt19937_64 rng(seed);
-        uint64_t task = 0;
-        for (uint64_t j = 1; j <= 30; ++j) {
-          cluster::JobSubmitted job{JobId(j), "j", 0, {}};
-          for (int t = 0; t < 10; ++t) {
-            cluster::TaskSpec spec;
-            spec.id = TaskId(++task);
-            spec.request.cpu_millis = 250 + static_cast<int64_t>(rng() % 3751);
-            spec.request.memory_bytes = static_cast<int64_t>(1 + rng() % 8)
-                                        << 30;
-            job.tasks.push_back(spec);
+  for (const bool room_pool : {true, false}) {
+    ProfileParams profile = LoadSpreadingProfile({});
+    profile.room_pool = room_pool;
+    for (const bool deferred : {false, true}) {
+      for (const uint64_t first_round_jobs : {30, 11}) {
+        for (uint64_t seed = 1; seed <= 4; ++seed) {
+          SCOPED_TRACE(absl::StrCat("room pool ", room_pool, ", deferred ",
+                                    deferred, ", first round ",
+                                    first_round_jobs, " jobs, seed ", seed));
+          ProfilePolicy policy(profile, "load-spreading");
+          testing::PinnedRun run(policy, deferred);
+          AddMachines(run, 100, 4, 10);
+          std::mt19937_64 rng(seed);
+          uint64_t task = 0;
+          for (uint64_t j = 1; j <= 30; ++j) {
+            cluster::JobSubmitted job{JobId(j), "j", 0, {}};
+            for (int t = 0; t < 10; ++t) {
+              cluster::TaskSpec spec;
+              spec.id = TaskId(++task);
+              spec.request.cpu_millis =
+                  250 + static_cast<int64_t>(rng() % 3751);
+              spec.request.memory_bytes = static_cast<int64_t>(1 + rng() % 8)
+                                          << 30;
+              job.tasks.push_back(spec);
+            }
+            ASSERT_THAT(run.Apply(job), IsOk());
+            if (j == first_round_jobs) {
+              ASSERT_THAT(run.Sync(), IsOk());
+              ASSERT_THAT(run.Round().status(), IsOk());
+            }
           }
-          ASSERT_THAT(run.Apply(job), IsOk());
-          if (j == first_round_jobs) {
-            ASSERT_THAT(run.Sync(), IsOk());
+          ASSERT_THAT(run.Sync(), IsOk());
+          // Rounds until every task runs (at most 10).
+          size_t running = 0;
+          size_t used = 0;
+          for (int round = 0; round < 10 && running < 300; ++round) {
             ASSERT_THAT(run.Round().status(), IsOk());
+            running = 0;
+            used = 0;
+            for (const auto& [id, machine] : run.state().machines()) {
+              running += machine.running.size();
+              if (!machine.running.empty()) ++used;
+            }
           }
+          EXPECT_EQ(running, 300u);
+          EXPECT_EQ(used, 100u);
         }
-        ASSERT_THAT(run.Sync(), IsOk());
-        // Rounds until every task runs (at most 10).
-        size_t running = 0;
-        size_t used = 0;
-        for (int round = 0; round < 10 && running < 300; ++round) {
-          ASSERT_THAT(run.Round().status(), IsOk());
-          running = 0;
-          used = 0;
-          for (const auto& [id, machine] : run.state().machines()) {
-            running += machine.running.size();
-            if (!machine.running.empty()) ++used;
-          }
-        }
-        EXPECT_EQ(running, 300u);
-        EXPECT_EQ(used, 100u);
       }
     }
   }
@@ -351,15 +366,7 @@ TEST(LoadSpreadingSpreadTest, ABurstOfManyShapesIsPlacedInOneRoundEvenly) {
     SCOPED_TRACE(absl::StrCat("deferred ", deferred));
     LoadSpreadingPolicy policy;
     testing::PinnedRun run(policy, deferred);
-    for (uint64_t m = 1; m <= 40; ++m) {
-      ASSERT_THAT(
-          run.Apply(cluster::MachineAdded{MachineId(m),
-                                          absl::StrCat("rack-", m % 4),
-                                          {16'000, int64_t{64} << 30, 0},
-                                          12,
-                                          {}}),
-          IsOk());
-    }
+    AddMachines(run, 40, 12, 4);
     cluster::JobSubmitted job{JobId(1), "j", 0, {}};
     for (uint64_t t = 1; t <= 400; ++t) {
       cluster::TaskSpec spec;
