@@ -25,8 +25,19 @@ const Job* ClusterState::FindJob(JobId id) const {
   return it == jobs_.end() ? nullptr : &it->second;
 }
 const Task* ClusterState::FindTask(TaskId id) const {
-  auto it = tasks_.find(id);
-  return it == tasks_.end() ? nullptr : &it->second;
+  auto it = task_index_.find(id);
+  return it == task_index_.end() ? nullptr : it->second;
+}
+
+Task* ClusterState::MutableTask(TaskId id) {
+  auto it = task_index_.find(id);
+  return it == task_index_.end() ? nullptr : it->second;
+}
+
+Task& ClusterState::AddTask(TaskId id) {
+  Task& task = tasks_[id];
+  task_index_[id] = &task;
+  return task;
 }
 const Machine* ClusterState::FindMachine(MachineId id) const {
   auto it = machine_index_.find(id);
@@ -89,7 +100,7 @@ absl::Status ClusterState::ApplyJobSubmitted(const JobSubmitted& e,
   }
   // Validate every task before adding anything.
   for (const TaskSpec& spec : e.tasks) {
-    if (tasks_.contains(spec.id)) {
+    if (task_index_.contains(spec.id)) {
       return absl::AlreadyExistsError(absl::StrCat("task ", spec.id.value(),
                                                    " of job ", e.job.value(),
                                                    " already exists"));
@@ -103,7 +114,7 @@ absl::Status ClusterState::ApplyJobSubmitted(const JobSubmitted& e,
   job.min_members = e.min_members;
   if (job.gang()) gang_jobs_.insert(e.job);
   for (const TaskSpec& spec : e.tasks) {
-    Task& task = tasks_[spec.id];
+    Task& task = AddTask(spec.id);
     task.spec = spec;
     task.job = e.job;
     task.submit_time_us = time_us;
@@ -123,7 +134,7 @@ absl::Status ClusterState::ApplyTaskSubmitted(const TaskSubmitted& e,
     return absl::FailedPreconditionError(absl::StrCat(
         "task ", e.task.id.value(), " names unknown job ", e.job.value()));
   }
-  if (tasks_.contains(e.task.id)) {
+  if (task_index_.contains(e.task.id)) {
     return absl::AlreadyExistsError(
         absl::StrCat("task ", e.task.id.value(), " already exists"));
   }
@@ -132,7 +143,7 @@ absl::Status ClusterState::ApplyTaskSubmitted(const TaskSubmitted& e,
         "job ", e.job.value(), " already has ", job_it->second.tasks.size(),
         " tasks; the limit is ", limits_.max_tasks_per_job));
   }
-  Task& task = tasks_[e.task.id];
+  Task& task = AddTask(e.task.id);
   task.spec = e.task;
   task.job = e.job;
   task.submit_time_us = time_us;
@@ -144,17 +155,17 @@ absl::Status ClusterState::ApplyTaskSubmitted(const TaskSubmitted& e,
 }
 
 absl::StatusOr<Task*> ClusterState::TaskOfJob(JobId job, TaskId task) {
-  auto it = tasks_.find(task);
-  if (it == tasks_.end()) {
+  Task* found = MutableTask(task);
+  if (found == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("unknown task ", task.value(), " of job ", job.value()));
   }
-  if (it->second.job != job) {
+  if (found->job != job) {
     return absl::FailedPreconditionError(
         absl::StrCat("task ", task.value(), " belongs to job ",
-                     it->second.job.value(), ", not ", job.value()));
+                     found->job.value(), ", not ", job.value()));
   }
-  return &it->second;
+  return found;
 }
 
 void ClusterState::CountRunning(JobId job, int delta) {
@@ -201,6 +212,7 @@ absl::Status ClusterState::ApplyTaskEnded(JobId job, TaskId task_id, bool retry,
   Unplace(*task, time_us, changes);
   changes.tasks.insert(task_id);
   if (retry) return absl::OkStatus();  // waits to be placed again
+  task_index_.erase(task_id);
   tasks_.erase(task_id);
   auto job_it = jobs_.find(job);
   job_it->second.tasks.erase(task_id);
@@ -263,7 +275,7 @@ absl::Status ClusterState::ApplyMachineGone(MachineId id, int64_t time_us,
   }
   // Its tasks wait to be placed elsewhere.
   for (TaskId task_id : it->second.running) {
-    Task& task = tasks_.at(task_id);
+    Task& task = *task_index_.at(task_id);
     task.run_us_total += std::max<int64_t>(0, time_us - task.start_time_us);
     task.wait_start_us = time_us;
     task.machine = MachineId(0);
@@ -303,12 +315,12 @@ absl::Status ClusterState::Place(TaskId task_id, MachineId machine_id,
                                  int64_t now_us, ChangeSet& changes,
                                  std::span<const DeviceShare> devices) {
   SeeTime(now_us);
-  auto task_it = tasks_.find(task_id);
-  if (task_it == tasks_.end()) {
+  Task* found = MutableTask(task_id);
+  if (found == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("place: task ", task_id.value(), " is gone"));
   }
-  Task& task = task_it->second;
+  Task& task = *found;
   if (task.running()) {
     return absl::FailedPreconditionError(
         absl::StrCat("place: task ", task_id.value(), " already runs on ",
@@ -350,20 +362,20 @@ absl::Status ClusterState::Place(TaskId task_id, MachineId machine_id,
 absl::Status ClusterState::Preempt(TaskId task_id, int64_t now_us,
                                    ChangeSet& changes) {
   SeeTime(now_us);
-  auto task_it = tasks_.find(task_id);
-  if (task_it == tasks_.end() || !task_it->second.running()) {
+  Task* task = MutableTask(task_id);
+  if (task == nullptr || !task->running()) {
     return absl::FailedPreconditionError(
         absl::StrCat("preempt: task ", task_id.value(), " is not running"));
   }
-  Unplace(task_it->second, now_us, changes);
+  Unplace(*task, now_us, changes);
   return absl::OkStatus();
 }
 
 absl::Status ClusterState::Migrate(TaskId task_id, MachineId from, MachineId to,
                                    int64_t now_us, ChangeSet& changes) {
   SeeTime(now_us);
-  auto task_it = tasks_.find(task_id);
-  if (task_it == tasks_.end() || task_it->second.machine != from) {
+  Task* task = MutableTask(task_id);
+  if (task == nullptr || task->machine != from) {
     return absl::FailedPreconditionError(
         absl::StrCat("migrate: task ", task_id.value(), " no longer runs on ",
                      from.value()));
@@ -375,13 +387,13 @@ absl::Status ClusterState::Migrate(TaskId task_id, MachineId from, MachineId to,
         task_id.value(), ")"));
   }
   // `to` is another machine, so the task's own use does not count there.
-  if (Fit fit = FitTask(to_it->second, task_it->second.spec); !fit.fits()) {
+  if (Fit fit = FitTask(to_it->second, task->spec); !fit.fits()) {
     return absl::FailedPreconditionError(
         absl::StrCat("migrate: task ", task_id.value(),
                      " does not fit the free resources of machine ", to.value(),
                      " (", fit.reason, ")"));
   }
-  Unplace(task_it->second, now_us, changes);
+  Unplace(*task, now_us, changes);
   return Place(task_id, to, now_us, changes);
 }
 
@@ -490,7 +502,8 @@ absl::Status ClusterState::RestoreTask(Task task) {
   }
   std::set<TaskId>& job_tasks = job_it->second.tasks;
   job_tasks.emplace_hint(job_tasks.end(), id);
-  tasks_.emplace_hint(task_hint, id, std::move(task));
+  const auto added = tasks_.emplace_hint(task_hint, id, std::move(task));
+  task_index_[id] = &added->second;
   return absl::OkStatus();
 }
 

@@ -28,8 +28,8 @@ namespace flowsched::cluster {
 class ClusterState {
  public:
   explicit ClusterState(ValidationLimits limits = {}) : limits_(limits) {}
-  // Move-only: the load index points into the machine map, whose nodes a
-  // move keeps and a copy would not.
+  // Move-only: the load and id indexes point into the machine and task
+  // maps, whose nodes a move keeps and a copy would not.
   ClusterState(const ClusterState&) = delete;
   ClusterState& operator=(const ClusterState&) = delete;
   ClusterState(ClusterState&&) = default;
@@ -138,6 +138,10 @@ class ClusterState {
   // after (Index adds it only while it has a free slot).
   void Unindex(const Machine& machine);
   void Index(const Machine& machine);
+  // Adds task `id` to tasks_ and to the index.
+  Task& AddTask(TaskId id);
+  // Task `id`, or null.
+  Task* MutableTask(TaskId id);
   void SeeTime(int64_t now_us) {
     if (now_us > last_time_us_) last_time_us_ = now_us;
   }
@@ -151,6 +155,9 @@ class ClusterState {
   // machine up per input replica. Map nodes are stable, so the pointers
   // stay valid until the machine is erased (and across a move).
   absl::flat_hash_map<MachineId, Machine*> machine_index_;
+  // tasks_ by id in O(1), the same way: a burst's sync looks each task up
+  // in every part of the policy (shapes, room pool, arcs).
+  absl::flat_hash_map<TaskId, Task*> task_index_;
   std::set<OpenMachine> open_by_load_;
   size_t running_count_ = 0;
   uint64_t total_slots_ = 0;
