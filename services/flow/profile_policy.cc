@@ -484,11 +484,14 @@ absl::Status ProfilePolicy::Sync(const cluster::ChangeSet& changes,
     synced = &widened;
   }
 
-  // Shapes of the waiting tasks, in key order (deterministic).
+  // Shapes of the waiting tasks, in key order (deterministic); built only
+  // when read now (by the gates or the reservations).
   FLOWSCHED_ASSIGN_OR_RETURN(
       const ShapeClasses classes,
-      SyncShapeClasses(waiting_, *synced, state,
-                       Routes(state, pool, context.now_us), builder));
+      SyncShapeClasses(
+          waiting_, *synced, state, Routes(state, pool, context.now_us),
+          builder,
+          /*with_shapes=*/params_.gate || !context.refresh_follows));
   if (params_.gate) {
     // Gates price the changed machines, so they cannot wait for Refresh.
     FLOWSCHED_RETURN_IF_ERROR(SyncGates(changes, state, classes, builder));

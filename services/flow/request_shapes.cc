@@ -93,15 +93,27 @@ void Cover(cluster::TaskSpec& into, const cluster::TaskSpec& other) {
 
 std::string ShapeKey(const cluster::Task& task,
                      const cluster::ClusterState& state) {
-  const cluster::Job* job = state.FindJob(task.job);
+  std::string key;
+  AppendShapeKey(task, state.FindJob(task.job), key);
+  return key;
+}
+
+void AppendShapeKey(const cluster::Task& task, const cluster::Job* job,
+                    std::string& key) {
   if (job != nullptr && job->different_machines) {
-    return absl::StrCat("cm|dm|", task.job.value());
+    absl::StrAppend(&key, "cm|dm|", task.job.value());
+    return;
   }
   const cluster::TaskSpec& spec = task.spec;
-  std::string key = absl::StrCat("cm|cpu=", spec.request.cpu_millis,
-                                 "|mem=", spec.request.memory_bytes,
-                                 "|req=", SelectorText(spec.required_labels),
-                                 "|pref=", SelectorText(spec.preferred_labels));
+  absl::StrAppend(&key, "cm|cpu=", spec.request.cpu_millis,
+                  "|mem=", spec.request.memory_bytes, "|req=");
+  if (!spec.required_labels.empty()) {
+    absl::StrAppend(&key, SelectorText(spec.required_labels));
+  }
+  absl::StrAppend(&key, "|pref=");
+  if (!spec.preferred_labels.empty()) {
+    absl::StrAppend(&key, SelectorText(spec.preferred_labels));
+  }
   if (spec.request.network_bytes_per_sec > 0) {
     absl::StrAppend(&key, "|net=", spec.request.network_bytes_per_sec);
   }
@@ -115,7 +127,6 @@ std::string ShapeKey(const cluster::Task& task,
   if (!spec.accelerator.empty()) {
     absl::StrAppend(&key, AcceleratorText(spec.accelerator));
   }
-  return key;
 }
 
 namespace {
@@ -260,7 +271,7 @@ void ShapeIndex::Update(TaskId id, const cluster::Task* task, bool keep,
                         const cluster::ClusterState& state) {
   auto it = key_of_.find(id);
   const auto leave = [&](const Entry& entry) {
-    auto members = members_.find(entry.key);
+    const MemberMap::iterator members = entry.shape;
     members->second.tasks.erase(id);
     members->second.gang_by_since.erase({entry.since, id});
     if (members->second.tasks.empty()) {
@@ -275,29 +286,37 @@ void ShapeIndex::Update(TaskId id, const cluster::Task* task, bool keep,
     }
   };
   if (keep && task != nullptr) {
-    Entry entry{ShapeKey(*task, state), task->wait_start_us,
-                InGang(*task, state)};
-    std::vector<RackShare> racks;
     const cluster::Job* job = state.FindJob(task->job);
+    std::string& key = scratch_key_;
+    key.clear();
+    AppendShapeKey(*task, job, key);
+    std::vector<RackShare> racks;
     if (by_input_rack_ && (job == nullptr || !job->different_machines)) {
       racks = InputRacks(*task, state);
-      if (!racks.empty()) absl::StrAppend(&entry.key, "|in=", racks[0].rack);
+      if (!racks.empty()) absl::StrAppend(&key, "|in=", racks[0].rack);
     }
     if (it != key_of_.end()) {
-      if (it->second.key == entry.key && it->second.since == entry.since) {
+      if (it->second.shape->first == key &&
+          it->second.since == task->wait_start_us) {
         // The same shape; its racks may have moved (the topology did).
-        Members& members = members_[entry.key];
+        Members& members = it->second.shape->second;
         if (by_input_rack_ && *members.tasks.begin() == id) {
           members.input_racks = std::move(racks);
         }
         return;
       }
-      leave(it->second);
+      leave(it->second);  // may erase the shape it->second names
+    }
+    MemberMap::iterator shape = members_.find(key);
+    if (shape == members_.end()) shape = members_.try_emplace(key).first;
+    const Entry entry{shape, task->wait_start_us,
+                      job != nullptr && job->gang()};
+    if (it != key_of_.end()) {
       it->second = entry;
     } else {
       key_of_.emplace(id, entry);
     }
-    Members& members = members_[entry.key];
+    Members& members = shape->second;
     members.tasks.insert(id);
     // A shape's racks are its lowest task id's, whatever the order tasks
     // came in (a restart indexes them in id order).
@@ -343,9 +362,16 @@ std::optional<std::vector<RequestShape>> ShapeIndex::ShapesIfStarvingChanged(
   return shapes;
 }
 
+std::vector<std::string_view> ShapeIndex::Keys() const {
+  std::vector<std::string_view> keys;
+  keys.reserve(members_.size());
+  for (const auto& [key, members] : members_) keys.push_back(key);
+  return keys;
+}
+
 const std::string* ShapeIndex::KeyOf(TaskId id) const {
   auto it = key_of_.find(id);
-  return it == key_of_.end() ? nullptr : &it->second.key;
+  return it == key_of_.end() ? nullptr : &it->second.shape->first;
 }
 
 std::optional<cluster::ChangeSet> ShapeIndex::Track(
@@ -732,10 +758,20 @@ std::vector<const cluster::Machine*> MachinesLeastLoadedFirst(
 
 std::map<std::string, NodeId> EnsureShapeNodes(
     const std::vector<RequestShape>& shapes, NetworkBuilder& builder) {
+  std::vector<std::string_view> keys;
+  keys.reserve(shapes.size());
+  for (const RequestShape& shape : shapes) keys.push_back(shape.key);
+  return EnsureShapeNodes(keys, builder);
+}
+
+std::map<std::string, NodeId> EnsureShapeNodes(
+    const std::vector<std::string_view>& keys, NetworkBuilder& builder) {
   std::map<std::string, NodeId> nodes;
-  for (const RequestShape& shape : shapes) {
-    nodes[shape.key] = builder.EnsureAggregatorNode(
-        NodeKind::kEquivalenceClass, NetworkBuilder::StableKey(shape.key));
+  for (std::string_view key : keys) {
+    nodes.emplace_hint(
+        nodes.end(), key,
+        builder.EnsureAggregatorNode(NodeKind::kEquivalenceClass,
+                                     NetworkBuilder::StableKey(key)));
   }
   return nodes;
 }
@@ -771,12 +807,16 @@ absl::StatusOr<ShapeClasses> SyncShapeClasses(
 absl::StatusOr<ShapeClasses> SyncShapeClasses(
     ShapeIndex& index, const cluster::ChangeSet& changes,
     const cluster::ClusterState& state, const TaskRoutes& routes,
-    NetworkBuilder& builder) {
+    NetworkBuilder& builder, bool with_shapes) {
   const std::optional<cluster::ChangeSet> widened =
       index.Track(changes, state, routes.in_classes);
   ShapeClasses classes;
-  classes.shapes = index.Shapes(state);
-  classes.nodes = EnsureShapeNodes(classes.shapes, builder);
+  if (with_shapes) {
+    classes.shapes = index.Shapes(state);
+    classes.nodes = EnsureShapeNodes(classes.shapes, builder);
+  } else {
+    classes.nodes = EnsureShapeNodes(index.Keys(), builder);
+  }
   FLOWSCHED_RETURN_IF_ERROR(SyncChangedTasks(
       widened ? *widened : changes, state, builder,
       [&](const cluster::Task& task, NodeId node, const TaskEnds& ends) {

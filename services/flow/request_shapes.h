@@ -121,6 +121,10 @@ bool AsksForRoom(const cluster::Task& task, const cluster::ClusterState& state);
 // cpu-memory policy always gave them ("cm|cpu=..|mem=..|req=..|pref=..").
 std::string ShapeKey(const cluster::Task& task,
                      const cluster::ClusterState& state);
+// ShapeKey appended to `key`, given the task's job (null if it has none):
+// an index builds each task's key in one buffer, without an allocation.
+void AppendShapeKey(const cluster::Task& task, const cluster::Job* job,
+                    std::string& key);
 
 // The racks holding `task`'s input (cluster::LocateInput), most bytes
 // first (ties in name order), at most kMaxInputRacks; empty if none of it
@@ -154,6 +158,12 @@ class ShapeIndex {
   // job's tasks reserve at most once per machine).
   explicit ShapeIndex(bool by_input_rack = false)
       : by_input_rack_(by_input_rack) {}
+  // Entries point into the shape map: moving keeps them valid, a copy
+  // would not.
+  ShapeIndex(const ShapeIndex&) = delete;
+  ShapeIndex& operator=(const ShapeIndex&) = delete;
+  ShapeIndex(ShapeIndex&&) = default;
+  ShapeIndex& operator=(ShapeIndex&&) = default;
   // Puts `id` in the shape `task` has now if `keep`, else takes it out
   // (`task` may be null then: the task is gone).
   void Update(TaskId id, const cluster::Task* task, bool keep,
@@ -163,6 +173,8 @@ class ShapeIndex {
   [[nodiscard]] std::vector<RequestShape> Shapes(
       const cluster::ClusterState& state) const;
   [[nodiscard]] size_t size() const { return key_of_.size(); }
+  // The shapes' keys in key order (Shapes' keys, without building them).
+  [[nodiscard]] std::vector<std::string_view> Keys() const;
   // False until the first Track (which indexes every waiting task).
   [[nodiscard]] bool tracking() const { return tracking_; }
   // Whether an indexed member of a gang that still needs members has
@@ -197,12 +209,6 @@ class ShapeIndex {
       const std::function<bool(const cluster::Task&)>& include = nullptr);
 
  private:
-  struct Entry {
-    std::string key;
-    int64_t since = 0;  // Task::wait_start_us
-    bool gang = false;  // of a gang job (whether it still needs members is
-                        // read from the state when asked)
-  };
   // B-trees: a shape may hold hundreds of thousands of waiting tasks, and
   // a burst inserts them one by one.
   struct Members {
@@ -210,10 +216,20 @@ class ShapeIndex {
     absl::btree_set<std::pair<int64_t, TaskId>> gang_by_since;  // oldest first
     std::vector<RackShare> input_racks;  // by_input_rack_ only
   };
+  using MemberMap = std::map<std::string, Members, std::less<>>;
+  struct Entry {
+    // The task's shape, its key shape->first: a task stores no key of its
+    // own (a burst indexes hundreds of thousands under a few hundred).
+    MemberMap::iterator shape;
+    int64_t since = 0;  // Task::wait_start_us
+    bool gang = false;  // of a gang job (whether it still needs members is
+                        // read from the state when asked)
+  };
   bool by_input_rack_ = false;
   bool tracking_ = false;
   absl::flat_hash_map<TaskId, Entry> key_of_;
-  std::map<std::string, Members> members_;
+  MemberMap members_;
+  std::string scratch_key_;  // Update's key, built without an allocation
 };
 
 // Filters a profile adds to the fit rule when it reserves room: they only
@@ -349,6 +365,9 @@ std::vector<const cluster::Machine*> MachinesLeastLoadedFirst(
 // key) per shape; returns shape key -> node.
 std::map<std::string, NodeId> EnsureShapeNodes(
     const std::vector<RequestShape>& shapes, NetworkBuilder& builder);
+// The same for the shapes keyed `keys`.
+std::map<std::string, NodeId> EnsureShapeNodes(
+    const std::vector<std::string_view>& keys, NetworkBuilder& builder);
 
 // The class node of a waiting `task`; Internal if its shape has none (a
 // policy bug: the shapes were not taken from the waiting tasks).
@@ -394,11 +413,14 @@ struct TaskRoutes {
   // the order of the class each replaced.
   bool job_first = true;
 };
-// The same with the routes above.
+// The same with the routes above. Without `with_shapes` the result's
+// shapes are left empty (the nodes are all there): a sync whose room is
+// reserved later (SyncContext::refresh_follows) does not build them for
+// every batch of a burst.
 absl::StatusOr<ShapeClasses> SyncShapeClasses(
     ShapeIndex& index, const cluster::ChangeSet& changes,
     const cluster::ClusterState& state, const TaskRoutes& routes,
-    NetworkBuilder& builder);
+    NetworkBuilder& builder, bool with_shapes = true);
 
 // Gives each class exactly `arcs[key]` as out-arcs (none if absent) and
 // removes the class aggregators of shapes no longer waiting, but for those
