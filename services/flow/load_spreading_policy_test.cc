@@ -146,8 +146,10 @@ TEST(LoadSpreadingArcTest, OpenPiecesAreTheConvexCostOfTheFreeSlots) {
                                   MachineId(1), "r", {}, slots, {}}),
                               1, changes),
                   IsOk());
+      // One more task waits: the pool is open while one it is for waits
+      // or runs.
       cluster::JobSubmitted job{JobId(1), "j", 0, {}};
-      for (uint64_t t = 1; t <= running; ++t)
+      for (uint64_t t = 1; t <= running + 1; ++t)
         job.tasks.push_back({.id = TaskId(t)});
       ASSERT_THAT(state.Apply(Ev(job), 1, changes), IsOk());
       for (uint64_t t = 1; t <= running; ++t) {
@@ -432,6 +434,54 @@ TEST_F(LoadSpreadingPolicyTest,
   }
 }
 
+// Beside the room pool, the slot pool's arcs are open on every machine
+// while a task asking for no room waits or runs, and closed otherwise, on
+// machines no sync named too; a fresh policy over the same state builds
+// the same network each time (a restarted graph manager).
+TEST_F(LoadSpreadingPolicyTest, TheSlotPoolIsOpenWhileATaskItIsForWaitsOrRuns) {
+  for (uint64_t m = 1; m <= 3; ++m) {
+    Apply(cluster::MachineAdded{MachineId(m), "r", {8000, 0, 0}, 4, {}});
+  }
+  const auto open_slots = [&](uint64_t machine) {
+    const auto arc =
+        network_.FindArc(builder_.cluster_aggregator(),
+                         builder_.FindMachineNode(MachineId(machine)));
+    EXPECT_TRUE(arc.has_value());
+    if (!arc.has_value()) return int64_t{-1};
+    int64_t open = arc->capacity;
+    for (const ArcSegment& piece : arc->extra_segments) open += piece.capacity;
+    return open;
+  };
+  const auto expect_pool = [&](const std::vector<int64_t>& slots,
+                               const char* step) {
+    for (uint64_t m = 1; m <= 3; ++m) {
+      EXPECT_EQ(open_slots(m), slots[m - 1]) << step << ", machine " << m;
+    }
+    LoadSpreadingPolicy fresh;
+    auto built = testing::DescribeFreshBuild(fresh, state_, 5);
+    ASSERT_THAT(built.status(), IsOk());
+    EXPECT_EQ(testing::Describe(network_), *built) << step;
+  };
+  cluster::JobSubmitted asks{JobId(1), "asks", 0, {}};
+  asks.tasks.push_back({.id = TaskId(1)});
+  asks.tasks[0].request.cpu_millis = 1000;
+  Apply(asks);
+  Sync();
+  expect_pool({0, 0, 0}, "only a task asking for CPU");
+
+  Apply(cluster::JobSubmitted{JobId(2), "slots", 0, {{.id = TaskId(2)}}});
+  Sync();
+  expect_pool({4, 4, 4}, "a slot task waits");
+
+  ASSERT_THAT(state_.Place(TaskId(2), MachineId(2), 5, changes_), IsOk());
+  Sync();
+  expect_pool({4, 3, 4}, "it runs on machine 2");
+
+  Apply(cluster::TaskFinished{JobId(2), TaskId(2)});
+  Sync();
+  expect_pool({0, 0, 0}, "it finished");
+}
+
 TEST(PolicyRegistryTest, UnknownPolicyListsKnownOnes) {
   EXPECT_THAT(MakePolicy("quincy-xl"),
               StatusIs(absl::StatusCode::kInvalidArgument, "load-spreading"));
@@ -577,7 +627,9 @@ TEST_F(LoadSpreadingPolicyTest, DifferentMachinesHoldsForTasksThatAskNothing) {
 
 // The networks load-spreading builds on random clusters (fingerprints
 // first taken before it was a built-in profile, re-taken when tasks asking
-// for CPU, memory or network alone gained the room pool, room_pool.h):
+// for CPU, memory or network alone gained the room pool, room_pool.h, and
+// when the slot pool's arcs closed while no task it is for waits or runs;
+// the placements of every run stayed the same then):
 // slot-only tasks and tasks asking for CPU, memory, GPUs or labels,
 // different-machines jobs and gangs (starving ones too), synced eagerly or
 // as the graph manager does, over rounds that place and finish tasks, with
@@ -585,14 +637,14 @@ TEST_F(LoadSpreadingPolicyTest, DifferentMachinesHoldsForTasksThatAskNothing) {
 // change to a node, arc, capacity or cost changes a fingerprint.
 TEST(LoadSpreadingPinTest, KeepsItsNetworkOnRandomClusters) {
   const std::vector<uint64_t> expected = {
-      9087738548916258576ULL,  8710398396940388577ULL,  13496698541985752055ULL,
-      5108536170612125284ULL,  2771737534942986516ULL,  4549140072140113013ULL,
-      12608376773000849814ULL, 10756848446322275404ULL, 7014378724111798964ULL,
-      6642064669829673432ULL,  5448508893931117467ULL,  6828124926145703699ULL,
-      7062779206428898736ULL,  469242239373428284ULL,   11048026008766627852ULL,
-      3857084625158369347ULL,  5977203407836088178ULL,  16386036074905029597ULL,
+      17876725669108503223ULL, 8710398396940388577ULL,  13496698541985752055ULL,
+      5108536170612125284ULL,  13761761014902853366ULL, 4549140072140113013ULL,
+      12608376773000849814ULL, 15669504235015563787ULL, 7896443814911328556ULL,
+      6642064669829673432ULL,  17649793505762795446ULL, 2632594694861322828ULL,
+      10195009451649854906ULL, 469242239373428284ULL,   11048026008766627852ULL,
+      10554036698649027176ULL, 1893445798860615555ULL,  16386036074905029597ULL,
       8873752194052723942ULL,  790599170359867615ULL,   12784265787924572268ULL,
-      3591815519166971384ULL,  546953440803160327ULL,   1218072589572176440ULL};
+      9849320247453046725ULL,  13211303821886396903ULL, 1218072589572176440ULL};
   std::vector<uint64_t> actual;
   for (uint64_t seed = 1; seed <= 24; ++seed) {
     std::mt19937_64 rng(seed);

@@ -429,25 +429,33 @@ absl::Status ProfilePolicy::Sync(const cluster::ChangeSet& changes,
   }
   // Machines: slots to the sink (running tasks arrive directly), and from
   // the pool when there is one.
+  bool slot_pool_flipped = false;
   if (room_pool_) {
+    const bool all = !waiting_.tracking();
     room_pool_->Forget(changes);
-    room_pool_->TrackRunning(changes, state, /*all=*/!waiting_.tracking());
+    room_pool_->TrackRunning(changes, state, all);
+    slot_pool_flipped = slot_users_.Track(changes, state, all);
   }
   NodeId pool = kNoNode;
   if (params_.pool_slot_tasks) {
     const NodeId sink = builder.EnsureSink();
     pool = builder.EnsureClusterAggregator();
     FLOWSCHED_RETURN_IF_ERROR(SyncJobsToSink(changes, state, builder));
+    // Beside R, X is open only while a task it is for waits or runs.
+    const bool pool_open = !room_pool_ || slot_users_.any();
+    const auto set_pool_arc = [&](const cluster::Machine& machine,
+                                  NodeId node) {
+      return params_.preemptive
+                 ? SetPreemptiblePoolArc(machine, pool, node, params_.tasks,
+                                         params_.max_tasks_per_machine,
+                                         builder.network())
+                 : SetSlotPoolArc(machine, pool, node, params_.tasks,
+                                  params_.max_tasks_per_machine,
+                                  builder.network(), pool_open);
+    };
     const auto sync_machine = [&](const cluster::Machine& machine,
                                   NodeId node) -> absl::Status {
-      FLOWSCHED_RETURN_IF_ERROR(
-          params_.preemptive
-              ? SetPreemptiblePoolArc(machine, pool, node, params_.tasks,
-                                      params_.max_tasks_per_machine,
-                                      builder.network())
-              : SetSlotPoolArc(machine, pool, node, params_.tasks,
-                               params_.max_tasks_per_machine,
-                               builder.network()));
+      FLOWSCHED_RETURN_IF_ERROR(set_pool_arc(machine, node));
       // The pool and the classes each keep the task limit; the arc to the
       // sink keeps it for both together (never below the tasks running).
       int64_t slots = static_cast<int64_t>(machine.task_slots);
@@ -459,6 +467,13 @@ absl::Status ProfilePolicy::Sync(const cluster::ChangeSet& changes,
     };
     FLOWSCHED_RETURN_IF_ERROR(
         SyncChangedMachines(changes, state, builder, sync_machine));
+    if (slot_pool_flipped) {
+      for (const auto& [id, machine] : state.machines()) {
+        if (changes.machines.contains(id)) continue;  // set above
+        FLOWSCHED_RETURN_IF_ERROR(
+            set_pool_arc(machine, builder.EnsureMachineNode(id)));
+      }
+    }
   } else {
     FLOWSCHED_RETURN_IF_ERROR(
         SyncMachinesAndJobsToSink(changes, state, builder));

@@ -109,6 +109,7 @@
 #include "services/flow/request_shapes.h"
 #include "services/flow/room_pool.h"
 #include "services/flow/scheduling_policy.h"
+#include "services/flow/slot_pool.h"
 #include "services/flow/terms/placement_term.h"
 
 namespace flowsched::flow {
@@ -358,6 +359,9 @@ class ProfilePolicy : public SchedulingPolicy {
   std::string name_;
   // With room_pool, the pool R (reservations skip the machines it holds).
   std::optional<RoomPool> room_pool_;
+  // With room_pool, the tasks X is for: its arcs close while none waits or
+  // runs (slot_pool.h).
+  SlotPoolUsers slot_users_;
   JobArc job_arc_;
   std::vector<WeightedTerm> terms_;  // weight != 0 only
   bool depends_on_k_ = false;        // some term may (DependsOnK)

@@ -16,7 +16,9 @@
 // flipping with every round that happens to have no arrival would resend
 // every machine's arc. With no task R takes waiting or running, every arc
 // is closed (no piece reaches the solver, and a start or finish changes
-// none: a workload of slots alone never opens one).
+// none: a workload of slots alone never opens one). The slot pool X
+// closes the same way beside R while no task it is for waits or runs
+// (slot_pool.h's SlotPoolUsers).
 //
 // Feasible by construction: any free-slots tasks that each ask no more
 // than B fit such a machine together, in whatever mix of shapes. The

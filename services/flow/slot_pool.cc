@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "services/flow/graph_change.h"
+#include "services/flow/request_shapes.h"
 
 namespace flowsched::flow {
 
@@ -59,6 +60,25 @@ absl::Status SetPreemptiblePoolArc(const cluster::Machine& machine, NodeId pool,
   return network.SetArc(pool, node, pieces.front().capacity,
                         pieces.front().cost,
                         std::span<const ArcSegment>(pieces).subspan(1));
+}
+
+bool SlotPoolUsers::Track(const cluster::ChangeSet& changes,
+                          const cluster::ClusterState& state, bool all) {
+  const bool before = any();
+  const auto track = [&](TaskId id, const cluster::Task* task) {
+    if (task != nullptr && !AsksForRoom(*task, state)) {
+      tasks_.insert(id);
+    } else {
+      tasks_.erase(id);
+    }
+  };
+  if (all) {
+    tasks_.clear();
+    for (const auto& [id, task] : state.tasks()) track(id, &task);
+    return true;
+  }
+  for (TaskId id : changes.tasks) track(id, state.FindTask(id));
+  return any() != before;
 }
 
 }  // namespace flowsched::flow

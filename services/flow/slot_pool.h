@@ -20,8 +20,12 @@
 
 #include <cstdint>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "services/cluster/change_set.h"
+#include "services/cluster/cluster_state.h"
 #include "services/cluster/cluster_types.h"
+#include "services/common/strong_id.h"
 #include "services/flow/flow_network.h"
 
 namespace flowsched::flow {
@@ -47,5 +51,26 @@ absl::Status SetSlotPoolArc(const cluster::Machine& machine, NodeId pool,
 absl::Status SetPreemptiblePoolArc(const cluster::Machine& machine, NodeId pool,
                                    NodeId node, int64_t per_task_cost,
                                    int64_t max_tasks, FlowNetwork& network);
+
+// The tasks the slot pool is for, waiting or running: those that ask for
+// no room (AsksForRoom is false). Beside the room pool, X's arcs are open
+// only while there is one (ProfilePolicy), as R's are while a task R takes
+// waits or runs: a workload whose every task asks for room then sends the
+// solver none of X's pieces, and a start or finish flips R's piece alone
+// instead of X's too. Running ones count so that X does not close and
+// reopen on every machine each time the last waiting one starts.
+class SlotPoolUsers {
+ public:
+  // Keeps the set in step with the tasks `changes` names, or with `all`
+  // with every task of `state` (a fresh policy's first sync). True when
+  // every machine's X arc must be set again: with `all`, or when any()
+  // changed.
+  bool Track(const cluster::ChangeSet& changes,
+             const cluster::ClusterState& state, bool all);
+  [[nodiscard]] bool any() const { return !tasks_.empty(); }
+
+ private:
+  absl::flat_hash_set<TaskId> tasks_;
+};
 
 }  // namespace flowsched::flow
