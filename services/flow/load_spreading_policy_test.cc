@@ -437,7 +437,7 @@ TEST_F(LoadSpreadingPolicyTest,
 // Beside the room pool, the slot pool's arcs are open on every machine
 // while a task asking for no room waits or runs, and closed otherwise, on
 // machines no sync named too; a fresh policy over the same state builds
-// the same network each time (a restarted graph manager).
+// the same network each time (as a policy switch rebuilds it).
 TEST_F(LoadSpreadingPolicyTest, TheSlotPoolIsOpenWhileATaskItIsForWaitsOrRuns) {
   for (uint64_t m = 1; m <= 3; ++m) {
     Apply(cluster::MachineAdded{MachineId(m), "r", {8000, 0, 0}, 4, {}});

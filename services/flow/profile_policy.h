@@ -72,6 +72,7 @@
 // also reach every machine whose free room fits the largest such ask in
 // each free slot through one more pool (room_pool.h), priced as X:
 //   EC_s --(0)--> R --(convex: tasks * (running + k - 1), free slots)--> M
+// and X's arcs close while no task X is for waits or runs.
 //
 // With `gate`, reservations give way to one gate per machine
 // (machine_gates.h): every shape that fits reaches it at the price of one
@@ -168,9 +169,10 @@ struct ProfileParams {
   // slot through one more pool R (room_pool.h), priced as the slot pool:
   // a burst of many shapes then finds room in one round, spread by the
   // machine's count of new tasks across shapes. The reservations keep the
-  // other machines' room. Needs pool_slot_tasks and a cap
-  // (shape_machines_per_task); not preemptive; tasks is the only term
-  // (R prices by it alone).
+  // other machines' room, and the slot pool's arcs close while no task it
+  // is for waits or runs (slot_pool.h's SlotPoolUsers). Needs
+  // pool_slot_tasks and a cap (shape_machines_per_task); not preemptive;
+  // tasks is the only term (R prices by it alone).
   bool room_pool = false;
   // Running tasks may be displaced by higher-priority waiting work
   // (Firmament's priority extension, Gog 2016 section 7.3): a running task

@@ -173,7 +173,8 @@ class ShapeIndex {
   [[nodiscard]] std::vector<RequestShape> Shapes(
       const cluster::ClusterState& state) const;
   [[nodiscard]] size_t size() const { return key_of_.size(); }
-  // The shapes' keys in key order (Shapes' keys, without building them).
+  // The shapes' keys in key order (Shapes' keys, without building them),
+  // valid until the next Update or Track.
   [[nodiscard]] std::vector<std::string_view> Keys() const;
   // False until the first Track (which indexes every waiting task).
   [[nodiscard]] bool tracking() const { return tracking_; }

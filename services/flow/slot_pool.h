@@ -33,7 +33,8 @@ namespace flowsched::flow {
 // Sets the arc pool -> node (`machine`'s node) as above; `max_tasks` > 0
 // caps the slots counted (a profile's per-machine task limit). Not `open`:
 // the same pieces, every one closed (the room pool's arc to a machine it
-// does not reach, room_pool.h).
+// does not reach, room_pool.h, and X beside R while no task it is for
+// waits or runs, SlotPoolUsers below).
 absl::Status SetSlotPoolArc(const cluster::Machine& machine, NodeId pool,
                             NodeId node, int64_t per_task_cost,
                             int64_t max_tasks, FlowNetwork& network,
