@@ -432,7 +432,7 @@ absl::Status ProfilePolicy::Sync(const cluster::ChangeSet& changes,
   bool slot_pool_flipped = false;
   if (room_pool_) {
     const bool all = !waiting_.tracking();
-    room_pool_->Forget(changes);
+    room_pool_->NoteChanged(changes);
     room_pool_->TrackRunning(changes, state, all);
     slot_pool_flipped = slot_users_.Track(changes, state, all);
   }

@@ -83,9 +83,11 @@ bool RoomPool::SetBound(const std::vector<RequestShape>& shapes) {
   return takes_any_;
 }
 
-void RoomPool::Forget(const cluster::ChangeSet& changes) {
-  for (MachineId id : changes.machines) set_.erase(id);
-  forgot_ = forgot_ || !changes.machines.empty();
+void RoomPool::NoteChanged(const cluster::ChangeSet& changes) {
+  for (MachineId id : changes.machines) {
+    set_.erase(id);
+    noted_.insert(id);
+  }
 }
 
 bool RoomPool::Holds(const cluster::Machine& machine) const {
@@ -111,44 +113,71 @@ NodeId RoomPool::EnsureNode(NetworkBuilder& builder) const {
                                       NetworkBuilder::StableKey(kNodeKey));
 }
 
+absl::Status RoomPool::SetArc(const cluster::ClusterState& state, MachineId id,
+                              const absl::flat_hash_set<MachineId>& closed,
+                              NodeId pool, int64_t per_task_cost,
+                              NetworkBuilder& builder) {
+  const cluster::Machine* machine = state.FindMachine(id);
+  if (machine == nullptr) {
+    set_.erase(id);  // its node and arcs went with it
+    return absl::OkStatus();
+  }
+  const NodeId node = builder.FindMachineNode(id);
+  if (node == kNoNode) {
+    return absl::InternalError(absl::StrCat(
+        "machine ", id.value(), " has no node for the room pool's arc"));
+  }
+  const SetFrom now{.pool = pool,
+                    .machine = node,
+                    .open = Holds(*machine) && !closed.contains(id),
+                    .running = static_cast<uint32_t>(machine->running.size()),
+                    .slots = machine->task_slots};
+  auto [last, added] = set_.try_emplace(id);
+  if (!added && last->second == now) return absl::OkStatus();
+  last->second = now;
+  return SetSlotPoolArc(*machine, pool, node, per_task_cost, limits_.max_tasks,
+                        builder.network(), now.open);
+}
+
 absl::Status RoomPool::SetArcs(const cluster::ClusterState& state,
                                const absl::flat_hash_set<MachineId>& closed,
                                int64_t per_task_cost, NetworkBuilder& builder) {
-  const NodeId pool = EnsureNode(builder);
-  // Nothing R takes waited or ran at the last pass nor does now: every arc
-  // stays closed whatever the running counts, so only machines a sync
-  // named since (new, changed, or back under an old node id) need one.
-  if (!bounded_ && !last_bounded_ && !forgot_) return absl::OkStatus();
-  last_bounded_ = bounded_;
-  forgot_ = false;
-  ++pass_;
-  for (const auto& [id, machine] : state.machines()) {
-    const NodeId node = builder.FindMachineNode(id);
-    if (node == kNoNode) {
-      return absl::InternalError(absl::StrCat(
-          "machine ", id.value(), " has no node for the room pool's arc"));
+  const PassInputs inputs{.pool = EnsureNode(builder),
+                          .bounded = bounded_,
+                          .bound = bounded_ ? bound_ : cluster::Resources{},
+                          .per_task_cost = per_task_cost};
+  const bool every = last_pass_ != inputs;
+  last_pass_ = inputs;
+  absl::Status status = absl::OkStatus();
+  if (every) {
+    for (const auto& [id, machine] : state.machines()) {
+      status = SetArc(state, id, closed, inputs.pool, per_task_cost, builder);
+      if (!status.ok()) break;
     }
-    const SetFrom now{.pool = pool,
-                      .machine = node,
-                      .open = Holds(machine) && !closed.contains(id),
-                      .running = static_cast<uint32_t>(machine.running.size()),
-                      .slots = machine.task_slots,
-                      .pass = pass_};
-    SetFrom& last = set_[id];
-    const bool same = last.pool == now.pool && last.machine == now.machine &&
-                      last.open == now.open && last.running == now.running &&
-                      last.slots == now.slots;
-    if (!same) {
-      FLOWSCHED_RETURN_IF_ERROR(SetSlotPoolArc(machine, pool, node,
-                                               per_task_cost, limits_.max_tasks,
-                                               builder.network(), now.open));
+    if (status.ok() && set_.size() > state.machines().size()) {
+      absl::erase_if(set_, [&](const auto& entry) {
+        return state.FindMachine(entry.first) == nullptr;
+      });
     }
-    last = now;
+  } else {
+    // In id order, as a full pass goes: the arcs' order in the network is
+    // part of a deterministic round.
+    std::vector<MachineId> visit(noted_.begin(), noted_.end());
+    visit.insert(visit.end(), closed.begin(), closed.end());
+    visit.insert(visit.end(), last_closed_.begin(), last_closed_.end());
+    std::sort(visit.begin(), visit.end());
+    visit.erase(std::unique(visit.begin(), visit.end()), visit.end());
+    for (MachineId id : visit) {
+      status = SetArc(state, id, closed, inputs.pool, per_task_cost, builder);
+      if (!status.ok()) break;
+    }
   }
-  if (set_.size() > state.machines().size()) {
-    absl::erase_if(
-        set_, [&](const auto& entry) { return entry.second.pass != pass_; });
+  if (!status.ok()) {
+    last_pass_.reset();  // a failed pass is done again in full
+    return status;
   }
+  noted_.clear();
+  last_closed_ = closed;
   return absl::OkStatus();
 }
 

@@ -38,6 +38,7 @@
 // machine together, as the slot pool (slot_pool.h) does.
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -88,10 +89,10 @@ class RoomPool {
   // Whether a shape R takes is waiting (SetBound's answer).
   [[nodiscard]] bool takes_any() const { return takes_any_; }
 
-  // Drops what SetArcs remembers of the machines `changes` names: a
-  // machine removed and added again may get its old node id back, without
-  // R's arc.
-  void Forget(const cluster::ChangeSet& changes);
+  // Notes the machines `changes` names for SetArcs' next pass, and drops
+  // what it remembers of them (a machine removed and added again may get
+  // its old node id back, without R's arc).
+  void NoteChanged(const cluster::ChangeSet& changes);
 
   // Whether `machine`'s free room (under the limits) fits the bound in
   // each of its free slots; false for a machine without a free slot, and
@@ -103,8 +104,11 @@ class RoomPool {
 
   // Sets R -> M for every machine of `state` (R made if missing): open
   // where Holds and `closed` does not name the machine, closed (no
-  // capacity) elsewhere; arcs whose inputs did not change since the last
-  // call (and no Forget since) are not built again.
+  // capacity) elsewhere. Work in proportion to the change: while the
+  // bound and R's node are as at the last call, only the machines noted
+  // since and those `closed` names now or named then are visited (no other
+  // arc's inputs moved), and an arc whose inputs did not change is not
+  // built again.
   absl::Status SetArcs(const cluster::ClusterState& state,
                        const absl::flat_hash_set<MachineId>& closed,
                        int64_t per_task_cost, NetworkBuilder& builder);
@@ -117,7 +121,7 @@ class RoomPool {
     bool open = false;
     uint32_t running = 0;
     uint32_t slots = 0;
-    uint64_t pass = 0;  // the SetArcs call that last saw the machine
+    bool operator==(const SetFrom&) const = default;
   };
   // What a running task R takes asks, as counted.
   struct Ask {
@@ -126,13 +130,26 @@ class RoomPool {
     int64_t network_bytes_per_sec = 0;
   };
   void Count(const Ask& ask, int delta);
+  // Sets the arc of `id` (gone from `state`: forgets it) as SetArcs does.
+  absl::Status SetArc(const cluster::ClusterState& state, MachineId id,
+                      const absl::flat_hash_set<MachineId>& closed, NodeId pool,
+                      int64_t per_task_cost, NetworkBuilder& builder);
   RoomLimits limits_;
   cluster::Resources bound_;
   bool takes_any_ = false;
   bool bounded_ = false;  // some task R takes waits or runs
-  // At the last SetArcs pass (each arc set since is remembered in set_).
-  bool last_bounded_ = true;
-  bool forgot_ = false;  // Forget dropped a machine since that pass
+  // What every arc depended on at the last SetArcs pass (each arc set
+  // since is remembered in set_).
+  struct PassInputs {
+    NodeId pool = kNoNode;
+    bool bounded = false;
+    cluster::Resources bound;
+    int64_t per_task_cost = 0;
+    bool operator==(const PassInputs&) const = default;
+  };
+  std::optional<PassInputs> last_pass_;   // none before the first
+  absl::flat_hash_set<MachineId> noted_;  // by NoteChanged since that pass
+  absl::flat_hash_set<MachineId> last_closed_;  // `closed` at that pass
   absl::flat_hash_map<TaskId, Ask> running_;
   // Running tasks by each resource's ask (a multiset as counts), for the
   // largest.
@@ -140,7 +157,6 @@ class RoomPool {
   absl::btree_map<int64_t, int64_t> running_memory_;
   absl::btree_map<int64_t, int64_t> running_network_;
   absl::flat_hash_map<MachineId, SetFrom> set_;
-  uint64_t pass_ = 0;
 };
 
 }  // namespace flowsched::flow

@@ -188,13 +188,13 @@ TEST(RoomPoolTest, SetsOpenAndClosedArcsAndOnlyWhatChanged) {
   EXPECT_EQ(network.TakeChanges().size(), 1u);  // machine 2's arc alone
   EXPECT_EQ(capacity(2), 4);
   // A machine removed and added again may get its node id back without
-  // R's arc: a sync names it, and Forget makes SetArcs set it again.
+  // R's arc: a sync names it, and NoteChanged makes SetArcs set it again.
   const NodeId m1 = builder.FindMachineNode(MachineId(1));
   builder.RemoveMachineNode(MachineId(1));
   ASSERT_EQ(builder.EnsureMachineNode(MachineId(1)), m1);
   cluster::ChangeSet resynced;
   resynced.machines.insert(MachineId(1));
-  pool.Forget(resynced);
+  pool.NoteChanged(resynced);
   ASSERT_THAT(pool.SetArcs(state, {}, 10, builder), IsOk());
   EXPECT_EQ(capacity(1), 4);
 }
@@ -228,10 +228,69 @@ TEST(RoomPoolTest, WithNothingToCarryOnlyNamedMachinesAreVisited) {
   add(2);
   ASSERT_THAT(pool.SetArcs(state, {}, 10, builder), IsOk());
   EXPECT_FALSE(arc_to(2).has_value());  // not named: not visited
-  pool.Forget(changes);
+  pool.NoteChanged(changes);
   ASSERT_THAT(pool.SetArcs(state, {}, 10, builder), IsOk());
   ASSERT_TRUE(arc_to(2).has_value());
   EXPECT_EQ(arc_to(2)->capacity, 0);
+}
+
+// While the bound stays, a pass visits only the machines noted since the
+// last and those closed now or then; a new bound visits every machine.
+TEST(RoomPoolTest, WhileTheBoundStaysOnlyNotedOrClosedMachinesAreVisited) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  FlowNetwork network;
+  NetworkBuilder builder(network);
+  for (uint64_t m = 1; m <= 3; ++m) {
+    ASSERT_THAT(state.Apply({"e", 1, "t",
+                             cluster::MachineAdded{
+                                 MachineId(m), "r", {4000, 0, 4000}, 4, {}}},
+                            1, changes),
+                IsOk());
+    builder.EnsureMachineNode(MachineId(m));
+  }
+  // Network counted by reported use: a usage report moves a machine's room.
+  RoomPool pool(RoomLimits{.network_by_use = true});
+  RequestShape shape = Shape(1000, 0);
+  shape.ask.request.network_bytes_per_sec = 500;
+  ASSERT_TRUE(pool.SetBound({shape}));
+  ASSERT_THAT(pool.SetArcs(state, {MachineId(3)}, 10, builder), IsOk());
+  const NodeId r = pool.EnsureNode(builder);
+  const auto open = [&](uint64_t m) {
+    const auto arc = network.FindArc(r, builder.FindMachineNode(MachineId(m)));
+    if (!arc.has_value()) return int64_t{-1};
+    int64_t total = arc->capacity;
+    for (const ArcSegment& piece : arc->extra_segments) total += piece.capacity;
+    return total;
+  };
+  EXPECT_EQ(open(1), 4);
+  EXPECT_EQ(open(2), 4);
+  EXPECT_EQ(open(3), 0);
+  // Machines 1 and 2 report 3,000 of 4,000 network in use: 4 slots of 500
+  // no longer fit. Only machine 1's change is noted.
+  changes.Clear();
+  for (uint64_t m = 1; m <= 2; ++m) {
+    ASSERT_THAT(state.Apply({"e", 2, "t",
+                             cluster::MachineUsage{MachineId(m), {0, 0, 3000}}},
+                            2, changes),
+                IsOk());
+  }
+  cluster::ChangeSet noted;
+  noted.machines.insert(MachineId(1));
+  pool.NoteChanged(noted);
+  ASSERT_TRUE(pool.SetBound({shape}));
+  ASSERT_THAT(pool.SetArcs(state, {}, 10, builder), IsOk());
+  EXPECT_EQ(open(1), 0);  // noted
+  EXPECT_EQ(open(2), 4);  // not noted, not closed: not visited
+  EXPECT_EQ(open(3), 4);  // closed at the last pass: visited
+  // A smaller bound (one 200 fits 4 times in the 1,000 left) moves every
+  // machine's arc: every machine is visited.
+  shape.ask.request.network_bytes_per_sec = 200;
+  ASSERT_TRUE(pool.SetBound({shape}));
+  ASSERT_THAT(pool.SetArcs(state, {}, 10, builder), IsOk());
+  EXPECT_EQ(open(1), 4);
+  EXPECT_EQ(open(2), 4);
+  EXPECT_EQ(open(3), 4);
 }
 
 }  // namespace
