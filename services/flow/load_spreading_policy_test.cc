@@ -629,7 +629,9 @@ TEST_F(LoadSpreadingPolicyTest, DifferentMachinesHoldsForTasksThatAskNothing) {
 // first taken before it was a built-in profile, re-taken when tasks asking
 // for CPU, memory or network alone gained the room pool, room_pool.h, and
 // when the slot pool's arcs closed while no task it is for waits or runs;
-// the placements of every run stayed the same then):
+// the placements of every run stayed the same then; and when the capped
+// walk counted held machines toward pooled shapes' share: as many tasks
+// placed in every round, on other machines in two runs):
 // slot-only tasks and tasks asking for CPU, memory, GPUs or labels,
 // different-machines jobs and gangs (starving ones too), synced eagerly or
 // as the graph manager does, over rounds that place and finish tasks, with
@@ -637,14 +639,18 @@ TEST_F(LoadSpreadingPolicyTest, DifferentMachinesHoldsForTasksThatAskNothing) {
 // change to a node, arc, capacity or cost changes a fingerprint.
 TEST(LoadSpreadingPinTest, KeepsItsNetworkOnRandomClusters) {
   const std::vector<uint64_t> expected = {
-      17876725669108503223ULL, 8710398396940388577ULL,  13496698541985752055ULL,
-      5108536170612125284ULL,  13761761014902853366ULL, 4549140072140113013ULL,
-      12608376773000849814ULL, 15669504235015563787ULL, 7896443814911328556ULL,
-      6642064669829673432ULL,  17649793505762795446ULL, 2632594694861322828ULL,
-      10195009451649854906ULL, 469242239373428284ULL,   11048026008766627852ULL,
-      10554036698649027176ULL, 1893445798860615555ULL,  16386036074905029597ULL,
-      8873752194052723942ULL,  790599170359867615ULL,   12784265787924572268ULL,
-      9849320247453046725ULL,  13211303821886396903ULL, 1218072589572176440ULL};
+      7840976926184491948ULL,  8710398396940388577ULL,
+      9499727905275306771ULL,  2912913896654518013ULL,
+      13761761014902853366ULL, 8201536078784395990ULL,
+      12608376773000849814ULL, 15669504235015563787ULL,
+      7896443814911328556ULL,  3062965127361194460ULL,
+      17649793505762795446ULL, 2632594694861322828ULL,
+      10195009451649854906ULL, 469242239373428284ULL,
+      9244456516629629130ULL,  6076668193586278985ULL,
+      5020475390542569824ULL,  16386036074905029597ULL,
+      8873752194052723942ULL,  790599170359867615ULL,
+      10393035527698010786ULL, 9849320247453046725ULL,
+      13211303821886396903ULL, 12488883597646928602ULL};
   std::vector<uint64_t> actual;
   for (uint64_t seed = 1; seed <= 24; ++seed) {
     std::mt19937_64 rng(seed);

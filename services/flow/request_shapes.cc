@@ -551,12 +551,31 @@ void ReserveLeastLoaded(const cluster::ClusterState& state,
                         const std::function<void(const cluster::Machine&,
                                                  size_t, int64_t)>& reserved,
                         const PooledMachines* pooled) {
-  std::vector<int64_t> wanted_machines(shapes.size());
-  size_t open_shapes = shapes.size();
-  // Shapes the pool does not take that still want machines.
-  size_t open_unpooled = 0;
   const auto pool_takes = [&](size_t i) {
     return pooled != nullptr && pooled->takes[i];
+  };
+  // Machines each shape still wants. A held machine whose pool arc stays
+  // open counts for every shape the pool takes (each reaches it through
+  // the pool): `held_open` of them so far, so such a shape wants
+  // wanted_machines[i] - held_open more.
+  std::vector<int64_t> wanted_machines(shapes.size());
+  int64_t held_open = 0;
+  const auto wants = [&](size_t i) {
+    return wanted_machines[i] > (pool_takes(i) ? held_open : 0);
+  };
+  // Shapes the pool does not take that still want machines, and the most
+  // machines a shape it takes wants (`pooled_most_stale` once a reservation
+  // may have lowered it; recounted only when it would end the walk).
+  size_t open_unpooled = 0;
+  int64_t pooled_most = 0;
+  bool pooled_most_stale = false;
+  const auto count_pooled_most = [&] {
+    pooled_most = 0;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      if (pool_takes(i))
+        pooled_most = std::max(pooled_most, wanted_machines[i]);
+    }
+    pooled_most_stale = false;
   };
   // With a pool: the shapes it does not take and those it takes.
   std::vector<size_t> unpooled_shapes;
@@ -569,31 +588,43 @@ void ReserveLeastLoaded(const cluster::ClusterState& state,
       (pool_takes(i) ? pooled_shapes : unpooled_shapes).push_back(i);
     }
   }
+  count_pooled_most();
+  // Every shape has its share (a starving shape is credited held machines
+  // only once it is no longer short, or where it reserved nothing).
+  const auto done = [&] {
+    if (open_unpooled > 0) return false;
+    if (held_open < pooled_most && pooled_most_stale) count_pooled_most();
+    return held_open >= pooled_most;
+  };
   const SmallestAsk smallest = SmallestAskOf(shapes);
   const auto visit = [&](auto begin, auto end) {
-    for (auto it = begin; it != end && open_shapes > 0; ++it) {
+    for (auto it = begin; it != end && !done(); ++it) {
       const cluster::Machine& machine = *it->machine;
       if (!MayFitAny(machine, smallest)) continue;
       const bool held = pooled != nullptr && pooled->holds(machine);
-      if (held && open_unpooled == 0 && starving.open().empty()) continue;
+      if (held && open_unpooled == 0 && starving.open().empty()) {
+        ++held_open;
+        continue;
+      }
       // A copy: reservations on this machine may close a starving shape.
       const std::vector<size_t> first(starving.open().begin(),
                                       starving.open().end());
       const auto rotation = static_cast<size_t>(it->id.value());
       bool any = false;
       const auto on_reserved = [&](size_t i, int64_t n) {
+        const bool wanted = wants(i);
         any = true;
         starving.Reserved(i, n);
         reserved(machine, i, n);
-        if (--wanted_machines[i] == 0) {
-          --open_shapes;
-          if (!pool_takes(i)) --open_unpooled;
+        if (pool_takes(i) && wanted_machines[i] == pooled_most) {
+          pooled_most_stale = true;
         }
+        --wanted_machines[i];
+        if (wanted && !wants(i) && !pool_takes(i)) --open_unpooled;
       };
       if (!held) {
-        ReserveMachine(
-            machine, state, shapes, rotation, on_reserved,
-            [&](size_t i) { return wanted_machines[i] > 0; }, first, limits);
+        ReserveMachine(machine, state, shapes, rotation, on_reserved, wants,
+                       first, limits);
         continue;
       }
       // The pool holds this machine: its room goes first to the starving
@@ -602,7 +633,7 @@ void ReserveLeastLoaded(const cluster::ClusterState& state,
       // shapes as on any machine.
       MachineRoom room(machine, limits);
       const std::function<bool(size_t)> unpooled = [&](size_t i) {
-        return wanted_machines[i] > 0 &&
+        return wants(i) &&
                (!pool_takes(i) ||
                 std::find(first.begin(), first.end(), i) != first.end());
       };
@@ -610,9 +641,12 @@ void ReserveLeastLoaded(const cluster::ClusterState& state,
                  OfferOrder(shapes.size(), rotation, first, unpooled,
                             &unpooled_shapes),
                  on_reserved);
-      if (!any) continue;
+      if (!any) {
+        ++held_open;
+        continue;
+      }
       const std::function<bool(size_t)> taken = [&](size_t i) {
-        return wanted_machines[i] > 0 && pool_takes(i);
+        return wants(i) && pool_takes(i);
       };
       room.Offer(
           state, shapes,

@@ -309,7 +309,10 @@ struct SmallestAsk {
 // its room first only to the starving shapes and those it does not take
 // (`takes`, by index), then, if one of them reserved (the pool's arc there
 // closes), to the others; it is passed over once no starving shape is
-// short and none of the shapes it does not take needs more machines.
+// short and none of the shapes it does not take needs more machines. A
+// held machine whose pool arc stays open counts toward the share of every
+// shape the pool takes (each reaches it through the pool), so the walk
+// ends after about that many held machines instead of visiting all.
 struct MachineCap {
   int64_t per_task = 0;
   int64_t min_machines = 0;

@@ -1,6 +1,7 @@
 #include "services/flow/request_shapes.h"
 
 #include <algorithm>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -666,6 +667,74 @@ TEST(RequestShapesTest, ShapeIndexMatchesAFullScan) {
           << kept[i].key;
     }
   }
+}
+
+// The capped walk counts a held machine whose pool arc stays open toward
+// the share of every shape the pool takes: with only such shapes waiting
+// it ends after their share of held machines, reserving nothing; beside a
+// shape the pool does not take it still gives that shape its share.
+TEST(RequestShapesTest, TheCappedWalkCountsHeldMachinesTowardPooledShapes) {
+  cluster::ClusterState state;
+  cluster::ChangeSet changes;
+  for (uint64_t m = 1; m <= 40; ++m) {
+    ASSERT_THAT(state.Apply(Event(Machine(m, 4, 8000, 0)), 0, changes), IsOk());
+  }
+  cluster::JobSubmitted job;
+  job.job = JobId(1);
+  job.name = "j";
+  job.tasks = {Ask(1, 1000, 0, 0), Ask(2, 1000, 0, 0)};
+  ASSERT_THAT(state.Apply(Event(job), 0, changes), IsOk());
+  const MachineCap cap{.per_task = 2, .min_machines = 1};
+  const auto walk = [&](const std::function<bool(uint64_t)>& held,
+                        const std::function<bool(int64_t)>& taken,
+                        std::vector<int64_t>& machines_of, int& visited) {
+    const std::vector<RequestShape> shapes = WaitingShapes(state);
+    PooledMachines pooled;
+    pooled.holds = [&](const cluster::Machine& machine) {
+      ++visited;
+      return held(machine.id.value());
+    };
+    for (const RequestShape& shape : shapes) {
+      pooled.takes.push_back(taken(shape.ask.request.cpu_millis));
+    }
+    machines_of.assign(shapes.size(), 0);
+    visited = 0;
+    StarvingFirst starving(shapes, 0, 0);
+    ReserveLeastLoaded(
+        state, shapes, cap, /*fullest_first=*/false, {}, starving,
+        [&](const cluster::Machine&, size_t i, int64_t) { ++machines_of[i]; },
+        &pooled);
+    return shapes;
+  };
+  std::vector<int64_t> machines_of;
+  int visited = 0;
+  // Every machine held, the one shape taken: 2 x 2 held machines, nothing
+  // reserved.
+  walk([](uint64_t) { return true; }, [](int64_t) { return true; }, machines_of,
+       visited);
+  EXPECT_EQ(machines_of, std::vector<int64_t>{0});
+  EXPECT_EQ(visited, 4);
+
+  // Odd machines held; a shape of 3,000 millis the pool does not take
+  // wants 2 machines and gets them; the walk ends well before the 40th.
+  job.job = JobId(2);
+  job.tasks = {Ask(3, 3000, 0, 0)};
+  ASSERT_THAT(state.Apply(Event(job), 0, changes), IsOk());
+  const std::vector<RequestShape> shapes =
+      walk([](uint64_t id) { return id % 2 == 1; },
+           [](int64_t cpu) { return cpu == 1000; }, machines_of, visited);
+  ASSERT_EQ(shapes.size(), 2u);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    if (shapes[i].ask.request.cpu_millis == 3000) {
+      EXPECT_EQ(machines_of[i], 2);
+    } else {
+      // Reached through the pool on the held machines passed over, and
+      // by reservation on the others: never more than its share.
+      EXPECT_GE(machines_of[i], 1);
+      EXPECT_LE(machines_of[i], 4);
+    }
+  }
+  EXPECT_LE(visited, 8);
 }
 
 }  // namespace
