@@ -3,6 +3,8 @@
 // placed, every latency sample is positive, the restart is measured on the
 // full state, and the CSV holds one row with the measurements.
 
+#include <sys/wait.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -110,6 +112,41 @@ TEST(BenchE2eTest, ScrapedMetrics) {
   EXPECT_GT(Number(row, "scrape_mean_kib"), 1);
   EXPECT_GT(Number(row, "steady_manager_cpu_s"), 0);
   EXPECT_GT(Number(row, "steady_worker_cpu_s"), 0);
+}
+
+// A run kept with --keep leaves its services running in the directory: a
+// second run there is refused with the way out instead of wiping the
+// directory under them, and runs once they are stopped.
+TEST(BenchE2eTest, RefusesADirectoryWhoseKeptServicesStillRun) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / "flowsched-bench-e2e-test-kept";
+  std::filesystem::remove_all(dir);
+  const std::string bench =
+      std::string(FLOWSCHED_BINARY) + " bench e2e --data-dir " + dir.string() +
+      " --machines 20 --slots 4 --tasks 40 --churn 20 --duration 1 "
+      "--restart none --timeout 60";
+  const std::string out = dir.string() + ".out";
+  ASSERT_EQ(std::system((bench + " --keep > " + out + " 2>&1").c_str()), 0);
+  ASSERT_TRUE(std::filesystem::exists(dir / "status.json"));
+
+  const int refused = std::system((bench + " > " + out + " 2>&1").c_str());
+  std::ifstream printed_in(out);
+  std::stringstream printed;
+  printed << printed_in.rdbuf();
+  EXPECT_TRUE(WIFEXITED(refused) && WEXITSTATUS(refused) == 2) << printed.str();
+  EXPECT_NE(printed.str().find("still run in"), std::string::npos)
+      << printed.str();
+  EXPECT_NE(printed.str().find("flowsched down --data-dir"), std::string::npos)
+      << printed.str();
+  // Refused before anything was touched: the kept run's state is there.
+  EXPECT_TRUE(std::filesystem::exists(dir / "status.json"));
+
+  const std::string down = std::string(FLOWSCHED_BINARY) + " down --data-dir " +
+                           dir.string() + " > " + out + " 2>&1";
+  ASSERT_EQ(std::system(down.c_str()), 0);
+  EXPECT_EQ(std::system((bench + " > " + out + " 2>&1").c_str()), 0);
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  if (!::testing::Test::HasFailure()) std::filesystem::remove(out);
 }
 
 TEST(BenchE2eTest, SigkillRestart) {

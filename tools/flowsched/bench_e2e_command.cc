@@ -8,11 +8,15 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_join.h"
 #include "fmt/format.h"
 #include "fmt/ostream.h"
 #include "tools/e2e/e2e_bench.h"
 #include "tools/flowsched/commands.h"
+#include "tools/flowsched/lifecycle.h"
+#include "tools/flowsched/process_control.h"
 
 namespace flowsched::tools {
 namespace {
@@ -28,10 +32,30 @@ struct BenchE2eFlags {
 };
 
 // Empties the data directory for a fresh run: it must not exist, be empty,
-// or hold the marker of an earlier run of this command.
-absl::Status PrepareDataDir(const std::string& dir) {
+// or hold the marker of an earlier run of this command whose services (left
+// running by --keep) have stopped: wiping it under them would mix their
+// status and topics into this run's.
+absl::Status PrepareDataDir(const CommonFlags& flags) {
   namespace fs = std::filesystem;
+  const std::string& dir = flags.data_dir;
   std::error_code ec;
+  std::vector<std::string> running;
+  std::vector<std::string> names = ServiceNames();
+  for (std::string& extra : ExtraSolverWorkerNames(flags)) {
+    names.push_back(std::move(extra));
+  }
+  for (const std::string& name : names) {
+    const ServiceState state = CheckService(flags, name);
+    if (state.process == ProcessCheck::kRunning) {
+      running.push_back(fmt::format("{} (pid {})", name, state.pid->pid));
+    }
+  }
+  if (!running.empty()) {
+    return absl::FailedPreconditionError(fmt::format(
+        "services of an earlier run still run in {}: {}; stop them with "
+        "`flowsched down --data-dir {}` (or pass another --data-dir)",
+        dir, absl::StrJoin(running, ", "), dir));
+  }
   if (fs::exists(dir, ec) && !fs::is_empty(dir, ec) &&
       !fs::exists(fs::path(dir) / kMarker, ec)) {
     return absl::FailedPreconditionError(fmt::format(
@@ -133,7 +157,7 @@ BenchSubcommand AddBenchE2eCommand(CLI::App& bench, CommonFlags& flags,
     if (root.get_option("--data-dir")->count() == 0) {
       flags.data_dir = kDefaultDataDir;
     }
-    if (absl::Status ready = PrepareDataDir(flags.data_dir); !ready.ok()) {
+    if (absl::Status ready = PrepareDataDir(flags); !ready.ok()) {
       std::cerr << "flowsched bench e2e: " << ready.message() << "\n";
       return 2;
     }
