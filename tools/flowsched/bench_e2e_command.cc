@@ -33,12 +33,19 @@ struct BenchE2eFlags {
 
 // Empties the data directory for a fresh run: it must not exist, be empty,
 // or hold the marker of an earlier run of this command whose services (left
-// running by --keep) have stopped: wiping it under them would mix their
-// status and topics into this run's.
+// running by --keep) have stopped: wiping the directory under them would
+// mix their status and topics into this run's.
 absl::Status PrepareDataDir(const CommonFlags& flags) {
   namespace fs = std::filesystem;
   const std::string& dir = flags.data_dir;
   std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_empty(dir, ec) &&
+      !fs::exists(fs::path(dir) / kMarker, ec)) {
+    return absl::FailedPreconditionError(fmt::format(
+        "{} is not empty and was not made by `flowsched bench e2e`; the "
+        "benchmark needs a fresh data directory (--data-dir)",
+        dir));
+  }
   std::vector<std::string> running;
   std::vector<std::string> names = ServiceNames();
   for (std::string& extra : ExtraSolverWorkerNames(flags)) {
@@ -55,13 +62,6 @@ absl::Status PrepareDataDir(const CommonFlags& flags) {
         "services of an earlier run still run in {}: {}; stop them with "
         "`flowsched down --data-dir {}` (or pass another --data-dir)",
         dir, absl::StrJoin(running, ", "), dir));
-  }
-  if (fs::exists(dir, ec) && !fs::is_empty(dir, ec) &&
-      !fs::exists(fs::path(dir) / kMarker, ec)) {
-    return absl::FailedPreconditionError(fmt::format(
-        "{} is not empty and was not made by `flowsched bench e2e`; the "
-        "benchmark needs a fresh data directory (--data-dir)",
-        dir));
   }
   fs::remove_all(dir, ec);
   fs::create_directories(dir, ec);
