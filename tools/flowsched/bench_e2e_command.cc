@@ -16,7 +16,6 @@
 #include "tools/e2e/e2e_bench.h"
 #include "tools/flowsched/commands.h"
 #include "tools/flowsched/lifecycle.h"
-#include "tools/flowsched/process_control.h"
 
 namespace flowsched::tools {
 namespace {
@@ -47,15 +46,8 @@ absl::Status PrepareDataDir(const CommonFlags& flags) {
         dir));
   }
   std::vector<std::string> running;
-  std::vector<std::string> names = ServiceNames();
-  for (std::string& extra : ExtraSolverWorkerNames(flags)) {
-    names.push_back(std::move(extra));
-  }
-  for (const std::string& name : names) {
-    const ServiceState state = CheckService(flags, name);
-    if (state.process == ProcessCheck::kRunning) {
-      running.push_back(fmt::format("{} (pid {})", name, state.pid->pid));
-    }
+  for (const ServiceState& state : RunningServices(flags)) {
+    running.push_back(fmt::format("{} (pid {})", state.name, state.pid->pid));
   }
   if (!running.empty()) {
     return absl::FailedPreconditionError(fmt::format(

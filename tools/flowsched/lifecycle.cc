@@ -159,6 +159,21 @@ std::string DescribeService(const CommonFlags& flags, const std::string& name) {
                       state.ready ? "ready" : "not ready");
 }
 
+std::vector<ServiceState> RunningServices(const CommonFlags& flags) {
+  std::vector<std::string> names = ServiceNames();
+  for (std::string& name : ExtraSolverWorkerNames(flags)) {
+    names.push_back(std::move(name));
+  }
+  std::vector<ServiceState> running;
+  for (const std::string& name : names) {
+    ServiceState state = CheckService(flags, name);
+    if (state.process == ProcessCheck::kRunning) {
+      running.push_back(std::move(state));
+    }
+  }
+  return running;
+}
+
 absl::Status StartServices(const CommonFlags& flags, const UpOptions& options) {
   auto running = [&](const std::string& name) {
     return CheckService(flags, name).process == ProcessCheck::kRunning;
@@ -249,19 +264,14 @@ absl::Status Up(CommonFlags& flags, const DeploymentRequest& request,
   FLOWSCHED_ASSIGN_OR_RETURN(std::optional<Deployment> stored,
                              ReadDeploymentFile(flags.data_dir));
   if (reset_deployment && stored.has_value()) {
-    std::vector<std::string> names = ServiceNames();
-    for (std::string& name : ExtraSolverWorkerNames(flags)) {
-      names.push_back(std::move(name));
-    }
-    for (const std::string& name : names) {
-      if (CheckService(flags, name).process == ProcessCheck::kRunning) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("--reset-deployment: ", name,
-                         " still runs with the stored "
-                         "settings; stop everything first with `flowsched down "
-                         "--data-dir ",
-                         flags.data_dir, "`"));
-      }
+    const std::vector<ServiceState> running = RunningServices(flags);
+    if (!running.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--reset-deployment: ", running.front().name,
+                       " still runs with the stored "
+                       "settings; stop everything first with `flowsched down "
+                       "--data-dir ",
+                       flags.data_dir, "`"));
     }
     stored.reset();
   }

@@ -73,6 +73,10 @@ struct ServiceState {
 };
 [[nodiscard]] ServiceState CheckService(const CommonFlags& flags,
                                         const std::string& name);
+// Every service instance (ServiceNames and the extra solver workers) whose
+// process runs now.
+[[nodiscard]] std::vector<ServiceState> RunningServices(
+    const CommonFlags& flags);
 // "running (pid N), ready", "running (pid N), not ready", "not running" or
 // "not running (pid N exited)" (or "... exited (zombie)", "... pid reused
 // by another process").
