@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <functional>
-#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -396,12 +395,6 @@ absl::Status FlowNetwork::Apply(const GraphChange& change) {
 
 std::vector<GraphChange> FlowNetwork::TakeChanges() {
   return std::exchange(changes_, {});
-}
-
-void FlowNetwork::MoveChangesTo(std::vector<GraphChange>& out) {
-  out.insert(out.end(), std::make_move_iterator(changes_.begin()),
-             std::make_move_iterator(changes_.end()));
-  changes_.clear();
 }
 
 std::vector<GraphChange> FlowNetwork::SnapshotChanges() const {

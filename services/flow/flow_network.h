@@ -102,11 +102,6 @@ class FlowNetwork {
 
   // Returns and clears the recorded changes.
   std::vector<GraphChange> TakeChanges();
-  // Moves the recorded changes to the end of `out` and clears them, keeping
-  // the log's memory for the next ones: a burst's log runs to tens of MB,
-  // and memory fresh from the kernel costs a page fault per page on first
-  // use, batch after batch.
-  void MoveChangesTo(std::vector<GraphChange>& out);
   // While set, every `chunk` recorded changes are handed to `sink` as soon
   // as they are recorded (in order); TakeChanges returns what is left. So
   // a replica can apply a large delta while it is still being recorded.

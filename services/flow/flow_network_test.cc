@@ -94,31 +94,6 @@ TEST(FlowNetworkTest, RecordsOnlyRealChanges) {
   EXPECT_EQ(changes[0].cost, 8);
 }
 
-TEST(FlowNetworkTest, MoveChangesToAppendsInOrderAndClearsTheLog) {
-  FlowNetwork net;
-  net.set_record_changes(true);
-  NodeId a = net.AddNode(Task(1));
-  NodeId s = net.AddNode({.kind = NodeKind::kSink, .supply = -1});
-  std::vector<GraphChange> out;
-  net.MoveChangesTo(out);
-  ASSERT_EQ(out.size(), 2u);
-  EXPECT_FALSE(net.has_changes());
-  // A convex arc: its pieces move with it.
-  const std::vector<ArcSegment> pieces = {{.capacity = 1, .cost = 9}};
-  ASSERT_THAT(net.SetArc(a, s, 1, 7, pieces), IsOk());
-  ASSERT_THAT(net.UpdateNode(a, 1, 3), IsOk());
-  net.MoveChangesTo(out);
-  ASSERT_EQ(out.size(), 4u);
-  EXPECT_EQ(out[0].type, GraphChange::Type::kAddNode);
-  EXPECT_EQ(out[0].node, a);
-  EXPECT_EQ(out[1].node, s);
-  EXPECT_EQ(out[2].type, GraphChange::Type::kSetArc);
-  EXPECT_EQ(out[2].extra_segments, pieces);
-  EXPECT_EQ(out[3].type, GraphChange::Type::kUpdateNode);
-  EXPECT_EQ(out[3].data.running_on, 3u);
-  EXPECT_TRUE(net.TakeChanges().empty());
-}
-
 // SetOutArcs against what it stands for: RemoveArc of every other out-arc
 // in out-list order, then SetArc of each desired arc. Random out-sets over
 // a few destinations (repeats, convex pieces, unchanged arcs) must leave

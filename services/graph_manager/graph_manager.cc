@@ -1,6 +1,5 @@
 #include "services/graph_manager/graph_manager.h"
 
-#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -421,25 +420,22 @@ absl::Status GraphManager::CommitChanges(const cluster::ChangeSet& changes,
     FLOWSCHED_RETURN_IF_ERROR(SyncNetwork(changes));
     rounds_.AddSyncMicros(SteadyMicros() - start_us);
   }
-  // The batch's network changes join the round's (pending_changes_, whose
-  // memory is kept from round to round) before they are stored.
-  const size_t first_change = pending_changes_.size();
-  network_.MoveChangesTo(pending_changes_);
+  std::vector<flow::GraphChange> network_changes = network_.TakeChanges();
   StageEntities(changes, state_, batch);
-  StageNetwork(std::span<const flow::GraphChange>(pending_changes_)
-                   .subspan(first_change),
-               network_, batch);
+  StageNetwork(network_changes, network_, batch);
   std::optional<OutboxEntry> staged;
   if (ledger != nullptr) staged = StageLedger(*ledger, batch);
   StageMetaWithTime(batch);
   absl::Status committed = store_->Commit(std::move(batch));
   if (!committed.ok()) {
-    pending_changes_.resize(first_change);
     // Memory is ahead of disk now; only a restart from disk is safe.
     return absl::Status(committed.code(), absl::StrCat("state commit failed: ",
                                                        committed.message()));
   }
   if (staged) ledger_->Publish(std::move(*staged));
+  pending_changes_.insert(pending_changes_.end(),
+                          std::make_move_iterator(network_changes.begin()),
+                          std::make_move_iterator(network_changes.end()));
   return absl::OkStatus();
 }
 

@@ -196,11 +196,7 @@ absl::StatusOr<std::vector<flow::GraphChange>> GraphManager::RefreshPrices() {
   // would otherwise follow round after round while anything waits
   // (deterministic runs add Ticks for that).
   FLOWSCHED_RETURN_IF_ERROR(policy_network_.Refresh(state_, StateNowMicros()));
-  // Moved rather than taken, so the change log keeps its memory (see
-  // CommitChanges).
-  std::vector<flow::GraphChange> refreshed;
-  network_.MoveChangesTo(refreshed);
-  return refreshed;
+  return network_.TakeChanges();
 }
 
 v1::SolverRound GraphManager::RoundHeader(RoundId round_id,

@@ -51,7 +51,7 @@ void StageEntities(const cluster::ChangeSet& changes,
   }
 }
 
-void StageNetwork(std::span<const flow::GraphChange> network_changes,
+void StageNetwork(const std::vector<flow::GraphChange>& network_changes,
                   const flow::FlowNetwork& network,
                   storage::StateBatch& batch) {
   // Each node and arc once, in key order, whatever the changes' order.

@@ -5,7 +5,7 @@
 // touched entities, the touched network nodes and arcs, the round
 // bookkeeping and the consumed offsets, so a crash keeps all of it or none.
 
-#include <span>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "flowsched/v1/state.pb.h"
@@ -23,7 +23,7 @@ void StageEntities(const cluster::ChangeSet& changes,
 
 // Stages the current value (or the deletion) of every node and arc that
 // `network_changes` touched.
-void StageNetwork(std::span<const flow::GraphChange> network_changes,
+void StageNetwork(const std::vector<flow::GraphChange>& network_changes,
                   const flow::FlowNetwork& network, storage::StateBatch& batch);
 
 void StageMeta(const v1::GraphManagerMeta& meta, storage::StateBatch& batch);
